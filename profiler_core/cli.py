@@ -1,0 +1,105 @@
+"""`sysprof`: the headless CLI. Exit 0 on success, 2 on invalid input (one line on stderr), 1 on a failed run."""
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from profiler_core import report, rundir
+from profiler_core.config import ConfigError, RunConfig, validate
+from profiler_core.launch import RunnerProcess, mark_killed, runner_argv
+from profiler_core.options import OneLineParser, add_config_options, config_from_args
+
+stderr_console = Console(stderr=True, highlight=False)
+
+
+class UsageError(Exception):
+    """A user mistake: printed as one line, exit 2."""
+
+
+def build_parser() -> OneLineParser:
+    parser = OneLineParser(prog="sysprof", description="Profile Transformer LM steps (headless).")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
+    run = commands.add_parser("run", help="warm up, then time measured steps in a fresh runner process")
+    add_config_options(run)
+    run.add_argument("--runs-dir", help="root of run directories (default $SYSPROF_RUNS or ./runs)")
+    run.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
+    models = commands.add_parser("models", help="list presets with exact parameter counts")
+    models.add_argument("--json", action="store_true")
+    return parser
+
+
+def _progress(event: dict) -> None:
+    kind = event["event"]
+    if kind == "hello":
+        env = event["env"]
+        stderr_console.print(f"[dim]runner on {env['device_type']} ({env.get('device_name')}), torch {env['torch_version']}[/]")
+    elif kind == "compile":
+        stderr_console.print(f"[dim]compiled in {event['seconds']:.1f} s[/]")
+    elif kind in ("warmup_step", "step"):
+        label = "warm-up" if kind == "warmup_step" else "step"
+        phases = " ".join(f"{p} {report.format_ms(ms)}" for p, ms in event["phases_ms"].items())
+        stderr_console.print(f"[dim]{label} {event['index']}: {report.format_ms(event['wall_ms'])} ({phases})[/]")
+
+
+def execute_run(cfg: RunConfig, runs_dir: str | None, on_event=_progress) -> dict:
+    """Run cfg in a fresh runner; returns the summary whatever happened to the runner."""
+    run_dir = rundir.new_run_dir(rundir.runs_root(runs_dir), cfg)
+    process = RunnerProcess(runner_argv(cfg, run_dir), run_dir)
+    summary = None
+    try:
+        for event in process.events():
+            on_event(event)
+            summary = event.get("summary", summary)
+    except KeyboardInterrupt:
+        process.cancel()
+        summary = rundir.read_json(run_dir / rundir.SUMMARY)
+    if summary is None:
+        summary = mark_killed(run_dir, cfg, process.proc.returncode)
+    return summary
+
+
+def command_run(args) -> int:
+    cfg = validate(config_from_args(args))
+    summary = execute_run(cfg, args.runs_dir)
+    error = summary.get("error") or {}
+    if error.get("kind") == "config":  # nothing ran: leave no directory behind, say why
+        shutil.rmtree(summary["run_dir"], ignore_errors=True)
+        raise UsageError(error["message"])
+    if args.json:
+        print(json.dumps(summary, default=str))
+    else:
+        console = Console()
+        console.print(report.phase_table(summary))
+        console.print(report.throughput_line(summary))
+        if error:
+            console.print(f"[red]{error['kind']}[/] in {error.get('phase') or 'run'}: {error['message']}")
+        console.print(f"[dim]run directory: {summary['run_dir']}[/]")
+    return 0 if summary["status"] == "ok" else 1
+
+
+def command_models(args) -> int:
+    if args.json:
+        print(json.dumps(report.models_json()))
+    else:
+        Console().print(report.models_table())
+    return 0
+
+
+COMMANDS = {"run": command_run, "models": command_models}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except (ConfigError, UsageError, rundir.RunDirError) as exc:
+        sys.stderr.write(f"sysprof: error: {exc}\n")
+        return 2
+
+
+def entry_point() -> None:
+    sys.exit(main())

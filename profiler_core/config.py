@@ -1,0 +1,128 @@
+"""RunConfig: what to run, checked before anything starts, with a one-line reason for each bad value."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from models.presets import PRESETS, ModelSpec
+
+MODES = ("forward", "forward_backward", "train")
+DTYPES = ("fp32", "bf16", "fp16")
+MATMUL_PRECISIONS = ("highest", "high", "medium")
+ATTENTIONS = ("naive", "sdpa")
+DEVICES = ("auto", "cuda", "cpu", "mps")
+PROFILERS = ("none", "nsys", "torch", "auto")
+CUSTOM = "custom"
+DIM_FIELDS = ("d_model", "d_ff", "layers", "heads", "vocab")
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot run; str() is the one-line reason shown to the user."""
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    model: str = "small"
+    d_model: int | None = None  # None: take it from the preset; any value overrides it
+    d_ff: int | None = None
+    layers: int | None = None
+    heads: int | None = None
+    vocab: int | None = None
+    ctx: int = 256
+    max_ctx: int | None = None  # the context length the model is built for; None: ctx
+    batch: int = 4
+    mode: str = "train"
+    dtype: str = "fp32"
+    matmul_precision: str = "highest"
+    compile: bool = False
+    attention: str = "naive"
+    warmup: int = 5
+    steps: int = 10
+    device: str = "auto"
+    profiler: str = "none"
+    memory: bool = False
+    seed: int = 0
+
+    def spec(self) -> ModelSpec:
+        """The model's shape: the preset with any explicit dimension overriding it."""
+        base = PRESETS.get(self.model, PRESETS["small"])
+        overrides = {f: getattr(self, f) for f in DIM_FIELDS if getattr(self, f) is not None}
+        name = self.model if not overrides else f"{self.model}*" if self.model != CUSTOM else CUSTOM
+        return dataclasses.replace(base, name=name, **overrides)
+
+    @property
+    def context_length(self) -> int:
+        return self.max_ctx if self.max_ctx is not None else self.ctx
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict) -> "RunConfig":
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ConfigError(f"unknown config field(s): {', '.join(unknown)}")
+        return cls(**values)
+
+
+def _choice(name: str, value: str, allowed: tuple[str, ...]) -> str | None:
+    if value not in allowed:
+        return f"{name} must be one of {', '.join(allowed)}; got {value!r}"
+    return None
+
+
+def _positive(name: str, value: object) -> str | None:
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        return f"{name} must be a positive integer; got {value!r}"
+    return None
+
+
+def config_problems(cfg: RunConfig) -> dict[str, str]:
+    """Every reason the config cannot run, keyed by field; empty when it is valid.
+
+    Device presence and dtype support need torch, so the runner checks those (runner_checks).
+    """
+    problems: dict[str, str] = {}
+    if cfg.model != CUSTOM and cfg.model not in PRESETS:
+        problems["model"] = f"unknown preset {cfg.model!r}; choose one of {', '.join(PRESETS)} or custom"
+    if cfg.model == CUSTOM:
+        for name in DIM_FIELDS[:4]:
+            if getattr(cfg, name) is None:
+                problems[name] = f"a custom model needs --{name.replace('_', '-')}"
+    for name, value in _sizes(cfg):
+        problems.setdefault(name, _positive(name, value))
+    if cfg.warmup is None or not isinstance(cfg.warmup, int) or cfg.warmup < 0:
+        problems["warmup"] = f"warmup must be 0 or more; got {cfg.warmup!r}"
+    for name, allowed in (("mode", MODES), ("dtype", DTYPES), ("matmul_precision", MATMUL_PRECISIONS),
+                          ("attention", ATTENTIONS), ("device", DEVICES), ("profiler", PROFILERS)):
+        problems[name] = _choice(name, getattr(cfg, name), allowed)
+    problems = {k: v for k, v in problems.items() if v}
+    if not problems:
+        problems.update(_shape_problems(cfg))
+    return problems
+
+
+def _sizes(cfg: RunConfig) -> list[tuple[str, object]]:
+    spec_values = [(f, getattr(cfg, f)) for f in DIM_FIELDS if getattr(cfg, f) is not None]
+    extra = [("max_ctx", cfg.max_ctx)] if cfg.max_ctx is not None else []
+    return spec_values + extra + [("ctx", cfg.ctx), ("batch", cfg.batch), ("steps", cfg.steps)]
+
+
+def _shape_problems(cfg: RunConfig) -> dict[str, str]:
+    spec = cfg.spec()
+    if spec.d_model % spec.heads:
+        return {"heads": f"heads ({spec.heads}) must divide d_model ({spec.d_model})"}
+    if spec.d_head % 2:
+        return {"heads": f"head dimension d_model/heads = {spec.d_head} must be even for RoPE"}
+    if cfg.ctx > cfg.context_length:
+        return {"ctx": f"context length {cfg.ctx} exceeds the {cfg.context_length} the model is built for"}
+    return {}
+
+
+def validate(cfg: RunConfig) -> RunConfig:
+    """Return cfg, or raise ConfigError with the first problem as its one-line reason."""
+    problems = config_problems(cfg)
+    if problems:
+        raise ConfigError(next(iter(problems.values())))
+    return cfg

@@ -1,0 +1,74 @@
+"""Start the runner subprocess and read its events (no torch here: the launcher stays light)."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+from profiler_core import rundir
+from profiler_core.config import RunConfig
+from profiler_core.events import decode_line
+
+CANCEL_GRACE_S = 10.0  # time a SIGINT'd runner (and a wrapping nsys) gets to finish its files
+
+
+def runner_argv(cfg: RunConfig, run_dir: Path, python: str | None = None) -> list[str]:
+    return [python or sys.executable, "-m", "profiler_core.runner",
+            "--run-dir", str(run_dir), "--config-json", json.dumps(cfg.to_dict())]
+
+
+def mark_killed(run_dir: Path, cfg: RunConfig, returncode: int | None) -> dict:
+    """The runner died without a summary (killed, segfault): write one from the steps that finished."""
+    from profiler_core.summary import build_summary
+
+    manifest = rundir.read_json(run_dir / rundir.MANIFEST) or {}
+    error = {"kind": "killed", "message": f"runner exited with code {returncode} before finishing",
+             "phase": None, "peak_allocated_bytes": None}
+    steps = rundir.read_jsonl(run_dir / rundir.STEPS)
+    summary = build_summary(cfg, manifest.get("env", {}), steps, "failed", str(run_dir), error=error)
+    rundir.write_json(run_dir / rundir.SUMMARY, summary)
+    return summary
+
+
+class RunnerProcess:
+    """A running runner: iterate over its events; cancel() sends SIGINT then kills."""
+
+    def __init__(self, argv: list[str], run_dir: Path):
+        self.run_dir = run_dir
+        self._stderr = (run_dir / rundir.STDERR).open("ab")
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self._stderr,
+                                     start_new_session=True)  # our own Ctrl-C is forwarded, not shared
+
+    def events(self) -> Iterator[dict]:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            event = decode_line(line)
+            if event is not None:
+                yield event
+        self.wait()
+
+    def wait(self, timeout: float | None = None) -> int:
+        code = self.proc.wait(timeout)
+        self._stderr.close()
+        return code
+
+    def cancel(self) -> int:
+        if self.proc.poll() is None:
+            # The whole group: under nsys, nsys writes its report and the runner writes its summary.
+            _signal_group(self.proc.pid, signal.SIGINT)
+            try:
+                return self.wait(CANCEL_GRACE_S)
+            except subprocess.TimeoutExpired:
+                _signal_group(self.proc.pid, signal.SIGKILL)
+        return self.wait()
+
+
+def _signal_group(pid: int, signum: int) -> None:
+    try:
+        os.killpg(pid, signum)
+    except ProcessLookupError:
+        pass

@@ -1,0 +1,75 @@
+"""One table of RunConfig command-line options, shared by `sysprof run`, the runner and the manifest."""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+
+from profiler_core.config import (ATTENTIONS, DEVICES, DTYPES, MATMUL_PRECISIONS, MODES, PROFILERS,
+                                  RunConfig)
+
+# field -> (help, choices); type and default come from RunConfig itself.
+OPTION_HELP: dict[str, tuple[str, tuple[str, ...] | None]] = {
+    "model": ("preset (tiny, small, medium, large, xl, 2.7B) or custom", None),
+    "d_model": ("model width (overrides the preset)", None),
+    "d_ff": ("feed-forward width", None),
+    "layers": ("number of Transformer blocks", None),
+    "heads": ("attention heads", None),
+    "vocab": ("vocabulary size", None),
+    "ctx": ("context length of the batch", None),
+    "max_ctx": ("context length the model is built for (default: --ctx)", None),
+    "batch": ("batch size", None),
+    "mode": ("what a step does", MODES),
+    "dtype": ("fp32, or bf16/fp16 autocast (fp16 with a grad scaler)", DTYPES),
+    "matmul_precision": ("fp32 matmuls: highest = strict fp32, high = TF32", MATMUL_PRECISIONS),
+    "compile": ("torch.compile the model (compile time reported separately)", None),
+    "attention": ("naive (materialized scores) or sdpa", ATTENTIONS),
+    "warmup": ("warm-up steps before measuring", None),
+    "steps": ("measured steps", None),
+    "device": ("auto picks cuda when present", DEVICES),
+    "profiler": ("kernel tables from nsys, torch.profiler, none, or auto", PROFILERS),
+    "memory": ("record allocator history over the measured steps", None),
+    "seed": ("random seed for weights and tokens", None),
+}
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a user mistake is one line on stderr and exit 2 (no usage dump)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        sys.exit(2)
+
+
+def flag(field_name: str) -> str:
+    return "--" + field_name.replace("_", "-")
+
+
+def _field_type(field: dataclasses.Field) -> type:
+    annotation = str(field.type)
+    return bool if annotation == "bool" else int if "int" in annotation else str
+
+
+def add_config_options(parser: argparse.ArgumentParser) -> None:
+    for field in dataclasses.fields(RunConfig):
+        help_text, choices = OPTION_HELP[field.name]
+        if _field_type(field) is bool:
+            parser.add_argument(flag(field.name), dest=field.name, action="store_true", help=help_text)
+        else:
+            parser.add_argument(flag(field.name), dest=field.name, type=_field_type(field),
+                                choices=choices, default=field.default, help=help_text)
+
+
+def config_from_args(args: argparse.Namespace) -> RunConfig:
+    return RunConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(RunConfig)})
+
+
+def config_to_args(cfg: RunConfig) -> list[str]:
+    """The options that rebuild cfg: every field that differs from the default."""
+    args: list[str] = []
+    for field in dataclasses.fields(RunConfig):
+        value = getattr(cfg, field.name)
+        if value == field.default:
+            continue
+        args += [flag(field.name)] if value is True else [flag(field.name), str(value)]
+    return args

@@ -1,0 +1,69 @@
+"""Human-readable tables for the terminal (rich); the JSON form is the summary itself."""
+from __future__ import annotations
+
+from rich.table import Table
+
+from models.presets import PRESETS, count_params, forward_flops, human_count
+
+
+def format_ms(value: float | None) -> str:
+    if value is None:
+        return "N/A"
+    return f"{value / 1e3:.3f} s" if value >= 1000 else f"{value:.2f} ms"
+
+
+def format_bytes(value: int | None) -> str:
+    if value is None:
+        return "N/A"
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if value >= scale:
+            return f"{value / scale:.2f} {unit}"
+    return f"{value} B"
+
+
+def _optional(value: float | None, fmt: str) -> str:
+    return "N/A" if value is None else format(value, fmt)
+
+
+def phase_table(summary: dict) -> Table:
+    cfg = summary["config"]
+    title = (f"{cfg['model']} · ctx {cfg['ctx']} · batch {cfg['batch']} · {cfg['mode']} · {cfg['dtype']}"
+             f" · {cfg['attention']}{' · compiled' if cfg['compile'] else ''} · {summary['env'].get('device_name')}")
+    table = Table(title=title, title_justify="left")
+    for column in ("phase", "mean", "std", "median", "min", "max", "CV", "n", "peak mem"):
+        table.add_column(column, justify="left" if column == "phase" else "right")
+    peaks = summary.get("peak_memory_bytes", {})
+    for phase, stats in summary.get("phases", {}).items():
+        table.add_row(phase, format_ms(stats["mean_ms"]), format_ms(stats["std_ms"]), format_ms(stats["median_ms"]),
+                      format_ms(stats["min_ms"]), format_ms(stats["max_ms"]), _optional(stats["cv"], ".1%"),
+                      str(stats["n"]), format_bytes(peaks.get(phase)) if phase in peaks else "")
+    return table
+
+
+def throughput_line(summary: dict) -> str:
+    parts = [f"status {summary['status']}",
+             f"tokens/s {_optional(summary.get('tokens_per_s'), ',.0f')}",
+             f"{_optional(summary.get('tflops'), '.1f')} TFLOP/s ({summary.get('precision_used')})",
+             f"MFU {_optional(summary.get('mfu'), '.1%')}"]
+    if summary.get("compile_s") is not None:
+        parts.append(f"compile {summary['compile_s']:.1f} s (not in step times)")
+    if summary.get("warmup_ms"):
+        parts.append("warm-up " + ", ".join(format_ms(ms) for ms in summary["warmup_ms"]))
+    return " · ".join(parts)
+
+
+def models_table() -> Table:
+    table = Table(title="Model presets (vocab 10000)", title_justify="left")
+    for column in ("name", "params", "d_model", "d_ff", "layers", "heads", "fwd GFLOP/token @ctx256"):
+        table.add_column(column, justify="left" if column == "name" else "right")
+    for spec in PRESETS.values():
+        per_token = forward_flops(spec, 1, 256) / 256 / 1e9
+        table.add_row(spec.name, f"{count_params(spec):,} ({human_count(count_params(spec))})", str(spec.d_model),
+                      str(spec.d_ff), str(spec.layers), str(spec.heads), f"{per_token:.2f}")
+    return table
+
+
+def models_json() -> list[dict]:
+    return [{"name": s.name, "params": count_params(s), "d_model": s.d_model, "d_ff": s.d_ff, "layers": s.layers,
+             "heads": s.heads, "vocab": s.vocab, "forward_flops_per_token_ctx256": forward_flops(s, 1, 256) // 256}
+            for s in PRESETS.values()]

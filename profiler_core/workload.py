@@ -1,0 +1,96 @@
+"""The work a step does on the device: model, batch, loss, backward, AdamW (runner side; imports torch)."""
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from einops import rearrange
+
+from models.transformer import TransformerLM
+from profiler_core.config import ConfigError, RunConfig
+
+AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def resolve_device(requested: str) -> torch.device:
+    """auto → cuda when present, else cpu; an explicit device that is not present is a config error."""
+    if requested == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if requested == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("device cuda requested but no CUDA GPU is visible (torch.cuda.is_available() is False)")
+    if requested == "mps" and not torch.backends.mps.is_available():
+        raise ConfigError("device mps requested but MPS is not available on this machine")
+    return torch.device(requested)
+
+
+def check_dtype_support(device: torch.device, dtype: str) -> None:
+    """Refuse half precision where the device cannot run it, before building anything."""
+    if device.type == "cuda" and dtype == "bf16" and not torch.cuda.is_bf16_supported():
+        raise ConfigError(f"bf16 is not supported on {torch.cuda.get_device_name(device)}")
+    if dtype in AUTOCAST_DTYPES and not _autocast_works(device, AUTOCAST_DTYPES[dtype]):
+        raise ConfigError(f"{dtype} autocast is not supported on device {device.type}")
+
+
+def _autocast_works(device: torch.device, dtype: torch.dtype) -> bool:
+    try:
+        with torch.autocast(device.type, dtype=dtype):
+            probe = torch.ones(2, 2, device=device)
+            return (probe @ probe).dtype == dtype
+    except (RuntimeError, AssertionError):
+        return False
+
+
+@dataclass
+class Workload:
+    cfg: RunConfig
+    device: torch.device
+    model: torch.nn.Module
+    optimizer: torch.optim.Optimizer | None
+    scaler: torch.amp.GradScaler | None
+    tokens: torch.Tensor
+    targets: torch.Tensor
+
+    def autocast(self) -> contextlib.AbstractContextManager:
+        if self.cfg.dtype in AUTOCAST_DTYPES:
+            return torch.autocast(self.device.type, dtype=AUTOCAST_DTYPES[self.cfg.dtype])
+        return contextlib.nullcontext()
+
+    def forward(self) -> torch.Tensor:
+        """Model forward plus the loss; without autograd in forward mode."""
+        grad_mode = torch.no_grad() if self.cfg.mode == "forward" else contextlib.nullcontext()
+        with grad_mode, self.autocast():
+            logits = self.model(self.tokens)  # (B, T, V)
+            return F.cross_entropy(rearrange(logits, "b t v -> (b t) v"), rearrange(self.targets, "b t -> (b t)"))
+
+    def backward(self, loss: torch.Tensor) -> None:
+        (self.scaler.scale(loss) if self.scaler else loss).backward()
+
+    def optimizer_step(self) -> None:
+        if self.scaler:
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        else:
+            self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+
+    def zero_grad(self) -> None:
+        self.model.zero_grad(set_to_none=True)
+
+
+def build_workload(cfg: RunConfig, device: torch.device) -> Workload:
+    torch.manual_seed(cfg.seed)
+    torch.set_float32_matmul_precision(cfg.matmul_precision)
+    spec = cfg.spec()
+    model = TransformerLM(spec, cfg.context_length, cfg.attention).to(device)
+    if cfg.mode == "forward":
+        model.requires_grad_(False)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4) if cfg.mode == "train" else None
+    scaler = torch.amp.GradScaler(device.type) if cfg.dtype == "fp16" and cfg.mode != "forward" else None
+    if cfg.compile:
+        model = torch.compile(model)
+    shape = (cfg.batch, cfg.ctx)
+    tokens = torch.randint(spec.vocab, shape, device=device)
+    targets = torch.randint(spec.vocab, shape, device=device)
+    return Workload(cfg, device, model, optimizer, scaler, tokens, targets)

@@ -59,15 +59,15 @@ class RunnerProcess:
     def cancel(self) -> int:
         if self.proc.poll() is None:
             # The whole group: under nsys, nsys writes its report and the runner writes its summary.
-            _signal_group(self.proc.pid, signal.SIGINT)
+            signal_group(self.proc.pid, signal.SIGINT)
             try:
                 return self.wait(CANCEL_GRACE_S)
             except subprocess.TimeoutExpired:
-                _signal_group(self.proc.pid, signal.SIGKILL)
+                signal_group(self.proc.pid, signal.SIGKILL)
         return self.wait()
 
 
-def _signal_group(pid: int, signum: int) -> None:
+def signal_group(pid: int, signum: int) -> None:
     try:
         os.killpg(pid, signum)
     except ProcessLookupError:

@@ -26,17 +26,20 @@ def _optional(value: float | None, fmt: str) -> str:
 
 
 def phase_table(summary: dict) -> Table:
+    """Per-phase statistics in milliseconds (the unit in the header keeps the table 80 columns wide)."""
     cfg = summary["config"]
     title = (f"{cfg['model']} · ctx {cfg['ctx']} · batch {cfg['batch']} · {cfg['mode']} · {cfg['dtype']}"
              f" · {cfg['attention']}{' · compiled' if cfg['compile'] else ''} · {summary['env'].get('device_name')}")
+    peaks = summary.get("peak_memory_bytes") or {}
     table = Table(title=title, title_justify="left")
-    for column in ("phase", "mean", "std", "median", "min", "max", "CV", "n", "peak mem"):
-        table.add_column(column, justify="left" if column == "phase" else "right")
-    peaks = summary.get("peak_memory_bytes", {})
+    table.add_column("phase", no_wrap=True)
+    for column in ("mean ms", "std ms", "median ms", "min ms", "max ms", "CV", "n") + (("peak mem",) if peaks else ()):
+        table.add_column(column, justify="right", no_wrap=True)
     for phase, stats in summary.get("phases", {}).items():
-        table.add_row(phase, format_ms(stats["mean_ms"]), format_ms(stats["std_ms"]), format_ms(stats["median_ms"]),
-                      format_ms(stats["min_ms"]), format_ms(stats["max_ms"]), _optional(stats["cv"], ".1%"),
-                      str(stats["n"]), format_bytes(peaks.get(phase)) if phase in peaks else "")
+        cells = [_optional(stats[key], ".2f") for key in ("mean_ms", "std_ms", "median_ms", "min_ms", "max_ms")]
+        cells += [_optional(stats["cv"], ".1%"), str(stats["n"])]
+        cells += [format_bytes(peaks.get(phase)) if phase in peaks else ""] if peaks else []
+        table.add_row(phase, *cells)
     return table
 
 

@@ -83,7 +83,8 @@ def build_workload(cfg: RunConfig, device: torch.device) -> Workload:
     torch.manual_seed(cfg.seed)
     torch.set_float32_matmul_precision(cfg.matmul_precision)
     spec = cfg.spec()
-    model = TransformerLM(spec, cfg.context_length, cfg.attention).to(device)
+    with device:  # initialize on the device: a 2.7B model's init on the CPU takes longer than its steps
+        model = TransformerLM(spec, cfg.context_length, cfg.attention)
     if cfg.mode == "forward":
         model.requires_grad_(False)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4) if cfg.mode == "train" else None

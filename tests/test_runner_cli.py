@@ -1,0 +1,136 @@
+"""The runner and `sysprof` end to end on CPU with the tiny preset (real subprocesses, real torch)."""
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from profiler_core import rundir, runner
+from profiler_core.config import RunConfig
+from profiler_core.launch import RunnerProcess, mark_killed, runner_argv
+
+TINY = ["--model", "tiny", "--ctx", "32", "--batch", "2", "--device", "cpu"]
+
+
+def sysprof(args, env, timeout=120):
+    return subprocess.run([sys.executable, "-m", "profiler_core", *args], env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_run_json_contract_and_run_directory(cli_env, tmp_path):
+    result = sysprof(["run", *TINY, "--warmup", "2", "--steps", "3", "--json"], cli_env)
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)  # exactly one JSON document on stdout
+    assert summary["status"] == "ok"
+    assert set(summary["phases"]) == {"forward", "backward", "optimizer", "step"}
+    for stats in summary["phases"].values():
+        assert stats["n"] == 3 and stats["min_ms"] <= stats["median_ms"] <= stats["max_ms"]
+    assert len(summary["warmup_ms"]) == 2 and summary["tokens_per_s"] > 0 and summary["mfu"] is None
+    run_dir = Path(summary["run_dir"])
+    assert run_dir.parent == tmp_path / "runs"
+    assert {p.name for p in run_dir.iterdir()} >= {"manifest.json", "steps.jsonl", "summary.json", "stderr.log"}
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["command"].startswith("sysprof run --model tiny")
+    assert manifest["env"]["torch_version"] == torch.__version__
+    steps = rundir.read_jsonl(run_dir / "steps.jsonl")
+    assert [s["kind"] for s in steps] == ["warmup"] * 2 + ["measured"] * 3
+    assert json.loads((run_dir / "summary.json").read_text()) == summary
+
+
+def test_forward_mode_has_no_backward_phase(cli_env):
+    result = sysprof(["run", *TINY, "--mode", "forward", "--warmup", "0", "--steps", "2", "--json"], cli_env)
+    assert result.returncode == 0, result.stderr
+    assert set(json.loads(result.stdout)["phases"]) == {"forward", "step"}
+
+
+def test_human_table_has_units(cli_env):
+    result = sysprof(["run", *TINY, "--warmup", "0", "--steps", "2"], cli_env)
+    assert result.returncode == 0, result.stderr
+    assert "ms" in result.stdout and "forward" in result.stdout and "run directory" in result.stdout
+
+
+@pytest.mark.parametrize("args, reason", [
+    (["run", "--model", "tiny", "--heads", "5"], "heads (5) must divide d_model (128)"),
+    (["run", "--ctx", "0"], "ctx must be a positive integer"),
+    (["run", "--dtype", "fp8"], "invalid choice: 'fp8'"),
+    (["run", "--steps", "ten"], "invalid int value: 'ten'"),
+    (["run", "--runs-dir", "/proc/not-writable"], "cannot create a run directory"),
+])
+def test_invalid_input_exits_2_with_one_line(cli_env, args, reason):
+    result = sysprof(args, cli_env)
+    assert result.returncode == 2
+    assert reason in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+    assert result.stdout == ""
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU path")
+def test_missing_device_is_invalid_input_and_leaves_no_run(cli_env, tmp_path):
+    result = sysprof(["run", *TINY[:-2], "--device", "cuda"], cli_env)
+    assert result.returncode == 2 and "no CUDA GPU is visible" in result.stderr
+    assert not list((tmp_path / "runs").iterdir())
+
+
+def test_models_json(cli_env):
+    result = sysprof(["models", "--json"], cli_env)
+    models = {m["name"]: m for m in json.loads(result.stdout)}
+    assert models["2.7B"]["params"] == 3_406_809_600 and models["small"]["heads"] == 12
+    assert set(models["xl"]) >= {"name", "params", "d_model", "d_ff", "layers", "heads", "vocab"}
+
+
+def test_killed_runner_keeps_finished_steps(tmp_path):
+    cfg = RunConfig(model="tiny", ctx=32, batch=2, device="cpu", warmup=0, steps=100_000)
+    run_dir = rundir.new_run_dir(tmp_path, cfg)
+    process = RunnerProcess(runner_argv(cfg, run_dir), run_dir)
+    for event in process.events():
+        if event["event"] == "step" and event["index"] == 2:
+            process.proc.send_signal(signal.SIGKILL)
+    summary = mark_killed(run_dir, cfg, process.proc.returncode)
+    assert summary["status"] == "failed" and summary["error"]["kind"] == "killed"
+    assert summary["phases"]["step"]["n"] >= 3  # the steps that finished before the kill are kept
+
+
+def test_sigint_cancels_cleanly_with_summary(tmp_path):
+    cfg = RunConfig(model="tiny", ctx=32, batch=2, device="cpu", warmup=0, steps=100_000)
+    run_dir = rundir.new_run_dir(tmp_path, cfg)
+    process = RunnerProcess(runner_argv(cfg, run_dir), run_dir)
+    events = process.events()
+    for event in events:
+        if event["event"] == "step":
+            break
+    assert process.cancel() == 130
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == "cancelled" and summary["phases"]["step"]["n"] >= 1
+
+
+def test_oom_in_a_phase_becomes_a_failed_event(tmp_path, monkeypatch, capsys):
+    """The runner's OOM path, in process: the backward phase raises torch.OutOfMemoryError."""
+    original_backward = runner.build_workload.__globals__["Workload"].backward
+
+    def backward_oom(self, loss):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    monkeypatch.setattr(runner.build_workload.__globals__["Workload"], "backward", backward_oom)
+    cfg = RunConfig(model="tiny", ctx=16, batch=1, device="cpu", warmup=1, steps=2)
+    code = runner.execute(runner.Runner(cfg, tmp_path))
+    events = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert code == 1 and events[-1]["event"] == "failed"
+    assert events[-1]["kind"] == "oom" and events[-1]["phase"] == "backward"
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["status"] == "oom" and "Tried to allocate" in summary["error"]["message"]
+    assert original_backward is not backward_oom
+
+
+def test_import_rules():
+    """The UI never imports torch; the runner never imports textual."""
+    check = ("import sys, {module}; bad = [m for m in {banned!r} if m in sys.modules]; "
+             "print(','.join(bad)); sys.exit(1 if bad else 0)")
+    for module, banned in (("tui.app", ["torch"]), ("profiler_core.cli", ["torch", "textual"]),
+                           ("profiler_core.runner", ["textual"])):
+        result = subprocess.run([sys.executable, "-c", check.format(module=module, banned=banned)],
+                                capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1])
+        assert result.returncode == 0, f"{module} imports {result.stdout.strip()} {result.stderr[-300:]}"

@@ -1,0 +1,1 @@
+"""sysprof-tui: the Textual app. Never imports torch; runs happen in the runner subprocess."""

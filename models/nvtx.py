@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Iterator
 
 import torch
@@ -16,7 +17,12 @@ def _cuda_range(name: str) -> Iterator[None]:
         torch.cuda.nvtx.range_pop()
 
 
+@functools.cache
+def _cuda_present() -> bool:
+    return torch.cuda.is_available()
+
+
 def nvtx_range(name: str) -> contextlib.AbstractContextManager[None]:
-    if torch.cuda.is_available():
+    if _cuda_present():
         return _cuda_range(name)
     return contextlib.nullcontext()

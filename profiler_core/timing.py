@@ -44,12 +44,17 @@ class PhaseClock:
 
 
 class PhaseMemory:
-    """Peak allocated/reserved bytes per phase: the peak counter is reset as each phase starts."""
+    """Peak allocated/reserved bytes per phase: the peak counter is reset as each phase starts.
+
+    One nested-stats query per phase: max_memory_allocated() and friends each rebuild and flatten the
+    whole stats dict, host time that a launch-bound step would pay inside its measured wall time.
+    """
 
     def __init__(self, device: torch.device):
         self.on_cuda = device.type == "cuda"
         self.allocated: dict[str, int] = {}
         self.reserved: dict[str, int] = {}
+        self.in_use_after: dict[str, int] = {}
         self.current_phase: str | None = None
 
     @contextmanager
@@ -59,11 +64,10 @@ class PhaseMemory:
             torch.cuda.reset_peak_memory_stats()
         yield
         if self.on_cuda:
-            self.allocated[name] = torch.cuda.max_memory_allocated()
-            self.reserved[name] = torch.cuda.max_memory_reserved()
-
-    def in_use(self) -> int | None:
-        return torch.cuda.memory_allocated() if self.on_cuda else None
+            stats = torch.cuda.memory_stats_as_nested_dict()
+            self.allocated[name] = stats["allocated_bytes"]["all"]["peak"]
+            self.reserved[name] = stats["reserved_bytes"]["all"]["peak"]
+            self.in_use_after[name] = stats["allocated_bytes"]["all"]["current"]
 
 
 def synchronize(device: torch.device) -> None:
@@ -85,7 +89,6 @@ def run_step(work: Workload, memory: PhaseMemory) -> dict:
     started = time.perf_counter()
     with _phase("forward", "forward", clock, memory):
         loss = work.forward()
-    before_backward = memory.in_use()
     if work.cfg.mode != "forward":
         with _phase("backward", "backward", clock, memory):
             work.backward(loss)
@@ -98,4 +101,5 @@ def run_step(work: Workload, memory: PhaseMemory) -> dict:
     wall_ms = (time.perf_counter() - started) * 1e3
     return {"wall_ms": wall_ms, "phases_ms": clock.elapsed_ms(), "loss": float(loss.detach()),
             "peak_allocated_bytes": dict(memory.allocated), "peak_reserved_bytes": dict(memory.reserved),
-            "memory_before_backward_bytes": before_backward, "memory_after_step_bytes": memory.in_use()}
+            "memory_before_backward_bytes": memory.in_use_after.get("forward"),
+            "memory_after_step_bytes": memory.in_use_after.get(memory.current_phase)}

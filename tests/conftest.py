@@ -9,22 +9,26 @@ import pytest
 # Textual renders monochrome when NO_COLOR is set at all, which would change every snapshot.
 os.environ.pop("NO_COLOR", None)
 
-import pytest_textual_snapshot  # noqa: E402  (after NO_COLOR is cleared)
+try:
+    import pytest_textual_snapshot  # noqa: E402  (after NO_COLOR is cleared)
+except ImportError:  # the GPU machine runs `-m gpu` without the snapshot plugin
+    pytest_textual_snapshot = None
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_FIXTURES = ROOT.parent / "shared" / "fixtures"
 TEST_DATA = ROOT / "tests" / "data"
 
 
-class ProjectSnapshotExtension(pytest_textual_snapshot.SVGImageExtension):
-    """Keep snapshot SVGs in the top-level snapshots/<test module>/ folder."""
+if pytest_textual_snapshot is not None:
 
-    @classmethod
-    def dirname(cls, *, test_location) -> str:
-        return str(ROOT / "snapshots" / Path(test_location.filepath).stem)
+    class ProjectSnapshotExtension(pytest_textual_snapshot.SVGImageExtension):
+        """Keep snapshot SVGs in the top-level snapshots/<test module>/ folder."""
 
+        @classmethod
+        def dirname(cls, *, test_location) -> str:
+            return str(ROOT / "snapshots" / Path(test_location.filepath).stem)
 
-pytest_textual_snapshot.SVGImageExtension = ProjectSnapshotExtension
+    pytest_textual_snapshot.SVGImageExtension = ProjectSnapshotExtension
 
 
 def cuda_available() -> bool:

@@ -1,0 +1,120 @@
+"""One call from a snapshot file to the JSON document `sysprof analyze SNAPSHOT --json` prints.
+
+Contract keys (DESIGN.md §2; never rename): peak_allocated_bytes, top_allocations, by_category.
+All byte counts are requested tensor sizes unless the key says `rounded` (see replay.py).
+"""
+
+from __future__ import annotations
+
+import os
+
+from .categories import bytes_by_category, classify_allocations, max_by_category
+from .phases import BEFORE_RECORDING
+from .replay import Allocation, Replay, replay_trace
+from .snapshot import load_snapshot
+from .timeline import DEFAULT_MAX_POINTS, downsample_timeline
+
+
+def _hinted_t2_sizes(shape_hint: dict | None) -> set[int]:
+    """B·H·T²·bytes from {"batch", "heads", "ctx", "bytes_per_element"} (any missing → no hint)."""
+    if not shape_hint:
+        return set()
+    try:
+        return {int(shape_hint["batch"]) * int(shape_hint["heads"]) * int(shape_hint["ctx"]) ** 2
+                * int(shape_hint.get("bytes_per_element", 4))}
+    except (KeyError, TypeError, ValueError):
+        return set()
+
+
+def _origin_us(replay: Replay) -> int | None:
+    return replay.times_us[0] if replay.times_us and replay.times_us[0] is not None else None
+
+
+def _t_ms(replay: Replay, event_index: int) -> float | None:
+    origin = _origin_us(replay)
+    if event_index < 0 or origin is None or replay.times_us[event_index] is None:
+        return None
+    return round((replay.times_us[event_index] - origin) / 1000.0, 4)
+
+
+def _allocation_row(alloc: Allocation, category: str, replay: Replay) -> dict:
+    return {
+        "size_bytes": alloc.size,
+        "phase": alloc.alloc_phase,
+        "step": alloc.alloc_step,
+        "category": category,
+        "frame": alloc.stack.telling_frame,
+        "op": alloc.stack.op,
+        "address": alloc.address,
+        "allocated_at_ms": _t_ms(replay, alloc.alloc_index),
+        "freed_at_ms": None if alloc.free_index is None else _t_ms(replay, alloc.free_index),
+        "freed_in_phase": alloc.free_phase,
+    }
+
+
+def _peak_summary(replay: Replay) -> dict:
+    index = replay.peak_index
+    return {
+        "event_index": index,
+        "phase": replay.phases[index] if index >= 0 else BEFORE_RECORDING,
+        "step": replay.steps[index] if index >= 0 else None,
+        "t_ms": _t_ms(replay, index),
+    }
+
+
+def _timeline(replay: Replay, max_points: int) -> dict:
+    timeline = downsample_timeline(replay.times_us, replay.levels, replay.baseline_bytes, max_points)
+    origin = _origin_us(replay) if timeline["t_unit"] == "ms" else None
+    timeline["phase_marks"] = [mark.as_dict(origin) for mark in replay.marks]
+    return timeline
+
+
+def _peak_reserved(replay: Replay) -> int | None:
+    """Highest reserved bytes; None when the snapshot lists no segments (nothing to derive it from)."""
+    top = max([replay.reserved_baseline_bytes, *replay.reserved_levels.tolist()])
+    return int(top) if top > 0 else None
+
+
+def _notes(replay: Replay, facts: dict, peak: dict) -> list[str]:
+    notes = ["Bytes are requested tensor sizes from the trace; torch.cuda.max_memory_allocated counts allocator "
+             "blocks (512 B rounding, unsplit remainders) and reads a little higher "
+             "(see peak_allocated_rounded_bytes).",
+             f"Peak in {peak['phase']} of recorded step {peak['step']} (event {peak['event_index']}); phases are "
+             "inferred from stack frames and Optimizer.* annotations, not NVTX."]
+    if facts["optimizer"]:
+        notes.append(f"Optimizer '{facts['optimizer']}' seen in the trace: blocks alive since before recording are "
+                     f"split assuming {facts['states_per_parameter']} state tensor(s) per parameter, by size class.")
+    if facts["attention_score_sizes"]:
+        notes.append(f"T²-sized (attention score) tensor sizes: {facts['attention_score_sizes']} bytes; a block of "
+                     "that size counts as attention scores only when a score op made it.")
+    return notes + replay.notes
+
+
+def analyze_snapshot(path_or_loaded: str | os.PathLike | dict, top_n: int = 20, *, device: int | None = None,
+                     shape_hint: dict | None = None, max_points: int = DEFAULT_MAX_POINTS) -> dict:
+    """Peak, what is alive at the peak (by category and largest blocks), and a plottable timeline."""
+    snapshot = path_or_loaded if isinstance(path_or_loaded, dict) else load_snapshot(path_or_loaded)
+    replay = replay_trace(snapshot, device)
+    categories, facts = classify_allocations(replay, _hinted_t2_sizes(shape_hint))
+    peak = _peak_summary(replay)
+    peak_index = peak["event_index"]  # a computed property: read once, not per allocation
+    alive = [i for i, alloc in enumerate(replay.allocations) if alloc.alive_after(peak_index)]
+    alive.sort(key=lambda i: (-replay.allocations[i].size, replay.allocations[i].alloc_index))
+    return {
+        "source": str(path_or_loaded) if not isinstance(path_or_loaded, dict) else None,
+        "peak_allocated_bytes": replay.peak_bytes,
+        "peak_allocated_rounded_bytes": replay.peak_rounded_bytes,
+        "peak_reserved_bytes": _peak_reserved(replay),
+        "baseline_bytes": replay.baseline_bytes,
+        "peak": peak,
+        "top_allocations": [_allocation_row(replay.allocations[i], categories[i], replay) for i in alive[:top_n]],
+        "by_category": bytes_by_category([replay.allocations[i] for i in alive], [categories[i] for i in alive]),
+        "max_by_category": max_by_category(replay, categories),
+        "timeline": _timeline(replay, max_points),
+        "n_events": len(replay.levels),
+        "n_allocations": len(replay.allocations),
+        "device": replay.device,
+        "attention_score_sizes": facts["attention_score_sizes"],
+        "optimizer": facts["optimizer"],
+        "notes": _notes(replay, facts, peak),
+    }

@@ -1,0 +1,67 @@
+"""Predicted bytes from plain numbers, against values computed by hand, and the comparison rows."""
+from __future__ import annotations
+
+import pytest
+
+from profiler_core.memory import compare_predicted, predict_memory
+from test_memory_support import SMALL, analysis, snapshot, snapshot_path, snapshot_xz_path  # noqa: F401
+
+
+def test_small_fp32_train_by_hand():
+    predicted = predict_memory(**SMALL, mode="train")
+    assert predicted["parameters_bytes"] == 514_501_632  # 128,625,408 x 4
+    assert predicted["gradients_bytes"] == 514_501_632
+    assert predicted["optimizer_state_bytes"] == 1_029_003_264  # m and v, fp32
+    assert predicted["residual_stream_per_layer_bytes"] == 3_145_728  # 4·256·768·4
+    assert predicted["residual_stream_per_layer_mib"] == 3.0
+    assert predicted["residual_stream_all_layers_bytes"] == 12 * 3_145_728
+    assert predicted["attention_scores_per_layer_bytes"] == 12_582_912  # 4·12·256²·4 = 12 MiB
+    assert predicted["attention_scores_all_layers_bytes"] == 150_994_944
+    assert predicted["ffn_hidden_per_layer_bytes"] == 12_582_912  # 4·256·3072·4: same as the scores here
+    assert predicted["logits_bytes"] == 40_960_000
+
+
+def test_modes_and_precision():
+    forward = predict_memory(**SMALL, mode="forward")
+    assert forward["gradients_bytes"] == 0 and forward["optimizer_state_bytes"] == 0
+    fwd_bwd = predict_memory(**SMALL, mode="forward_backward")
+    assert fwd_bwd["gradients_bytes"] == 514_501_632 and fwd_bwd["optimizer_state_bytes"] == 0
+    bf16 = predict_memory(**SMALL, activation_bytes=2)
+    assert bf16["residual_stream_per_layer_mib"] == 1.5
+    assert bf16["optimizer_state_bytes"] == 1_029_003_264  # AdamW state stays fp32
+
+
+def test_bad_inputs_raise():
+    with pytest.raises(ValueError, match="mode"):
+        predict_memory(**SMALL, mode="inference")
+    with pytest.raises(ValueError, match="negative"):
+        predict_memory(**{**SMALL, "batch": -1})
+
+
+def test_compare_rows_explain_only_large_gaps():
+    predicted = predict_memory(**SMALL)
+    measured = {"parameters": 514_501_632, "gradients": 0, "optimizer_state": 1_029_003_264,
+                "activations": 1_034_326_016, "attention_scores": 150_994_944}
+    rows = {row["item"]: row for row in compare_predicted(predicted, measured)}
+    assert set(rows) == {"parameters", "gradients", "optimizer_state", "activations", "attention_scores"}
+    assert rows["parameters"]["ratio"] == 1.0 and rows["parameters"]["explanation"] == ""
+    assert rows["attention_scores"]["ratio"] == 1.0
+    assert rows["activations"]["ratio"] == pytest.approx(1_034_326_016 / 37_748_736, rel=1e-4)
+    assert "several tensors per layer" in rows["activations"]["explanation"]
+    assert rows["gradients"]["ratio"] == 0.0 and "zero_grad" in rows["gradients"]["explanation"]
+
+
+def test_missing_measurement_gives_none():
+    rows = compare_predicted(predict_memory(**SMALL, mode="forward"), {"parameters": 600_000_000})
+    by_item = {row["item"]: row for row in rows}
+    assert by_item["activations"]["measured_bytes"] is None and by_item["activations"]["ratio"] is None
+    assert by_item["parameters"]["ratio"] == pytest.approx(600_000_000 / 514_501_632, rel=1e-4)
+    assert "master weights" in by_item["parameters"]["explanation"]
+
+
+def test_prediction_matches_the_real_snapshot(analysis):
+    rows = {r["item"]: r for r in compare_predicted(predict_memory(**SMALL), analysis["max_by_category"])}
+    for item in ("parameters", "gradients", "optimizer_state"):
+        assert rows[item]["ratio"] == 1.0, rows[item]
+    # naive attention keeps more than one T×T tensor per layer at some moment (forward: scores+scaled+masked)
+    assert rows["attention_scores"]["ratio"] > 1.0

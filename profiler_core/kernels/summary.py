@@ -1,0 +1,137 @@
+"""The `sysprof analyze --json` document for kernel reports (DESIGN.md section 2).
+
+Keys the contract fixes: source, kernels[{name, class, instances, total_ns,
+avg_ns, med_ns, min_ns, max_ns, std_ns}], phases{forward|backward|optimizer|other:
+{gpu_ns, kernels, by_class}}, gemm_fraction{phase}.  Added here: source_kind,
+phases.*.{wall_ns, busy_pct, ...}, attention, steps, totals, notes.
+
+busy_pct = GPU time of the phase's kernels / wall time of its NVTX ranges.  It
+can pass 100 when the CPU runs ahead and kernels finish after the range closed
+(the optimizer step usually does).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from .attribution import PHASES, KernelAttribution, attribute_kernels
+from .classify import classify_kernels
+from .errors import KernelReportError
+from .kernel_stats import attention_summary, busy_union_ns, kernel_table, phase_summaries, step_summaries
+from .stats_attribution import attribution_from_stats_dir, phase_kernel_rows_from_stats_dir
+from .stats_csv import find_report_file, read_stats_csv
+
+KERNEL_FIELDS = ("name", "class", "instances", "total_ns", "avg_ns", "med_ns", "min_ns", "max_ns", "std_ns")
+
+
+def analyze_sqlite(path: str | Path) -> dict:
+    """Analyze JSON from an nsys sqlite export, with launch-time phase attribution."""
+    attribution = attribute_kernels(path)
+    kernels = attribution.kernels
+    phases = phase_summaries(attribution)
+    return {
+        "source": str(path),
+        "source_kind": "nsys-sqlite",
+        "kernels": _kernel_records(kernel_table(kernels, attribution.names, short_names=attribution.short_names)),
+        "phases": phases,
+        "gemm_fraction": {phase: phases[phase]["gemm_fraction"] for phase in PHASES},
+        "attention": attention_summary(attribution),
+        "steps": step_summaries(attribution),
+        "totals": {
+            "gpu_ns": int(kernels["duration"].sum()),
+            "gpu_union_ns": busy_union_ns(kernels["start"].to_numpy(), kernels["end"].to_numpy()),
+            "kernels": int(len(kernels)),
+        },
+        "main_thread": attribution.thread_names.get(attribution.main_tid or -1),
+        "notes": list(attribution.notes),
+    }
+
+
+def analyze_stats_dir(path: str | Path) -> dict:
+    """Analyze JSON from a directory of `nsys stats --format csv` files."""
+    stats_dir = Path(path)
+    if not stats_dir.is_dir():
+        raise KernelReportError(f"{stats_dir}: not a directory")
+    kernels = _stats_kernel_table(stats_dir)
+    notes: list[str] = []
+    try:
+        attribution = attribution_from_stats_dir(stats_dir)
+        phases, notes = attribution["phases"], attribution["notes"]
+    except KernelReportError as error:
+        phases = {phase: _empty_phase() for phase in PHASES}
+        phases["other"] = _all_other(kernels)
+        notes.append(f"no phase attribution: {error}")
+    return {
+        "source": str(stats_dir),
+        "source_kind": "nsys-stats-csv",
+        "kernels": _kernel_records(kernels),
+        "phases": phases,
+        "gemm_fraction": {p: _fraction(phases[p]["by_class"].get("gemm", 0), phases[p]["gpu_ns"]) for p in PHASES},
+        "totals": {"gpu_ns": int(kernels["total_ns"].sum()), "kernels": int(kernels["instances"].sum())},
+        "notes": notes,
+    }
+
+
+def phase_kernel_table(source: str | Path | KernelAttribution) -> pd.DataFrame:
+    """Kernel table per phase for a UI: phase, name, class, instances, total_ns, ..., pct_of_phase.
+
+    `source` is an nsys sqlite export, its attribution, or a stats directory (then
+    with nsys's same-thread matching, see stats_attribution).
+    """
+    if isinstance(source, KernelAttribution):
+        table = kernel_table(source.kernels, source.names, by=["phase"])
+    elif Path(source).is_dir():
+        table = phase_kernel_rows_from_stats_dir(source)
+    else:
+        return phase_kernel_table(attribute_kernels(source))
+    table = table.reindex(columns=["phase", *KERNEL_FIELDS])
+    table["phase"] = pd.Categorical(table["phase"].astype(str), categories=PHASES)
+    table = table.sort_values(["phase", "total_ns"], ascending=[True, False], ignore_index=True)
+    phase_totals = table.groupby("phase", observed=True)["total_ns"].transform("sum")
+    table["pct_of_phase"] = (100.0 * table["total_ns"] / phase_totals).round(2)
+    return table
+
+
+def _stats_kernel_table(stats_dir: Path) -> pd.DataFrame:
+    path = find_report_file(stats_dir, "cuda_gpu_kern_sum")
+    if path is None:
+        raise KernelReportError(f"{stats_dir}: no cuda_gpu_kern_sum (or gpukernsum) CSV")
+    kernels = read_stats_csv(path, "cuda_gpu_kern_sum")
+    if kernels.empty:
+        return pd.DataFrame(columns=list(KERNEL_FIELDS))
+    kernels["class"] = classify_kernels(kernels["name"])
+    return kernels
+
+
+def _kernel_records(table: pd.DataFrame) -> list[dict]:
+    records = []
+    fields = KERNEL_FIELDS + (("short_name",) if "short_name" in table.columns else ())
+    for row in table.to_dict("records"):
+        records.append({field: _plain(row.get(field)) for field in fields})
+    return records
+
+
+def _plain(value):
+    """numpy/pandas scalars -> int/float/str; missing (e.g. no Med in 2021 nsys) -> None."""
+    if hasattr(value, "item"):
+        value = value.item()
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return value if isinstance(value, (int, float, str)) else str(value)
+
+
+def _fraction(part: int, whole: int) -> float:
+    return round(part / whole, 4) if whole else 0.0
+
+
+def _empty_phase() -> dict:
+    return {"gpu_ns": 0, "kernels": 0, "by_class": {}, "wall_ns": 0, "busy_pct": None}
+
+
+def _all_other(kernels: pd.DataFrame) -> dict:
+    by_class = kernels.groupby("class")["total_ns"].sum().sort_values(ascending=False) if len(kernels) else {}
+    return {**_empty_phase(), "gpu_ns": int(kernels["total_ns"].sum()),
+            "kernels": int(kernels["instances"].sum()), "by_class": {str(c): int(v) for c, v in dict(by_class).items()}}

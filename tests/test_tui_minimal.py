@@ -1,0 +1,75 @@
+"""The app drives a runner and shows its steps: a fake runner (recorded events) and one real tiny run."""
+import sys
+from pathlib import Path
+
+from profiler_core.config import RunConfig
+from tui.app import SysprofApp, state_from_run_dir
+from tui.state import RunState
+from tui.widgets import StepTable
+
+DATA = Path(__file__).parent / "data"
+TINY = RunConfig(model="tiny", ctx=32, batch=2, warmup=2, steps=3, device="cpu")
+
+
+def fake_factory(events="tiny_cpu_train.jsonl", *extra):
+    def argv(cfg, run_dir):
+        return [sys.executable, str(DATA / "fake_runner.py"), str(DATA / "events" / events),
+                "--run-dir", str(run_dir), *extra]
+    return argv
+
+
+def test_reducer_builds_state_from_recorded_events():
+    import json
+    state = RunState()
+    for line in (DATA / "events" / "tiny_cpu_train.jsonl").read_text().splitlines():
+        state = state.apply(json.loads(line))
+    assert state.stage == "finished" and len(state.steps) == 3 and len(state.warmup_steps) == 2
+    assert state.summary["phases"]["step"]["n"] == 3 and state.env["device_type"] == "cpu"
+    assert state.apply({"event": "unknown"}) is state
+
+
+async def test_run_key_streams_events_into_the_step_table(tmp_path):
+    app = SysprofApp(runs_dir=str(tmp_path), argv_factory=fake_factory(), initial=TINY)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("r")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.run_state.stage == "finished"
+        table = app.query_one(StepTable)
+        assert table.row_count == 5
+        assert str(table.get_row_at(2)[0]) == "step 0"
+        assert "finished" in str(app.query_one("#status").render())
+
+
+async def test_runner_dying_midway_is_reported_and_steps_kept(tmp_path):
+    app = SysprofApp(runs_dir=str(tmp_path), argv_factory=fake_factory("tiny_cpu_train.jsonl", "--stop-after", "7"),
+                     initial=TINY)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("r")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.run_state.stage == "failed" and app.run_state.error["kind"] == "killed"
+        assert len(app.run_state.steps) == 1
+        run_dir = Path(app.run_state.run_dir)
+        assert (run_dir / "summary.json").is_file() and (run_dir / "stderr.log").exists()
+
+
+async def test_invalid_field_disables_run_with_reason(tmp_path):
+    app = SysprofApp(runs_dir=str(tmp_path), argv_factory=fake_factory(), initial=TINY)
+    async with app.run_test(size=(100, 30)) as pilot:
+        app.query_one("#ctx").value = "0"
+        await pilot.pause()
+        assert app.query_one("#run").disabled
+        assert "ctx must be a positive integer" in str(app.query_one("#config-error").render())
+        assert app.query_one("#ctx").has_class("-invalid")
+
+
+async def test_real_tiny_run_through_the_real_runner(tmp_path):
+    app = SysprofApp(runs_dir=str(tmp_path), initial=TINY)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("r")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.run_state.stage == "finished", app.run_state.error
+        reopened = state_from_run_dir(Path(app.run_state.run_dir))
+        assert reopened.summary == app.run_state.summary and len(reopened.steps) == 3

@@ -9,9 +9,11 @@ from pathlib import Path
 from rich.console import Console
 
 from profiler_core import report, rundir
+from profiler_core.analyze import AnalyzeError, analyze_path, print_analysis
+from profiler_core.backends import BackendUnavailable, choose_backend
 from profiler_core.config import ConfigError, RunConfig, validate
-from profiler_core.launch import RunnerProcess, mark_killed, runner_argv
 from profiler_core.options import OneLineParser, add_config_options, config_from_args
+from profiler_core.session import Session
 
 stderr_console = Console(stderr=True, highlight=False)
 
@@ -27,12 +29,18 @@ def build_parser() -> OneLineParser:
     add_config_options(run)
     run.add_argument("--runs-dir", help="root of run directories (default $SYSPROF_RUNS or ./runs)")
     run.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
+    run.add_argument("--nsys", help="path to nsys (else $SYSPROF_NSYS, PATH, the usual install dirs)")
+    analyze = commands.add_parser("analyze", help="kernel or memory tables from a run dir, .sqlite, .nsys-rep, "
+                                                  "stats dir, torch trace or memory snapshot")
+    analyze.add_argument("path", type=Path)
+    analyze.add_argument("--json", action="store_true")
+    analyze.add_argument("--nsys", help="nsys to export a .nsys-rep with")
     models = commands.add_parser("models", help="list presets with exact parameter counts")
     models.add_argument("--json", action="store_true")
     return parser
 
 
-def _progress(event: dict) -> None:
+def _step_progress(event: dict) -> None:
     kind = event["event"]
     if kind == "hello":
         env = event["env"]
@@ -45,26 +53,29 @@ def _progress(event: dict) -> None:
         stderr_console.print(f"[dim]{label} {event['index']}: {report.format_ms(event['wall_ms'])} ({phases})[/]")
 
 
-def execute_run(cfg: RunConfig, runs_dir: str | None, on_event=_progress) -> dict:
-    """Run cfg in a fresh runner; returns the summary whatever happened to the runner."""
+def _progress(event: dict) -> None:
+    if event.get("pass"):
+        return  # profiled and memory passes: their step times are not the step times
+    if event["event"] == "notice":
+        stderr_console.print(f"[yellow]{event['message']}[/]")
+    elif event["event"] == "stage" and event["name"] in ("profiling", "analysing", "memory"):
+        stderr_console.print(f"[dim]{event['name']}…[/]")
+    else:
+        _step_progress(event)
+
+
+def execute_run(cfg: RunConfig, runs_dir: str | None, nsys: str | None = None, on_event=_progress) -> dict:
+    """Run cfg (clean pass, then the passes it asks for); returns the summary whatever happened."""
+    backend, notice = choose_backend(cfg.profiler, nsys)
     run_dir = rundir.new_run_dir(rundir.runs_root(runs_dir), cfg)
-    process = RunnerProcess(runner_argv(cfg, run_dir), run_dir)
-    summary = None
-    try:
-        for event in process.events():
-            on_event(event)
-            summary = event.get("summary", summary)
-    except KeyboardInterrupt:
-        process.cancel()
-        summary = rundir.read_json(run_dir / rundir.SUMMARY)
-    if summary is None:
-        summary = mark_killed(run_dir, cfg, process.proc.returncode)
-    return summary
+    if notice:
+        on_event({"event": "notice", "message": notice})
+    return Session(cfg, run_dir, on_event, backend).run()
 
 
 def command_run(args) -> int:
     cfg = validate(config_from_args(args))
-    summary = execute_run(cfg, args.runs_dir)
+    summary = execute_run(cfg, args.runs_dir, args.nsys)
     error = summary.get("error") or {}
     if error.get("kind") == "config":  # nothing ran: leave no directory behind, say why
         shutil.rmtree(summary["run_dir"], ignore_errors=True)
@@ -72,13 +83,17 @@ def command_run(args) -> int:
     if args.json:
         print(json.dumps(summary, default=str))
     else:
-        console = Console()
-        console.print(report.phase_table(summary))
-        console.print(report.throughput_line(summary))
-        if error:
-            console.print(f"[red]{error['kind']}[/] in {error.get('phase') or 'run'}: {error['message']}")
-        console.print(f"[dim]run directory: {summary['run_dir']}[/]")
+        report.print_run(Console(), summary)
     return 0 if summary["status"] == "ok" else 1
+
+
+def command_analyze(args) -> int:
+    analysis = analyze_path(args.path, args.nsys)
+    if args.json:
+        print(json.dumps(analysis, default=str))
+    else:
+        print_analysis(Console(), analysis)
+    return 0
 
 
 def command_models(args) -> int:
@@ -89,14 +104,14 @@ def command_models(args) -> int:
     return 0
 
 
-COMMANDS = {"run": command_run, "models": command_models}
+COMMANDS = {"run": command_run, "models": command_models, "analyze": command_analyze}
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return COMMANDS[args.command](args)
-    except (ConfigError, UsageError, rundir.RunDirError) as exc:
+    except (ConfigError, UsageError, rundir.RunDirError, BackendUnavailable, AnalyzeError) as exc:
         sys.stderr.write(f"sysprof: error: {exc}\n")
         return 2
 

@@ -99,8 +99,18 @@ def config_problems(cfg: RunConfig) -> dict[str, str]:
         problems[name] = _choice(name, getattr(cfg, name), allowed)
     problems = {k: v for k, v in problems.items() if v}
     if not problems:
-        problems.update(_shape_problems(cfg))
+        problems.update(_shape_problems(cfg) or _capture_problems(cfg))
     return problems
+
+
+def _capture_problems(cfg: RunConfig) -> dict[str, str]:
+    if cfg.device not in ("cpu", "mps"):
+        return {}
+    if cfg.profiler in ("nsys", "torch"):
+        return {"profiler": f"kernel tables need CUDA kernels; device {cfg.device} has none (use --profiler none)"}
+    if cfg.memory:
+        return {"memory": f"allocator history is a CUDA feature; device {cfg.device} has none"}
+    return {}
 
 
 def _sizes(cfg: RunConfig) -> list[tuple[str, object]]:

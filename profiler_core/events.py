@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 
 SCHEMA_VERSION = 1
-EVENT_KINDS = ("hello", "stage", "compile", "warmup_step", "step", "finished", "failed")
+EVENT_KINDS = ("hello", "stage", "compile", "warmup_step", "step", "notice", "analysis", "finished", "failed")
+CAPTURES = ("none", "nsys", "torch", "memory")  # what a runner pass records besides timing
 FAILURE_KINDS = ("oom", "config", "cuda", "killed", "cancelled", "error")
 
 

@@ -1,4 +1,4 @@
-"""Start the runner subprocess and read its events (no torch here: the launcher stays light)."""
+"""Start runner subprocesses and read their events (no torch here: the launcher stays light)."""
 from __future__ import annotations
 
 import json
@@ -13,12 +13,23 @@ from profiler_core import rundir
 from profiler_core.config import RunConfig
 from profiler_core.events import decode_line
 
-CANCEL_GRACE_S = 10.0  # time a SIGINT'd runner (and a wrapping nsys) gets to finish its files
+CANCEL_GRACE_S = 15.0  # time an interrupted runner (and a wrapping nsys) gets to finish its files
 
 
-def runner_argv(cfg: RunConfig, run_dir: Path, python: str | None = None) -> list[str]:
-    return [python or sys.executable, "-m", "profiler_core.runner",
-            "--run-dir", str(run_dir), "--config-json", json.dumps(cfg.to_dict())]
+def runner_argv(cfg: RunConfig, run_dir: Path, capture: str = "none",
+                max_entries: int = rundir.DEFAULT_MAX_ENTRIES) -> list[str]:
+    argv = [sys.executable, "-m", "profiler_core.runner", "--run-dir", str(run_dir),
+            "--config-json", json.dumps(cfg.to_dict())]
+    if capture != "none":
+        argv += ["--capture", capture, "--max-entries", str(max_entries)]
+    return argv
+
+
+def session_argv(cfg: RunConfig, run_dir: Path, nsys: str | None = None) -> list[str]:
+    """The whole run (clean pass, then profiling and memory passes as configured) as one process."""
+    argv = [sys.executable, "-m", "profiler_core.session", "--run-dir", str(run_dir),
+            "--config-json", json.dumps(cfg.to_dict())]
+    return argv + (["--nsys", nsys] if nsys else [])
 
 
 def mark_killed(run_dir: Path, cfg: RunConfig, returncode: int | None) -> dict:
@@ -35,13 +46,16 @@ def mark_killed(run_dir: Path, cfg: RunConfig, returncode: int | None) -> dict:
 
 
 class RunnerProcess:
-    """A running runner: iterate over its events; cancel() sends SIGINT then kills."""
+    """A runner (or nsys wrapping one) in our process group, so a terminal's Ctrl-C reaches it too."""
 
     def __init__(self, argv: list[str], run_dir: Path):
         self.run_dir = run_dir
         self._stderr = (run_dir / rundir.STDERR).open("ab")
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self._stderr,
-                                     start_new_session=True)  # our own Ctrl-C is forwarded, not shared
+        try:
+            self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self._stderr)
+        except OSError:
+            self._stderr.close()
+            raise
 
     def events(self) -> Iterator[dict]:
         assert self.proc.stdout is not None
@@ -56,15 +70,18 @@ class RunnerProcess:
         self._stderr.close()
         return code
 
-    def cancel(self) -> int:
+    def interrupt(self) -> int:
+        """SIGINT (the runner saves what finished; nsys writes its report), then wait or kill."""
         if self.proc.poll() is None:
-            # The whole group: under nsys, nsys writes its report and the runner writes its summary.
-            signal_group(self.proc.pid, signal.SIGINT)
-            try:
-                return self.wait(CANCEL_GRACE_S)
-            except subprocess.TimeoutExpired:
-                signal_group(self.proc.pid, signal.SIGKILL)
-        return self.wait()
+            self.proc.send_signal(signal.SIGINT)
+        return self.wait_after_interrupt()
+
+    def wait_after_interrupt(self) -> int:
+        try:
+            return self.wait(CANCEL_GRACE_S)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.wait()
 
 
 def signal_group(pid: int, signum: int) -> None:

@@ -1,6 +1,8 @@
 """Human-readable tables for the terminal (rich); the JSON form is the summary itself."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.table import Table
 
 from models.presets import PRESETS, count_params, forward_flops, human_count
@@ -70,3 +72,35 @@ def models_json() -> list[dict]:
     return [{"name": s.name, "params": count_params(s), "d_model": s.d_model, "d_ff": s.d_ff, "layers": s.layers,
              "heads": s.heads, "vocab": s.vocab, "forward_flops_per_token_ctx256": forward_flops(s, 1, 256) // 256}
             for s in PRESETS.values()]
+
+
+def profile_line(summary: dict) -> str | None:
+    profile = summary.get("profile")
+    if not profile:
+        return None
+    inflation = profile.get("inflation")
+    text = (f"profiled with {profile['backend']} {profile.get('version') or ''}: median step "
+            f"{_optional(profile.get('profiled_median_ms'), '.2f')} ms vs clean {_optional(profile.get('clean_median_ms'), '.2f')} ms"
+            f" (×{_optional(inflation, '.2f')} — profiled times are not the step times)")
+    return text + (f"; [red]{profile['error']}[/]" if profile.get("error") else "")
+
+
+def print_run(console, summary: dict) -> None:
+    """The human report of `sysprof run`: phase stats, throughput, then what the extra passes produced."""
+    from profiler_core.report_analysis import print_kernel_analysis, print_memory_analysis
+    from profiler_core.rundir import read_json
+
+    console.print(phase_table(summary))
+    console.print(throughput_line(summary))
+    error = summary.get("error")
+    if error:
+        console.print(f"[red]{error['kind']}[/] in {error.get('phase') or 'run'}: {error['message']}")
+    if profile_line(summary):
+        console.print(profile_line(summary))
+    run_dir = Path(summary["run_dir"])
+    for key, printer in (("profile", print_kernel_analysis), ("memory", print_memory_analysis)):
+        path = (summary.get(key) or {}).get("kernels" if key == "profile" else "analysis")
+        analysis = read_json(run_dir / path) if path else None
+        if analysis:
+            printer(console, analysis)
+    console.print(f"[dim]run directory: {run_dir}[/]")

@@ -16,6 +16,11 @@ from pathlib import Path
 from profiler_core.config import RunConfig
 
 MANIFEST, STEPS, SUMMARY, STDERR = "manifest.json", "steps.jsonl", "summary.json", "stderr.log"
+# Passes after the clean one run in sub-directories, each a run directory of its own.
+PROFILED_DIR, MEMORY_DIR, KERNELS_DIR = "profiled", "memory", "kernels"
+TORCH_TRACE, MEMORY_SNAPSHOT = "torch_trace.json", "memory_snapshot.pickle"
+ANALYSIS, PHASE_KERNELS = "analysis.json", "phase_kernels.csv"
+DEFAULT_MAX_ENTRIES = 200_000  # allocator history entries kept by a memory pass
 
 
 class RunDirError(OSError):

@@ -16,9 +16,11 @@ from pathlib import Path
 import torch
 
 from profiler_core import rundir
+from profiler_core.capture import MemoryHistory, measured_capture
 from profiler_core.config import ConfigError, RunConfig, validate
 from profiler_core.environment import collect_env
-from profiler_core.events import SCHEMA_VERSION, emit
+from profiler_core.events import CAPTURES, SCHEMA_VERSION, emit
+from profiler_core.rundir import DEFAULT_MAX_ENTRIES
 from profiler_core.options import config_to_args
 from profiler_core.summary import build_summary
 from profiler_core.timing import PhaseMemory, run_step, synchronize
@@ -47,8 +49,9 @@ def _profiler_range(work, start: bool) -> None:
 
 
 class Runner:
-    def __init__(self, cfg: RunConfig, run_dir: Path):
-        self.cfg, self.run_dir = cfg, run_dir
+    def __init__(self, cfg: RunConfig, run_dir: Path, capture: str = "none", max_entries: int = DEFAULT_MAX_ENTRIES):
+        self.cfg, self.run_dir, self.capture = cfg, run_dir, capture
+        self.history = MemoryHistory(run_dir, max_entries) if capture == "memory" else None
         self.steps: list[dict] = []
         self.env: dict = {}
         self.compile_s: float | None = None
@@ -62,8 +65,11 @@ class Runner:
         command = ["sysprof", "run", *config_to_args(self.cfg)]
         rundir.write_json(self.run_dir / rundir.MANIFEST, {
             "schema": SCHEMA_VERSION, "config": self.cfg.to_dict(), "env": self.env,
-            "command": " ".join(command), "argv": command, "started": time.time()})
-        emit("hello", schema=SCHEMA_VERSION, env=self.env, config=self.cfg.to_dict(), run_dir=str(self.run_dir))
+            "command": " ".join(command), "argv": command, "capture": self.capture, "started": time.time()})
+        if self.capture in ("torch", "memory") and device.type != "cuda":
+            raise ConfigError(f"{self.capture} capture records CUDA activity; device {device.type} has none")
+        emit("hello", schema=SCHEMA_VERSION, env=self.env, config=self.cfg.to_dict(), run_dir=str(self.run_dir),
+             capture=self.capture)
         emit("stage", name="build")
         self.work = build_workload(self.cfg, device)
         self.memory = PhaseMemory(device)
@@ -99,14 +105,19 @@ class Runner:
         emit("stage", name="measured", total=self.cfg.steps)
         _profiler_range(self.work, start=True)
         try:
-            for index in range(self.cfg.steps):
-                with nvtx_range(f"step {index}"):
-                    self.one_step("measured", index)
+            with measured_capture(self.capture, self.run_dir, self.history):
+                for index in range(self.cfg.steps):
+                    with nvtx_range(f"step {index}"):
+                        self.one_step("measured", index)
         finally:
             _profiler_range(self.work, start=False)
 
     def finish(self, status: str, error: dict | None = None) -> dict:
         summary = build_summary(self.cfg, self.env, self.steps, status, str(self.run_dir), self.compile_s, error)
+        if self.history:
+            self.history.dump_and_stop()  # still recording after an OOM: the snapshot shows what led up to it
+            if self.history.path.exists():
+                summary["memory_snapshot"] = self.history.path.name
         rundir.write_json(self.run_dir / rundir.SUMMARY, summary)
         return summary
 
@@ -157,10 +168,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="profiler_core.runner")
     parser.add_argument("--run-dir", required=True, type=Path)
     parser.add_argument("--config-json", required=True)
+    parser.add_argument("--capture", choices=CAPTURES, default="none", help="what this pass records")
+    parser.add_argument("--max-entries", type=int, default=DEFAULT_MAX_ENTRIES, help="allocator history bound")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGINT, _raise_cancelled)
     signal.signal(signal.SIGTERM, _raise_cancelled)
-    runner = Runner(RunConfig(), args.run_dir)
+    runner = Runner(RunConfig(), args.run_dir, args.capture, args.max_entries)
     try:
         runner.cfg = validate(RunConfig.from_dict(json.loads(args.config_json)))
     except (ConfigError, json.JSONDecodeError, TypeError) as exc:

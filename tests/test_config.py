@@ -21,6 +21,8 @@ from profiler_core.options import OneLineParser, add_config_options, config_from
     ({"matmul_precision": "low"}, "matmul_precision", "matmul_precision must be one of"),
     ({"ctx": 512, "max_ctx": 256}, "ctx", "context length 512 exceeds the 256 the model is built for"),
     ({"model": "custom", "d_model": 64}, "d_ff", "a custom model needs --d-ff"),
+    ({"device": "cpu", "profiler": "nsys"}, "profiler", "kernel tables need CUDA kernels"),
+    ({"device": "cpu", "memory": True}, "memory", "allocator history is a CUDA feature"),
 ])
 def test_each_invalid_value_gets_its_one_line_reason(changes, field, reason):
     problems = config_problems(RunConfig(**changes))

@@ -47,3 +47,53 @@ def test_fp16_uses_grad_scaler_and_runs(cli_env):
     code, summary, stderr = sysprof_json(["--model", "tiny", "--dtype", "fp16", "--warmup", "1", "--steps", "2"], cli_env)
     assert code == 0, stderr
     assert summary["status"] == "ok" and summary["config"]["dtype"] == "fp16"
+
+
+def _per_step_ms(analysis, phase):
+    return analysis["phases"][phase]["gpu_ns"] / 1e6 / analysis_steps(analysis)
+
+
+def analysis_steps(analysis):
+    return max(1, len([s for s in analysis.get("steps", []) if s.get("step", -1) >= 0]))
+
+
+@pytest.mark.parametrize("profiler", ["nsys", "torch"])
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_profiled_pass_gives_kernel_tables_attributed_to_phases(cli_env, tmp_path, profiler, dtype):
+    from pathlib import Path
+    code, summary, stderr = sysprof_json(["--model", "small", "--dtype", dtype, "--profiler", profiler,
+                                          "--warmup", "3", "--steps", "5"], cli_env)
+    assert code == 0, stderr
+    profile = summary["profile"]
+    assert profile["status"] == "ok" and "error" not in profile, profile
+    assert profile["inflation"] > 1.0  # profiled steps are slower; they are never reported as the step time
+    analysis = json.loads((Path(summary["run_dir"]) / profile["kernels"]).read_text())
+    clean = summary["phases"]
+    for phase in ("forward", "backward", "optimizer"):
+        assert analysis["phases"][phase]["kernels"] > 0
+    backward_ms = _per_step_ms(analysis, "backward")
+    # kernel time of a phase cannot exceed its event time much, and backward must not be lost (nsys same-thread bug)
+    assert 0.4 * clean["backward"]["median_ms"] < backward_ms < 1.3 * clean["backward"]["median_ms"]
+    assert analysis["gemm_fraction"]["backward"] > 0.3
+
+
+def test_memory_pass_snapshot_agrees_with_counters(cli_env):
+    from pathlib import Path
+    code, summary, stderr = sysprof_json(["--model", "small", "--memory", "--warmup", "2", "--steps", "2"], cli_env)
+    assert code == 0, stderr
+    run_dir = Path(summary["run_dir"])
+    analysis = json.loads((run_dir / summary["memory"]["analysis"]).read_text())
+    assert (run_dir / summary["memory"]["snapshot"]).stat().st_size > 0
+    counted_peak = max(summary["peak_memory_bytes"].values())
+    # the snapshot sums requested sizes; the counters count allocator blocks (rounded up)
+    assert 0.85 * counted_peak < analysis["peak_allocated_bytes"] <= 1.01 * counted_peak
+    assert sum(analysis["by_category"].values()) == analysis["peak_allocated_bytes"]
+
+
+def test_oom_with_memory_capture_dumps_the_failing_step(cli_env):
+    from pathlib import Path
+    code, summary, stderr = sysprof_json(["--model", "2.7B", "--ctx", "4096", "--max-ctx", "4096", "--batch", "64",
+                                          "--memory", "--warmup", "0", "--steps", "1"], cli_env)
+    assert code == 1 and summary["status"] == "oom", stderr
+    memory = summary["memory"]
+    assert memory["status"] == "oom" and (Path(summary["run_dir"]) / memory["snapshot"]).is_file()

@@ -102,7 +102,7 @@ def test_sigint_cancels_cleanly_with_summary(tmp_path):
     for event in events:
         if event["event"] == "step":
             break
-    assert process.cancel() == 130
+    assert process.interrupt() == 130
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["status"] == "cancelled" and summary["phases"]["step"]["n"] >= 1
 

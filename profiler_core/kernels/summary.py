@@ -29,12 +29,16 @@ KERNEL_FIELDS = ("name", "class", "instances", "total_ns", "avg_ns", "med_ns", "
 
 def analyze_sqlite(path: str | Path) -> dict:
     """Analyze JSON from an nsys sqlite export, with launch-time phase attribution."""
-    attribution = attribute_kernels(path)
+    return analyze_attribution(attribute_kernels(path), str(path), "nsys-sqlite")
+
+
+def analyze_attribution(attribution: KernelAttribution, source: str, source_kind: str) -> dict:
+    """Analyze JSON from labelled kernels, whichever profiler recorded them."""
     kernels = attribution.kernels
     phases = phase_summaries(attribution)
     return {
-        "source": str(path),
-        "source_kind": "nsys-sqlite",
+        "source": source,
+        "source_kind": source_kind,
         "kernels": _kernel_records(kernel_table(kernels, attribution.names, short_names=attribution.short_names)),
         "phases": phases,
         "gemm_fraction": {phase: phases[phase]["gemm_fraction"] for phase in PHASES},

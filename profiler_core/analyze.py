@@ -1,0 +1,79 @@
+"""`sysprof analyze PATH`: kernel tables or memory analysis from whatever the user has at hand."""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from profiler_core import rundir
+from profiler_core.kernels.errors import KernelReportError
+from profiler_core.kernels.locate import find_nsys
+from profiler_core.kernels.nsys_commands import export_sqlite_argv
+from profiler_core.kernels.summary import analyze_attribution, analyze_sqlite, analyze_stats_dir
+from profiler_core.kernels.torch_trace import attribute_torch_trace
+from profiler_core.memory import analyze_snapshot
+from profiler_core.memory.snapshot import SnapshotError
+from profiler_core.report_analysis import print_kernel_analysis, print_memory_analysis
+
+SNAPSHOT_SUFFIXES = (".pickle", ".pkl", ".xz", ".gz")
+
+
+class AnalyzeError(Exception):
+    """A path that cannot be analyzed; str() is the one-line reason."""
+
+
+def analyze_path(path: Path, nsys: str | None = None) -> dict:
+    if not path.exists():
+        raise AnalyzeError(f"{path}: no such file or directory")
+    try:
+        return _dispatch(path, nsys)
+    except (KernelReportError, SnapshotError, rundir.RunDirError) as exc:
+        raise AnalyzeError(str(exc)) from None
+
+
+def _dispatch(path: Path, nsys: str | None) -> dict:
+    if path.is_dir():
+        return _analyze_dir(path)
+    if path.suffix == ".sqlite":
+        return analyze_sqlite(path)
+    if path.suffix == ".nsys-rep":
+        return analyze_sqlite(_export_sqlite(path, nsys))
+    if path.suffix == ".json":
+        return analyze_attribution(attribute_torch_trace(path), str(path), "torch")
+    if path.name.endswith(SNAPSHOT_SUFFIXES):
+        return analyze_snapshot(path)
+    raise AnalyzeError(f"{path}: expected a run directory, .sqlite, .nsys-rep, stats directory, "
+                       "torch trace .json or memory snapshot .pickle")
+
+
+def _analyze_dir(path: Path) -> dict:
+    """A run directory: its saved analyses (kernels, memory); a directory of CSVs: nsys's own stats."""
+    if (path / rundir.MANIFEST).is_file():
+        found = {kind: rundir.read_json(path / sub / rundir.ANALYSIS)
+                 for kind, sub in (("kernels", rundir.KERNELS_DIR), ("memory", rundir.MEMORY_DIR))}
+        found = {kind: analysis for kind, analysis in found.items() if analysis}
+        if not found:
+            raise AnalyzeError(f"{path}: this run has no kernel or memory analysis; run it with "
+                               "--profiler nsys|torch or --memory")
+        return found["kernels"] | {"memory": found["memory"]} if len(found) == 2 else next(iter(found.values()))
+    return analyze_stats_dir(path)
+
+
+def _export_sqlite(report: Path, nsys: str | None) -> Path:
+    found = find_nsys(nsys)
+    if found is None:
+        raise AnalyzeError(f"{report}: reading a .nsys-rep needs nsys (not found); "
+                           "export it with `nsys export --type sqlite` elsewhere and analyze the .sqlite")
+    sqlite_path = report.with_suffix(".sqlite")
+    result = subprocess.run(export_sqlite_argv(found, report, sqlite_path), capture_output=True, text=True)
+    if not sqlite_path.is_file():
+        detail = (result.stderr or result.stdout).strip().splitlines()
+        raise AnalyzeError(f"nsys export failed: {detail[-1] if detail else f'exit code {result.returncode}'}")
+    return sqlite_path
+
+
+def print_analysis(console, analysis: dict) -> None:
+    if "phases" in analysis:
+        print_kernel_analysis(console, analysis)
+    memory = analysis.get("memory") if "phases" in analysis else analysis
+    if memory and "peak_allocated_bytes" in memory:
+        print_memory_analysis(console, memory)

@@ -1,0 +1,24 @@
+"""The interface every kernel-table backend implements."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol
+
+from profiler_core.kernels.attribution import KernelAttribution
+
+
+class BackendUnavailable(Exception):
+    """The requested profiler cannot run here; str() is the one-line reason."""
+
+
+class Backend(Protocol):
+    name: str
+    capture: str  # the runner's --capture for the profiled pass
+
+    def version(self) -> str | None: ...
+
+    def wrap(self, runner_argv: list[str], pass_dir: Path) -> list[str]:
+        """The command that runs the runner under this profiler."""
+
+    def attribute(self, pass_dir: Path) -> KernelAttribution:
+        """Labelled kernels from what the profiled pass left in pass_dir (KernelReportError if nothing)."""

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from profiler_core.config import RunConfig
-from profiler_core.timing import PhaseMemory, run_step
+from profiler_core.timing import StepInstruments, run_step
 from profiler_core.workload import AUTOCAST_DTYPES, build_workload
 
 
@@ -44,14 +44,14 @@ def bare_step(model, optimizer, tokens, targets, dtype) -> dict:
 def compare(model_name: str, dtype: str, rounds: int, steps: int) -> dict:
     cfg = RunConfig(model=model_name, dtype=dtype, device="cuda", mode="train")
     work = build_workload(cfg, torch.device("cuda"))
-    memory = PhaseMemory(work.device)
+    tools = StepInstruments(work.device)
     samples: dict[str, list[dict]] = {"bare": [], "sysprof": []}
     for _ in range(5):  # warm-up both paths
         bare_step(work.model, work.optimizer, work.tokens, work.targets, dtype)
-        run_step(work, memory)
+        run_step(work, tools)
     for _ in range(rounds):
         samples["bare"] += [bare_step(work.model, work.optimizer, work.tokens, work.targets, dtype) for _ in range(steps)]
-        samples["sysprof"] += [run_step(work, memory) for _ in range(steps)]
+        samples["sysprof"] += [run_step(work, tools) for _ in range(steps)]
     del work
     torch.cuda.empty_cache()
     return {name: _medians(records) for name, records in samples.items()}

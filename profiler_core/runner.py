@@ -23,7 +23,7 @@ from profiler_core.events import CAPTURES, SCHEMA_VERSION, emit
 from profiler_core.rundir import DEFAULT_MAX_ENTRIES
 from profiler_core.options import config_to_args
 from profiler_core.summary import build_summary
-from profiler_core.timing import PhaseMemory, run_step, synchronize
+from profiler_core.timing import StepInstruments, run_step, synchronize
 from profiler_core.workload import build_workload, check_dtype_support, resolve_device
 from models.nvtx import nvtx_range
 
@@ -55,7 +55,7 @@ class Runner:
         self.steps: list[dict] = []
         self.env: dict = {}
         self.compile_s: float | None = None
-        self.memory: PhaseMemory | None = None
+        self.tools: StepInstruments | None = None
 
     def start(self) -> None:
         device = resolve_device(self.cfg.device)
@@ -72,14 +72,14 @@ class Runner:
              capture=self.capture)
         emit("stage", name="build")
         self.work = build_workload(self.cfg, device)
-        self.memory = PhaseMemory(device)
+        self.tools = StepInstruments(device)
 
     def one_step(self, kind: str, index: int) -> dict:
         try:
-            record = run_step(self.work, self.memory)
+            record = run_step(self.work, self.tools)
         except torch.OutOfMemoryError as exc:
             peak = torch.cuda.max_memory_allocated() if self.work.device.type == "cuda" else None
-            raise StepFailure("oom", str(exc).splitlines()[0], self.memory.current_phase, peak) from None
+            raise StepFailure("oom", str(exc).splitlines()[0], self.tools.current_phase, peak) from None
         record |= {"kind": kind, "index": index}
         self.steps.append(record)
         rundir.append_jsonl(self.run_dir / rundir.STEPS, record)
@@ -90,7 +90,7 @@ class Runner:
         emit("stage", name="compile")
         started = time.perf_counter()
         with nvtx_range("compile"):
-            run_step(self.work, self.memory)
+            run_step(self.work, self.tools)
         synchronize(self.work.device)
         self.compile_s = time.perf_counter() - started
         emit("compile", seconds=self.compile_s)
@@ -123,7 +123,7 @@ class Runner:
 
 
 def _current_phase(runner: Runner) -> str:
-    return (runner.memory.current_phase or "start") if runner.memory else "build"
+    return (runner.tools.current_phase or "start") if runner.tools else "build"
 
 
 def _classify(exc: BaseException) -> tuple[str, str]:

@@ -71,9 +71,10 @@ def test_profiled_pass_gives_kernel_tables_attributed_to_phases(cli_env, tmp_pat
     clean = summary["phases"]
     for phase in ("forward", "backward", "optimizer"):
         assert analysis["phases"][phase]["kernels"] > 0
-    backward_ms = _per_step_ms(analysis, "backward")
-    # kernel time of a phase cannot exceed its event time much, and backward must not be lost (nsys same-thread bug)
-    assert 0.4 * clean["backward"]["median_ms"] < backward_ms < 1.3 * clean["backward"]["median_ms"]
+    # Backward must not be lost (nsys's same-thread matching gives it ~0): it launches more kernels than forward.
+    assert analysis["phases"]["backward"]["kernels"] > analysis["phases"]["forward"]["kernels"]
+    # Kernel time never exceeds the phase's event time by much; a launch-bound phase (bf16) has far less.
+    assert _per_step_ms(analysis, "backward") < 1.2 * clean["backward"]["median_ms"]
     assert analysis["gemm_fraction"]["backward"] > 0.3
 
 

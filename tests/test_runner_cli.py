@@ -59,6 +59,8 @@ def test_human_table_has_units(cli_env):
     (["run", "--dtype", "fp8"], "invalid choice: 'fp8'"),
     (["run", "--steps", "ten"], "invalid int value: 'ten'"),
     (["run", "--runs-dir", "/proc/not-writable"], "cannot create a run directory"),
+    (["run", "--profiler", "nsys", "--nsys", "/nonexistent/nsys"], "not an executable nsys"),
+    (["run", "--device", "cpu", "--memory"], "allocator history is a CUDA feature"),
 ])
 def test_invalid_input_exits_2_with_one_line(cli_env, args, reason):
     result = sysprof(args, cli_env)

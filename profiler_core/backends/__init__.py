@@ -7,6 +7,7 @@ from __future__ import annotations
 from profiler_core.backends.base import Backend, BackendUnavailable
 from profiler_core.backends.nsys_backend import NsysBackend
 from profiler_core.backends.torch_backend import TorchBackend
+from profiler_core.kernels.errors import KernelReportError
 from profiler_core.kernels.locate import find_nsys
 
 BACKENDS = {"nsys": NsysBackend, "torch": TorchBackend}
@@ -18,7 +19,10 @@ def choose_backend(requested: str, nsys_path: str | None = None) -> tuple[Backen
         return None, None
     if requested == "torch":
         return TorchBackend(), None
-    found = find_nsys(nsys_path)
+    try:
+        found = find_nsys(nsys_path)
+    except KernelReportError as exc:  # an explicit --nsys or $SYSPROF_NSYS that is not an nsys
+        raise BackendUnavailable(str(exc)) from None
     if found is not None:
         return NsysBackend(found), None
     if requested == "nsys":

@@ -41,6 +41,7 @@ class RunConfig:
     device: str = "auto"
     profiler: str = "none"
     memory: bool = False
+    memory_max_entries: int = 200_000  # allocator history entries kept by the memory pass
     seed: int = 0
 
     def spec(self) -> ModelSpec:
@@ -116,7 +117,8 @@ def _capture_problems(cfg: RunConfig) -> dict[str, str]:
 def _sizes(cfg: RunConfig) -> list[tuple[str, object]]:
     spec_values = [(f, getattr(cfg, f)) for f in DIM_FIELDS if getattr(cfg, f) is not None]
     extra = [("max_ctx", cfg.max_ctx)] if cfg.max_ctx is not None else []
-    return spec_values + extra + [("ctx", cfg.ctx), ("batch", cfg.batch), ("steps", cfg.steps)]
+    return spec_values + extra + [("ctx", cfg.ctx), ("batch", cfg.batch), ("steps", cfg.steps),
+                                  ("memory_max_entries", cfg.memory_max_entries)]
 
 
 def _shape_problems(cfg: RunConfig) -> dict[str, str]:

@@ -16,13 +16,10 @@ from profiler_core.events import decode_line
 CANCEL_GRACE_S = 15.0  # time an interrupted runner (and a wrapping nsys) gets to finish its files
 
 
-def runner_argv(cfg: RunConfig, run_dir: Path, capture: str = "none",
-                max_entries: int = rundir.DEFAULT_MAX_ENTRIES) -> list[str]:
+def runner_argv(cfg: RunConfig, run_dir: Path, capture: str = "none") -> list[str]:
     argv = [sys.executable, "-m", "profiler_core.runner", "--run-dir", str(run_dir),
             "--config-json", json.dumps(cfg.to_dict())]
-    if capture != "none":
-        argv += ["--capture", capture, "--max-entries", str(max_entries)]
-    return argv
+    return argv + (["--capture", capture] if capture != "none" else [])
 
 
 def session_argv(cfg: RunConfig, run_dir: Path, nsys: str | None = None) -> list[str]:

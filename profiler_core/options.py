@@ -28,7 +28,8 @@ OPTION_HELP: dict[str, tuple[str, tuple[str, ...] | None]] = {
     "steps": ("measured steps", None),
     "device": ("auto picks cuda when present", DEVICES),
     "profiler": ("kernel tables from nsys, torch.profiler, none, or auto", PROFILERS),
-    "memory": ("record allocator history over the measured steps", None),
+    "memory": ("record allocator history over the measured steps (a separate pass)", None),
+    "memory_max_entries": ("allocator history entries kept by --memory", None),
     "seed": ("random seed for weights and tokens", None),
 }
 

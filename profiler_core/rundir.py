@@ -20,7 +20,6 @@ MANIFEST, STEPS, SUMMARY, STDERR = "manifest.json", "steps.jsonl", "summary.json
 PROFILED_DIR, MEMORY_DIR, KERNELS_DIR = "profiled", "memory", "kernels"
 TORCH_TRACE, MEMORY_SNAPSHOT = "torch_trace.json", "memory_snapshot.pickle"
 ANALYSIS, PHASE_KERNELS = "analysis.json", "phase_kernels.csv"
-DEFAULT_MAX_ENTRIES = 200_000  # allocator history entries kept by a memory pass
 
 
 class RunDirError(OSError):

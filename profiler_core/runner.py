@@ -20,7 +20,6 @@ from profiler_core.capture import MemoryHistory, measured_capture
 from profiler_core.config import ConfigError, RunConfig, validate
 from profiler_core.environment import collect_env
 from profiler_core.events import CAPTURES, SCHEMA_VERSION, emit
-from profiler_core.rundir import DEFAULT_MAX_ENTRIES
 from profiler_core.options import config_to_args
 from profiler_core.summary import build_summary
 from profiler_core.timing import StepInstruments, run_step, synchronize
@@ -49,9 +48,9 @@ def _profiler_range(work, start: bool) -> None:
 
 
 class Runner:
-    def __init__(self, cfg: RunConfig, run_dir: Path, capture: str = "none", max_entries: int = DEFAULT_MAX_ENTRIES):
+    def __init__(self, cfg: RunConfig, run_dir: Path, capture: str = "none"):
         self.cfg, self.run_dir, self.capture = cfg, run_dir, capture
-        self.history = MemoryHistory(run_dir, max_entries) if capture == "memory" else None
+        self.history = MemoryHistory(run_dir, cfg.memory_max_entries) if capture == "memory" else None
         self.steps: list[dict] = []
         self.env: dict = {}
         self.compile_s: float | None = None
@@ -169,16 +168,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run-dir", required=True, type=Path)
     parser.add_argument("--config-json", required=True)
     parser.add_argument("--capture", choices=CAPTURES, default="none", help="what this pass records")
-    parser.add_argument("--max-entries", type=int, default=DEFAULT_MAX_ENTRIES, help="allocator history bound")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGINT, _raise_cancelled)
     signal.signal(signal.SIGTERM, _raise_cancelled)
-    runner = Runner(RunConfig(), args.run_dir, args.capture, args.max_entries)
     try:
-        runner.cfg = validate(RunConfig.from_dict(json.loads(args.config_json)))
+        cfg = validate(RunConfig.from_dict(json.loads(args.config_json)))
     except (ConfigError, json.JSONDecodeError, TypeError) as exc:
-        return _fail(runner, "config", str(exc), None, None, code=2)
-    return execute(runner)
+        return _fail(Runner(RunConfig(), args.run_dir), "config", str(exc), None, None, code=2)
+    return execute(Runner(cfg, args.run_dir, args.capture))
 
 
 if __name__ == "__main__":

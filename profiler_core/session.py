@@ -95,7 +95,8 @@ class Session:
         pass_dir = self.run_dir / rundir.MEMORY_DIR
         recorded = self.run_pass("memory", pass_dir, "memory", cfg=cfg)
         memory = {"status": recorded["status"], "dir": rundir.MEMORY_DIR,
-                  "note": "allocator history is recorded in its own pass: it slows the steps it records"}
+                  "note": "allocator history is recorded in its own pass: it slows the steps it records",
+                  **_slowdown(clean, recorded)}
         memory |= analyze_memory(cfg, pass_dir, recorded)
         if memory.get("error"):
             self.notice(f"memory analysis unavailable: {memory['error']}")
@@ -104,12 +105,19 @@ class Session:
         return memory
 
 
+def _slowdown(clean: dict, recorded: dict) -> dict:
+    """How much a recording pass stretched the median step, against the clean pass."""
+    clean_ms = (clean.get("phases") or {}).get("step", {}).get("median_ms")
+    recorded_ms = (recorded.get("phases") or {}).get("step", {}).get("median_ms")
+    return {"clean_median_ms": clean_ms, "recorded_median_ms": recorded_ms,
+            "inflation": recorded_ms / clean_ms if clean_ms and recorded_ms else None}
+
+
 def _inflation(backend: Backend, clean: dict, profiled: dict) -> dict:
-    clean_ms = clean["phases"].get("step", {}).get("median_ms")
-    profiled_ms = (profiled.get("phases") or {}).get("step", {}).get("median_ms")
+    slowdown = _slowdown(clean, profiled)
     return {"backend": backend.name, "version": backend.version(), "dir": rundir.PROFILED_DIR,
-            "status": profiled["status"], "clean_median_ms": clean_ms, "profiled_median_ms": profiled_ms,
-            "inflation": profiled_ms / clean_ms if clean_ms and profiled_ms else None}
+            "status": profiled["status"], "clean_median_ms": slowdown["clean_median_ms"],
+            "profiled_median_ms": slowdown["recorded_median_ms"], "inflation": slowdown["inflation"]}
 
 
 def finish_event(summary: dict) -> dict:

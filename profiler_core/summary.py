@@ -20,11 +20,11 @@ def phase_stats(measured_steps: list[dict]) -> dict[str, dict]:
     return stats
 
 
-def peak_memory_by_phase(measured_steps: list[dict]) -> dict[str, int]:
-    """Highest max_memory_allocated per phase over the measured steps (absent off CUDA)."""
+def peak_memory_by_phase(measured_steps: list[dict], key: str = "peak_allocated_bytes") -> dict[str, int]:
+    """Highest max_memory_allocated (or reserved) per phase over the measured steps (absent off CUDA)."""
     peaks: dict[str, int] = {}
     for step in measured_steps:
-        for phase, value in (step.get("peak_allocated_bytes") or {}).items():
+        for phase, value in (step.get(key) or {}).items():
             peaks[phase] = max(peaks.get(phase, 0), value)
     return peaks
 
@@ -54,6 +54,7 @@ def build_summary(cfg: RunConfig, env: dict, steps: list[dict], status: str, run
         "params": count_params(cfg.spec()), "phases": phases,
         "warmup_ms": [s["wall_ms"] for s in steps if s.get("kind") == "warmup"],
         "compile_s": compile_s, "peak_memory_bytes": peak_memory_by_phase(measured),
+        "peak_reserved_bytes": peak_memory_by_phase(measured, "peak_reserved_bytes"),
         **throughput(cfg, env, median),
     }
     if error:

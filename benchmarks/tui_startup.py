@@ -1,0 +1,63 @@
+"""Time from launching `sysprof-tui RUN_DIR` to its first frame (target ≤ 0.5 s), headless.
+
+    .venv/bin/python benchmarks/tui_startup.py [RUN_DIR] [--repeat 5]
+
+Each launch is a fresh interpreter (imports included); the child stamps the wall clock once the first
+frame after mounting has been drawn, the parent subtracts the moment it spawned the child.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_RUN = ROOT / "tests" / "data" / "runs" / "small-h200-analyses"
+
+
+def child(run_dir: str) -> None:
+    sys.path.insert(0, str(ROOT))
+    from tui.app import SysprofApp
+
+    class TimedApp(SysprofApp):
+        def on_mount(self) -> None:
+            super().on_mount()
+            self.call_after_refresh(self.first_frame)
+
+        def first_frame(self) -> None:
+            sys.__stdout__.write(f"FIRST_FRAME {time.time():.6f}\n")  # print() is captured by the app
+            sys.__stdout__.flush()
+            self.exit()
+
+    TimedApp(open_runs=[Path(run_dir)], runs_dir=str(Path(run_dir).parent), sample_gpu=False).run(
+        headless=True, size=(80, 24))
+
+
+def launch_once(run_dir: Path) -> float:
+    spawned = time.time()
+    result = subprocess.run([sys.executable, __file__, "--child", str(run_dir)], capture_output=True, text=True,
+                            check=True, cwd=ROOT)
+    stamp = next(line for line in result.stdout.splitlines() if line.startswith("FIRST_FRAME"))
+    return float(stamp.split()[1]) - spawned
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("run_dir", nargs="?", type=Path, default=DEFAULT_RUN)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--child")
+    args = parser.parse_args()
+    if args.child:
+        child(args.child)
+        return
+    launch_once(args.run_dir)  # warm the filesystem cache and .pyc files
+    seconds = [launch_once(args.run_dir) for _ in range(args.repeat)]
+    print(f"time to first frame (process start → first frame, {args.repeat} launches): median "
+          f"{statistics.median(seconds):.3f} s, min {min(seconds):.3f} s, max {max(seconds):.3f} s (target ≤ 0.5 s)")
+
+
+if __name__ == "__main__":
+    main()

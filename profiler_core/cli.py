@@ -11,6 +11,11 @@ from rich.console import Console
 from profiler_core import report, rundir
 from profiler_core.analyze import AnalyzeError, analyze_path, print_analysis
 from profiler_core.backends import BackendUnavailable, choose_backend
+from profiler_core.cli_studies import add_study_parsers, command_study
+from profiler_core.cli_sweep import add_sweep_options, command_sweep
+from profiler_core.compare import compare_summaries
+from profiler_core.export import ExportError
+from profiler_core.studies.sweep import SweepError
 from profiler_core.config import ConfigError, RunConfig, validate
 from profiler_core.options import OneLineParser, add_config_options, config_from_args
 from profiler_core.session import Session
@@ -35,6 +40,12 @@ def build_parser() -> OneLineParser:
     analyze.add_argument("path", type=Path)
     analyze.add_argument("--json", action="store_true")
     analyze.add_argument("--nsys", help="nsys to export a .nsys-rep with")
+    add_sweep_options(commands.add_parser("sweep", help="run the cartesian product of comma-separated values"))
+    add_study_parsers(commands)
+    compare = commands.add_parser("compare", help="phase by phase, B against A, with a noise-aware verdict")
+    compare.add_argument("run_a", type=Path)
+    compare.add_argument("run_b", type=Path)
+    compare.add_argument("--json", action="store_true")
     models = commands.add_parser("models", help="list presets with exact parameter counts")
     models.add_argument("--json", action="store_true")
     return parser
@@ -104,14 +115,28 @@ def command_models(args) -> int:
     return 0
 
 
-COMMANDS = {"run": command_run, "models": command_models, "analyze": command_analyze}
+def command_compare(args) -> int:
+    summaries = [rundir.load_run(path).summary for path in (args.run_a, args.run_b)]
+    if not all(summaries):
+        raise UsageError("both runs need a summary.json (an unfinished run cannot be compared)")
+    rows = compare_summaries(*summaries)
+    if args.json:
+        print(json.dumps({"a": str(args.run_a), "b": str(args.run_b), "phases": rows}))
+    else:
+        report.print_rows(Console(), rows, f"B = {args.run_b.name} against A = {args.run_a.name}")
+    return 0
+
+
+COMMANDS = {"run": command_run, "models": command_models, "analyze": command_analyze, "sweep": command_sweep,
+            "study": command_study, "compare": command_compare}
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return COMMANDS[args.command](args)
-    except (ConfigError, UsageError, rundir.RunDirError, BackendUnavailable, AnalyzeError) as exc:
+    except (ConfigError, UsageError, rundir.RunDirError, BackendUnavailable, AnalyzeError, SweepError,
+            ExportError) as exc:
         sys.stderr.write(f"sysprof: error: {exc}\n")
         return 2
 

@@ -104,3 +104,26 @@ def print_run(console, summary: dict) -> None:
         if analysis:
             printer(console, analysis)
     console.print(f"[dim]run directory: {run_dir}[/]")
+
+
+def _cell(value) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        # six significant digits below 100 (so 10.0001 and 10.0021 stay apart), two decimals above
+        return format(value, ".6g") if abs(value) < 100 else f"{value:,.2f}"
+    return str(value)
+
+
+def print_rows(console, table, title: str) -> None:
+    """Any table (DataFrame or list of dicts) as a rich table, numbers right-aligned."""
+    from profiler_core.export import table_records
+
+    columns, records = table_records(table)
+    view = Table(title=title, title_justify="left")
+    for column in columns:
+        numeric = any(isinstance(r.get(column), (int, float)) and not isinstance(r.get(column), bool) for r in records)
+        view.add_column(str(column), justify="right" if numeric else "left")
+    for record in records:
+        view.add_row(*(_cell(record.get(column)) for column in columns))
+    console.print(view)

@@ -1,0 +1,112 @@
+"""`sysprof sweep`: the options of `sysprof run`, each taking a comma-separated list of values."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from pathlib import Path
+
+from rich.console import Console
+
+from profiler_core import export, rundir
+from profiler_core.config import ConfigError, RunConfig
+from profiler_core.options import OPTION_HELP, flag
+from profiler_core.report import print_rows
+from profiler_core.studies import sweep
+from profiler_core.studies.tables import compact, pivot, sweep_document, sweep_rows, visible_columns
+
+TRUE_WORDS, FALSE_WORDS = ("true", "yes", "1", "on"), ("false", "no", "0", "off")
+
+
+def add_sweep_options(parser) -> None:
+    for field in dataclasses.fields(RunConfig):
+        help_text = OPTION_HELP[field.name][0] + " (comma-separated values)"
+        if field.type == "bool":
+            parser.add_argument(flag(field.name), dest=field.name, nargs="?", const="true", help=help_text)
+        else:
+            parser.add_argument(flag(field.name), dest=field.name, help=help_text)
+    parser.add_argument("--resume", type=Path, help="continue a sweep directory (finished cells are skipped)")
+    parser.add_argument("--runs-dir", help="where the sweep directory goes (default $SYSPROF_RUNS or ./runs)")
+    parser.add_argument("--name", default="grid", help="suffix of the sweep directory's name")
+    parser.add_argument("--pivot", help="pivot rows:columns, e.g. ctx:d_model,compile")
+    parser.add_argument("--value", default="fwd mean ms", help="the value a pivot shows")
+    parser.add_argument("--output", help="also write the table to PATH (.csv, .md, .json, .tex)")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--nsys", help="path to nsys for cells with --profiler nsys")
+
+
+def _values(field: dataclasses.Field, text: str) -> list:
+    items = [item.strip() for item in text.split(",") if item.strip()]
+    if field.type == "bool":
+        if any(item.lower() not in TRUE_WORDS + FALSE_WORDS for item in items):
+            raise ConfigError(f"{flag(field.name)} takes true/false values; got {text!r}")
+        return [item.lower() in TRUE_WORDS for item in items]
+    if "int" in str(field.type):
+        if not all(item.lstrip("-").isdigit() for item in items):
+            raise ConfigError(f"{flag(field.name)} takes integers; got {text!r}")
+        return [int(item) for item in items]
+    return items
+
+
+def grid_from_args(args) -> dict[str, list]:
+    grid = {}
+    for field in dataclasses.fields(RunConfig):
+        text = getattr(args, field.name)
+        if text is not None:
+            grid[field.name] = _values(field, text)
+    return grid
+
+
+def _progress(console: Console):
+    def on_event(event: dict) -> None:
+        if event["event"] == "sweep":
+            console.print(f"[dim]{event['cells']} cells, {event['pending']} to run[/]")
+        elif event["event"] == "cell":
+            eta = f" · ETA {event['eta_s'] / 60:.1f} min" if event["eta_s"] is not None else ""
+            console.print(f"[dim]cell {event['done'] + 1}/{event['pending']}: {_short(event['config'])}{eta}[/]")
+        elif event["event"] == "cell_done" and event["status"] != "ok":
+            console.print(f"[yellow]cell {event['index']}: {event['status']}[/]")
+    return on_event
+
+
+def _short(config: dict) -> str:
+    defaults = RunConfig().to_dict()
+    return " ".join(f"{k}={v}" for k, v in config.items() if v != defaults[k]) or "defaults"
+
+
+def command_sweep(args) -> int:
+    if args.resume:
+        sweep_dir = args.resume
+        sweep.load_plan(sweep_dir)
+    else:
+        grid = grid_from_args(args)
+        varied = [name for name, values in grid.items() if len(values) > 1]
+        sweep_dir = sweep.create(rundir.runs_root(args.runs_dir), args.name, sweep.expand(grid), varied)
+    started = time.perf_counter()
+    sweep.run(sweep_dir, _progress(Console(stderr=True, highlight=False)), args.nsys)
+    return report_sweep(args, sweep_dir, time.perf_counter() - started)
+
+
+def report_sweep(args, sweep_dir: Path, elapsed_s: float) -> int:
+    document = sweep_document(sweep_dir)
+    rows = sweep_rows(sweep_dir)
+    table = _pivot_or_rows(args, rows, document["varied"])
+    if args.output:
+        export.write_table(table, args.output)
+    if args.json:
+        print(json.dumps(document | {"elapsed_s": elapsed_s}, default=str))
+    else:
+        print_rows(Console(), compact(table) if not args.pivot else table, f"sweep {sweep_dir} ({elapsed_s:.0f} s)")
+    return 0 if all(c["status"] in sweep.DONE_STATUSES for c in document["cells"]) else 1
+
+
+def _pivot_or_rows(args, rows: list[dict], varied: list[str]):
+    if not args.pivot:
+        columns = visible_columns(rows, varied)
+        return [{c: row[c] for c in columns} for row in rows]
+    index_text, _, columns_text = args.pivot.partition(":")
+    split = lambda text: [c.strip() for c in text.split(",") if c.strip()]  # noqa: E731
+    try:
+        return pivot(rows, split(index_text), split(columns_text), args.value)
+    except KeyError as exc:
+        raise ConfigError(f"--pivot/--value: {exc.args[0]}") from None

@@ -1,0 +1,1 @@
+"""The seed reports' studies as commands: sweeps, warm-up, attention, precision, torch.compile."""

@@ -1,0 +1,74 @@
+"""Driver of the attention microbenchmark: cells grouped into runner processes, a fresh one after each OOM."""
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from profiler_core import rundir
+
+CELLS_FILE = "cells.jsonl"
+BYTES = {"fp32": 4, "bf16": 2}
+
+
+def grid(impls: list[str], dims: list[int], seqs: list[int]) -> list[list[dict]]:
+    """One group per (implementation, d), sequence lengths ascending: OOMs come at the end of a group."""
+    return [[{"impl": impl, "d": d, "seq": seq} for seq in sorted(seqs)] for impl in impls for d in dims]
+
+
+def _bench_argv(cells: list[dict], batch: int, iters: int, dtype: str) -> list[str]:
+    return [sys.executable, "-m", "profiler_core.attention_bench", "--cells-json", json.dumps(cells),
+            "--batch", str(batch), "--iters", str(iters), "--dtype", dtype]
+
+
+def run_group(cells: list[dict], batch: int, iters: int, dtype: str, log: Path) -> list[dict]:
+    """Every cell of the group gets a result; after an OOM the rest run in a new process."""
+    results: list[dict] = []
+    while len(results) < len(cells):
+        remaining = cells[len(results):]
+        with log.open("ab") as stderr:
+            done = subprocess.run(_bench_argv(remaining, batch, iters, dtype), stdout=subprocess.PIPE,
+                                  stderr=stderr, text=True)
+        lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+        if not lines or "impl" not in lines[0]:  # the process died before a cell finished
+            reason = lines[0].get("message") if lines else f"benchmark process exited with {done.returncode}"
+            results.append(remaining[0] | {"status": "failed", "message": reason})
+        results += [line for line in lines if "impl" in line]
+    return results
+
+
+def run_study(study_dir: Path, groups: list[list[dict]], batch: int, iters: int, dtype: str,
+              on_cell: Callable[[dict], None]) -> list[dict]:
+    rows = []
+    for group in groups:
+        for result in run_group(group, batch, iters, dtype, study_dir / rundir.STDERR):
+            row = summarize_cell(result, batch, dtype)
+            rundir.append_jsonl(study_dir / CELLS_FILE, result)
+            on_cell(row)
+            rows.append(row)
+    return rows
+
+
+def summarize_cell(result: dict, batch: int, dtype: str) -> dict:
+    """A table row: mean times, and the saved memory in units of one (B, T, T) tensor."""
+    square_bytes = batch * result["seq"] ** 2 * BYTES[dtype]
+    row = {"impl": result["impl"], "d": result["d"], "seq": result["seq"], "status": result["status"]}
+    forward, backward = result.get("forward_ms"), result.get("backward_ms")
+    row["fwd mean ms"] = statistics.fmean(forward) if forward else None
+    row["bwd mean ms"] = statistics.fmean(backward) if backward else None
+    saved = result.get("saved_bytes")
+    row["saved for backward MiB"] = saved / 2**20 if saved is not None else None
+    row["T×T tensors saved"] = round(saved / square_bytes, 2) if saved is not None else None
+    row["one T×T tensor MiB"] = square_bytes / 2**20
+    row["peak MiB"] = result["peak_bytes"] / 2**20 if result.get("peak_bytes") else None
+    return row
+
+
+def new_study_dir(root: Path, name: str) -> Path:
+    path = root / f"{time.strftime('%Y%m%d-%H%M%S')}-{name}"
+    path.mkdir(parents=True, exist_ok=False)
+    return path

@@ -1,0 +1,100 @@
+"""Sweeps: the cartesian product of config values, one fresh runner session per cell, resumable.
+
+A sweep directory holds `sweep.json` (every cell's config, in order) and `cells/NNN-<slug>/`, each an ordinary
+run directory. A cell whose summary says ok or oom is done and is skipped when the sweep runs again; a cell
+that was killed, cancelled or crashed runs again. An OOM is a result (a row with status oom), not an error.
+"""
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from profiler_core import rundir
+from profiler_core.backends import choose_backend
+from profiler_core.config import ConfigError, RunConfig, config_problems
+from profiler_core.session import Session
+
+PLAN, CELLS = "sweep.json", "cells"
+DONE_STATUSES = ("ok", "oom")
+
+
+class SweepError(Exception):
+    """A sweep that cannot start or resume; str() is the one-line reason."""
+
+
+def expand(grid: dict[str, list]) -> list[RunConfig]:
+    """Every combination of the listed values, in the order given (the last field varies fastest)."""
+    fields = list(grid)
+    configs = [RunConfig(**dict(zip(fields, values))) for values in itertools.product(*grid.values())]
+    for cfg in configs:
+        problems = config_problems(cfg)
+        if problems:
+            raise ConfigError(f"cell {_describe(cfg, fields)}: {next(iter(problems.values()))}")
+    return configs
+
+
+def _describe(cfg: RunConfig, fields: list[str]) -> str:
+    return ", ".join(f"{f}={getattr(cfg, f)}" for f in fields)
+
+
+def create(root: Path, name: str, configs: list[RunConfig], varied: list[str]) -> Path:
+    sweep_dir = root / f"{time.strftime('%Y%m%d-%H%M%S')}-sweep-{name}"
+    try:
+        (sweep_dir / CELLS).mkdir(parents=True)
+    except OSError as exc:
+        raise SweepError(f"cannot create {sweep_dir}: {exc.strerror or exc}") from None
+    plan = {"varied": varied, "cells": [cfg.to_dict() for cfg in configs], "created": time.time()}
+    rundir.write_json(sweep_dir / PLAN, plan)
+    return sweep_dir
+
+
+def load_plan(sweep_dir: Path) -> tuple[list[RunConfig], list[str]]:
+    plan = rundir.read_json(sweep_dir / PLAN) if sweep_dir.is_dir() else None
+    if not plan:
+        raise SweepError(f"{sweep_dir} is not a sweep directory (no {PLAN})")
+    return [RunConfig.from_dict(cell) for cell in plan["cells"]], plan.get("varied", [])
+
+
+def cell_dir(sweep_dir: Path, index: int, cfg: RunConfig) -> Path:
+    return sweep_dir / CELLS / f"{index:03d}-{rundir.slug(cfg)}"
+
+
+def cell_summary(path: Path) -> dict | None:
+    try:
+        return rundir.read_json(path / rundir.SUMMARY)
+    except rundir.RunDirError:
+        return None  # a torn summary: the cell runs again
+
+
+def run(sweep_dir: Path, on_event: Callable[[dict], None], nsys: str | None = None) -> list[dict]:
+    """Run every cell not yet done; returns one summary per cell, in plan order."""
+    configs, _ = load_plan(sweep_dir)
+    pending = [i for i, cfg in enumerate(configs) if _status(sweep_dir, i, cfg) not in DONE_STATUSES]
+    on_event({"event": "sweep", "cells": len(configs), "pending": len(pending)})
+    started = time.perf_counter()
+    for done, index in enumerate(pending):
+        cfg = configs[index]
+        on_event({"event": "cell", "index": index, "config": cfg.to_dict(), "done": done, "pending": len(pending),
+                   "eta_s": _eta(started, done, len(pending))})
+        path = cell_dir(sweep_dir, index, cfg)
+        path.mkdir(exist_ok=True)
+        backend, _ = choose_backend(cfg.profiler, nsys)
+        summary = Session(cfg, path, lambda event: None, backend).run()
+        on_event({"event": "cell_done", "index": index, "status": summary["status"]})
+        if summary["status"] == "cancelled":
+            break
+    return [cell_summary(cell_dir(sweep_dir, i, cfg)) or {"status": "pending", "config": cfg.to_dict()}
+            for i, cfg in enumerate(configs)]
+
+
+def _status(sweep_dir: Path, index: int, cfg: RunConfig) -> str | None:
+    summary = cell_summary(cell_dir(sweep_dir, index, cfg))
+    return summary.get("status") if summary else None
+
+
+def _eta(started: float, done: int, total: int) -> float | None:
+    if done == 0:
+        return None
+    return (time.perf_counter() - started) / done * (total - done)

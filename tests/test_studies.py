@@ -1,0 +1,137 @@
+"""Sweeps (expansion, resume, OOM cells), study tables, the precision lab and the compare verdict."""
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from profiler_core import session as session_module
+from profiler_core.compare import compare_summaries, verdict
+from profiler_core.config import ConfigError, RunConfig
+from profiler_core.studies import sweep
+from profiler_core.studies.derived import compile_table, precision_table, warmup_table
+from profiler_core.studies.tables import compact, pivot, sweep_document, sweep_rows
+
+DATA = Path(__file__).parent / "data"
+TINY = dict(model="tiny", ctx=16, batch=2, warmup=0, steps=2, device="cpu")
+
+
+def test_expand_is_the_cartesian_product_in_order():
+    configs = sweep.expand({"model": ["tiny"], "ctx": [16, 32], "compile": [False, True]})
+    assert [(c.ctx, c.compile) for c in configs] == [(16, False), (16, True), (32, False), (32, True)]
+
+
+def test_expand_rejects_an_impossible_cell_with_its_reason():
+    with pytest.raises(ConfigError, match="cell model=small, heads=7: heads \\(7\\) must divide"):
+        sweep.expand({"model": ["small"], "heads": [12, 7]})
+
+
+@pytest.fixture
+def oom_for_ctx_32(monkeypatch):
+    """Cells with ctx 32 replay the events of a real OOM on the H200 (2.7B, batch 64, ctx 4096)."""
+    real_argv = session_module.runner_argv
+
+    def argv(cfg, run_dir, capture="none"):
+        if cfg.ctx != 32:
+            return real_argv(cfg, run_dir, capture)
+        return [sys.executable, str(DATA / "fake_runner.py"), str(DATA / "events" / "oom_h200.jsonl"),
+                "--run-dir", str(run_dir)]
+    monkeypatch.setattr(session_module, "runner_argv", argv)
+
+
+def test_sweep_with_an_oom_cell_continues_and_resumes_only_unfinished(tmp_path, oom_for_ctx_32):
+    configs = sweep.expand({**{k: [v] for k, v in TINY.items()}, "ctx": [16, 32, 24]})
+    sweep_dir = sweep.create(tmp_path, "t", configs, ["ctx"])
+    events = []
+    summaries = sweep.run(sweep_dir, events.append)
+    assert [s["status"] for s in summaries] == ["ok", "oom", "ok"]
+    assert summaries[1]["error"]["kind"] == "oom" and summaries[1]["error"]["phase"]
+    # a cell killed half-way (no summary) runs again; finished and OOM cells do not
+    (sweep.cell_dir(sweep_dir, 2, configs[2]) / "summary.json").unlink()
+    events.clear()
+    sweep.run(sweep_dir, events.append)
+    assert events[0] == {"event": "sweep", "cells": 3, "pending": 1}
+    assert [e["index"] for e in events if e["event"] == "cell"] == [2]
+    document = sweep_document(sweep_dir)
+    assert [c["status"] for c in document["cells"]] == ["ok", "oom", "ok"]
+    assert set(document["cells"][0]) >= {"config", "status", "phases"}
+
+
+def test_sweep_rows_have_the_seed_columns_and_pivot(tmp_path):
+    configs = sweep.expand({**{k: [v] for k, v in TINY.items()}, "ctx": [16, 24]})
+    sweep_dir = sweep.create(tmp_path, "t", configs, ["ctx"])
+    sweep.run(sweep_dir, lambda e: None)
+    rows = sweep_rows(sweep_dir)
+    for column in ("model", "ctx", "dtype", "device", "batch", "compile", "status", "fwd mean ms", "fwd std ms",
+                   "bwd mean ms", "bwd std ms", "fwd+bwd mean ms", "fwd+bwd std ms"):
+        assert column in rows[0]
+    for row in rows:
+        assert row["fwd+bwd mean ms"] == pytest.approx(row["fwd mean ms"] + row["bwd mean ms"])
+    table = pivot(rows, ["ctx"], ["compile"], "fwd mean ms")
+    assert list(table["ctx"]) == [16, 24] and "False" in table.columns
+    assert "±" in compact([{"fwd mean ms": 1.0, "fwd std ms": 0.5}])[0]["fwd ms"]
+
+
+def test_sweep_cli_json_and_bad_values(cli_env, tmp_path):
+    args = [sys.executable, "-m", "profiler_core", "sweep", "--model", "tiny", "--device", "cpu", "--ctx", "16,24",
+            "--batch", "2", "--warmup", "0", "--steps", "2", "--json"]
+    result = subprocess.run(args, env=cli_env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    cells = json.loads(result.stdout)["cells"]
+    assert [c["config"]["ctx"] for c in cells] == [16, 24] and all(c["status"] == "ok" for c in cells)
+    bad = subprocess.run(args[:-1] + ["--compile", "maybe"], env=cli_env, capture_output=True, text=True)
+    assert bad.returncode == 2 and "takes true/false values" in bad.stderr
+
+
+def _row(**values):
+    base = {"model": "small", "ctx": 256, "status": "ok", "compile s": None, "first step ms": None}
+    for label in ("fwd", "bwd", "step"):
+        base |= {f"{label} mean ms": None, f"{label} std ms": None}
+    return base | values
+
+
+def test_warmup_table_shows_first_step_penalty():
+    rows = [_row(warmup=0, **{"step mean ms": 50.0, "step std ms": 40.0, "first step ms": 150.0}),
+            _row(warmup=5, **{"step mean ms": 30.0, "step std ms": 0.3, "first step ms": 30.3})]
+    table = warmup_table(rows)
+    assert [t["first / mean"] for t in table] == [3.0, 1.01]
+
+
+def test_compile_and_precision_tables():
+    rows = [_row(mode="forward", compile=False, **{"fwd mean ms": 10.0}), _row(mode="forward", compile=True,
+            **{"fwd mean ms": 8.0, "compile s": 12.0}), _row(mode="train", compile=False, **{"step mean ms": 30.0}),
+            _row(mode="train", compile=True, **{"step mean ms": 24.0})]
+    table = compile_table(rows)
+    assert [t["speedup"] for t in table] == [1.25, 1.25] and table[0]["compile s"] == 12.0
+    rows = [_row(dtype="fp32", matmul_precision="highest", **{"step mean ms": 60.0}),
+            _row(dtype="fp32", matmul_precision="high", **{"step mean ms": 30.0}),
+            _row(dtype="bf16", matmul_precision="highest", **{"step mean ms": 20.0})]
+    assert precision_table(rows)[0] | {} == {"model": "small", "fp32 step ms": 60.0, "fp32 speedup": 1.0,
+                                            "tf32 step ms": 30.0, "tf32 speedup": 2.0, "bf16 step ms": 20.0,
+                                            "bf16 speedup": 3.0}
+
+
+def test_precision_lab_computed_live_on_cpu():
+    result = subprocess.run([sys.executable, "-m", "profiler_core.precision_lab", "--device", "cpu"],
+                            capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[1])
+    lab = json.loads(result.stdout)
+    sums = [row["sum"] for row in lab["accumulation"]]
+    assert sums[0] == pytest.approx(10.0001335, abs=1e-6)  # fp32 accumulates 0.01 with a tiny error
+    assert sums[1] == pytest.approx(9.953125)  # fp16 accumulator: the sum stalls as the spacing grows
+    assert sums[2] == sums[3] == pytest.approx(10.0021362, abs=1e-6)  # fp16 addends: their rounding error stays
+    for dtype, name in (("fp16", "float16"), ("bf16", "bfloat16")):
+        table = lab["autocast"][dtype]
+        assert table["parameters"] == "float32" and table["gradients"] == "float32"
+        assert table["fc1 output"] == name and table["logits"] == name and table["loss"] == "float32"
+
+
+def test_verdict_rule():
+    a = {"median_ms": 100.0, "std_ms": 1.0, "n": 10}
+    assert verdict(a, {"median_ms": 97.5, "std_ms": 1.0, "n": 10}) == "within noise"  # 2.5 < 2·√2
+    assert verdict(a, {"median_ms": 96.0, "std_ms": 1.0, "n": 10}) == "faster"
+    assert verdict(a, {"median_ms": 104.0, "std_ms": 1.0, "n": 10}) == "slower"
+    assert verdict(a, {"median_ms": 50.0, "std_ms": 0.0, "n": 1}) == "too few steps"
+    rows = compare_summaries({"phases": {"step": a}}, {"phases": {"step": {"median_ms": 50.0, "std_ms": 1.0, "n": 10}}})
+    assert rows[0]["ratio_b_over_a"] == 0.5 and rows[0]["verdict"] == "faster"

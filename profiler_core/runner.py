@@ -169,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config-json", required=True)
     parser.add_argument("--capture", choices=CAPTURES, default="none", help="what this pass records")
     args = parser.parse_args(argv)
+    args.run_dir.mkdir(parents=True, exist_ok=True)
     signal.signal(signal.SIGINT, _raise_cancelled)
     signal.signal(signal.SIGTERM, _raise_cancelled)
     try:

@@ -3,9 +3,10 @@ import sys
 from pathlib import Path
 
 from profiler_core.config import RunConfig
-from tui.app import SysprofApp, state_from_run_dir
+from tui.app import SysprofApp
+from tui.panes.live import StepTable
+from tui.run_files import state_from_run_dir
 from tui.state import RunState
-from tui.widgets import StepTable
 
 DATA = Path(__file__).parent / "data"
 TINY = RunConfig(model="tiny", ctx=32, batch=2, warmup=2, steps=3, device="cpu")
@@ -29,23 +30,23 @@ def test_reducer_builds_state_from_recorded_events():
 
 
 async def test_run_key_streams_events_into_the_step_table(tmp_path):
-    app = SysprofApp(runs_dir=str(tmp_path), argv_factory=fake_factory(), initial=TINY)
+    app = SysprofApp(runs_dir=str(tmp_path), argv_factory=fake_factory(), initial=TINY, sample_gpu=False)
     async with app.run_test(size=(100, 30)) as pilot:
-        await pilot.press("r")
+        await pilot.press("ctrl+r")
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert app.run_state.stage == "finished"
         table = app.query_one(StepTable)
         assert table.row_count == 5
         assert str(table.get_row_at(2)[0]) == "step 0"
-        assert "finished" in str(app.query_one("#status").render())
+        assert "finished" in str(app.query_one("#stage-line").render())
 
 
 async def test_runner_dying_midway_is_reported_and_steps_kept(tmp_path):
     app = SysprofApp(runs_dir=str(tmp_path), argv_factory=fake_factory("tiny_cpu_train.jsonl", "--stop-after", "7"),
-                     initial=TINY)
+                     initial=TINY, sample_gpu=False)
     async with app.run_test(size=(100, 30)) as pilot:
-        await pilot.press("r")
+        await pilot.press("ctrl+r")
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert app.run_state.stage == "failed" and app.run_state.error["kind"] == "killed"
@@ -55,7 +56,7 @@ async def test_runner_dying_midway_is_reported_and_steps_kept(tmp_path):
 
 
 async def test_invalid_field_disables_run_with_reason(tmp_path):
-    app = SysprofApp(runs_dir=str(tmp_path), argv_factory=fake_factory(), initial=TINY)
+    app = SysprofApp(runs_dir=str(tmp_path), argv_factory=fake_factory(), initial=TINY, sample_gpu=False)
     async with app.run_test(size=(100, 30)) as pilot:
         app.query_one("#ctx").value = "0"
         await pilot.pause()
@@ -65,9 +66,9 @@ async def test_invalid_field_disables_run_with_reason(tmp_path):
 
 
 async def test_real_tiny_run_through_the_real_runner(tmp_path):
-    app = SysprofApp(runs_dir=str(tmp_path), initial=TINY)
+    app = SysprofApp(runs_dir=str(tmp_path), initial=TINY, sample_gpu=False)
     async with app.run_test(size=(100, 30)) as pilot:
-        await pilot.press("r")
+        await pilot.press("ctrl+r")
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert app.run_state.stage == "finished", app.run_state.error

@@ -1,26 +1,41 @@
-"""sysprof-tui: pick a configuration, run it in the runner subprocess, watch the steps arrive."""
+"""sysprof-tui: configure a run, watch it live, read its kernel and memory tables, compare and export."""
 from __future__ import annotations
 
+import os
+import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from textual import on, work
-from textual.app import App, ComposeResult
-from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.app import App, ComposeResult, SystemCommand
 from textual.reactive import reactive
-from textual.widgets import Button, Checkbox, Footer, Header, Input, Label, Select
+from textual.screen import Screen
+from textual.widgets import Button, Footer, Header, TabbedContent, TabPane
+from textual.worker import get_current_worker
 
 from profiler_core import rundir
-from profiler_core.config import RunConfig, config_problems
-from profiler_core.launch import mark_killed, runner_argv
+from profiler_core.config import RunConfig
+from profiler_core.export import osc52, to_markdown
+from profiler_core.launch import mark_killed, session_argv, signal_group
 from profiler_core.nvml import gpu_count
+from profiler_core.telemetry import GpuTelemetry, NvmlSampler
+from tui.keys import GLOBAL_KEYS, PANE_KEYS, PANES, bindings, delegated_pane_bindings
+from tui.modals import ConfirmQuit, ExportModal
+from tui.panes.base import ExportTable, Pane
+from tui.panes.configure import ConfigurePane
+from tui.panes.help import HelpPane
+from tui.panes.kernels import KernelsPane
+from tui.panes.live import LivePane
+from tui.panes.memory import MemoryPane
+from tui.panes.runs import RunsPane
+from tui.run_files import state_from_run_dir
 from tui.runner_client import RunnerClient
+from tui.settings import default_settings_path, load_last_config, save_last_config
 from tui.state import RunState
-from tui.widgets import ConfigForm, RunStatus, StepTable
 
 ArgvFactory = Callable[[RunConfig, Path], list[str]]
+TELEMETRY_PERIOD_S = 0.5  # ≤ 2 Hz: NVML calls are cheap, but the UI thread must never wait on them
 
 
 def default_config() -> RunConfig:
@@ -30,88 +45,139 @@ def default_config() -> RunConfig:
     return RunConfig(model="tiny", ctx=64, warmup=2, steps=5, device="cpu")
 
 
-def state_from_run_dir(path: Path) -> RunState:
-    """A saved run, shown exactly as a live one would be at its end."""
-    record = rundir.load_run(path)
-    summary = record.summary or {}
-    return RunState(stage="finished" if record.status == "ok" else "failed", run_dir=str(path),
-                    env=record.manifest.get("env"), summary=summary or None, error=summary.get("error"),
-                    warmup_steps=tuple(s for s in record.steps if s.get("kind") == "warmup"),
-                    steps=tuple(s for s in record.steps if s.get("kind") == "measured"),
-                    planned_steps=record.manifest.get("config", {}).get("steps", 0))
+def default_argv(cfg: RunConfig, run_dir: Path) -> list[str]:
+    """The session: the clean pass, then the profiled and memory passes the config asks for."""
+    return session_argv(cfg, run_dir)
 
 
 class SysprofApp(App):
-    CSS_PATH = "app.tcss"
+    CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses live in other folders
     TITLE = "sysprof"
-    BINDINGS = [
-        Binding("r", "run", "Run"),
-        Binding("c", "cancel", "Cancel run"),
-        Binding("q", "quit", "Quit"),
-    ]
+    BINDINGS = bindings(GLOBAL_KEYS) + delegated_pane_bindings()
 
     run_state: reactive[RunState] = reactive(RunState, always_update=True)
+    telemetry: reactive[GpuTelemetry] = reactive(GpuTelemetry)
 
-    def __init__(self, runs_dir: str | None = None, argv_factory: ArgvFactory = runner_argv,
-                 open_runs: list[Path] | None = None, initial: RunConfig | None = None):
+    def __init__(self, runs_dir: str | None = None, argv_factory: ArgvFactory = default_argv,
+                 open_runs: list[Path] | None = None, initial: RunConfig | None = None,
+                 settings_path: Path | None = None, sample_gpu: bool = True):
         super().__init__()
         self.runs_root = rundir.runs_root(runs_dir)
-        self.argv_factory = argv_factory
-        self.open_runs = open_runs or []
-        self.initial = initial or default_config()
+        self.argv_factory, self.open_runs, self.sample_gpu = argv_factory, open_runs or [], sample_gpu
+        self.settings_path = settings_path
+        remembered, self.settings_notice = load_last_config(settings_path) if initial is None else (None, None)
+        self.initial = initial or remembered or default_config()
+        self.pending: tuple[RunConfig | None, dict] = (None, {"config": "not checked yet"})
         self.client: RunnerClient | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
-        with Horizontal():
-            yield ConfigForm(self.initial, id="config")
-            with Vertical(id="results"):
-                yield RunStatus(id="status").data_bind(SysprofApp.run_state)
-                yield StepTable(id="steps").data_bind(SysprofApp.run_state)
+        initial = "live" if self.open_runs else "configure"
+        panes = {
+            "configure": lambda: ConfigurePane(self.initial, id="pane-configure").data_bind(SysprofApp.run_state),
+            "live": lambda: LivePane(id="pane-live").data_bind(SysprofApp.run_state, SysprofApp.telemetry),
+            "kernels": lambda: KernelsPane(id="pane-kernels").data_bind(SysprofApp.run_state),
+            "memory": lambda: MemoryPane(id="pane-memory").data_bind(SysprofApp.run_state),
+            "runs": lambda: RunsPane(self.runs_root, self.open_runs, id="pane-runs").data_bind(SysprofApp.run_state),
+            "help": lambda: HelpPane(id="pane-help"),
+        }
+        with TabbedContent(initial=initial, id="panes"):
+            for number, (name, make) in enumerate(panes.items(), start=1):
+                with TabPane(f"{number} {name.capitalize()}", id=name):
+                    yield make()
         yield Footer()
 
     def on_mount(self) -> None:
         if self.open_runs:
-            try:
-                self.run_state = state_from_run_dir(self.open_runs[0])
-            except rundir.RunDirError as exc:
-                self.notify(str(exc), title="Cannot open run", severity="error")
-        self.check_config()
+            self.open_run(self.open_runs[0])
+        if self.settings_notice:
+            self.notify(self.settings_notice, severity="warning")
+        if self.sample_gpu:
+            self.sample_telemetry()
 
-    def current_config(self) -> tuple[RunConfig | None, dict[str, str]]:
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        for key in GLOBAL_KEYS:
+            yield SystemCommand(key.label, f"{key.help or key.label} [{key.keys}]", self.action_callback(key.action))
+        for key in PANE_KEYS:
+            for scope in key.scope.split(", "):
+                yield SystemCommand(f"{scope}: {key.label}", f"{key.help} [{key.keys}]",
+                                    self.pane_callback(scope.lower(), key.action))
+
+    def action_callback(self, action: str) -> Callable[[], None]:
+        return lambda: self.call_next(self.run_action, action)
+
+    def pane_callback(self, pane: str, action: str) -> Callable[[], None]:
+        def run() -> None:
+            self.action_show_pane(pane)
+            self.call_next(self.action_pane, action)
+        return run
+
+    def current_pane(self) -> Pane | None:
+        """The visible pane; None while a modal is up or the app is being torn down."""
+        tabs = self.screen.query("#panes")
+        return self.screen.query_one(f"#pane-{tabs.first(TabbedContent).active}", Pane) if tabs else None
+
+    def action_show_pane(self, pane: str) -> None:
+        tabs = self.screen.query("#panes")
+        if pane in PANES and tabs:
+            tabs.first(TabbedContent).active = pane
+
+    @on(TabbedContent.TabActivated)
+    def pane_shown(self) -> None:
+        pane = self.current_pane()
+        if pane is not None:
+            self.call_after_refresh(pane.focus_main)
+
+    def action_pane(self, action: str) -> None:
+        pane = self.current_pane()
+        if pane is not None and hasattr(pane, f"action_{action}"):
+            self.call_next(pane.run_action, action)
+
+    def action_leave_field(self) -> None:
+        self.screen.set_focus(None)
+
+    def open_run(self, path: Path) -> None:
+        if self.run_state.running:
+            self.notify("A run is in progress: cancel it (ctrl+g) before opening another.", severity="warning")
+            return
         try:
-            cfg = RunConfig.from_dict(self.query_one(ConfigForm).values())
-        except ValueError as exc:
-            return None, {"config": str(exc)}
-        return cfg, config_problems(cfg)
+            self.run_state = state_from_run_dir(path)
+        except rundir.RunDirError as exc:
+            self.notify(str(exc), title="Cannot open run", severity="error")
 
-    @on(Input.Changed)
-    @on(Select.Changed)
-    @on(Checkbox.Changed)
-    def check_config(self) -> None:
-        cfg, problems = self.current_config()
-        for field in self.query_one(ConfigForm).query("Input, Select"):
-            field.set_class(field.id in problems, "-invalid")
-        self.query_one("#config-error", Label).update(next(iter(problems.values()), ""))
-        self.query_one("#run", Button).disabled = bool(problems) or self.run_state.running
+    @on(RunsPane.Open)
+    def run_chosen(self, message: RunsPane.Open) -> None:
+        self.open_run(message.path)
+        self.action_show_pane("live")
+
+    @on(ConfigurePane.Changed)
+    def config_changed(self, message: ConfigurePane.Changed) -> None:
+        self.pending = (message.config, message.problems)
 
     @on(Button.Pressed, "#run")
     def action_run(self) -> None:
-        cfg, problems = self.current_config()
-        if problems or cfg is None or self.run_state.running:
+        cfg, problems = self.pending
+        if self.run_state.running or cfg is None:
+            if problems:
+                self.notify(next(iter(problems.values())), title="Cannot run", severity="warning")
             return
         try:
             run_dir = rundir.new_run_dir(self.runs_root, cfg)
         except rundir.RunDirError as exc:
             self.notify(str(exc), title="Cannot start run", severity="error")
             return
-        self.run_state = RunState(stage="starting", run_dir=str(run_dir), planned_steps=cfg.steps)
+        notice = save_last_config(self.settings_path, cfg)
+        if notice:
+            self.notify(notice, severity="warning")
+        self.run_state = RunState(stage="starting", run_dir=str(run_dir), planned_steps=cfg.steps,
+                                  config=cfg.to_dict())
+        self.action_show_pane("live")
         self.stream_run(cfg, run_dir)
 
-    @work(exclusive=True, exit_on_error=False)
+    @work(exclusive=True, exit_on_error=False, group="run")
     async def stream_run(self, cfg: RunConfig, run_dir: Path) -> None:
         self.client = RunnerClient(self.argv_factory(cfg, run_dir), run_dir)
-        self.check_config()
         try:
             returncode = await self.client.stream(self.apply_event)
         except OSError as exc:
@@ -120,16 +186,77 @@ class SysprofApp(App):
         if self.run_state.running:  # the runner died without a last event
             summary = mark_killed(run_dir, cfg, returncode)
             self.apply_event({"event": "failed", **summary["error"], "summary": summary})
-        self.check_config()
 
     def apply_event(self, event: dict) -> None:
         self.run_state = self.run_state.apply(event)
 
     async def action_cancel(self) -> None:
         if self.client and self.run_state.running:
+            self.notify("Cancelling: SIGINT sent to the run's process group.")
             await self.client.cancel()
 
+    async def action_quit(self) -> None:
+        if not self.run_state.running:
+            self.exit()
+            return
 
-def entry_point() -> None:
-    open_runs = [Path(arg) for arg in sys.argv[1:]]
-    SysprofApp(open_runs=open_runs).run()
+        async def answered(quit_now: bool | None) -> None:
+            if quit_now:
+                await self.action_cancel()
+                self.exit()
+        self.push_screen(ConfirmQuit(), answered)
+
+    def on_unmount(self) -> None:
+        """Last line of defence against orphans: a runner still alive here is killed with its group."""
+        process = self.client.process if self.client else None
+        if process is not None and process.returncode is None:
+            signal_group(process.pid, signal.SIGKILL)
+
+    def action_export(self) -> None:
+        pane = self.current_pane()
+        table = pane.export_table() if pane else None
+        if table is None or not table.records:
+            self.notify("No table on this screen to export.", severity="warning")
+            return
+        base = Path(self.run_state.run_dir) if self.run_state.run_dir else self.runs_root
+        self.push_screen(ExportModal(table, base / "exports" / f"{table.name}.md"), self.exported)
+
+    def exported(self, path: str | None) -> None:
+        if path:
+            self.notify(f"wrote {path}", title="Exported")
+
+    def action_copy(self) -> None:
+        pane = self.current_pane()
+        table = pane.export_table() if pane else None
+        if table is None or not table.records:
+            self.notify("No table on this screen to copy.", severity="warning")
+            return
+        self.copy_table(table)
+
+    def copy_table(self, table: ExportTable) -> None:
+        """OSC 52, plus the tmux passthrough form inside tmux (one of them reaches the outer terminal)."""
+        text = to_markdown(table.records)
+        self.copy_to_clipboard(text)
+        if os.environ.get("TMUX") and self._driver is not None:
+            self._driver.write(osc52(text, tmux_passthrough=True))
+        self.notify(f"copied {len(table.records)} rows as Markdown (OSC 52)")
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="telemetry")
+    def sample_telemetry(self) -> None:
+        worker, sampler = get_current_worker(), NvmlSampler()
+        opened = sampler.open()
+        try:
+            while not worker.is_cancelled:
+                self.call_from_thread(setattr, self, "telemetry", sampler.sample())
+                if not opened:  # no NVML: one all-N/A sample is the whole story
+                    return
+                worker.cancelled_event.wait(TELEMETRY_PERIOD_S)
+        finally:
+            sampler.close()
+
+
+def entry_point(argv: list[str] | None = None) -> None:
+    from tui.cli import parse_args
+
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    SysprofApp(runs_dir=args.runs_dir, open_runs=args.run_dirs, settings_path=default_settings_path()).run()

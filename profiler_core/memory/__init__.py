@@ -1,16 +1,21 @@
 """GPU-memory snapshot analysis (`torch.cuda.memory._dump_snapshot` pickles) without torch.
 
 Pure stdlib + numpy: a run directory copied to a laptop opens here. Never imports torch or textual.
+Names load on first use, so `profiler_core.memory.accounting` (pure arithmetic, used by the app's Configure
+screen) does not pay numpy's import time.
 """
+import importlib
 
-from .accounting import compare_predicted, predict_memory
-from .analyze import analyze_snapshot
-from .categories import CATEGORIES, RULES, classify_allocations
-from .replay import Allocation, Replay, replay_trace
-from .snapshot import SnapshotError, load_snapshot
-from .timeline import downsample_timeline
+_EXPORTS = {
+    "compare_predicted": "accounting", "predict_memory": "accounting", "analyze_snapshot": "analyze",
+    "CATEGORIES": "categories", "RULES": "categories", "classify_allocations": "categories",
+    "Allocation": "replay", "Replay": "replay", "replay_trace": "replay",
+    "SnapshotError": "snapshot", "load_snapshot": "snapshot", "downsample_timeline": "timeline",
+}
+__all__ = sorted(_EXPORTS)
 
-__all__ = [
-    "CATEGORIES", "RULES", "Allocation", "Replay", "SnapshotError", "analyze_snapshot", "classify_allocations",
-    "compare_predicted", "downsample_timeline", "load_snapshot", "predict_memory", "replay_trace",
-]
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)

@@ -1,0 +1,89 @@
+"""End to end: the real `sysprof-tui` in tmux, driven with send-keys, read back with capture-pane.
+
+Needs tmux (CI: `apt-get install -y tmux`); skipped without it.
+"""
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+RUN = ROOT / "tests" / "data" / "runs" / "small-h200-analyses"
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+
+def tmux(*args: str) -> str:
+    return subprocess.run(["tmux", *args], capture_output=True, text=True, check=True).stdout
+
+
+def screen(session: str) -> str:
+    return tmux("capture-pane", "-p", "-t", session)
+
+
+def wait_for(session: str, text: str, timeout: float = 20.0, absent: str | None = None) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        shown = screen(session)
+        if text in shown and (absent is None or absent not in shown):
+            return shown
+        time.sleep(0.1)
+    raise AssertionError(f"{text!r} never appeared; screen:\n{screen(session)}")
+
+
+def press_until(session: str, key: str, text: str, timeout: float = 20.0) -> str:
+    """Send an idempotent key until text shows (keys sent while the app is still starting are lost)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        tmux("send-keys", "-t", session, key)
+        try:
+            return wait_for(session, text, timeout=1.0)
+        except AssertionError:
+            continue
+    raise AssertionError(f"{text!r} never appeared after {key!r}; screen:\n{screen(session)}")
+
+
+def type_into_field(session: str, focus_key: str, text: str, expect: str, absent: str | None = None) -> str:
+    """Focus a text field, replace its text, retrying when a loaded machine drops keys sent during a refresh."""
+    for _ in range(3):
+        if focus_key:
+            tmux("send-keys", "-t", session, focus_key)
+        time.sleep(0.5)
+        tmux("send-keys", "-t", session, "C-u")
+        tmux("send-keys", "-t", session, "-l", text)
+        try:
+            return wait_for(session, expect, timeout=5.0, absent=absent)
+        except AssertionError:
+            continue
+    return wait_for(session, expect, timeout=1.0, absent=absent)
+
+
+@pytest.fixture
+def session(tmp_path):
+    name = f"sysprof-e2e-{tmp_path.name}"
+    command = f"cd {ROOT} && {sys.executable} -m tui {RUN} --runs-dir {tmp_path / 'runs'}; sleep 30"
+    tmux("new-session", "-d", "-s", name, "-x", "100", "-y", "30", "-e", "NO_COLOR=", command)
+    yield name
+    subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+
+
+def test_open_run_filter_kernels_export_markdown(session, tmp_path):
+    wait_for(session, "finished · 3 measured steps")
+    press_until(session, "3", "backend nsys")
+    shown = type_into_field(session, "/", "cutlass", "· 3 of 64")  # 3 cutlass kernels in the real table
+    tmux("send-keys", "-t", session, "Enter")
+    assert "void cutlass::Kernel2" in shown and "sm80_xmma" not in shown
+    tmux("send-keys", "-t", session, "e")
+    wait_for(session, "Export kernels")
+    target = tmp_path / "e2e-kernels.md"
+    type_into_field(session, "", str(target), "e2e-kernels.md")
+    tmux("send-keys", "-t", session, "Enter")
+    wait_for(session, "wrote")
+    lines = target.read_text().splitlines()
+    assert lines[0].startswith("| phase | name | class | instances | total_ns |")
+    assert len(lines) > 2 and all("cutlass" in line for line in lines[2:])
+    tmux("send-keys", "-t", session, "q")
+    time.sleep(1.0)
+    assert "backend nsys" not in screen(session)  # the app quit and restored the terminal

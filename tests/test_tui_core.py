@@ -1,0 +1,126 @@
+"""Pure pieces behind the screens: reducer, compare verdicts, export formats, telemetry N/A, kernel views."""
+import json
+from pathlib import Path
+
+import pytest
+
+from profiler_core.compare import compare_summaries, verdict
+from profiler_core.export import ExportError, osc52, to_csv, to_json, to_latex, to_markdown, write_table
+from profiler_core.telemetry import GpuTelemetry, NvmlSampler, decode_throttle_reasons, telemetry_cells
+from tui.kernel_data import KernelView, apply_view, load_kernel_data
+from tui.memory_data import mark_positions, peaks_by_phase
+from tui.run_files import state_from_run_dir
+from tui.runner_client import decode_line
+from tui.settings import load_last_config
+from tui.state import RunState
+
+RUNS = Path(__file__).parent / "data" / "runs"
+ANALYSED = RUNS / "small-h200-analyses"
+
+
+def stats(median, std, n=5):
+    return {"median_ms": median, "std_ms": std, "n": n}
+
+
+def test_reducer_keeps_profiled_pass_apart_and_only_unpassed_end_ends_the_run():
+    # Event shapes from the session contract; the values only exercise routing.
+    state = RunState().apply({"event": "stage", "name": "profiling", "total": 2})
+    state = state.apply({"event": "step", "pass": "profiled", "index": 0, "kind": "measured", "wall_ms": 1.0})
+    state = state.apply({"event": "notice", "message": "nsys not found: using torch.profiler"})
+    state = state.apply({"event": "analysis", "kind": "kernels", "path": "kernels/analysis.json"})
+    state = state.apply({"event": "finished", "pass": "profiled", "summary": {}})
+    assert state.steps == () and len(state.profiled_steps()) == 1 and state.running
+    assert state.stage_progress() == (1, 2) and state.analysis_path("kernels") == "kernels/analysis.json"
+    assert state.notices[0].startswith("nsys not found") and "profiled pass finished" in state.notices[1]
+    assert state.apply({"event": "finished", "summary": {"status": "ok"}}).stage == "finished"
+
+
+def test_client_passes_event_kinds_the_core_list_does_not_know_yet():
+    assert decode_line(b'{"event":"notice","message":"x"}') == {"event": "notice", "message": "x"}
+    assert decode_line(b"nsys chatter") is None and decode_line(b'{"no":"event"}') is None
+
+
+def test_saved_run_reopens_as_a_finished_state():
+    state = state_from_run_dir(ANALYSED)
+    assert state.stage == "finished" and len(state.steps) == 3 and state.summary["profile"]["backend"] == "nsys"
+
+
+def test_verdict_needs_the_gap_to_exceed_twice_the_combined_spread():
+    assert verdict(stats(10.0, 0.1), stats(9.0, 0.1)) == "faster"
+    assert verdict(stats(10.0, 0.1), stats(11.0, 0.1)) == "slower"
+    assert verdict(stats(10.0, 1.0), stats(11.0, 1.0)) == "within noise"  # 1.0 < 2·√2
+    assert verdict(stats(10.0, 0.0, n=1), stats(20.0, 0.0)) == "too few steps"
+
+
+def test_compare_real_saved_runs_ratio_is_b_over_a():
+    summaries = [json.loads((RUNS / name / "summary.json").read_text()) for name in ("tiny-ctx32", "tiny-ctx64")]
+    rows = compare_summaries(*summaries)
+    step = rows[-1]
+    assert step["phase"] == "step"
+    assert step["ratio_b_over_a"] == pytest.approx(step["b_median_ms"] / step["a_median_ms"], abs=1e-4)
+
+
+TABLE = [{"name": "a_b & c|d", "total_ns": 1500, "pct": 12.5}, {"name": "50% #1", "total_ns": 2, "pct": None}]
+
+
+def test_markdown_csv_json_latex():
+    assert to_markdown(TABLE).splitlines()[:3] == ["| name | total_ns | pct |", "|---|---|---|",
+                                                   r"| a_b & c\|d | 1500 | 12.5 |"]
+    assert to_csv(TABLE).splitlines()[1] == "a_b & c|d,1500,12.5"
+    assert json.loads(to_json(TABLE))[1]["pct"] is None
+    latex = to_latex(TABLE)
+    assert r"a\_b \& c|d & 1500 & 12.5 \\" in latex and r"50\% \#1" in latex and "\\begin{tabular}{lll}" in latex
+
+
+def test_dataframe_export_and_write_errors(tmp_path):
+    data = load_kernel_data(ANALYSED / "kernels")
+    path = write_table(data.table.head(3), tmp_path / "deep" / "k.csv")
+    assert path.read_text().startswith("phase,name,class,instances")
+    with pytest.raises(ExportError, match="cannot write"):
+        write_table(TABLE, "/proc/nope/k.md")
+    with pytest.raises(ExportError, match="end the name in"):
+        write_table(TABLE, tmp_path / "k.xlsx")
+
+
+def test_osc52_sequences():
+    assert osc52("hi") == "\x1b]52;c;aGk=\a"
+    assert osc52("hi", tmux_passthrough=True) == "\x1bPtmux;\x1b\x1b]52;c;aGk=\a\x1b\\"
+
+
+def test_telemetry_without_nvml_is_all_na():
+    sampler = NvmlSampler(index=99)
+    assert not sampler.open()  # CPU machine (or no GPU 99): nothing to open
+    sample = sampler.sample()
+    assert sample == GpuTelemetry() and not sample.available
+    assert all("N/A" in text for _, text in telemetry_cells(sample))
+
+
+def test_throttle_reasons_decode_from_the_mask():
+    class FakeNvml:
+        nvmlClocksEventReasonGpuIdle, nvmlClocksEventReasonSwPowerCap = 1, 4
+    assert decode_throttle_reasons(FakeNvml, 5) == ("idle", "power cap")
+    assert decode_throttle_reasons(FakeNvml, 0) == () and decode_throttle_reasons(FakeNvml, None) is None
+
+
+def test_kernel_view_filter_phase_sort_on_the_real_table():
+    table = load_kernel_data(ANALYSED / "kernels").table
+    rows = apply_view(table, KernelView(name_filter="ELEMENTWISE", phase="backward", sort_by="instances"))
+    assert len(rows) and set(rows["phase"]) == {"backward"} and rows["name"].str.contains("elementwise").all()
+    assert list(rows["instances"]) == sorted(rows["instances"], reverse=True)
+    assert KernelView().sorted_by("total_ns").descending is False and KernelView().sorted_by("name").sort_by == "name"
+
+
+def test_memory_peaks_by_phase_and_marks_from_the_real_analysis():
+    analysis = json.loads((ANALYSED / "memory" / "analysis.json").read_text())
+    peaks = peaks_by_phase(analysis["timeline"])
+    assert max(peaks.values()) == analysis["peak_allocated_bytes"] and peaks["backward"] == max(peaks.values())
+    marks = mark_positions(analysis["timeline"], 60)
+    assert len(marks) == 60 and marks[0] == "F" and "B" in marks and "O" in marks
+
+
+def test_remembered_config_round_trip_and_corruption(tmp_path):
+    assert load_last_config(tmp_path / "none.json") == (None, None)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"model": "tiny", "bogus": 1}))
+    config, notice = load_last_config(bad)
+    assert config is None and "bogus" in notice

@@ -1,0 +1,227 @@
+"""Each screen driven with Textual's pilot: saved run directories made from real data, the fake runner."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from profiler_core.config import RunConfig
+from tui.app import SysprofApp
+from tui.keys import GLOBAL_KEYS, PANE_KEYS, key_label
+from tui.modals import ConfirmQuit, ExportModal
+from tui.screen_text import screen_lines
+
+DATA = Path(__file__).parent / "data"
+RUNS = DATA / "runs"
+ANALYSED, TINY32, TINY64 = RUNS / "small-h200-analyses", RUNS / "tiny-ctx32", RUNS / "tiny-ctx64"
+TINY = RunConfig(model="tiny", ctx=32, batch=2, warmup=2, steps=3, device="cpu")
+
+
+def fake_factory(*extra):
+    def argv(cfg, run_dir):
+        return [sys.executable, str(DATA / "fake_runner.py"), str(DATA / "events" / "tiny_cpu_train.jsonl"),
+                "--run-dir", str(run_dir), *extra]
+    return argv
+
+
+def offline_app(*runs, runs_dir=None, **kwargs):
+    return SysprofApp(runs_dir=str(runs_dir or RUNS), open_runs=list(runs), sample_gpu=False, **kwargs)
+
+
+async def settle(app, pilot, *keys):
+    await pilot.pause()
+    for key in keys:
+        await pilot.press(key)
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+def text(app) -> str:
+    return "\n".join(screen_lines(app))
+
+
+async def test_kernels_screen_filters_sorts_restricts_and_details():
+    app = offline_app(ANALYSED)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(app, pilot, "3")
+        pane = app.query_one("#pane-kernels")
+        assert len(pane.view_rows) == 64 and "backend nsys" in text(app) and "+37%" in text(app)
+        assert "GEMM" in text(app) and "79%" in text(app)  # forward GEMM fraction from the real fixture
+        await settle(app, pilot, "slash", *"GEMM", "enter")
+        names = list(pane.view_rows["name"])
+        assert 0 < len(names) < 64 and all("gemm" in n.lower() for n in names)
+        await settle(app, pilot, "p")
+        assert pane.view.phase == "forward" and set(pane.view_rows["phase"]) == {"forward"}
+        await settle(app, pilot, "s")
+        assert pane.view.sort_by == "pct_of_phase"
+        values = list(pane.view_rows["pct_of_phase"])
+        assert values == sorted(values, reverse=True)
+        await settle(app, pilot, "S")
+        assert list(pane.view_rows["pct_of_phase"]) == sorted(values)
+        assert "launches" in str(app.query_one("#kernel-details").render())
+
+
+async def test_kernel_header_click_sorts_by_that_column():
+    app = offline_app(ANALYSED)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(app, pilot, "3")
+        pane = app.query_one("#pane-kernels")
+        table = app.query_one("#kernel-table")
+        table.post_message(table.HeaderSelected(table, table.columns[next(k for k in table.columns
+                                                                           if k.value == "instances")].key, 4, None))
+        await settle(app, pilot)
+        assert pane.view.sort_by == "instances"
+        assert list(pane.view_rows["instances"]) == sorted(pane.view_rows["instances"], reverse=True)
+
+
+async def test_run_without_kernels_says_how_to_get_them():
+    app = offline_app(TINY32)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(app, pilot, "3")
+        assert "profiler nsys" in text(app)
+        await settle(app, pilot, "4")
+        assert "memory capture" in text(app)
+
+
+async def test_memory_screen_peaks_timeline_and_tables():
+    app = offline_app(ANALYSED)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(app, pilot, "4")
+        screen = text(app)
+        assert "peak 2.68 GiB in backward step 0" in screen and "memory_viz:" in screen
+        assert "F" in str(app.query_one("#memory-marks").render())
+        table = app.query_one("#memory-table")
+        assert table.row_count == 20 and table.records[0]["size_bytes"] == 40960000
+        await settle(app, pilot, "t", "t")
+        assert [r["item"] for r in table.records] == ["parameters", "gradients", "optimizer_state", "activations",
+                                                      "attention_scores"]
+        params = table.records[0]
+        assert params["predicted_bytes"] == 128625408 * 4 and params["measured_bytes"] == 514501632
+
+
+async def test_runs_screen_lists_newest_first_opens_and_compares():
+    app = offline_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(app, pilot, "5")
+        table = app.query_one("#runs-table")
+        started = [r["started"] for r in table.records]
+        assert started == sorted(started, reverse=True) and table.row_count == 3
+        names = [r["name"] for r in table.records]
+        await settle(app, pilot, *["down"] * names.index("tiny-ctx32"), "space", "up", "space", "c")
+        rows = app.query_one("#pane-runs").comparison
+        assert [r["phase"] for r in rows] == ["forward", "backward", "optimizer", "step"]
+        assert all(r["verdict"] in ("faster", "slower", "within noise") for r in rows)
+        chosen = table.cursor_record()["name"]
+        await settle(app, pilot, "enter")
+        assert app.run_state.run_dir.endswith(chosen)
+        assert app.query_one("#panes").active == "live"
+
+
+async def test_export_kernels_to_markdown_and_unwritable_path(tmp_path):
+    app = offline_app(ANALYSED)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(app, pilot, "3", "space", "down", "space", "e")
+        modal = app.screen
+        assert isinstance(modal, ExportModal) and len(modal.table.records) == 2
+        field = modal.query_one("#export-path")
+        assert field.value.endswith("small-h200-analyses/exports/kernels.md")
+        field.value = "/proc/no/such/dir/kernels.md"
+        await settle(app, pilot, "enter")
+        assert "cannot write" in str(modal.query_one("#export-error").render())
+        field.value = str(tmp_path / "k.md")
+        await settle(app, pilot, "enter")
+        lines = (tmp_path / "k.md").read_text().splitlines()
+        assert lines[0].startswith("| phase | name | class |") and len(lines) == 4
+
+
+async def test_copy_puts_markdown_on_the_clipboard():
+    app = offline_app(ANALYSED)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(app, pilot, "3", "y")
+        assert app.clipboard.startswith("| phase | name |") and app.clipboard.count("\n") == 66
+
+
+async def test_live_screen_fills_from_fake_runner_and_remembers_config(tmp_path):
+    settings = tmp_path / "cfg" / "last_config.json"
+    app = SysprofApp(runs_dir=str(tmp_path), argv_factory=fake_factory(), initial=TINY, settings_path=settings,
+                     sample_gpu=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot, "ctrl+r")
+        assert app.query_one("#panes").active == "live" and app.run_state.stage == "finished"
+        assert len(app.query_one("#chart-wall").data) == 5
+        assert "tokens/s" in text(app) and "N/A" in str(app.query_one("#telemetry").render())
+    assert json.loads(settings.read_text())["ctx"] == 32
+    again = SysprofApp(runs_dir=str(tmp_path), settings_path=settings, sample_gpu=False)
+    assert again.initial == TINY
+
+
+async def test_corrupt_remembered_config_is_ignored_with_a_notice(tmp_path):
+    settings = tmp_path / "last_config.json"
+    settings.write_text("{not json")
+    app = SysprofApp(runs_dir=str(tmp_path), settings_path=settings, sample_gpu=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        assert app.initial.model in ("tiny", "small") and "ignored" in app.settings_notice
+
+
+async def test_configure_marks_invalid_fields_inline_and_disables_run(tmp_path):
+    app = SysprofApp(runs_dir=str(tmp_path), argv_factory=fake_factory(), initial=TINY, sample_gpu=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.query_one("#heads").value = "3"
+        await settle(app, pilot)
+        assert app.query_one("#run").disabled and app.query_one("#heads").has_class("-invalid")
+        assert "heads (3) must divide d_model (128)" in str(app.query_one("#config-error").render())
+        await settle(app, pilot, "ctrl+r")
+        assert app.run_state.stage == "idle"
+        app.query_one("#heads").value = ""
+        await settle(app, pilot)
+        assert not app.query_one("#run").disabled and "3,084,928 parameters" in text(app)
+
+
+async def test_quit_during_a_run_asks_and_cancel_leaves_no_process(tmp_path):
+    app = SysprofApp(runs_dir=str(tmp_path), argv_factory=fake_factory("--delay", "0.5"), initial=TINY,
+                     sample_gpu=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("ctrl+r")
+        await pilot.pause(1.0)
+        await pilot.press("escape", "q")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmQuit)
+        await pilot.press("n")
+        assert app.run_state.running
+        pid = app.client.process.pid
+        await settle(app, pilot, "ctrl+g")
+        assert app.run_state.stage == "failed" and app.run_state.error["kind"] == "killed"
+        assert app.client.process.returncode is not None
+        try:
+            os.killpg(pid, 0)
+            alive = True
+        except ProcessLookupError:
+            alive = False
+        assert not alive
+
+
+async def test_help_lists_every_key_and_palette_has_every_action():
+    app = offline_app()
+    async with app.run_test(size=(120, 60)) as pilot:
+        await settle(app, pilot, "6")
+        help_text = text(app)
+        for key in (*GLOBAL_KEYS, *PANE_KEYS):
+            assert key_label(key.keys) in help_text, key
+        titles = {command.title for command in app.get_system_commands(app.screen)}
+        assert {k.label for k in GLOBAL_KEYS} <= titles
+        assert "Kernels: Sort" in titles and "Runs: Compare" in titles
+
+
+def test_non_run_path_is_one_line_error(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "tui", str(tmp_path)], capture_output=True, text=True,
+                            cwd=Path(__file__).resolve().parents[1], timeout=60)
+    assert result.returncode == 2 and "is not a run directory" in result.stderr
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_app_import_stays_light():
+    check = "import sys, tui.app; print(','.join(m for m in ('torch', 'pandas') if m in sys.modules))"
+    result = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True,
+                            cwd=Path(__file__).resolve().parents[1])
+    assert result.returncode == 0 and result.stdout.strip() == "", result.stdout + result.stderr

@@ -1,0 +1,72 @@
+"""SVG snapshots of every screen at 80×24 (GPU-free: saved runs from real data, no telemetry, no clock)."""
+from pathlib import Path
+
+import pytest
+
+from profiler_core.config import RunConfig
+from tui.app import SysprofApp
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNS = Path("tests/data/runs")  # relative: paths on screen must not depend on the checkout's location
+TINY = RunConfig(model="tiny", ctx=32, batch=2, warmup=2, steps=3, device="cpu")
+
+
+@pytest.fixture(autouse=True)
+def at_repo_root(monkeypatch):
+    monkeypatch.chdir(ROOT)
+
+
+def saved_app(*names: str) -> SysprofApp:
+    return SysprofApp(runs_dir=str(RUNS), open_runs=[RUNS / name for name in names], initial=TINY,
+                      sample_gpu=False)
+
+
+async def loaded(pilot) -> None:
+    await pilot.pause()
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+def snap(snap_compare, app, *keys) -> bool:
+    async def settle(pilot):
+        await loaded(pilot)
+        for key in keys:
+            await pilot.press(key)
+            await loaded(pilot)
+    return snap_compare(app, terminal_size=(80, 24), run_before=settle)
+
+
+def test_configure(snap_compare):
+    assert snap(snap_compare, saved_app())
+
+
+def test_live_saved_run(snap_compare):
+    assert snap(snap_compare, saved_app("small-h200-analyses"))
+
+
+def test_kernels(snap_compare):
+    assert snap(snap_compare, saved_app("small-h200-analyses"), "3")
+
+
+def test_kernels_filtered_backward(snap_compare):
+    assert snap(snap_compare, saved_app("small-h200-analyses"), "3", "slash", *"elementwise", "enter", "p", "p")
+
+
+def test_memory(snap_compare):
+    assert snap(snap_compare, saved_app("small-h200-analyses"), "4")
+
+
+def test_memory_predicted_vs_measured(snap_compare):
+    assert snap(snap_compare, saved_app("small-h200-analyses"), "4", "t", "t")
+
+
+def test_runs_compare(snap_compare):
+    assert snap(snap_compare, saved_app(), "5", "down", "space", "down", "space", "c")
+
+
+def test_help(snap_compare):
+    assert snap(snap_compare, saved_app(), "6")
+
+
+def test_export_dialog(snap_compare):
+    assert snap(snap_compare, saved_app("small-h200-analyses"), "3", "e")

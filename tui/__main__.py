@@ -1,0 +1,3 @@
+from tui.app import entry_point
+
+entry_point()

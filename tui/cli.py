@@ -1,0 +1,19 @@
+"""`sysprof-tui [RUN_DIR ...] [--runs-dir DIR]`: a path that is not a run directory is one line, exit 2."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from profiler_core import rundir
+from profiler_core.options import OneLineParser
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = OneLineParser(prog="sysprof-tui", description="Terminal profiler for Transformer training steps.")
+    parser.add_argument("run_dirs", nargs="*", type=Path, help="saved run directories to open (offline)")
+    parser.add_argument("--runs-dir", help="root of run directories (default $SYSPROF_RUNS or ./runs)")
+    args = parser.parse_args(argv)
+    for path in args.run_dirs:
+        if not (path / rundir.MANIFEST).is_file():
+            parser.error(f"{path} is not a run directory (no {rundir.MANIFEST})")
+    return args

@@ -1,0 +1,79 @@
+"""Kernel tables of a run directory and the view over them (phase, name filter, sort): pandas, run in workers.
+
+pandas is imported inside the functions: importing the app must stay fast (first frame ≤ 0.5 s).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+ALL_PHASES = "all"
+PHASE_TABLE, ATTENTION_TABLE, ANALYSIS = "phase_kernels.csv", "attention_kernels.csv", "analysis.json"
+SORT_COLUMNS = ("total_ns", "pct_of_phase", "instances", "avg_ns", "med_ns", "min_ns", "max_ns", "std_ns",
+                "name", "class", "phase")
+
+
+@dataclass(frozen=True)
+class KernelView:
+    name_filter: str = ""
+    phase: str = ALL_PHASES
+    sort_by: str = "total_ns"
+    descending: bool = True
+
+    def next_sort(self) -> "KernelView":
+        position = SORT_COLUMNS.index(self.sort_by) if self.sort_by in SORT_COLUMNS else -1
+        return replace(self, sort_by=SORT_COLUMNS[(position + 1) % len(SORT_COLUMNS)])
+
+    def sorted_by(self, column: str) -> "KernelView":
+        """Click a header: sort by it, or flip the order when it already is the sort column."""
+        if column == self.sort_by:
+            return replace(self, descending=not self.descending)
+        return replace(self, sort_by=column, descending=column not in ("name", "class", "phase"))
+
+
+@dataclass
+class KernelData:
+    """Everything the Kernels screen shows for one run; `table` is None when the run has no kernel tables."""
+    kernels_dir: Path
+    table: object | None = None  # pandas.DataFrame
+    analysis: dict = field(default_factory=dict)
+    phases: tuple[str, ...] = ()
+    problem: str | None = None
+
+
+def apply_view(table, view: KernelView):
+    """Rows of the phase, whose name contains the filter text (case-insensitive), sorted."""
+    rows = table
+    if view.phase != ALL_PHASES:
+        rows = rows[rows["phase"] == view.phase]
+    if view.name_filter:
+        rows = rows[rows["name"].str.contains(view.name_filter, case=False, regex=False, na=False)]
+    if view.sort_by in rows.columns:
+        rows = rows.sort_values(view.sort_by, ascending=not view.descending, kind="stable", na_position="last")
+    return rows
+
+
+def load_kernel_data(kernels_dir: Path) -> KernelData:
+    """phase_kernels.csv (+ attention_kernels.csv when the run wrote one) and analysis.json."""
+    import pandas as pd
+
+    data = KernelData(kernels_dir)
+    csv_path = kernels_dir / PHASE_TABLE
+    if not csv_path.is_file():
+        data.problem = (f"No kernel tables in {kernels_dir}. Run with profiler nsys (or torch) "
+                        "on the Configure screen, or `sysprof run --profiler nsys`.")
+        return data
+    try:
+        frames = [pd.read_csv(csv_path)]
+        if (kernels_dir / ATTENTION_TABLE).is_file():
+            frames.append(pd.read_csv(kernels_dir / ATTENTION_TABLE))
+        data.table = pd.concat(frames, ignore_index=True)
+        data.table["phase"] = data.table["phase"].astype(str)
+        analysis_path = kernels_dir / ANALYSIS
+        data.analysis = json.loads(analysis_path.read_text()) if analysis_path.is_file() else {}
+    except (OSError, ValueError) as exc:
+        data.table, data.problem = None, f"cannot read the kernel tables in {kernels_dir}: {exc}"
+        return data
+    data.phases = (ALL_PHASES, *dict.fromkeys(data.table["phase"]))
+    return data

@@ -1,0 +1,69 @@
+"""Every key of the app in one table: the bindings, the Help screen and the command palette read it.
+
+Global actions that must work while a text field has focus use control or function keys (a plain letter
+would be typed into the field); pane switching uses 1–6 when no field has focus (Esc leaves a field).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.binding import Binding
+
+
+@dataclass(frozen=True)
+class Key:
+    keys: str  # Textual key names, comma separated
+    action: str
+    label: str  # footer and command palette
+    help: str = ""  # the Help screen (label when empty)
+    show: bool = False  # in the footer
+    priority: bool = False  # works while an Input has focus
+    scope: str = "all"
+
+
+PANES = ("configure", "live", "kernels", "memory", "runs", "help")
+
+GLOBAL_KEYS = (
+    *(Key(str(number), f"show_pane('{pane}')", f"Show {pane.capitalize()}")
+      for number, pane in enumerate(PANES, start=1)),
+    Key("f1", "show_pane('help')", "Help", "Show Help (works while typing)", show=True, priority=True),
+    Key("ctrl+r,f5", "run", "Run", "Run the configuration (works while typing)", show=True, priority=True),
+    Key("ctrl+g,f6", "cancel", "Cancel", "Cancel the run: SIGINT to its process group, kill after 10 s",
+        show=True, priority=True),
+    Key("e,ctrl+s", "export", "Export", "Export the table on screen (marked rows, else all) to a file",
+        show=True),
+    Key("y", "copy", "Copy", "Copy the table on screen as Markdown to the clipboard (OSC 52)"),
+    Key("escape", "leave_field", "Leave field", "Leave a text field (then 1–6 switch screens)"),
+    Key("q,ctrl+q", "quit", "Quit", "Quit (asks first while a run is going)", show=True),
+)
+
+PANE_KEYS = (
+    Key("space", "toggle_mark", "Mark", "Mark / unmark the row (export marked rows; compare two runs)",
+        scope="Kernels, Memory, Runs"),
+    Key("s", "next_sort", "Sort", "Sort by the next column (or click a header)", scope="Kernels"),
+    Key("S", "reverse_sort", "Reverse", "Reverse the sort order", scope="Kernels"),
+    Key("slash", "focus_filter", "Filter", "Filter kernels by name", scope="Kernels"),
+    Key("p", "next_phase", "Phase", "Restrict to the next phase / attention sub-range", scope="Kernels"),
+    Key("t", "next_table", "Table", "Next table: top allocations, categories, predicted vs measured", scope="Memory"),
+    Key("enter", "open_run", "Open", "Open the run under the cursor", scope="Runs"),
+    Key("c", "compare", "Compare", "Compare the two marked runs (B/A per phase with a noise verdict)", scope="Runs"),
+    Key("g", "refresh", "Rescan", "Rescan the runs root", scope="Runs"),
+)
+
+
+def bindings(keys: tuple[Key, ...]) -> list[Binding]:
+    return [Binding(k.keys, k.action, k.label, show=k.show, priority=k.priority) for k in keys]
+
+
+def delegated_pane_bindings() -> list[Binding]:
+    """App-level copies of the pane keys: they reach the visible pane even before focus has moved into it."""
+    return [Binding(k.keys, f"pane('{k.action}')", k.label, show=False) for k in PANE_KEYS
+            if k.keys not in ("space", "enter")]
+
+
+def pane_bindings(scope_word: str) -> list[Binding]:
+    return bindings(tuple(k for k in PANE_KEYS if scope_word in k.scope))
+
+
+def key_label(keys: str) -> str:
+    return " / ".join(name.replace("slash", "/").replace("escape", "Esc") for name in keys.split(","))

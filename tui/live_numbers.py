@@ -1,0 +1,53 @@
+"""Numbers the Live screen derives from a RunState: running stats, throughput, the profiled pass (pure)."""
+from __future__ import annotations
+
+import statistics
+
+from profiler_core.config import RunConfig
+from profiler_core.summary import phase_stats, throughput
+from tui.state import RunState
+
+CHART_SERIES = ("wall", "forward", "backward", "optimizer")
+
+
+def running_phases(state: RunState) -> dict[str, dict]:
+    """The summary's stats once the run ended, else stats over the measured steps so far."""
+    if state.summary and state.summary.get("phases"):
+        return state.summary["phases"]
+    return phase_stats(list(state.steps)) if state.steps else {}
+
+
+def running_throughput(state: RunState) -> dict:
+    """tokens/s, TFLOP/s and MFU from the median step (the summary's when there is one)."""
+    if state.summary and "tokens_per_s" in state.summary:
+        return state.summary
+    median = running_phases(state).get("step", {}).get("median_ms")
+    if not state.config or not median:
+        return {}
+    try:
+        cfg = RunConfig.from_dict(state.config)
+        return throughput(cfg, state.env or {}, median)
+    except (TypeError, ValueError):  # a config written by another version: no live throughput
+        return {}
+
+
+def profiled_numbers(state: RunState) -> dict | None:
+    """{"backend", "profiled_median_ms", "clean_median_ms", "inflation"}: the summary's record, else live."""
+    if state.summary and state.summary.get("profile"):
+        return state.summary["profile"]
+    profiled = [s["wall_ms"] for s in state.profiled_steps() if s.get("kind") != "warmup"]
+    if not profiled:
+        return None
+    clean = running_phases(state).get("step", {}).get("median_ms")
+    median = statistics.median(profiled)
+    return {"backend": (state.config or {}).get("profiler"), "profiled_median_ms": median,
+            "clean_median_ms": clean, "inflation": median / clean - 1 if clean else None}
+
+
+def chart_series(state: RunState) -> dict[str, list[float]]:
+    """Per series, the step times in ms of warm-up then measured steps (warm-up effects stay visible)."""
+    steps = list(state.warmup_steps) + list(state.steps)
+    series = {"wall": [s["wall_ms"] for s in steps]}
+    for phase in CHART_SERIES[1:]:
+        series[phase] = [s["phases_ms"][phase] for s in steps if s.get("phases_ms", {}).get(phase) is not None]
+    return series

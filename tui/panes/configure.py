@@ -1,0 +1,139 @@
+"""Configure: every RunConfig field, the true parameter count, predicted memory, and why Run is disabled."""
+from __future__ import annotations
+
+from rich.table import Table
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
+from textual.message import Message
+from textual.widgets import Button, Checkbox, Input, Label, Select, Static
+
+from models.presets import PRESETS, count_params, human_count
+from profiler_core.config import (ATTENTIONS, CUSTOM, DEVICES, DIM_FIELDS, DTYPES, MATMUL_PRECISIONS, MODES,
+                                  PROFILERS, RunConfig, config_problems)
+from profiler_core.memory.accounting import predict_memory
+from profiler_core.report import format_bytes
+from tui.panes.base import Pane
+
+CHOICES = {"mode": MODES, "dtype": DTYPES, "matmul_precision": MATMUL_PRECISIONS, "attention": ATTENTIONS,
+           "device": DEVICES, "profiler": PROFILERS}
+INTEGERS = ("ctx", "batch", "warmup", "steps")
+CHECKBOXES = {"compile": "torch.compile", "memory": "memory capture (CUDA)"}
+PREDICTED_ITEMS = (("parameters", "parameters_bytes"), ("gradients", "gradients_bytes"),
+                   ("AdamW state", "optimizer_state_bytes"), ("activations ≥", "residual_stream_all_layers_bytes"),
+                   ("attention scores", "attention_scores_all_layers_bytes"), ("logits", "logits_bytes"))
+
+
+def read_integer(text: str) -> int | str | None:
+    """'' → None (take the preset's), digits → int, anything else stays text for config_problems to name."""
+    text = text.strip()
+    if not text:
+        return None
+    return int(text) if text.lstrip("-").isdigit() else text
+
+
+def model_text(cfg: RunConfig | None) -> str:
+    if cfg is None:
+        return ""
+    spec = cfg.spec()
+    params = count_params(spec)
+    return (f"[b]{spec.name}[/b]: {params:,} parameters ({human_count(params)})\n"
+            f"d_model {spec.d_model} · d_ff {spec.d_ff} · layers {spec.layers} · heads {spec.heads} · "
+            f"vocab {spec.vocab}")
+
+
+def predicted_table(cfg: RunConfig) -> Table:
+    """Bytes of one step by item (profiler_core.memory.accounting.predict_memory)."""
+    spec = cfg.spec()
+    act_bytes = 2 if cfg.dtype in ("bf16", "fp16") else 4
+    predicted = predict_memory(params=count_params(spec), d_model=spec.d_model, d_ff=spec.d_ff, layers=spec.layers,
+                               heads=spec.heads, vocab=spec.vocab, ctx=cfg.ctx, batch=cfg.batch,
+                               activation_bytes=act_bytes, mode=cfg.mode)
+    table = Table(title="predicted memory", title_justify="left", box=None, padding=(0, 1), show_header=False)
+    table.add_column("item")
+    table.add_column("bytes", justify="right")
+    total = 0
+    for label, key in PREDICTED_ITEMS:
+        table.add_row(label, format_bytes(predicted[key]))
+        total += predicted[key]
+    table.add_row("[b]total ≥[/b]", f"[b]{format_bytes(total)}[/b]")
+    return table
+
+
+class ConfigurePane(Pane):
+    class Changed(Message):
+        """The form changed: the config it builds (None when it cannot) and every problem by field."""
+
+        def __init__(self, config: RunConfig | None, problems: dict[str, str]):
+            super().__init__()
+            self.config, self.problems = config, problems
+
+    def __init__(self, initial: RunConfig, **kwargs):
+        super().__init__(**kwargs)
+        self.initial = initial
+        self.has_problems = False
+
+    def compose(self) -> ComposeResult:
+        cfg = self.initial
+        with Horizontal():
+            with VerticalScroll(id="config-scroll"):
+                with Grid(id="config-form"):
+                    yield from self.field_rows(cfg)
+            with Vertical(id="config-side"):
+                yield Static(id="model-info")
+                yield Static(id="predicted-memory")
+                yield Static(id="config-error")
+                yield Button("Run (ctrl+r)", id="run", variant="primary", compact=True)
+
+    def field_rows(self, cfg: RunConfig) -> ComposeResult:
+        presets = [(f"{name} ({human_count(count_params(spec))})", name) for name, spec in PRESETS.items()]
+        yield Label("model")
+        yield Select(presets + [(CUSTOM, CUSTOM)], value=cfg.model, allow_blank=False, id="model", compact=True)
+        base = PRESETS.get(cfg.model, PRESETS["small"])
+        for name in (*DIM_FIELDS, *INTEGERS):
+            value = getattr(cfg, name)
+            yield Label(name)
+            yield Input("" if value is None else str(value), id=name, compact=True,
+                        placeholder=str(getattr(base, name, "")) if name in DIM_FIELDS else "")
+        for name, choices in CHOICES.items():
+            yield Label(name)
+            yield Select([(c, c) for c in choices], value=getattr(cfg, name), allow_blank=False, id=name,
+                         compact=True)
+        for name, label in CHECKBOXES.items():
+            yield Label(name)
+            yield Checkbox(label, getattr(cfg, name), id=name, compact=True)
+
+    def values(self) -> dict:
+        values: dict = {name: self.query_one(f"#{name}", Checkbox).value for name in CHECKBOXES}
+        values.update({select.id: select.value for select in self.query(Select)})
+        values.update({field.id: read_integer(field.value) for field in self.query(Input)})
+        return values
+
+    def on_mount(self) -> None:
+        self.check()
+
+    @on(Input.Changed)
+    @on(Select.Changed)
+    @on(Checkbox.Changed)
+    def check(self) -> None:
+        try:
+            cfg = RunConfig.from_dict(self.values())
+            problems = config_problems(cfg)
+        except (TypeError, ValueError) as exc:
+            cfg, problems = None, {"model": str(exc)}
+        for field in self.query("#config-form Input, #config-form Select"):
+            field.set_class(field.id in problems, "-invalid")
+            field.tooltip = problems.get(field.id)
+        self.query_one("#config-error", Static).update("\n".join(f"{k}: {v}" for k, v in problems.items()))
+        self.query_one("#model-info", Static).update(model_text(cfg) if "model" not in problems else "")
+        self.query_one("#predicted-memory", Static).update(predicted_table(cfg) if cfg and not problems else "")
+        self.update_run_button(problems)
+        self.post_message(self.Changed(cfg if not problems else None, problems))
+
+    def update_run_button(self, problems: dict | None = None) -> None:
+        if problems is not None:
+            self.has_problems = bool(problems)
+        self.query_one("#run", Button).disabled = self.has_problems or self.run_state.running
+
+    def watch_run_state(self) -> None:
+        self.update_run_button()

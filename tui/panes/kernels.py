@@ -1,0 +1,166 @@
+"""Kernels: the per-phase kernel table of a run (sort, filter, phase), class breakdown and GEMM fraction."""
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from rich.table import Table
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.reactive import reactive
+from textual.widgets import DataTable, Input, Static
+
+from tui.kernel_data import KernelData, KernelView, apply_view, load_kernel_data
+from tui.keys import pane_bindings
+from tui.panes.base import ExportTable, Pane
+from tui.run_files import analysis_dir, short_path
+from tui.state import RunState
+from tui.tables import MarkableTable, fixed, ns_as_ms, ns_as_us
+
+MAX_SHOWN_ROWS = 1000  # the DataTable draws every row it holds; export still gets all of them
+COLUMNS = {"phase": "phase", "name": "kernel", "class": "class", "instances": "n", "total_ns": "total ms",
+           "pct_of_phase": "% phase", "avg_ns": "avg µs", "med_ns": "med µs", "min_ns": "min µs",
+           "max_ns": "max µs", "std_ns": "std µs"}
+FORMATTERS = {"total_ns": ns_as_ms, "pct_of_phase": fixed(1), **{k: ns_as_us for k in
+                                                                 ("avg_ns", "med_ns", "min_ns", "max_ns", "std_ns")}}
+
+
+def backend_line(summary: dict | None, analysis: dict) -> str:
+    """Which profiler made the table and how much it slowed the step (profiled vs clean medians)."""
+    profile = (summary or {}).get("profile") or {}
+    backend = profile.get("backend") or analysis.get("source_kind") or "unknown"
+    line = f"backend [b]{backend}[/b]"
+    if profile.get("inflation") is not None:
+        line += (f" · profiling inflation [b]{profile['inflation']:+.0%}[/b] (profiled median "
+                 f"{profile['profiled_median_ms']:.1f} ms vs clean {profile['clean_median_ms']:.1f} ms)")
+    else:
+        line += " · profiling inflation N/A"
+    return line + (f" · {analysis['source']}" if analysis.get("source") else "")
+
+
+def phase_breakdown(analysis: dict) -> Table:
+    """Per phase: GPU time, kernel count, GEMM fraction and the biggest classes."""
+    table = Table(box=None, padding=(0, 1), show_edge=False, header_style="bold")
+    for column, width in (("phase", 9), ("GPU ms", 7), ("kernels", 7), ("GEMM", 5), ("top classes", 20)):
+        table.add_column(column, justify="left" if column in ("phase", "top classes") else "right", no_wrap=True, min_width=width,
+                         overflow="ellipsis")
+    for phase, stats in (analysis.get("phases") or {}).items():
+        if not stats.get("kernels"):
+            continue
+        total = stats["gpu_ns"] or 1
+        classes = sorted(stats.get("by_class", {}).items(), key=lambda item: -item[1])[:2]
+        table.add_row(phase, f"{stats['gpu_ns'] / 1e6:,.1f}", f"{stats['kernels']:,}",
+                      f"{(analysis.get('gemm_fraction') or {}).get(phase, 0):.0%}",
+                      " ".join(f"{name} {ns / total:.0%}" for name, ns in classes))
+    attention = analysis.get("attention") or {}
+    if attention.get("by_part"):
+        parts = " ".join(f"{part.replace('computing ', '')} {ns / 1e6:.1f}ms"
+                         for part, ns in attention["by_part"].items())
+        table.add_row("attention", f"{attention['gpu_ns'] / 1e6:,.1f}", f"{attention['kernels']:,}", "", parts)
+    return table
+
+
+def kernel_details(record: dict | None) -> str:
+    if not record:
+        return ""
+    return (f"[b]{record.get('name')}[/b]\n{record.get('class')} · {record.get('phase')} · "
+            f"{record.get('instances')} launches · total {ns_as_ms(record.get('total_ns'))} ms · avg "
+            f"{ns_as_us(record.get('avg_ns'))} µs · min {ns_as_us(record.get('min_ns'))} · max "
+            f"{ns_as_us(record.get('max_ns'))} µs · {fixed(1)(record.get('pct_of_phase'))}% of phase")
+
+
+class KernelsPane(Pane):
+    BINDINGS = pane_bindings("Kernels")
+    view: reactive[KernelView] = reactive(KernelView, always_update=True, init=False)
+    data: reactive[KernelData | None] = reactive(None, always_update=True, init=False)
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.loaded_dir: Path | None = None
+        self.view_rows = None  # the filtered, sorted DataFrame behind the table
+
+    def compose(self) -> ComposeResult:
+        yield Static("No run yet: run one (ctrl+r) or open a saved run (5).", id="kernel-header")
+        yield Static(id="kernel-phases")
+        with Horizontal(id="kernel-controls"):
+            yield Input(placeholder="filter kernels by name (/)", id="kernel-filter", compact=True)
+            yield Static(id="kernel-view")
+        yield MarkableTable(id="kernel-table")
+        yield Static(id="kernel-details")
+
+    def watch_run_state(self, state: RunState) -> None:
+        directory = analysis_dir(state, "kernels")
+        ready = not state.running or state.analysis_path("kernels") is not None
+        if ready and directory is not None and directory != self.loaded_dir:
+            self.loaded_dir = directory
+            self.load(directory)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="kernels")
+    def load(self, directory: Path) -> None:
+        data = load_kernel_data(directory)
+        self.app.call_from_thread(setattr, self, "data", data)
+
+    def watch_data(self, data: KernelData | None) -> None:
+        header, phases = self.query_one("#kernel-header", Static), self.query_one("#kernel-phases", Static)
+        if data is None or data.table is None:
+            header.update(data.problem if data else "No kernel tables.")
+            phases.update("")
+        else:
+            header.update(backend_line(self.run_state.summary, data.analysis))
+            phases.update(phase_breakdown(data.analysis))
+        self.view = KernelView()
+
+    def watch_view(self, view: KernelView) -> None:
+        data, table = self.data, self.query_one("#kernel-table", MarkableTable)
+        if data is None or data.table is None:
+            self.view_rows = None
+            table.show(COLUMNS, [])
+            return
+        self.view_rows = apply_view(data.table, view)
+        table.show(COLUMNS, self.view_rows.head(MAX_SHOWN_ROWS).to_dict("records"), FORMATTERS,
+                   widths={"name": 36, "phase": 9, "class": 11})
+        arrow = "↓" if view.descending else "↑"
+        self.query_one("#kernel-view", Static).update(
+            f"phase [b]{view.phase}[/b] (p) · sort [b]{COLUMNS.get(view.sort_by, view.sort_by)} {arrow}[/b] (s) · "
+            f"{len(self.view_rows)} of {len(data.table)} rows")
+        self.query_one("#kernel-details", Static).update(kernel_details(table.cursor_record()))
+
+    @on(Input.Changed, "#kernel-filter")
+    def filter_changed(self, event: Input.Changed) -> None:
+        self.view = replace(self.view, name_filter=event.value.strip())
+
+    @on(Input.Submitted, "#kernel-filter")
+    def filter_done(self) -> None:
+        self.query_one("#kernel-table").focus()
+
+    @on(DataTable.HeaderSelected)
+    def header_clicked(self, event: DataTable.HeaderSelected) -> None:
+        if event.column_key.value in COLUMNS:
+            self.view = self.view.sorted_by(event.column_key.value)
+
+    @on(DataTable.RowHighlighted)
+    def row_highlighted(self) -> None:
+        record = self.query_one("#kernel-table", MarkableTable).cursor_record()
+        self.query_one("#kernel-details", Static).update(kernel_details(record))
+
+    def action_next_sort(self) -> None:
+        self.view = self.view.next_sort()
+
+    def action_reverse_sort(self) -> None:
+        self.view = replace(self.view, descending=not self.view.descending)
+
+    def action_focus_filter(self) -> None:
+        self.query_one("#kernel-filter").focus()
+
+    def action_next_phase(self) -> None:
+        phases = self.data.phases if self.data and self.data.phases else ("all",)
+        position = phases.index(self.view.phase) if self.view.phase in phases else -1
+        self.view = replace(self.view, phase=phases[(position + 1) % len(phases)])
+
+    def export_table(self) -> ExportTable | None:
+        table = self.query_one("#kernel-table", MarkableTable)
+        if self.view_rows is None:
+            return None
+        records = table.selected_records() if table.marked else self.view_rows.to_dict("records")
+        return ExportTable("kernels", records)

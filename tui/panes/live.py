@@ -1,0 +1,132 @@
+"""Live: stage and progress, the step-time chart, running stats, throughput and GPU telemetry."""
+from __future__ import annotations
+
+from rich.table import Table
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.reactive import reactive
+from textual.widgets import DataTable, Label, ProgressBar, Sparkline, Static
+
+from profiler_core.report import format_ms
+from profiler_core.telemetry import GpuTelemetry, telemetry_cells
+from tui.live_numbers import CHART_SERIES, chart_series, profiled_numbers, running_phases, running_throughput
+from tui.panes.base import ExportTable, Pane
+from tui.run_files import short_path
+from tui.state import RunState
+
+STEP_COLUMNS = ("step", "wall", "forward", "backward", "optimizer")
+
+
+def stage_text(state: RunState) -> str:
+    if state.stage == "idle":
+        return "Ready: pick a configuration (1) and press ctrl+r to run, or open a saved run (5)."
+    device = (state.env or {}).get("device_name") or "…"
+    where = f" · {short_path(state.run_dir)}" if state.run_dir else ""
+    if state.error:
+        return (f"[b]{state.stage}[/b] · {state.error.get('kind')} in {state.error.get('phase') or 'run'}: "
+                f"{state.error.get('message')}{where}")
+    done, total = state.stage_progress()
+    progress = f" · {done}/{total}" if total else ""
+    return f"[b]{state.stage}[/b]{progress} · {len(state.steps)} measured steps · {device}{where}"
+
+
+def _optional(value, fmt: str, unit: str = "") -> str:
+    return "N/A" if value is None else format(value, fmt) + unit
+
+
+def stats_table(state: RunState) -> Table:
+    table = Table(box=None, padding=(0, 1), header_style="bold", show_edge=False)
+    for column in ("phase", "median", "± std", "CV", "n"):
+        table.add_column(column, justify="left" if column == "phase" else "right", no_wrap=True)
+    for phase, stats in running_phases(state).items():
+        table.add_row(phase, format_ms(stats.get("median_ms")), format_ms(stats.get("std_ms")),
+                      _optional(stats.get("cv"), ".0%"), str(stats.get("n", "")))
+    return table
+
+
+def throughput_text(state: RunState) -> str:
+    numbers = running_throughput(state)
+    lines = [f"tokens/s {_optional(numbers.get('tokens_per_s'), ',.0f')}",
+             f"{_optional(numbers.get('tflops'), '.2f')} TFLOP/s ({numbers.get('precision_used', 'N/A')})",
+             f"MFU {_optional(numbers.get('mfu'), '.1%')}"]
+    compile_s = state.compile_s if state.compile_s is not None else (state.summary or {}).get("compile_s")
+    if compile_s is not None:
+        lines.append(f"compile {compile_s:.1f} s (not in step times)")
+    profiled = profiled_numbers(state)
+    if profiled:
+        lines.append(f"profiled ({profiled.get('backend')}) median {format_ms(profiled.get('profiled_median_ms'))}"
+                     f", inflation {_optional(profiled.get('inflation'), '+.0%')}")
+    return "\n".join(lines + [f"[dim]{notice}[/dim]" for notice in state.notices[-3:]])
+
+
+class StepChart(Vertical):
+    """One sparkline per series (wall, forward, backward, optimizer) over warm-up and measured steps."""
+    run_state: reactive[RunState] = reactive(RunState, always_update=True, init=False)
+
+    def compose(self) -> ComposeResult:
+        for series in CHART_SERIES:
+            with Horizontal(classes="chart-row"):
+                yield Label(series, id=f"chart-label-{series}", classes="chart-label")
+                yield Sparkline([], id=f"chart-{series}", classes=f"chart-{series}")
+
+    def watch_run_state(self, state: RunState) -> None:
+        medians = running_phases(state)
+        for series, values in chart_series(state).items():
+            self.query_one(f"#chart-{series}", Sparkline).data = values
+            median = medians.get("step" if series == "wall" else series, {}).get("median_ms")
+            self.query_one(f"#chart-label-{series}", Label).update(f"{series:<9} {format_ms(median):>9}")
+
+
+class StepTable(DataTable):
+    """Warm-up and measured steps as they arrive."""
+    run_state: reactive[RunState] = reactive(RunState, always_update=True, init=False)
+
+    def on_mount(self) -> None:
+        self.cursor_type = "row"
+        self.add_columns(*STEP_COLUMNS)
+
+    def watch_run_state(self, state: RunState) -> None:
+        rows = [("warm-up", s) for s in state.warmup_steps] + [("step", s) for s in state.steps]
+        if len(rows) < self.row_count:
+            self.clear()
+        for label, step in rows[self.row_count:]:
+            phases = step.get("phases_ms", {})
+            self.add_row(f"{label} {step['index']}", format_ms(step["wall_ms"]),
+                         *(format_ms(phases[p]) if p in phases else "—" for p in STEP_COLUMNS[2:]))
+
+
+class LivePane(Pane):
+    telemetry: reactive[GpuTelemetry] = reactive(GpuTelemetry, init=False)
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="stage-line")
+        yield ProgressBar(id="stage-progress", show_eta=False)
+        with Horizontal(id="live-body"):
+            with Vertical(id="live-left"):
+                yield StepChart(id="step-chart").data_bind(LivePane.run_state)
+                yield StepTable(id="step-table").data_bind(LivePane.run_state)
+            with Vertical(id="live-right"):
+                yield Static(id="live-stats")
+                yield Static(id="live-throughput")
+        yield Static(" · ".join(f"{k} N/A" for k, _ in telemetry_cells(GpuTelemetry())), id="telemetry")
+
+    def watch_run_state(self, state: RunState) -> None:
+        self.query_one("#stage-line", Static).update(stage_text(state))
+        self.set_class(state.stage == "failed", "-failed")
+        done, total = state.stage_progress()
+        bar = self.query_one("#stage-progress", ProgressBar)
+        bar.update(total=total if total else (100 if not state.running else None), progress=done)
+        if state.stage == "finished":
+            bar.update(total=100, progress=100)
+        self.query_one("#live-stats", Static).update(stats_table(state))
+        self.query_one("#live-throughput", Static).update(throughput_text(state))
+
+    def watch_telemetry(self, sample: GpuTelemetry) -> None:
+        cells = telemetry_cells(sample)
+        self.query_one("#telemetry", Static).update(" · ".join(f"[b]{k}[/b] {v}" for k, v in cells))
+
+    def export_table(self) -> ExportTable | None:
+        phases = running_phases(self.run_state)
+        if not phases:
+            return None
+        return ExportTable("phases", [{"phase": phase, **stats} for phase, stats in phases.items()])

@@ -1,0 +1,115 @@
+"""Memory: peaks per phase, the active-memory timeline with phase marks, and three tables."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual import work
+from textual.app import ComposeResult
+from textual.reactive import reactive
+from textual.widget import Widget
+from textual.widgets import Sparkline, Static
+
+from profiler_core.report import format_bytes
+from tui.keys import pane_bindings
+from tui.memory_data import (MEMORY_TABLES, SNAPSHOT, load_memory_analysis, mark_positions, memory_table,
+                             peaks_by_phase)
+from tui.panes.base import ExportTable, Pane
+from tui.run_files import analysis_dir, short_path
+from tui.state import RunState
+from tui.tables import MarkableTable, fixed
+
+BYTES = lambda value: "" if value is None else format_bytes(int(value))  # noqa: E731
+TABLE_COLUMNS = {
+    "top allocations": {"size_bytes": "size", "category": "category", "phase": "phase", "step": "step",
+                        "op": "op", "frame": "frame", "allocated_at_ms": "at ms"},
+    "categories": {"category": "category", "at_peak_bytes": "alive at peak", "max_bytes": "max over trace"},
+    "predicted vs measured": {"item": "item", "predicted_bytes": "predicted", "measured_bytes": "measured",
+                              "ratio": "measured/pred", "explanation": "why they differ"},
+}
+FORMATTERS = {"size_bytes": BYTES, "at_peak_bytes": BYTES, "max_bytes": BYTES, "predicted_bytes": BYTES,
+              "measured_bytes": BYTES, "ratio": fixed(2), "allocated_at_ms": fixed(1)}
+
+
+def summary_text(analysis: dict, snapshot: Path) -> str:
+    peak = analysis.get("peak") or {}
+    phases = peaks_by_phase(analysis.get("timeline") or {})
+    where = short_path(snapshot) + ("" if snapshot.is_file() else " (absent)")
+    return (f"peak [b]{BYTES(analysis.get('peak_allocated_bytes'))}[/b] in {peak.get('phase')} step "
+            f"{peak.get('step')} · reserved {BYTES(analysis.get('peak_reserved_bytes'))} · baseline "
+            f"{BYTES(analysis.get('baseline_bytes'))}\nper phase: "
+            + " · ".join(f"{phase} {BYTES(value)}" for phase, value in phases.items())
+            + f"\nmemory_viz: {where}")
+
+
+class PhaseMarks(Widget):
+    """Phase initials under the timeline, at the columns where each phase begins."""
+    timeline: reactive[dict] = reactive(dict, always_update=True)
+
+    def render(self) -> str:
+        return mark_positions(self.timeline, self.size.width)
+
+
+class MemoryPane(Pane):
+    BINDINGS = pane_bindings("Memory")
+    analysis: reactive[dict | None] = reactive(None, always_update=True, init=False)
+    table_name: reactive[str] = reactive(MEMORY_TABLES[0], init=False)
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.loaded_dir: Path | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static("No run yet: run one with memory capture, or open a saved run (5).", id="memory-summary")
+        yield Static("active memory over time", id="memory-axis")
+        yield Sparkline([], id="memory-timeline")
+        yield PhaseMarks(id="memory-marks")
+        yield Static(id="memory-table-title")
+        yield MarkableTable(id="memory-table")
+
+    def watch_run_state(self, state: RunState) -> None:
+        directory = analysis_dir(state, "memory")
+        ready = not state.running or state.analysis_path("memory") is not None
+        if ready and directory is not None and directory != self.loaded_dir:
+            self.loaded_dir = directory
+            self.load(directory)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="memory")
+    def load(self, directory: Path) -> None:
+        analysis, problem = load_memory_analysis(directory)
+        self.app.call_from_thread(self.show_analysis, analysis, problem)
+
+    def show_analysis(self, analysis: dict | None, problem: str | None) -> None:
+        self.analysis = analysis
+        if analysis is None:
+            self.query_one("#memory-summary", Static).update(problem or "")
+        self.set_class(analysis is None, "-empty")
+
+    def watch_analysis(self, analysis: dict | None) -> None:
+        timeline = (analysis or {}).get("timeline") or {}
+        self.query_one("#memory-timeline", Sparkline).data = timeline.get("active_bytes") or []
+        self.query_one("#memory-marks", PhaseMarks).timeline = timeline
+        if analysis is not None:
+            times = timeline.get("t") or [0]
+            self.query_one("#memory-summary", Static).update(summary_text(analysis, self.loaded_dir / SNAPSHOT))
+            self.query_one("#memory-axis", Static).update(
+                f"active {BYTES(min(timeline.get('active_bytes') or [0]))} … "
+                f"{BYTES(max(timeline.get('active_bytes') or [0]))} over {times[-1]:,.0f} "
+                f"{timeline.get('t_unit', '')} · F forward · B backward · O optimizer")
+        self.watch_table_name(self.table_name)
+
+    def watch_table_name(self, name: str) -> None:
+        records = memory_table(name, self.run_state.config, self.analysis) if self.analysis else []
+        self.query_one("#memory-table", MarkableTable).show(TABLE_COLUMNS[name], records, FORMATTERS,
+                                                            widths={"frame": 28, "explanation": 40})
+        others = [n for n in MEMORY_TABLES if n != name]
+        self.query_one("#memory-table-title", Static).update(
+            f"[b]{name}[/b] · t: {' / '.join(others)}")
+
+    def action_next_table(self) -> None:
+        self.table_name = MEMORY_TABLES[(MEMORY_TABLES.index(self.table_name) + 1) % len(MEMORY_TABLES)]
+
+    def export_table(self) -> ExportTable | None:
+        if not self.analysis:
+            return None
+        table = self.query_one("#memory-table", MarkableTable)
+        return ExportTable(self.table_name.replace(" ", "_"), table.selected_records())

@@ -1,0 +1,109 @@
+"""Runs: run directories under the runs root (and those opened), newest first; open one; compare two."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.message import Message
+from textual.widgets import DataTable, Static
+
+from profiler_core import rundir
+from profiler_core.compare import NOISE_SIGMAS, compare_summaries
+from profiler_core.report import format_ms
+from tui.keys import pane_bindings
+from tui.panes.base import ExportTable, Pane
+from tui.run_files import short_path
+from tui.tables import MarkableTable, fixed
+
+RUN_COLUMNS = {"name": "run", "status": "status", "model": "model", "ctx": "ctx", "batch": "batch",
+               "dtype": "dtype", "device": "device", "step_median_ms": "median step"}
+COMPARE_COLUMNS = {"phase": "phase", "a_median_ms": "A median", "b_median_ms": "B median",
+                   "ratio_b_over_a": "B/A", "noise_ms": "noise ±", "verdict": "verdict"}
+MS = lambda value: "" if value is None else format_ms(value)  # noqa: E731
+FORMATTERS = {"step_median_ms": MS, "a_median_ms": MS, "b_median_ms": MS, "noise_ms": MS, "ratio_b_over_a": fixed(3)}
+
+
+def run_record(path: Path) -> dict:
+    """One row of the runs table; an unreadable directory shows as such instead of failing the list."""
+    try:
+        record = rundir.load_run(path)
+    except rundir.RunDirError as exc:
+        return {"name": path.name, "path": str(path), "status": "unreadable", "error": str(exc), "started": 0}
+    config, summary = record.manifest.get("config", {}), record.summary or {}
+    return {"name": path.name, "path": str(path), "status": record.status, "model": config.get("model"),
+            "ctx": config.get("ctx"), "batch": config.get("batch"), "dtype": config.get("dtype"),
+            "device": (record.manifest.get("env") or {}).get("device_type"),
+            "step_median_ms": ((summary.get("phases") or {}).get("step") or {}).get("median_ms"),
+            "started": record.manifest.get("started") or path.stat().st_mtime, "summary": summary}
+
+
+def list_run_records(root: Path, extra: list[Path]) -> list[dict]:
+    """Runs under root plus the ones opened on the command line, newest first (by manifest start time)."""
+    paths = {p.resolve(): p for p in [*extra, *rundir.list_runs(root)]}
+    return sorted((run_record(p) for p in paths.values()), key=lambda r: r["started"], reverse=True)
+
+
+class RunsPane(Pane):
+    BINDINGS = pane_bindings("Runs")
+
+    class Open(Message):
+        def __init__(self, path: Path):
+            super().__init__()
+            self.path = path
+
+    def __init__(self, runs_root: Path, extra_runs: list[Path], **kwargs):
+        super().__init__(**kwargs)
+        self.runs_root, self.extra_runs = runs_root, extra_runs
+        self.comparison: list[dict] = []
+
+    def compose(self) -> ComposeResult:
+        yield Static(f"runs under {short_path(self.runs_root)} · enter open · space mark · c compare two",
+                     id="runs-title")
+        yield MarkableTable(id="runs-table")
+        yield Static(id="compare-title")
+        yield MarkableTable(id="compare-table")
+
+    def on_mount(self) -> None:
+        self.action_refresh()
+
+    def watch_run_state(self, state) -> None:
+        listed = {record["path"] for record in self.query_one("#runs-table", MarkableTable).records}
+        if state.stage in ("finished", "failed") and state.run_dir not in listed:  # a run just ended
+            self.action_refresh()
+
+    def action_refresh(self) -> None:
+        self.scan(self.runs_root, list(self.extra_runs))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="runs")
+    def scan(self, root: Path, extra: list[Path]) -> None:
+        records = list_run_records(root, extra)
+        self.app.call_from_thread(self.show_runs, records)
+
+    def show_runs(self, records: list[dict]) -> None:
+        self.query_one("#runs-table", MarkableTable).show(RUN_COLUMNS, records, FORMATTERS, widths={"name": 26})
+
+    @on(DataTable.RowSelected, "#runs-table")
+    def action_open_run(self) -> None:
+        record = self.query_one("#runs-table", MarkableTable).cursor_record()
+        if record:
+            self.post_message(self.Open(Path(record["path"])))
+
+    def action_compare(self) -> None:
+        table = self.query_one("#runs-table", MarkableTable)
+        if len(table.marked) != 2:
+            self.notify("Mark exactly two runs with space, then press c.", severity="warning")
+            return
+        run_a, run_b = table.selected_records()
+        self.comparison = compare_summaries(run_a.get("summary") or {}, run_b.get("summary") or {})
+        self.query_one("#compare-title", Static).update(
+            f"A = {run_a['name']} · B = {run_b['name']} · verdict: |ΔB−A| > {NOISE_SIGMAS:g}·√(σA²+σB²) "
+            "of the per-step spread, else within noise")
+        self.query_one("#compare-table", MarkableTable).show(COMPARE_COLUMNS, self.comparison, FORMATTERS)
+        self.add_class("-comparing")
+
+    def export_table(self) -> ExportTable | None:
+        if self.comparison:
+            return ExportTable("comparison", self.query_one("#compare-table", MarkableTable).selected_records())
+        records = self.query_one("#runs-table", MarkableTable).selected_records()
+        return ExportTable("runs", [{k: v for k, v in r.items() if k != "summary"} for r in records])

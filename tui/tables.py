@@ -1,0 +1,73 @@
+"""A DataTable of records whose rows can be marked (space) for export or comparison."""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from textual.binding import Binding
+from textual.widgets import DataTable
+
+from tui.keys import key_label
+
+Formatter = Callable[[object], str]
+MARK = "✓"
+
+
+class MarkableTable(DataTable):
+    """Shows a list of dicts; keeps the records so export gets raw values, not the formatted text."""
+
+    BINDINGS = [Binding("space", "toggle_mark", "Mark")]
+
+    def __init__(self, **kwargs):
+        super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
+        self.records: list[dict] = []
+        self.marked: set[int] = set()
+
+    def show(self, columns: dict[str, str], records: list[dict], formatters: dict[str, Formatter] | None = None,
+             widths: dict[str, int] | None = None) -> None:
+        """columns: record key → header label; formatters/widths per key (missing: str / auto)."""
+        formatters, widths = formatters or {}, widths or {}
+        self.clear(columns=True)
+        self.records, self.marked = list(records), set()
+        self.add_column(" ", key="mark", width=1)
+        for key, label in columns.items():
+            self.add_column(label, key=key, width=widths.get(key))
+        for index, record in enumerate(self.records):
+            cells = [formatters.get(key, _text)(record.get(key)) for key in columns]
+            self.add_row("", *cells, key=str(index))
+
+    def action_toggle_mark(self) -> None:
+        if not self.records:
+            return
+        row_key, _ = self.coordinate_to_cell_key(self.cursor_coordinate)
+        index = int(row_key.value)
+        self.marked ^= {index}
+        self.update_cell(row_key, "mark", MARK if index in self.marked else "")
+
+    def selected_records(self) -> list[dict]:
+        """The marked rows in table order, or every row when none is marked."""
+        return [self.records[i] for i in sorted(self.marked)] if self.marked else list(self.records)
+
+    def cursor_record(self) -> dict | None:
+        if not self.records or self.cursor_row >= len(self.records):
+            return None
+        row_key, _ = self.coordinate_to_cell_key(self.cursor_coordinate)
+        return self.records[int(row_key.value)]
+
+
+def _text(value: object) -> str:
+    return "" if value is None else str(value)
+
+
+def ns_as_ms(value: object) -> str:
+    return "" if value is None else f"{float(value) / 1e6:,.3f}"
+
+
+def ns_as_us(value: object) -> str:
+    return "" if value is None else f"{float(value) / 1e3:,.1f}"
+
+
+def fixed(digits: int) -> Formatter:
+    return lambda value: "" if value is None else f"{float(value):,.{digits}f}"
+
+
+__all__ = ["MarkableTable", "ns_as_ms", "ns_as_us", "fixed", "key_label"]

@@ -1,0 +1,50 @@
+"""A full run from the app on a GPU: Textual's pilot drives the real app against the real session (nsys and
+memory capture), then the Live, Kernels and Memory screens are written out as text.
+
+Usage (GPU): python3 benchmarks/tui_gpu_e2e.py OUT_DIR [--model small] [--dtype fp32]
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from pathlib import Path
+
+from profiler_core.config import RunConfig
+from tui.app import SysprofApp
+from tui.screen_text import screen_lines
+
+RUN_TIMEOUT_S = 400
+
+
+async def drive(out: Path, cfg: RunConfig) -> None:
+    app = SysprofApp(runs_dir=str(out / "runs"), initial=cfg, settings_path=out / "settings.json")
+    async with app.run_test(size=(120, 45)) as pilot:
+        await pilot.pause()
+        started = time.monotonic()
+        await pilot.press("ctrl+r")
+        while app.run_state.stage not in ("finished", "failed") and time.monotonic() - started < RUN_TIMEOUT_S:
+            await pilot.pause(1.0)
+        print(f"run {app.run_state.stage} after {time.monotonic() - started:.0f} s: {app.run_state.run_dir}")
+        for key, name in (("2", "live"), ("3", "kernels"), ("4", "memory")):
+            await pilot.press("escape", key)
+            await app.workers.wait_for_complete()
+            await pilot.pause(1.0)
+            text = "\n".join(line.rstrip() for line in screen_lines(app))
+            (out / f"screen_{name}.txt").write_text(text + "\n")
+            print(f"--- {name} ---\n{text}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--model", default="small")
+    parser.add_argument("--dtype", default="fp32")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    cfg = RunConfig(model=args.model, dtype=args.dtype, profiler="nsys", memory=True, warmup=3, steps=5)
+    asyncio.run(drive(args.out, cfg))
+
+
+if __name__ == "__main__":
+    main()

@@ -28,8 +28,7 @@ async def drive(out: Path, cfg: RunConfig) -> None:
         print(f"run {app.run_state.stage} after {time.monotonic() - started:.0f} s: {app.run_state.run_dir}")
         for key, name in (("2", "live"), ("3", "kernels"), ("4", "memory")):
             await pilot.press("escape", key)
-            await app.workers.wait_for_complete()
-            await pilot.pause(1.0)
+            await pilot.pause(3.0)  # the pane loads in a thread worker; the NVML sampler never completes
             text = "\n".join(line.rstrip() for line in screen_lines(app))
             (out / f"screen_{name}.txt").write_text(text + "\n")
             print(f"--- {name} ---\n{text}")

@@ -124,3 +124,18 @@ def test_remembered_config_round_trip_and_corruption(tmp_path):
     bad.write_text(json.dumps({"model": "tiny", "bogus": 1}))
     config, notice = load_last_config(bad)
     assert config is None and "bogus" in notice
+
+
+def test_later_passes_do_not_move_the_clean_run():
+    """A profiled or memory pass's hello, stages and end events (tagged with "pass") leave the clean run alone."""
+    from tui.state import RunState
+
+    state = RunState().apply({"event": "hello", "run_dir": "runs/a", "env": {"device_type": "cuda"}})
+    state = state.apply({"event": "stage", "name": "measured", "total": 5})
+    state = state.apply({"event": "stage", "name": "profiling"})
+    for event in ({"event": "hello", "run_dir": "runs/a/profiled", "pass": "profiled"},
+                  {"event": "stage", "name": "measured", "total": 5, "pass": "profiled"},
+                  {"event": "step", "index": 0, "wall_ms": 40.0, "phases_ms": {}, "pass": "profiled"}):
+        state = state.apply(event)
+    assert state.run_dir == "runs/a" and state.stage == "profiling"
+    assert len(state.profiled_steps()) == 1 and state.steps == ()

@@ -50,6 +50,8 @@ class RunState:
         return 0, None
 
     def apply(self, event: dict) -> "RunState":
+        if event.get("pass") and event.get("event") not in ("step", "warmup_step"):
+            return self  # a later pass's hello/stages must not move the clean run's directory or stage
         handler = _HANDLERS.get(event.get("event"))
         return handler(self, event) if handler else self
 

@@ -84,14 +84,10 @@ def _analysis(state: RunState, event: dict) -> RunState:
 
 
 def _finished(state: RunState, event: dict) -> RunState:
-    if event.get("pass"):  # a pass ended, the run goes on
-        return _notice(state, {"message": f"{event['pass']} pass finished"})
     return replace(state, stage="finished", summary=event.get("summary"))
 
 
 def _failed(state: RunState, event: dict) -> RunState:
-    if event.get("pass"):
-        return _notice(state, {"message": f"{event['pass']} pass failed: {event.get('kind')}: {event.get('message')}"})
     error = {key: event.get(key) for key in ("kind", "message", "phase", "peak_allocated_bytes")}
     return replace(state, stage="failed", summary=event.get("summary"), error=error)
 

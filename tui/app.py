@@ -81,10 +81,13 @@ class SysprofApp(App):
             "runs": lambda: RunsPane(self.runs_root, self.open_runs, id="pane-runs").data_bind(SysprofApp.run_state),
             "help": lambda: HelpPane(id="pane-help"),
         }
+        self.pane_factories = panes
         with TabbedContent(initial=initial, id="panes"):
             for number, (name, make) in enumerate(panes.items(), start=1):
                 with TabPane(f"{number} {name.capitalize()}", id=name):
-                    yield make()
+                    # The form (dozens of inputs) is built when first shown: opening a saved run draws faster.
+                    if name == initial or name != "configure":
+                        yield make()
         yield Footer()
 
     def on_mount(self) -> None:
@@ -114,20 +117,36 @@ class SysprofApp(App):
         return run
 
     def current_pane(self) -> Pane | None:
-        """The visible pane; None while a modal is up or the app is being torn down."""
+        """The visible pane; None while a modal is up, the app is being torn down or the pane is being built."""
+        if not self.screen_stack:  # a tab event can arrive after the last screen left
+            return None
         tabs = self.screen.query("#panes")
-        return self.screen.query_one(f"#pane-{tabs.first(TabbedContent).active}", Pane) if tabs else None
+        panes = self.screen.query(f"#pane-{tabs.first(TabbedContent).active}") if tabs else None
+        return panes.first(Pane) if panes else None
 
     def action_show_pane(self, pane: str) -> None:
         tabs = self.screen.query("#panes")
         if pane in PANES and tabs:
+            self.build_pane(tabs.first(TabbedContent).get_pane(pane))
             tabs.first(TabbedContent).active = pane
 
+    def build_pane(self, tab: TabPane | None) -> None:
+        """Mount a pane's content the first time it is shown; before the switch, so focus has a place to go."""
+        if tab is not None and not tab.children and tab.id in self.pane_factories:
+            tab.mount(self.pane_factories[tab.id]())
+
     @on(TabbedContent.TabActivated)
-    def pane_shown(self) -> None:
+    def pane_shown(self, event: TabbedContent.TabActivated) -> None:
+        self.build_pane(event.pane)  # a click on a tab comes here without action_show_pane
         pane = self.current_pane()
         if pane is not None:
-            self.call_after_refresh(pane.focus_main)
+            self.call_after_refresh(self.focus_if_still_shown, pane)
+
+    def focus_if_still_shown(self, pane: Pane) -> None:
+        """Focusing a pane that was left meanwhile would switch back to it (TabbedContent follows focus),
+        and two panes doing that to each other flip the tabs back and forth."""
+        if self.current_pane() is pane:
+            pane.focus_main()
 
     def action_pane(self, action: str) -> None:
         pane = self.current_pane()
@@ -158,6 +177,10 @@ class SysprofApp(App):
     @on(Button.Pressed, "#run")
     def action_run(self) -> None:
         cfg, problems = self.pending
+        if cfg is None and not self.screen.query("#pane-configure"):
+            self.action_show_pane("configure")  # opened on a saved run: the form is built on first show
+            self.notify("Check the configuration, then run (ctrl+r).")
+            return
         if self.run_state.running or cfg is None:
             if problems:
                 self.notify(next(iter(problems.values())), title="Cannot run", severity="warning")

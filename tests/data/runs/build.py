@@ -1,0 +1,111 @@
+"""Regenerate the saved run directories the TUI tests open (real data only; see README.md here).
+
+    .venv/bin/python tests/data/runs/build.py [--fixtures ../shared/fixtures]
+
+1. Real CPU runs through `python -m profiler_core run` (the real runner): two tiny runs that differ in
+   context length, and one run of CS336 "small" (ctx 256, batch 4, fp32, train) on CPU.
+2. The "small" run gets kernels/ and memory/ analysed from the real H200 fixture of the same model and
+   shape (../shared/fixtures/h200_small_fp32): analyze_sqlite + phase_kernel_table on report.sqlite and
+   analyze_snapshot on memory_snapshot.pickle. The raw sqlite/pickle are not copied (size).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import lzma
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[2]
+sys.path.insert(0, str(ROOT))
+
+from profiler_core import rundir  # noqa: E402
+
+TINY = ["--model", "tiny", "--device", "cpu", "--batch", "2", "--warmup", "2", "--steps", "5"]
+RUNS = {  # saved name -> sysprof run options
+    "tiny-ctx32": TINY + ["--ctx", "32"],
+    "tiny-ctx64": TINY + ["--ctx", "64"],
+    "small-h200-analyses": ["--model", "small", "--device", "cpu", "--ctx", "256", "--batch", "4",
+                            "--warmup", "1", "--steps", "3"],
+}
+# DESIGN.md §3, measured on the lent H200: bare CUDA-event loop, CS336 small, batch 4, ctx 256, fp32 train.
+H200_CLEAN_TRAIN_MEDIAN_MS = 29.4
+
+
+def real_run(options: list[str], runs_dir: Path) -> Path:
+    result = subprocess.run([sys.executable, "-m", "profiler_core", "run", *options, "--json",
+                             "--runs-dir", str(runs_dir)], capture_output=True, text=True, cwd=ROOT, check=True)
+    return Path(json.loads(result.stdout)["run_dir"])
+
+
+def save(run_dir: Path, name: str) -> Path:
+    """Copy to tests/data/runs/NAME and point run_dir fields at the new place (relative to the repo)."""
+    target = HERE / name
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(run_dir, target)
+    summary = rundir.read_json(target / rundir.SUMMARY)
+    summary["run_dir"] = str(target.relative_to(ROOT))
+    rundir.write_json(target / rundir.SUMMARY, summary)
+    return target
+
+
+def decompress(path: Path, into: Path) -> Path:
+    out = into / path.name.removesuffix(".xz")
+    out.write_bytes(lzma.decompress(path.read_bytes()))
+    return out
+
+
+def add_kernels(target: Path, sqlite: Path) -> dict:
+    from profiler_core.kernels.summary import analyze_sqlite, phase_kernel_table
+
+    (target / "kernels").mkdir(exist_ok=True)
+    analysis = analyze_sqlite(sqlite)
+    analysis["source"] = "h200_small_fp32/report.sqlite (../shared/fixtures)"
+    rundir.write_json(target / "kernels" / "analysis.json", analysis)
+    phase_kernel_table(sqlite).to_csv(target / "kernels" / "phase_kernels.csv", index=False)
+    return analysis
+
+
+def add_memory(target: Path, snapshot: Path) -> None:
+    from profiler_core.memory import analyze_snapshot
+
+    (target / "memory").mkdir(exist_ok=True)
+    hint = {"batch": 4, "heads": 12, "ctx": 256, "bytes_per_element": 4}
+    analysis = analyze_snapshot(snapshot, shape_hint=hint)
+    analysis["source"] = "h200_small_fp32/memory_snapshot.pickle (../shared/fixtures)"
+    rundir.write_json(target / "memory" / "analysis.json", analysis)
+
+
+def add_profile_record(target: Path, kernels: dict) -> None:
+    """summary.profile from the fixture's nsys step times against the H200 bare-loop median."""
+    profiled = statistics.median(step["wall_ns"] / 1e6 for step in kernels["steps"])
+    summary = rundir.read_json(target / rundir.SUMMARY)
+    summary["profile"] = {"backend": "nsys", "profiled_median_ms": round(profiled, 3),
+                          "clean_median_ms": H200_CLEAN_TRAIN_MEDIAN_MS,
+                          "inflation": round(profiled / H200_CLEAN_TRAIN_MEDIAN_MS - 1, 4), "dir": "profiled"}
+    summary["kernels"], summary["memory"] = "kernels/analysis.json", "memory/analysis.json"
+    rundir.write_json(target / rundir.SUMMARY, summary)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--fixtures", type=Path, default=ROOT.parent / "shared" / "fixtures")
+    args = parser.parse_args()
+    fixture = args.fixtures / "h200_small_fp32"
+    with tempfile.TemporaryDirectory() as scratch:
+        scratch = Path(scratch)
+        saved = {name: save(real_run(options, scratch / "runs"), name) for name, options in RUNS.items()}
+        target = saved["small-h200-analyses"]
+        kernels = add_kernels(target, decompress(fixture / "report.sqlite.xz", scratch))
+        add_memory(target, decompress(fixture / "memory_snapshot.pickle.xz", scratch))
+        add_profile_record(target, kernels)
+    print("\n".join(str(p) for p in saved.values()))
+
+
+if __name__ == "__main__":
+    main()

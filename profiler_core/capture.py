@@ -19,12 +19,13 @@ from profiler_core.rundir import MEMORY_SNAPSHOT, TORCH_TRACE
 def torch_profiler_capture(run_dir: Path) -> Iterator[None]:
     activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
     mirror_to_torch_profiler(True)
+    profiler = torch.profiler.profile(activities=activities)
     try:
-        with torch.profiler.profile(activities=activities) as profiler:
+        with profiler:
             yield
-    finally:
+    finally:  # also after an OOM or a cancel: the steps recorded so far are worth keeping
         mirror_to_torch_profiler(False)
-    profiler.export_chrome_trace(str(run_dir / TORCH_TRACE))
+        profiler.export_chrome_trace(str(run_dir / TORCH_TRACE))
 
 
 class MemoryHistory:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import sys
 from pathlib import Path
 
@@ -117,9 +118,13 @@ def command_models(args) -> int:
 
 def command_compare(args) -> int:
     summaries = [rundir.load_run(path).summary for path in (args.run_a, args.run_b)]
-    if not all(summaries):
-        raise UsageError("both runs need a summary.json (an unfinished run cannot be compared)")
+    for path, summary in zip((args.run_a, args.run_b), summaries):
+        if not summary or summary.get("status") != "ok":
+            status = (summary or {}).get("status", "unfinished")
+            raise UsageError(f"{path} is a {status} run; only runs that finished can be compared")
     rows = compare_summaries(*summaries)
+    if not rows:
+        raise UsageError("the two runs have no phase in common")
     if args.json:
         print(json.dumps({"a": str(args.run_a), "b": str(args.run_b), "phases": rows}))
     else:
@@ -133,6 +138,7 @@ COMMANDS = {"run": command_run, "models": command_models, "analyze": command_ana
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # stop a run like Ctrl-C does: steps are kept
     try:
         return COMMANDS[args.command](args)
     except (ConfigError, UsageError, rundir.RunDirError, BackendUnavailable, AnalyzeError, SweepError,

@@ -47,9 +47,19 @@ def _common(parser) -> None:
 
 def _ints(text: str, option: str) -> list[int]:
     try:
-        return [int(item) for item in text.split(",") if item.strip()]
+        values = [int(item) for item in text.split(",") if item.strip()]
     except ValueError:
         raise ConfigError(f"{option} takes comma-separated integers; got {text!r}") from None
+    if not values or min(values) < 0:
+        raise ConfigError(f"{option} takes comma-separated integers ≥ 0; got {text!r}")
+    return values
+
+
+def _positive(text: str, option: str) -> int:
+    values = _ints(text, option)
+    if len(values) != 1 or values[0] <= 0:
+        raise ConfigError(f"{option} takes one positive integer; got {text!r}")
+    return values[0]
 
 
 def _run_configs(args, name: str, configs: list[RunConfig], varied: list[str]) -> list[dict]:
@@ -61,6 +71,7 @@ def _run_configs(args, name: str, configs: list[RunConfig], varied: list[str]) -
 
 
 def _emit(args, tables: dict[str, object], started: float) -> int:
+    """Print (or write) the tables; exit 1 when a cell of the main table did not finish (ok or oom)."""
     main_table = next(iter(tables.values()))
     if args.output:
         export.write_table(main_table, args.output)
@@ -70,18 +81,26 @@ def _emit(args, tables: dict[str, object], started: float) -> int:
     else:
         for name, table in tables.items():
             print_rows(Console(), table, name)
-    return 0
+    statuses = [str(row.get("status", "ok")) for row in export.table_records(main_table)[1]]
+    return 0 if all(status.split("/")[0] in ("ok", "oom") and status.split("/")[-1] in ("ok", "oom")
+                    for status in statuses) else 1
+
+
+def _start(args) -> float:
+    if args.output:
+        export.check_writable(args.output)
+    return time.perf_counter()
 
 
 def study_warmup(args) -> int:
-    base, started = config_from_args(args), time.perf_counter()
+    base, started = config_from_args(args), _start(args)
     configs = [dataclasses.replace(base, warmup=w) for w in _ints(args.warmups, "--warmups")]
     rows = _run_configs(args, "warmup", configs, ["warmup"])
     return _emit(args, {"warm-up study": warmup_table(rows)}, started)
 
 
 def study_compile(args) -> int:
-    base, started = config_from_args(args), time.perf_counter()
+    base, started = config_from_args(args), _start(args)
     configs = [dataclasses.replace(base, mode=mode, compile=compiled)
                for mode in ("forward", "train") for compiled in (False, True)]
     rows = _run_configs(args, "compile", configs, ["mode", "compile"])
@@ -89,7 +108,7 @@ def study_compile(args) -> int:
 
 
 def study_precision(args) -> int:
-    base, started = config_from_args(args), time.perf_counter()
+    base, started = config_from_args(args), _start(args)
     variants = [("fp32", "highest"), ("fp32", "high"), ("bf16", "highest")]
     configs = [dataclasses.replace(base, model=model, dtype=dtype, matmul_precision=precision)
                for model in args.models.split(",") for dtype, precision in variants]
@@ -111,7 +130,8 @@ def _precision_lab(device: str) -> dict:
 
 
 def study_attention(args) -> int:
-    started = time.perf_counter()
+    started = _start(args)
+    batch, iters = (_positive(args.batch, "--batch"), _positive(args.iters, "--iters"))
     if gpu_count() == 0:
         raise ConfigError("the attention microbenchmark needs a CUDA GPU (none visible to NVML)")
     if args.dtype not in attention.BYTES:
@@ -123,7 +143,7 @@ def study_attention(args) -> int:
     groups = attention.grid(impls, _ints(args.d, "--d"), _ints(args.seq, "--seq"))
     study_dir = _study_dir(args, "attention")
     progress = lambda row: err.print(f"[dim]{row['impl']} d={row['d']} seq={row['seq']}: {row['status']}[/]")  # noqa: E731
-    rows = attention.run_study(study_dir, groups, int(args.batch), int(args.iters), args.dtype, progress)
+    rows = attention.run_study(study_dir, groups, batch, iters, args.dtype, progress)
     return _emit(args, {f"attention microbenchmark, batch {args.batch}, {args.dtype} ({study_dir})": rows}, started)
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from rich.console import Console
 
 from profiler_core import export, rundir
+from profiler_core.backends import choose_backend
 from profiler_core.config import ConfigError, RunConfig
 from profiler_core.options import OPTION_HELP, flag
 from profiler_core.report import print_rows
@@ -42,9 +43,10 @@ def _values(field: dataclasses.Field, text: str) -> list:
             raise ConfigError(f"{flag(field.name)} takes true/false values; got {text!r}")
         return [item.lower() in TRUE_WORDS for item in items]
     if "int" in str(field.type):
-        if not all(item.lstrip("-").isdigit() for item in items):
-            raise ConfigError(f"{flag(field.name)} takes integers; got {text!r}")
-        return [int(item) for item in items]
+        try:
+            return [int(item) for item in items]
+        except ValueError:
+            raise ConfigError(f"{flag(field.name)} takes integers; got {text!r}") from None
     return items
 
 
@@ -75,13 +77,19 @@ def _short(config: dict) -> str:
 
 
 def command_sweep(args) -> int:
+    if args.output:
+        export.check_writable(args.output)  # before the sweep, not after an hour of it
     if args.resume:
         sweep_dir = args.resume
-        sweep.load_plan(sweep_dir)
+        configs, _ = sweep.load_plan(sweep_dir)
     else:
         grid = grid_from_args(args)
         varied = [name for name, values in grid.items() if len(values) > 1]
-        sweep_dir = sweep.create(rundir.runs_root(args.runs_dir), args.name, sweep.expand(grid), varied)
+        configs = sweep.expand(grid)
+    for profiler in sorted({cfg.profiler for cfg in configs}):
+        choose_backend(profiler, args.nsys)  # a missing nsys fails now, not at the first cell that needs it
+    if not args.resume:
+        sweep_dir = sweep.create(rundir.runs_root(args.runs_dir), args.name, configs, varied)
     started = time.perf_counter()
     sweep.run(sweep_dir, _progress(Console(stderr=True, highlight=False)), args.nsys)
     return report_sweep(args, sweep_dir, time.perf_counter() - started)

@@ -38,3 +38,11 @@ def decode_line(line: str | bytes) -> dict | None:
 def emit(event: str, **fields: object) -> None:
     """Write one event; flushed at once so a reader sees each step as it happens."""
     print(encode_event(event, **fields), flush=True)
+
+
+def finish_event(summary: dict) -> dict:
+    """The last event of a run, rebuilt from its summary."""
+    if summary["status"] == "ok":
+        return {"event": "finished", "summary": summary}
+    error = summary.get("error") or {"kind": summary["status"], "message": summary["status"]}
+    return {"event": "failed", **error, "summary": summary}

@@ -10,6 +10,7 @@ import csv
 import io
 import json
 import math
+import tempfile
 from pathlib import Path
 
 FORMAT_BY_SUFFIX = {".csv": "csv", ".md": "markdown", ".json": "json", ".tex": "latex"}
@@ -99,6 +100,19 @@ def format_for_path(path: str | Path) -> str:
     if suffix not in FORMAT_BY_SUFFIX:
         raise ExportError(f"{path}: end the name in {', '.join(FORMAT_BY_SUFFIX)} to pick the format")
     return FORMAT_BY_SUFFIX[suffix]
+
+
+def check_writable(path: str | Path) -> None:
+    """Fail now, with the reason, if write_table(path) would fail later (format or folder)."""
+    path = Path(path).expanduser()
+    format_for_path(path)
+    try:  # the real test: make the folder and a file in it (os.access says yes to root even in /proc)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path.parent):
+            pass
+    except OSError as exc:
+        raise ExportError(f"cannot write {path}: {path.parent} is not a writable folder "
+                          f"({exc.strerror or exc})") from None
 
 
 def write_table(table, path: str | Path, fmt: str | None = None) -> Path:

@@ -30,9 +30,14 @@ def session_argv(cfg: RunConfig, run_dir: Path, nsys: str | None = None) -> list
 
 
 def mark_killed(run_dir: Path, cfg: RunConfig, returncode: int | None) -> dict:
-    """The runner died without a summary (killed, segfault): write one from the steps that finished."""
+    """The runner died without a summary (killed, segfault): write one from the steps that finished.
+
+    A summary already there (the clean pass finished before a later pass died) is kept as it is."""
     from profiler_core.summary import build_summary
 
+    existing = rundir.read_json(run_dir / rundir.SUMMARY)
+    if existing:
+        return existing
     manifest = rundir.read_json(run_dir / rundir.MANIFEST) or {}
     error = {"kind": "killed", "message": f"runner exited with code {returncode} before finishing",
              "phase": None, "peak_allocated_bytes": None}

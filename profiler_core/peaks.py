@@ -18,7 +18,8 @@ def matmul_precision_used(dtype: str, float32_matmul_precision: str) -> str:
     """What the tensor cores run: half types under autocast, else fp32 strict or TF32."""
     if dtype in ("bf16", "fp16"):
         return "bf16"  # fp16 and bf16 have the same dense peak on these GPUs
-    return "fp32" if float32_matmul_precision == "highest" else "tf32"
+    # "medium" lets the library pick bf16 or TF32 per matmul: no single peak applies, so MFU is N/A.
+    return {"highest": "fp32", "high": "tf32"}.get(float32_matmul_precision, "tf32 or bf16")
 
 
 def peak_tflops(device_name: str | None, precision: str) -> float | None:

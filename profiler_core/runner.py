@@ -112,6 +112,9 @@ class Runner:
             _profiler_range(self.work, start=False)
 
     def finish(self, status: str, error: dict | None = None) -> dict:
+        # A second Ctrl-C (or the app's cancel on top of the terminal's) must not cut the summary short.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         summary = build_summary(self.cfg, self.env, self.steps, status, str(self.run_dir), self.compile_s, error)
         if self.history:
             self.history.dump_and_stop()  # still recording after an OOM: the snapshot shows what led up to it
@@ -157,7 +160,7 @@ def execute(runner: Runner) -> int:
 
 def _fail(runner: Runner, kind: str, message: str, phase: str | None, peak: int | None, code: int = 1) -> int:
     error = {"kind": kind, "message": message, "phase": phase, "peak_allocated_bytes": peak}
-    status = {"oom": "oom", "cancelled": "cancelled"}.get(kind, "failed")
+    status = "oom" if kind == "oom" else "failed"  # a cancel is a failed run of kind "cancelled"
     summary = runner.finish(status, error)
     emit("failed", **error, summary_path=str(runner.run_dir / rundir.SUMMARY), summary=summary)
     return code

@@ -18,6 +18,7 @@ from profiler_core import rundir
 from profiler_core.backends import Backend, BackendUnavailable, choose_backend
 from profiler_core.config import ConfigError, RunConfig, validate
 from profiler_core.events import emit as print_event
+from profiler_core.events import finish_event
 from profiler_core.launch import RunnerProcess, mark_killed, runner_argv
 from profiler_core.session_analysis import analyze_kernels, analyze_memory
 
@@ -39,7 +40,7 @@ class Session:
                 summary["profile"] = self.profile_pass(summary)
             if self.cfg.memory and summary["status"] in ("ok", "oom"):
                 summary["memory"] = self.memory_pass(summary)
-        except SessionCancelled:
+        except (SessionCancelled, KeyboardInterrupt):  # also during nsys export/stats or snapshot analysis
             self.notice("cancelled: later passes skipped; the clean timing is kept")
         rundir.write_json(self.run_dir / rundir.SUMMARY, summary)
         return summary
@@ -56,11 +57,10 @@ class Session:
             for event in process.events():
                 if event["event"] in ("finished", "failed"):
                     summary = event.get("summary")
-                    if event["event"] == "finished" or pass_name:
-                        continue  # the session reports the end itself
+                    continue  # the session reports the end itself, once
                 self.on_event({**event, "pass": pass_name} if pass_name else event)
         except KeyboardInterrupt:
-            process.wait_after_interrupt()  # the runner got the same SIGINT and is saving its steps
+            process.interrupt()  # SIGINT (a terminal's Ctrl-C already sent one): it saves its steps and stops
             summary = rundir.read_json(pass_dir / rundir.SUMMARY) or mark_killed(pass_dir, cfg, process.proc.returncode)
             if pass_name is None:
                 return summary
@@ -98,6 +98,8 @@ class Session:
                   "note": "allocator history is recorded in its own pass: it slows the steps it records",
                   **_slowdown(clean, recorded)}
         memory |= analyze_memory(cfg, pass_dir, recorded)
+        if memory.get("error") and recorded.get("error"):  # say why the pass wrote no snapshot
+            memory["error"] = f"{memory['error']}: {recorded['error']['message']}"
         if memory.get("error"):
             self.notice(f"memory analysis unavailable: {memory['error']}")
         else:
@@ -120,12 +122,6 @@ def _inflation(backend: Backend, clean: dict, profiled: dict) -> dict:
             "profiled_median_ms": slowdown["recorded_median_ms"], "inflation": slowdown["inflation"]}
 
 
-def finish_event(summary: dict) -> dict:
-    if summary["status"] == "ok":
-        return {"event": "finished", "summary": summary}
-    return {"event": "failed", **(summary.get("error") or {"kind": summary["status"]}), "summary": summary}
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="profiler_core.session")
     parser.add_argument("--run-dir", required=True, type=Path)
@@ -134,9 +130,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # a closing app asks like Ctrl-C does
     try:
+        args.run_dir.mkdir(parents=True, exist_ok=True)
         cfg = validate(RunConfig.from_dict(json.loads(args.config_json)))
         backend, notice = choose_backend(cfg.profiler, args.nsys)
-    except (ConfigError, BackendUnavailable, ValueError, TypeError) as exc:
+    except (ConfigError, BackendUnavailable, ValueError, TypeError, OSError) as exc:
         print_event("failed", kind="config", message=str(exc), phase=None, peak_allocated_bytes=None)
         return 2
     if notice:

@@ -110,6 +110,33 @@ def test_session_rejects_missing_nsys_before_running(cli_env, tmp_path):
     assert result.returncode == 2 and event["kind"] == "config" and "nsys" in event["message"]
 
 
+def test_sigterm_to_the_session_alone_stops_its_runner(cli_env, tmp_path):
+    config = {"model": "tiny", "ctx": 16, "batch": 2, "warmup": 0, "steps": 100000, "device": "cpu"}
+    process = subprocess.Popen([sys.executable, "-m", "profiler_core.session", "--run-dir", str(tmp_path),
+                                "--config-json", json.dumps(config)], env=cli_env, stdout=subprocess.PIPE,
+                               text=True, start_new_session=True)
+    for line in process.stdout:
+        if '"event":"step"' in line.replace(" ", ""):
+            break
+    process.send_signal(signal.SIGTERM)  # only the session: it must pass the stop on to its runner
+    last = [json.loads(line) for line in process.stdout if line.startswith("{")][-1]
+    assert process.wait(timeout=30) == 1 and last["kind"] == "cancelled"
+    with pytest.raises(ProcessLookupError):
+        os.killpg(process.pid, 0)
+
+
+def test_compare_refuses_unfinished_runs(cli_env, tmp_path):
+    good = json.loads(sysprof(["run", "--model", "tiny", "--device", "cpu", "--ctx", "16", "--warmup", "0",
+                               "--steps", "2", "--json"], cli_env).stdout)["run_dir"]
+    result = sysprof(["compare", good, good, "--json"], cli_env)
+    assert result.returncode == 0
+    assert {row["verdict"] for row in json.loads(result.stdout)["phases"]} == {"within noise"}
+    bad = tmp_path / "not-a-run"
+    bad.mkdir()
+    result = sysprof(["compare", good, str(bad)], cli_env)
+    assert result.returncode == 2 and "not a run directory" in result.stderr
+
+
 def test_session_interrupted_by_group_sigint_keeps_steps_and_leaves_no_process(cli_env, tmp_path):
     config = {"model": "tiny", "ctx": 16, "batch": 2, "warmup": 0, "steps": 100000, "device": "cpu"}
     process = subprocess.Popen([sys.executable, "-m", "profiler_core.session", "--run-dir", str(tmp_path),

@@ -106,13 +106,12 @@ def test_sigint_cancels_cleanly_with_summary(tmp_path):
             break
     assert process.interrupt() == 130
     summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["status"] == "cancelled" and summary["phases"]["step"]["n"] >= 1
+    assert summary["status"] == "failed" and summary["error"]["kind"] == "cancelled"
+    assert summary["phases"]["step"]["n"] >= 1
 
 
 def test_oom_in_a_phase_becomes_a_failed_event(tmp_path, monkeypatch, capsys):
     """The runner's OOM path, in process: the backward phase raises torch.OutOfMemoryError."""
-    original_backward = runner.build_workload.__globals__["Workload"].backward
-
     def backward_oom(self, loss):
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
 
@@ -124,7 +123,6 @@ def test_oom_in_a_phase_becomes_a_failed_event(tmp_path, monkeypatch, capsys):
     assert events[-1]["kind"] == "oom" and events[-1]["phase"] == "backward"
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["status"] == "oom" and "Tried to allocate" in summary["error"]["message"]
-    assert original_backward is not backward_oom
 
 
 def test_import_rules():

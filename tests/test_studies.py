@@ -54,6 +54,8 @@ def test_sweep_with_an_oom_cell_continues_and_resumes_only_unfinished(tmp_path, 
     sweep.run(sweep_dir, events.append)
     assert events[0] == {"event": "sweep", "cells": 3, "pending": 1}
     assert [e["index"] for e in events if e["event"] == "cell"] == [2]
+    steps = (sweep.cell_dir(sweep_dir, 2, configs[2]) / "steps.jsonl").read_text().splitlines()
+    assert len(steps) == 2  # the rerun starts clean: no steps of the abandoned attempt
     document = sweep_document(sweep_dir)
     assert [c["status"] for c in document["cells"]] == ["ok", "oom", "ok"]
     assert set(document["cells"][0]) >= {"config", "status", "phases"}
@@ -81,8 +83,12 @@ def test_sweep_cli_json_and_bad_values(cli_env, tmp_path):
     assert result.returncode == 0, result.stderr
     cells = json.loads(result.stdout)["cells"]
     assert [c["config"]["ctx"] for c in cells] == [16, 24] and all(c["status"] == "ok" for c in cells)
-    bad = subprocess.run(args[:-1] + ["--compile", "maybe"], env=cli_env, capture_output=True, text=True)
-    assert bad.returncode == 2 and "takes true/false values" in bad.stderr
+    for extra, reason in ((["--compile", "maybe"], "takes true/false values"), (["--ctx", "²"], "takes integers"),
+                          (["--output", "/proc/no/table.md"], "not a writable folder"),
+                          (["--output", "table.txt"], "end the name in"), (["--ctx", ","], "lists no values")):
+        bad = subprocess.run(args[:-1] + extra, env=cli_env, capture_output=True, text=True, timeout=60)
+        assert bad.returncode == 2 and reason in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
+    assert len(list((tmp_path / "runs").iterdir())) == 1  # the refused sweeps created nothing
 
 
 def _row(**values):

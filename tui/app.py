@@ -17,6 +17,7 @@ from textual.worker import get_current_worker
 from profiler_core import rundir
 from profiler_core.config import RunConfig
 from profiler_core.export import osc52, to_markdown
+from profiler_core.events import finish_event
 from profiler_core.launch import mark_killed, session_argv, signal_group
 from profiler_core.nvml import gpu_count
 from profiler_core.telemetry import GpuTelemetry, NvmlSampler
@@ -206,9 +207,8 @@ class SysprofApp(App):
         except OSError as exc:
             self.notify(f"cannot start the runner: {exc}", severity="error")
             returncode = None
-        if self.run_state.running:  # the runner died without a last event
-            summary = mark_killed(run_dir, cfg, returncode)
-            self.apply_event({"event": "failed", **summary["error"], "summary": summary})
+        if self.run_state.running:  # the session died without a last event: what it saved still counts
+            self.apply_event(finish_event(mark_killed(run_dir, cfg, returncode)))
 
     def apply_event(self, event: dict) -> None:
         self.run_state = self.run_state.apply(event)

@@ -37,7 +37,8 @@ class RunnerClient:
             return
         signal_group(self.process.pid, signal.SIGINT)
         try:
-            await asyncio.wait_for(self.process.wait(), CANCEL_GRACE_S)
+            # Longer than the session gives its runner, so the session can still write its summary.
+            await asyncio.wait_for(self.process.wait(), 2 * CANCEL_GRACE_S)
         except asyncio.TimeoutError:
             signal_group(self.process.pid, signal.SIGKILL)
             await self.process.wait()

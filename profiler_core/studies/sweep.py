@@ -7,13 +7,14 @@ that was killed, cancelled or crashed runs again. An OOM is a result (a row with
 from __future__ import annotations
 
 import itertools
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from profiler_core import rundir
 from profiler_core.backends import choose_backend
-from profiler_core.config import ConfigError, RunConfig, config_problems
+from profiler_core.config import ConfigError, RunConfig, config_problems, validate
 from profiler_core.session import Session
 
 PLAN, CELLS = "sweep.json", "cells"
@@ -27,6 +28,9 @@ class SweepError(Exception):
 def expand(grid: dict[str, list]) -> list[RunConfig]:
     """Every combination of the listed values, in the order given (the last field varies fastest)."""
     fields = list(grid)
+    empty = [name for name, values in grid.items() if not values]
+    if empty:
+        raise ConfigError(f"--{empty[0].replace('_', '-')} lists no values")
     configs = [RunConfig(**dict(zip(fields, values))) for values in itertools.product(*grid.values())]
     for cfg in configs:
         problems = config_problems(cfg)
@@ -51,10 +55,19 @@ def create(root: Path, name: str, configs: list[RunConfig], varied: list[str]) -
 
 
 def load_plan(sweep_dir: Path) -> tuple[list[RunConfig], list[str]]:
-    plan = rundir.read_json(sweep_dir / PLAN) if sweep_dir.is_dir() else None
+    try:
+        plan = rundir.read_json(sweep_dir / PLAN) if sweep_dir.is_dir() else None
+    except rundir.RunDirError as exc:
+        raise SweepError(str(exc)) from None
     if not plan:
         raise SweepError(f"{sweep_dir} is not a sweep directory (no {PLAN})")
-    return [RunConfig.from_dict(cell) for cell in plan["cells"]], plan.get("varied", [])
+    try:
+        configs = [RunConfig.from_dict(cell) for cell in plan["cells"]]
+        for cfg in configs:
+            validate(cfg)
+    except (ConfigError, TypeError, KeyError, AttributeError) as exc:
+        raise SweepError(f"{sweep_dir / PLAN} is damaged: {exc}") from None
+    return configs, plan.get("varied", [])
 
 
 def cell_dir(sweep_dir: Path, index: int, cfg: RunConfig) -> Path:
@@ -79,11 +92,12 @@ def run(sweep_dir: Path, on_event: Callable[[dict], None], nsys: str | None = No
         on_event({"event": "cell", "index": index, "config": cfg.to_dict(), "done": done, "pending": len(pending),
                    "eta_s": _eta(started, done, len(pending))})
         path = cell_dir(sweep_dir, index, cfg)
-        path.mkdir(exist_ok=True)
+        shutil.rmtree(path, ignore_errors=True)  # an abandoned attempt's steps must not mix into this one
+        path.mkdir(parents=True)
         backend, _ = choose_backend(cfg.profiler, nsys)
         summary = Session(cfg, path, lambda event: None, backend).run()
         on_event({"event": "cell_done", "index": index, "status": summary["status"]})
-        if summary["status"] == "cancelled":
+        if (summary.get("error") or {}).get("kind") == "cancelled":
             break
     return [cell_summary(cell_dir(sweep_dir, i, cfg)) or {"status": "pending", "config": cfg.to_dict()}
             for i, cfg in enumerate(configs)]

@@ -28,6 +28,7 @@ def cell_row(cfg: dict, summary: dict | None, steps: list[dict]) -> dict:
     phases = summary.get("phases") or {}
     d_model = cfg.get("d_model") or PRESETS.get(cfg["model"], PRESETS["small"]).d_model
     row = {name: cfg.get(name) for name in CONFIG_COLUMNS} | {"d_model": d_model, "status": summary["status"]}
+    row |= {name: value for name, value in cfg.items() if name not in row}  # any field a sweep may vary
     device = (summary.get("env") or {}).get("device_name")
     row["device"] = device or cfg.get("device")
     for label, stats in (("fwd", phases.get("forward")), ("bwd", phases.get("backward")),
@@ -63,7 +64,7 @@ def sweep_document(sweep_dir: Path) -> dict:
 
 def visible_columns(rows: list[dict], varied: list[str]) -> list[str]:
     """The seeds' columns: what varied, then timings and status; constant config columns are dropped."""
-    keep = [c for c in CONFIG_COLUMNS if c in varied or c in ("model", "ctx")]
+    keep = [c for c in (*CONFIG_COLUMNS, *varied) if c in varied or c in ("model", "ctx")]
     timing = [c for c in rows[0] if c.endswith(" ms") and any(r[c] is not None for r in rows)] if rows else []
     extra = [c for c in ("compile s", "peak GiB") if rows and any(r[c] is not None for r in rows)]
     return list(dict.fromkeys(keep + ["status"] + timing + extra))

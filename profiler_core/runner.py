@@ -37,7 +37,15 @@ class StepFailure(Exception):
         self.kind, self.phase, self.peak_bytes = kind, phase, peak_bytes
 
 
+def _ignore_stop_signals() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
 def _raise_cancelled(signum: int, _frame: object) -> None:
+    # One stop is enough: a second one (the terminal's Ctrl-C and the launcher's own SIGINT) arriving while
+    # the summary is written would cut it short.
+    _ignore_stop_signals()
     raise Cancelled(signal.Signals(signum).name)
 
 
@@ -112,9 +120,7 @@ class Runner:
             _profiler_range(self.work, start=False)
 
     def finish(self, status: str, error: dict | None = None) -> dict:
-        # A second Ctrl-C (or the app's cancel on top of the terminal's) must not cut the summary short.
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        _ignore_stop_signals()  # failures other than a cancel end here too: no signal may cut the summary short
         summary = build_summary(self.cfg, self.env, self.steps, status, str(self.run_dir), self.compile_s, error)
         if self.history:
             self.history.dump_and_stop()  # still recording after an OOM: the snapshot shows what led up to it

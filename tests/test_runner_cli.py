@@ -116,6 +116,7 @@ def test_oom_in_a_phase_becomes_a_failed_event(tmp_path, monkeypatch, capsys):
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
 
     monkeypatch.setattr(runner.build_workload.__globals__["Workload"], "backward", backward_oom)
+    monkeypatch.setattr(runner, "_ignore_stop_signals", lambda: None)  # keep pytest's own Ctrl-C working
     cfg = RunConfig(model="tiny", ctx=16, batch=1, device="cpu", warmup=1, steps=2)
     code = runner.execute(runner.Runner(cfg, tmp_path))
     events = [json.loads(line) for line in capsys.readouterr().out.splitlines()]

@@ -44,9 +44,41 @@ def print_kernel_analysis(console, analysis: dict) -> None:
         console.print(f"[yellow]note:[/] {note}")
 
 
+def phase_mark_line(timeline: dict, width: int) -> str:
+    """A line of phase initials (F, B, O, …) at the columns where each phase starts."""
+    times = timeline.get("t") or [0]
+    key = "t_ms" if timeline.get("t_unit") == "ms" else "event_index"
+    span = (times[-1] - times[0]) or 1
+    line = [" "] * max(width, 1)
+    for mark in timeline.get("phase_marks") or []:
+        if mark.get(key) is None:
+            continue
+        column = min(int((mark[key] - times[0]) / span * (width - 1)), width - 1)
+        line[column] = (mark.get("phase") or "?")[0].upper()
+    return "".join(line)
+
+
+
+SPARK_LEVELS = " ▁▂▃▄▅▆▇█"
+
+
+def timeline_sparkline(levels: list[int], width: int) -> str:
+    """Active bytes as one line of block characters; each column shows the highest level in its slice."""
+    if not levels:
+        return ""
+    top = max(levels) or 1
+    slices = [levels[i * len(levels) // width:(i + 1) * len(levels) // width] or [0] for i in range(width)]
+    return "".join(SPARK_LEVELS[round(max(s) / top * (len(SPARK_LEVELS) - 1))] for s in slices)
+
+
 def print_memory_analysis(console, analysis: dict) -> None:
     console.print(f"peak allocated {format_bytes(analysis['peak_allocated_bytes'])}"
                   f" · reserved {format_bytes(analysis.get('peak_reserved_bytes'))}")
+    timeline, width = analysis.get("timeline") or {}, 72
+    if timeline.get("active_bytes"):
+        console.print("active memory over the recorded steps (F forward, B backward, O optimizer):")
+        console.print(timeline_sparkline(timeline["active_bytes"], width), highlight=False)
+        console.print(phase_mark_line(timeline, width), highlight=False)
     table = Table(title="Memory at the peak by category", title_justify="left")
     table.add_column("category")
     table.add_column("bytes", justify="right")

@@ -61,3 +61,12 @@ def test_empty_trace_reports_the_baseline():
     assert result["peak_allocated_bytes"] == 1000 and result["peak"]["phase"] == "before_recording"
     assert result["peak_allocated_rounded_bytes"] == 1024 and result["peak_reserved_bytes"] == 2 << 20
     assert result["by_category"]["parameters"] == 1000 and result["timeline"]["active_bytes"] == [1000]
+
+
+def test_terminal_sparkline_keeps_the_peak_column():
+    from profiler_core.report_analysis import timeline_sparkline
+
+    levels = [0] * 500 + [10] + [2] * 499  # one spike between flat stretches
+    line = timeline_sparkline(levels, 50)
+    assert len(line) == 50 and line.count("█") == 1 and line[25] == "█"
+    assert set(line[:25]) == {" "} and set(line[26:]) == {"▂"}

@@ -8,7 +8,8 @@ from profiler_core.compare import compare_summaries, verdict
 from profiler_core.export import ExportError, osc52, to_csv, to_json, to_latex, to_markdown, write_table
 from profiler_core.telemetry import GpuTelemetry, NvmlSampler, decode_throttle_reasons, telemetry_cells
 from tui.kernel_data import KernelView, apply_view, load_kernel_data
-from tui.memory_data import mark_positions, peaks_by_phase
+from profiler_core.report_analysis import phase_mark_line
+from tui.memory_data import peaks_by_phase
 from tui.run_files import state_from_run_dir
 from tui.runner_client import decode_line
 from tui.settings import load_last_config
@@ -114,7 +115,7 @@ def test_memory_peaks_by_phase_and_marks_from_the_real_analysis():
     analysis = json.loads((ANALYSED / "memory" / "analysis.json").read_text())
     peaks = peaks_by_phase(analysis["timeline"])
     assert max(peaks.values()) == analysis["peak_allocated_bytes"] and peaks["backward"] == max(peaks.values())
-    marks = mark_positions(analysis["timeline"], 60)
+    marks = phase_mark_line(analysis["timeline"], 60)
     assert len(marks) == 60 and marks[0] == "F" and "B" in marks and "O" in marks
 
 

@@ -70,17 +70,3 @@ def memory_table(name: str, config: dict | None, analysis: dict) -> list[dict]:
     if name == "categories":
         return category_rows(analysis)
     return predicted_rows(config, analysis)
-
-
-def mark_positions(timeline: dict, width: int) -> str:
-    """A line of phase initials (F, B, O, …) at the columns where each phase starts."""
-    times = timeline.get("t") or [0]
-    key = "t_ms" if timeline.get("t_unit") == "ms" else "event_index"
-    span = (times[-1] - times[0]) or 1
-    line = [" "] * max(width, 1)
-    for mark in timeline.get("phase_marks") or []:
-        if mark.get(key) is None:
-            continue
-        column = min(int((mark[key] - times[0]) / span * (width - 1)), width - 1)
-        line[column] = (mark.get("phase") or "?")[0].upper()
-    return "".join(line)

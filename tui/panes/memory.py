@@ -10,8 +10,9 @@ from textual.widget import Widget
 from textual.widgets import Sparkline, Static
 
 from profiler_core.report import format_bytes
+from profiler_core.report_analysis import phase_mark_line
 from tui.keys import pane_bindings
-from tui.memory_data import (MEMORY_TABLES, SNAPSHOT, load_memory_analysis, mark_positions, memory_table,
+from tui.memory_data import (MEMORY_TABLES, SNAPSHOT, load_memory_analysis, memory_table,
                              peaks_by_phase)
 from tui.panes.base import ExportTable, Pane
 from tui.run_files import analysis_dir, short_path
@@ -46,7 +47,7 @@ class PhaseMarks(Widget):
     timeline: reactive[dict] = reactive(dict, always_update=True)
 
     def render(self) -> str:
-        return mark_positions(self.timeline, self.size.width)
+        return phase_mark_line(self.timeline, self.size.width)
 
 
 class MemoryPane(Pane):

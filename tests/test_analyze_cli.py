@@ -110,14 +110,20 @@ def test_session_rejects_missing_nsys_before_running(cli_env, tmp_path):
     assert result.returncode == 2 and event["kind"] == "config" and "nsys" in event["message"]
 
 
-def test_sigterm_to_the_session_alone_stops_its_runner(cli_env, tmp_path):
+def session_at_first_step(cli_env, tmp_path):
+    """A long tiny CPU session in its own process group, returned once its first measured step is out."""
     config = {"model": "tiny", "ctx": 16, "batch": 2, "warmup": 0, "steps": 100000, "device": "cpu"}
     process = subprocess.Popen([sys.executable, "-m", "profiler_core.session", "--run-dir", str(tmp_path),
                                 "--config-json", json.dumps(config)], env=cli_env, stdout=subprocess.PIPE,
                                text=True, start_new_session=True)
     for line in process.stdout:
         if '"event":"step"' in line.replace(" ", ""):
-            break
+            return process
+    raise AssertionError("the session ended before its first step")
+
+
+def test_sigterm_to_the_session_alone_stops_its_runner(cli_env, tmp_path):
+    process = session_at_first_step(cli_env, tmp_path)
     process.send_signal(signal.SIGTERM)  # only the session: it must pass the stop on to its runner
     last = [json.loads(line) for line in process.stdout if line.startswith("{")][-1]
     assert process.wait(timeout=30) == 1 and last["kind"] == "cancelled"
@@ -138,13 +144,7 @@ def test_compare_refuses_unfinished_runs(cli_env, tmp_path):
 
 
 def test_session_interrupted_by_group_sigint_keeps_steps_and_leaves_no_process(cli_env, tmp_path):
-    config = {"model": "tiny", "ctx": 16, "batch": 2, "warmup": 0, "steps": 100000, "device": "cpu"}
-    process = subprocess.Popen([sys.executable, "-m", "profiler_core.session", "--run-dir", str(tmp_path),
-                                "--config-json", json.dumps(config)], env=cli_env, stdout=subprocess.PIPE,
-                               text=True, start_new_session=True)
-    for line in process.stdout:
-        if '"event":"step"' in line.replace(" ", ""):
-            break
+    process = session_at_first_step(cli_env, tmp_path)
     os.killpg(process.pid, signal.SIGINT)  # what the app's cancel key does
     last = [json.loads(line) for line in process.stdout if line.startswith("{")][-1]
     assert process.wait(timeout=30) == 1

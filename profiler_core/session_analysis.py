@@ -52,7 +52,7 @@ def analyze_memory(cfg: RunConfig, pass_dir: Path, recorded: dict) -> dict:
         return {"error": str(exc)}
     analysis["predicted"] = memory_prediction(cfg)
     analysis["predicted_vs_measured"] = compare_predicted(analysis["predicted"], analysis["max_by_category"])
-    analysis["snapshot"] = str(snapshot.resolve())
+    analysis["snapshot"] = snapshot.name  # beside this file: the run directory may be copied elsewhere
     rundir.write_json(pass_dir / rundir.ANALYSIS, analysis)
     return {"analysis": f"{rundir.MEMORY_DIR}/{rundir.ANALYSIS}", "snapshot": f"{rundir.MEMORY_DIR}/{rundir.MEMORY_SNAPSHOT}",
             "peak_allocated_bytes": analysis["peak_allocated_bytes"]}

@@ -6,6 +6,7 @@ Each capture is a separate pass over the same config: recording perturbs the ste
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,7 +26,16 @@ def torch_profiler_capture(run_dir: Path) -> Iterator[None]:
             yield
     finally:  # also after an OOM or a cancel: the steps recorded so far are worth keeping
         mirror_to_torch_profiler(False)
-        profiler.export_chrome_trace(str(run_dir / TORCH_TRACE))
+        _export_trace(profiler, run_dir / TORCH_TRACE)
+
+
+def _export_trace(profiler: torch.profiler.profile, path: Path) -> None:
+    failing = sys.exc_info()[0] is not None
+    try:
+        profiler.export_chrome_trace(str(path))
+    except Exception:  # nothing recorded (it never started): the step's own error is the one to report
+        if not failing:
+            raise
 
 
 class MemoryHistory:

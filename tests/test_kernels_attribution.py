@@ -166,21 +166,24 @@ def test_phase_kernel_table_sums_to_phase_totals(attribution):
     assert len(phase_kernel_table(H200)) > 0
 
 
-def test_export_without_nvtx_puts_everything_in_other(h200_sqlite, tmp_path):
-    stripped = tmp_path / "no_nvtx.sqlite"
+def copy_without(h200_sqlite, tmp_path, table: str):
+    """The real export with one table dropped, as older or partial exports come."""
+    stripped = tmp_path / f"without_{table}.sqlite"
     shutil.copy(h200_sqlite, stripped)
     with sqlite3.connect(stripped) as conn:
-        conn.execute("DROP TABLE NVTX_EVENTS")
+        conn.execute(f"DROP TABLE {table}")
+    return stripped
+
+
+def test_export_without_nvtx_puts_everything_in_other(h200_sqlite, tmp_path):
+    stripped = copy_without(h200_sqlite, tmp_path, "NVTX_EVENTS")
     result = analyze_sqlite(stripped)
     assert result["phases"]["other"]["kernels"] == 10160
     assert any("no NVTX ranges" in note for note in result["notes"])
 
 
 def test_export_without_runtime_table_notes_unmatched_kernels(h200_sqlite, tmp_path):
-    stripped = tmp_path / "no_runtime.sqlite"
-    shutil.copy(h200_sqlite, stripped)
-    with sqlite3.connect(stripped) as conn:
-        conn.execute("DROP TABLE CUPTI_ACTIVITY_KIND_RUNTIME")
+    stripped = copy_without(h200_sqlite, tmp_path, "CUPTI_ACTIVITY_KIND_RUNTIME")
     attribution = attribute_kernels(stripped)
     assert (attribution.kernels["phase"] == "other").all()
     assert "10160 kernels" in attribution.notes[0]

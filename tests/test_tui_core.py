@@ -140,3 +140,12 @@ def test_later_passes_do_not_move_the_clean_run():
         state = state.apply(event)
     assert state.run_dir == "runs/a" and state.stage == "profiling"
     assert len(state.profiled_steps()) == 1 and state.steps == ()
+
+
+def test_inflation_is_shown_as_the_sessions_ratio():
+    """The session stores profiled/clean (H200, small fp32: 38.42 ms under nsys vs 31.43 ms clean)."""
+    from tui.panes.kernels import backend_line
+
+    profile = {"backend": "nsys", "profiled_median_ms": 38.42, "clean_median_ms": 31.43, "inflation": 38.42 / 31.43}
+    line = backend_line({"profile": profile}, {})
+    assert "×1.22" in line and "38.4 ms vs clean 31.4 ms" in line

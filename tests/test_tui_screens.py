@@ -45,7 +45,8 @@ async def test_kernels_screen_filters_sorts_restricts_and_details():
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(app, pilot, "3")
         pane = app.query_one("#pane-kernels")
-        assert len(pane.view_rows) == 64 and "backend nsys" in text(app) and "+37%" in text(app)
+        assert len(pane.view_rows) == 64 and "backend nsys" in text(app)
+        assert "profiling inflation N/A" in text(app)  # the fixture has no clean pass to compare with
         assert "GEMM" in text(app) and "79%" in text(app)  # forward GEMM fraction from the real fixture
         await settle(app, pilot, "slash", *"GEMM", "enter")
         names = list(pane.view_rows["name"])

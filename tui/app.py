@@ -235,11 +235,18 @@ class SysprofApp(App):
         if process is not None and process.returncode is None:
             signal_group(process.pid, signal.SIGKILL)
 
-    def action_export(self) -> None:
+    def table_on_screen(self, verb: str) -> ExportTable | None:
+        """The visible pane's table (marked rows, else all), or None with a notice saying so."""
         pane = self.current_pane()
         table = pane.export_table() if pane else None
         if table is None or not table.records:
-            self.notify("No table on this screen to export.", severity="warning")
+            self.notify(f"No table on this screen to {verb}.", severity="warning")
+            return None
+        return table
+
+    def action_export(self) -> None:
+        table = self.table_on_screen("export")
+        if table is None:
             return
         base = Path(self.run_state.run_dir) if self.run_state.run_dir else self.runs_root
         self.push_screen(ExportModal(table, base / "exports" / f"{table.name}.md"), self.exported)
@@ -249,12 +256,9 @@ class SysprofApp(App):
             self.notify(f"wrote {path}", title="Exported")
 
     def action_copy(self) -> None:
-        pane = self.current_pane()
-        table = pane.export_table() if pane else None
-        if table is None or not table.records:
-            self.notify("No table on this screen to copy.", severity="warning")
-            return
-        self.copy_table(table)
+        table = self.table_on_screen("copy")
+        if table is not None:
+            self.copy_table(table)
 
     def copy_table(self, table: ExportTable) -> None:
         """OSC 52, plus the tmux passthrough form inside tmux (one of them reaches the outer terminal)."""

@@ -41,7 +41,7 @@ def profiled_numbers(state: RunState) -> dict | None:
     clean = running_phases(state).get("step", {}).get("median_ms")
     median = statistics.median(profiled)
     return {"backend": (state.config or {}).get("profiler"), "profiled_median_ms": median,
-            "clean_median_ms": clean, "inflation": median / clean - 1 if clean else None}
+            "clean_median_ms": clean, "inflation": median / clean if clean else None}  # as the session: a ratio
 
 
 def chart_series(state: RunState) -> dict[str, list[float]]:

@@ -32,7 +32,7 @@ def backend_line(summary: dict | None, analysis: dict) -> str:
     backend = profile.get("backend") or analysis.get("source_kind") or "unknown"
     line = f"backend [b]{backend}[/b]"
     if profile.get("inflation") is not None:
-        line += (f" · profiling inflation [b]{profile['inflation']:+.0%}[/b] (profiled median "
+        line += (f" · profiling inflation [b]×{profile['inflation']:.2f}[/b] (profiled median "
                  f"{profile['profiled_median_ms']:.1f} ms vs clean {profile['clean_median_ms']:.1f} ms)")
     else:
         line += " · profiling inflation N/A"

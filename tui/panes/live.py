@@ -55,7 +55,7 @@ def throughput_text(state: RunState) -> str:
     profiled = profiled_numbers(state)
     if profiled:
         lines.append(f"profiled ({profiled.get('backend')}) median {format_ms(profiled.get('profiled_median_ms'))}"
-                     f", inflation {_optional(profiled.get('inflation'), '+.0%')}")
+                     f", inflation {_ratio(profiled.get('inflation'))}")
     return "\n".join(lines + [f"[dim]{notice}[/dim]" for notice in state.notices[-3:]])
 
 
@@ -130,3 +130,7 @@ class LivePane(Pane):
         if not phases:
             return None
         return ExportTable("phases", [{"phase": phase, **stats} for phase, stats in phases.items()])
+
+
+def _ratio(value: float | None) -> str:
+    return "N/A" if value is None else f"×{value:.2f}"

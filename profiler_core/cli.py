@@ -145,6 +145,9 @@ def main(argv: list[str] | None = None) -> int:
             ExportError) as exc:
         sys.stderr.write(f"sysprof: error: {exc}\n")
         return 2
+    except KeyboardInterrupt:  # what finished is on disk; a sweep resumes from it
+        sys.stderr.write("sysprof: interrupted\n")
+        return 130
 
 
 def entry_point() -> None:

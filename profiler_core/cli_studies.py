@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from pathlib import Path
 
 from rich.console import Console
 
@@ -15,8 +17,10 @@ from profiler_core.nvml import gpu_count
 from profiler_core.options import add_config_options, config_from_args
 from profiler_core.report import print_rows
 from profiler_core.studies import attention, sweep
-from profiler_core.studies.derived import compile_table, precision_table, warmup_table
-from profiler_core.studies.tables import sweep_rows
+from profiler_core.studies.catalog import LAB_FILE
+from profiler_core.studies.progress import Progress
+from profiler_core.studies.results import main_table_ok, study_tables
+from profiler_core.studies.tables import compact
 
 err = Console(stderr=True, highlight=False)
 
@@ -43,6 +47,7 @@ def _common(parser) -> None:
     parser.add_argument("--runs-dir", help="root for the study's directory (default $SYSPROF_RUNS or ./runs)")
     parser.add_argument("--output", help="also write the main table to PATH (.csv, .md, .json, .tex)")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--events", action="store_true", help="progress as JSON lines on stdout (for the app)")
 
 
 def _ints(text: str, option: str) -> list[int]:
@@ -62,28 +67,32 @@ def _positive(text: str, option: str) -> int:
     return values[0]
 
 
-def _run_configs(args, name: str, configs: list[RunConfig], varied: list[str]) -> list[dict]:
+def _run_configs(args, name: str, configs: list[RunConfig], varied: list[str],
+                 before_run: Callable[[Path], None] | None = None) -> Path:
     for cfg in configs:
         validate(cfg)
-    sweep_dir = sweep.create(rundir.runs_root(args.runs_dir), name, configs, varied)
-    sweep.run(sweep_dir, lambda e: e["event"] == "cell" and err.print(f"[dim]{name}: cell {e['done'] + 1}/{e['pending']}[/]"))
-    return sweep_rows(sweep_dir)
+    sweep_dir = sweep.create(rundir.runs_root(args.runs_dir), name, configs, varied, study=name)
+    if before_run:
+        before_run(sweep_dir)
+    sweep.run(sweep_dir, Progress(args.events).sweep_listener(name, sweep_dir))
+    return sweep_dir
 
 
-def _emit(args, tables: dict[str, object], started: float) -> int:
-    """Print (or write) the tables; exit 1 when a cell of the main table did not finish (ok or oom)."""
+def emit_tables(args, study_dir: Path, started: float) -> int:
+    """Print (or write) the study's tables, rebuilt from its directory; exit 1 when a cell of the main
+    table did not finish (ok or oom)."""
+    tables = study_tables(study_dir)
     main_table = next(iter(tables.values()))
     if args.output:
         export.write_table(main_table, args.output)
     if args.json:
         print(json.dumps({name: export.table_records(t)[1] for name, t in tables.items()} |
-                         {"elapsed_s": time.perf_counter() - started}, default=str))
-    else:
+                         {"study_dir": str(study_dir), "elapsed_s": time.perf_counter() - started}, default=str))
+    elif not args.events:
         for name, table in tables.items():
-            print_rows(Console(), table, name)
-    statuses = [str(row.get("status", "ok")) for row in export.table_records(main_table)[1]]
-    return 0 if all(status.split("/")[0] in ("ok", "oom") and status.split("/")[-1] in ("ok", "oom")
-                    for status in statuses) else 1
+            print_rows(Console(), compact(table), name)
+        err.print(f"[dim]{study_dir} ({time.perf_counter() - started:.0f} s)[/]")
+    return 0 if main_table_ok(tables) else 1
 
 
 def _start(args) -> float:
@@ -95,16 +104,14 @@ def _start(args) -> float:
 def study_warmup(args) -> int:
     base, started = config_from_args(args), _start(args)
     configs = [dataclasses.replace(base, warmup=w) for w in _ints(args.warmups, "--warmups")]
-    rows = _run_configs(args, "warmup", configs, ["warmup"])
-    return _emit(args, {"warm-up study": warmup_table(rows)}, started)
+    return emit_tables(args, _run_configs(args, "warmup", configs, ["warmup"]), started)
 
 
 def study_compile(args) -> int:
     base, started = config_from_args(args), _start(args)
     configs = [dataclasses.replace(base, mode=mode, compile=compiled)
                for mode in ("forward", "train") for compiled in (False, True)]
-    rows = _run_configs(args, "compile", configs, ["mode", "compile"])
-    return _emit(args, {"torch.compile study": compile_table(rows)}, started)
+    return emit_tables(args, _run_configs(args, "compile", configs, ["mode", "compile"]), started)
 
 
 def study_precision(args) -> int:
@@ -113,12 +120,9 @@ def study_precision(args) -> int:
     configs = [dataclasses.replace(base, model=model, dtype=dtype, matmul_precision=precision)
                for model in args.models.split(",") for dtype, precision in variants]
     lab = _precision_lab(base.device)
-    rows = _run_configs(args, "precision", configs, ["model", "dtype", "matmul_precision"])
-    autocast = [{"tensor": name, **{dt: lab["autocast"][dt][name] for dt in lab["autocast"]}}
-                for name in lab["autocast"]["fp16"]]
-    return _emit(args, {"fp32 vs tf32 vs bf16 step time": precision_table(rows),
-                        f"accumulating 0.01 a thousand times ({lab['device']})": lab["accumulation"],
-                        f"dtypes under autocast ({lab['device']}, torch {lab['torch_version']})": autocast}, started)
+    save_lab = lambda study_dir: rundir.write_json(study_dir / LAB_FILE, lab)  # noqa: E731
+    study_dir = _run_configs(args, "precision", configs, ["model", "dtype", "matmul_precision"], save_lab)
+    return emit_tables(args, study_dir, started)
 
 
 def _precision_lab(device: str) -> dict:
@@ -142,9 +146,11 @@ def study_attention(args) -> int:
         raise ConfigError(f"--impl: unknown implementation {sorted(unknown)[0]!r} (eager, compiled, sdpa)")
     groups = attention.grid(impls, _ints(args.d, "--d"), _ints(args.seq, "--seq"))
     study_dir = _study_dir(args, "attention")
-    progress = lambda row: err.print(f"[dim]{row['impl']} d={row['d']} seq={row['seq']}: {row['status']}[/]")  # noqa: E731
-    rows = attention.run_study(study_dir, groups, batch, iters, args.dtype, progress)
-    return _emit(args, {f"attention microbenchmark, batch {args.batch}, {args.dtype} ({study_dir})": rows}, started)
+    progress, cells = Progress(args.events), sum(len(group) for group in groups)
+    progress.study("attention", study_dir, cells, cells)
+    report = lambda row: progress.cell_done(progress.done, row["status"], f"{row['impl']} d={row['d']} seq={row['seq']}")  # noqa: E731
+    attention.run_study(study_dir, groups, batch, iters, args.dtype, report)
+    return emit_tables(args, study_dir, started)
 
 
 def _study_dir(args, name: str):

@@ -14,6 +14,7 @@ from profiler_core.config import ConfigError, RunConfig
 from profiler_core.options import OPTION_HELP, flag
 from profiler_core.report import print_rows
 from profiler_core.studies import sweep
+from profiler_core.studies.progress import Progress
 from profiler_core.studies.tables import compact, pivot, sweep_document, sweep_rows, visible_columns
 
 TRUE_WORDS, FALSE_WORDS = ("true", "yes", "1", "on"), ("false", "no", "0", "off")
@@ -33,6 +34,7 @@ def add_sweep_options(parser) -> None:
     parser.add_argument("--value", default="fwd mean ms", help="the value a pivot shows")
     parser.add_argument("--output", help="also write the table to PATH (.csv, .md, .json, .tex)")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--events", action="store_true", help="progress as JSON lines on stdout (for the app)")
     parser.add_argument("--nsys", help="path to nsys for cells with --profiler nsys")
 
 
@@ -59,23 +61,6 @@ def grid_from_args(args) -> dict[str, list]:
     return grid
 
 
-def _progress(console: Console):
-    def on_event(event: dict) -> None:
-        if event["event"] == "sweep":
-            console.print(f"[dim]{event['cells']} cells, {event['pending']} to run[/]")
-        elif event["event"] == "cell":
-            eta = f" · ETA {event['eta_s'] / 60:.1f} min" if event["eta_s"] is not None else ""
-            console.print(f"[dim]cell {event['done'] + 1}/{event['pending']}: {_short(event['config'])}{eta}[/]")
-        elif event["event"] == "cell_done" and event["status"] != "ok":
-            console.print(f"[yellow]cell {event['index']}: {event['status']}[/]")
-    return on_event
-
-
-def _short(config: dict) -> str:
-    defaults = RunConfig().to_dict()
-    return " ".join(f"{k}={v}" for k, v in config.items() if v != defaults[k]) or "defaults"
-
-
 def command_sweep(args) -> int:
     if args.output:
         export.check_writable(args.output)  # before the sweep, not after an hour of it
@@ -91,7 +76,7 @@ def command_sweep(args) -> int:
     if not args.resume:
         sweep_dir = sweep.create(rundir.runs_root(args.runs_dir), args.name, configs, varied)
     started = time.perf_counter()
-    sweep.run(sweep_dir, _progress(Console(stderr=True, highlight=False)), args.nsys)
+    sweep.run(sweep_dir, Progress(args.events).sweep_listener("sweep", sweep_dir), args.nsys)
     return report_sweep(args, sweep_dir, time.perf_counter() - started)
 
 
@@ -103,7 +88,7 @@ def report_sweep(args, sweep_dir: Path, elapsed_s: float) -> int:
         export.write_table(table, args.output)
     if args.json:
         print(json.dumps(document | {"elapsed_s": elapsed_s}, default=str))
-    else:
+    elif not args.events:
         print_rows(Console(), compact(table) if not args.pivot else table, f"sweep {sweep_dir} ({elapsed_s:.0f} s)")
     return 0 if all(c["status"] in sweep.DONE_STATUSES for c in document["cells"]) else 1
 

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from profiler_core import rundir
+from profiler_core.studies.catalog import ATTENTION_PLAN
 
 CELLS_FILE = "cells.jsonl"
 BYTES = {"fp32": 4, "bf16": 2}
@@ -41,8 +42,16 @@ def run_group(cells: list[dict], batch: int, iters: int, dtype: str, log: Path) 
     return results
 
 
+def write_plan(study_dir: Path, groups: list[list[dict]], batch: int, iters: int, dtype: str) -> None:
+    """What the study will measure: enough to rebuild its table from cells.jsonl, also half-way."""
+    rundir.write_json(study_dir / ATTENTION_PLAN, {"study": "attention", "batch": batch, "iters": iters,
+                                                   "dtype": dtype, "cells": [c for g in groups for c in g],
+                                                   "created": time.time()})
+
+
 def run_study(study_dir: Path, groups: list[list[dict]], batch: int, iters: int, dtype: str,
               on_cell: Callable[[dict], None]) -> list[dict]:
+    write_plan(study_dir, groups, batch, iters, dtype)
     rows = []
     for group in groups:
         for result in run_group(group, batch, iters, dtype, study_dir / rundir.STDERR):

@@ -43,13 +43,14 @@ def _describe(cfg: RunConfig, fields: list[str]) -> str:
     return ", ".join(f"{f}={getattr(cfg, f)}" for f in fields)
 
 
-def create(root: Path, name: str, configs: list[RunConfig], varied: list[str]) -> Path:
+def create(root: Path, name: str, configs: list[RunConfig], varied: list[str], study: str = "sweep") -> Path:
+    """A new sweep directory; `study` names the tables its results make (see studies.results)."""
     sweep_dir = root / f"{time.strftime('%Y%m%d-%H%M%S')}-sweep-{name}"
     try:
         (sweep_dir / CELLS).mkdir(parents=True)
     except OSError as exc:
         raise SweepError(f"cannot create {sweep_dir}: {exc.strerror or exc}") from None
-    plan = {"varied": varied, "cells": [cfg.to_dict() for cfg in configs], "created": time.time()}
+    plan = {"study": study, "varied": varied, "cells": [cfg.to_dict() for cfg in configs], "created": time.time()}
     rundir.write_json(sweep_dir / PLAN, plan)
     return sweep_dir
 

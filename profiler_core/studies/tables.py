@@ -78,10 +78,11 @@ def pivot(rows: list[dict], index: list[str], columns: list[str], value: str):
     missing = [c for c in [*index, *columns, value] if c not in frame.columns]
     if missing:
         raise KeyError(f"no column {missing[0]!r}; choose from {', '.join(frame.columns)}")
-    table = frame.pivot_table(index=index, columns=columns or None, values=value, aggfunc="mean").reset_index()
-    table.columns = [" ".join(str(part) for part in c if part != "").strip() if isinstance(c, tuple) else str(c)
-                     for c in table.columns]
-    return table
+    table = frame.pivot_table(index=index, columns=columns or None, values=value, aggfunc="mean")
+    if columns:  # "compile=True" rather than a bare "True" as a column name
+        table.columns = [" ".join(f"{name}={part}" for name, part in zip(columns, key if isinstance(key, tuple)
+                                                                         else (key,))) for key in table.columns]
+    return table.reset_index()
 
 
 def compact(table: list[dict]) -> list[dict]:
@@ -92,8 +93,8 @@ def compact(table: list[dict]) -> list[dict]:
         for column, value in row.items():
             if column.endswith(" std ms"):
                 continue
-            if column.endswith(" mean ms"):
-                std = row.get(column.replace(" mean ", " std "))
+            if column.endswith(" mean ms") and column.replace(" mean ", " std ") in row:
+                std = row[column.replace(" mean ", " std ")]
                 column = column.replace(" mean ", " ")
                 value = None if value is None else f"{value:.2f} ± {std or 0:.2f}"
             merged[column] = value

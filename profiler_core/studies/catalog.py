@@ -1,0 +1,57 @@
+"""Which directories are sweeps or studies, of what kind, and how far they got: json and paths only, so the
+app can list them without loading pandas."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from profiler_core import rundir
+
+SWEEP_PLAN, ATTENTION_PLAN, LAB_FILE = "sweep.json", "study.json", "precision_lab.json"
+STUDY_KINDS = ("sweep", "warmup", "compile", "precision", "attention")
+FINISHED = ("ok", "oom")
+
+
+def _plan(study_dir: Path) -> tuple[str, dict] | None:
+    for name, default_kind in ((SWEEP_PLAN, "sweep"), (ATTENTION_PLAN, "attention")):
+        if (study_dir / name).is_file():
+            try:
+                plan = rundir.read_json(study_dir / name) or {}
+            except rundir.RunDirError:
+                plan = {}
+            return plan.get("study", default_kind), plan
+    return None
+
+
+def study_kind(study_dir: Path) -> str | None:
+    found = _plan(Path(study_dir))
+    return found[0] if found else None
+
+
+def _finished_cells(study_dir: Path, kind: str) -> int:
+    if kind == "attention":
+        return len(rundir.read_jsonl(study_dir / "cells.jsonl"))
+    done = 0
+    for summary_path in (study_dir / "cells").glob(f"*/{rundir.SUMMARY}"):
+        try:
+            done += (rundir.read_json(summary_path) or {}).get("status") in FINISHED
+        except rundir.RunDirError:
+            pass  # a torn summary: that cell runs again on resume
+    return done
+
+
+def study_record(study_dir: Path) -> dict | None:
+    """{"name", "path", "kind", "cells", "finished", "created"}, or None when it is no study directory."""
+    found = _plan(study_dir)
+    if found is None:
+        return None
+    kind, plan = found
+    return {"name": study_dir.name, "path": str(study_dir), "kind": kind, "cells": len(plan.get("cells", [])),
+            "finished": _finished_cells(study_dir, kind), "created": plan.get("created") or study_dir.stat().st_mtime}
+
+
+def list_studies(root: Path) -> list[dict]:
+    """Study records under root, newest first."""
+    if not root.is_dir():
+        return []
+    records = [study_record(path) for path in root.iterdir() if path.is_dir()]
+    return sorted((r for r in records if r), key=lambda r: r["created"], reverse=True)

@@ -1,0 +1,73 @@
+"""How far a sweep or study has got: dim lines on stderr for a person, or, with `--events`, JSON lines on
+stdout for the app. Every kind counts cells and estimates the time left the same way.
+
+Events: {"event": "study", "kind", "dir", "cells", "pending"} once the directory exists;
+{"event": "cell", "index", "label", "done", "pending", "eta_s"} when a cell starts (sweeps only);
+{"event": "cell_done", "index", "label", "status", "done", "pending", "eta_s"} when one ends.
+"""
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from rich.console import Console
+
+from profiler_core.config import RunConfig
+
+STUDY_EVENTS = ("study", "cell", "cell_done")
+
+
+def config_label(config: dict) -> str:
+    """The fields that differ from the defaults: what tells one cell from another."""
+    defaults = RunConfig().to_dict()
+    return " ".join(f"{k}={v}" for k, v in config.items() if v != defaults.get(k)) or "defaults"
+
+
+class Progress:
+    def __init__(self, as_events: bool):
+        self.as_events = as_events
+        self.console = Console(stderr=True, highlight=False)
+        self.started, self.done, self.pending, self.label = time.perf_counter(), 0, 0, ""
+
+    def _emit(self, event: dict, text: str | None, style: str = "dim") -> None:
+        if self.as_events:
+            print(json.dumps(event, default=str), flush=True)
+        elif text:
+            self.console.print(f"[{style}]{text}[/]")
+
+    def eta_s(self) -> float | None:
+        if self.done == 0:
+            return None
+        return (time.perf_counter() - self.started) / self.done * (self.pending - self.done)
+
+    def study(self, kind: str, study_dir: Path, cells: int, pending: int) -> None:
+        self.started, self.done, self.pending = time.perf_counter(), 0, pending
+        self._emit({"event": "study", "kind": kind, "dir": str(study_dir), "cells": cells, "pending": pending},
+                   f"{study_dir}: {cells} cells, {pending} to run")
+
+    def cell_started(self, index: int, label: str) -> None:
+        self.label = label
+        eta = self.eta_s()
+        self._emit({"event": "cell", "index": index, "label": label, "done": self.done, "pending": self.pending,
+                    "eta_s": eta},
+                   f"cell {self.done + 1}/{self.pending}: {label}" + (f" · ETA {eta / 60:.1f} min" if eta else ""))
+
+    def cell_done(self, index: int, status: str, label: str | None = None) -> None:
+        self.done += 1
+        label = label or self.label
+        self._emit({"event": "cell_done", "index": index, "label": label, "status": status, "done": self.done,
+                    "pending": self.pending, "eta_s": self.eta_s()},
+                   f"{label}: {status}", "dim" if status == "ok" else "yellow")
+
+    def sweep_listener(self, kind: str, study_dir: Path) -> Callable[[dict], None]:
+        """An on_event for sweep.run."""
+        def on_event(event: dict) -> None:
+            if event["event"] == "sweep":
+                self.study(kind, study_dir, event["cells"], event["pending"])
+            elif event["event"] == "cell":
+                self.cell_started(event["index"], config_label(event["config"]))
+            elif event["event"] == "cell_done":
+                self.cell_done(event["index"], event["status"])
+        return on_event

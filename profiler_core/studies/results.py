@@ -1,0 +1,79 @@
+"""A study's tables, rebuilt from its directory alone: the CLI prints them, the app shows them live and
+offline, `sysprof export` writes them. One function per kind, so every consumer gets the same shape."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from profiler_core import rundir
+from profiler_core.studies import attention
+from profiler_core.studies.catalog import ATTENTION_PLAN, LAB_FILE, study_kind
+from profiler_core.studies.derived import compile_table, precision_table, warmup_table
+from profiler_core.studies.sweep import SweepError
+from profiler_core.studies.tables import pivot, sweep_rows, visible_columns
+
+PIVOT_VALUE = "fwd mean ms"
+
+
+def study_tables(study_dir: Path) -> dict[str, list[dict]]:
+    """Title → records, the main table first. Cells not yet run show as pending rows."""
+    kind = study_kind(study_dir)
+    if kind is None:
+        raise SweepError(f"{study_dir} is not a sweep or study directory")
+    if kind == "attention":
+        return _attention_tables(study_dir)
+    rows = sweep_rows(study_dir)
+    derived = {"warmup": ("warm-up study", warmup_table), "compile": ("torch.compile study", compile_table),
+               "precision": ("fp32 vs tf32 vs bf16 step time", precision_table)}
+    if kind in derived:
+        title, build = derived[kind]
+        tables = {title: build(rows)}
+        return tables | (_lab_tables(study_dir) if kind == "precision" else {}) | {"cells": _sweep_table(study_dir, rows)}
+    return {"sweep results": _sweep_table(study_dir, rows)} | _default_pivot(study_dir, rows)
+
+
+def _varied(study_dir: Path) -> list[str]:
+    plan = rundir.read_json(study_dir / "sweep.json") or {}
+    return plan.get("varied", [])
+
+
+def _sweep_table(study_dir: Path, rows: list[dict]) -> list[dict]:
+    columns = visible_columns(rows, _varied(study_dir))
+    return [{c: row[c] for c in columns} for row in rows]
+
+
+def _default_pivot(study_dir: Path, rows: list[dict]) -> dict[str, list[dict]]:
+    """With two or more varied fields: forward ms by all but the last of them × the last."""
+    varied = [name if name != "model" else "d_model" for name in _varied(study_dir)]
+    if len(varied) < 2 or not any(row.get(PIVOT_VALUE) is not None for row in rows):
+        return {}
+    index, columns = varied[:-1], varied[-1:]
+    table = pivot(rows, index, columns, PIVOT_VALUE)
+    return {f"{PIVOT_VALUE} by {' × '.join(index)} × {columns[0]}": table.to_dict("records")}
+
+
+def _lab_tables(study_dir: Path) -> dict[str, list[dict]]:
+    lab = rundir.read_json(study_dir / LAB_FILE)
+    if not lab:
+        return {}
+    autocast = [{"tensor": name, **{dtype: lab["autocast"][dtype][name] for dtype in lab["autocast"]}}
+                for name in lab["autocast"]["fp16"]]
+    return {f"accumulating 0.01 a thousand times ({lab['device']})": lab["accumulation"],
+            f"dtypes under autocast ({lab['device']}, torch {lab['torch_version']})": autocast}
+
+
+def _attention_tables(study_dir: Path) -> dict[str, list[dict]]:
+    plan = rundir.read_json(study_dir / ATTENTION_PLAN) or {}
+    done = {(r["impl"], r["d"], r["seq"]): r for r in rundir.read_jsonl(study_dir / attention.CELLS_FILE)}
+    rows = []
+    for cell in plan.get("cells", []):
+        result = done.get((cell["impl"], cell["d"], cell["seq"]))
+        rows.append(attention.summarize_cell(result, plan["batch"], plan["dtype"]) if result
+                    else cell | {"status": "pending"})
+    title = f"attention microbenchmark, batch {plan.get('batch')}, {plan.get('dtype')}"
+    return {title: rows}
+
+
+def main_table_ok(tables: dict[str, list[dict]]) -> bool:
+    """Every cell of the main table finished (ok or oom); a compared pair reads "ok/oom"."""
+    rows = next(iter(tables.values()), [])
+    return all(part in ("ok", "oom") for row in rows for part in str(row.get("status", "ok")).split("/"))

@@ -1,0 +1,81 @@
+"""Study tables rebuilt from their directories (what the CLI prints, the app shows and `export` writes), the
+catalog of study directories, and the `--events` progress stream the app reads."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from profiler_core.studies import sweep
+from profiler_core.studies.catalog import list_studies, study_kind, study_record
+from profiler_core.studies.results import main_table_ok, study_tables
+from profiler_core.studies.sweep import SweepError
+
+TINY = dict(model="tiny", ctx=16, batch=2, warmup=0, steps=2, device="cpu")
+
+
+@pytest.fixture(scope="module")
+def warmup_study(tmp_path_factory):
+    """A real `sysprof study warmup --events` on the CPU: its stdout events and its directory."""
+    root = tmp_path_factory.mktemp("runs")
+    args = [sys.executable, "-m", "profiler_core", "study", "warmup", "--model", "tiny", "--device", "cpu",
+            "--ctx", "16", "--steps", "2", "--warmups", "0,1", "--runs-dir", str(root), "--events"]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    return events, root
+
+
+def test_events_say_where_the_study_is_and_how_far(warmup_study):
+    events, root = warmup_study
+    assert [e["event"] for e in events] == ["study", "cell", "cell_done", "cell", "cell_done"]
+    assert events[0]["kind"] == "warmup" and events[0]["cells"] == 2 and events[0]["dir"].startswith(str(root))
+    assert [e["status"] for e in events if e["event"] == "cell_done"] == ["ok", "ok"]
+    assert events[-1]["done"] == 2 and events[-1]["eta_s"] == 0
+    assert "warmup=1" in events[3]["label"] and events[3]["eta_s"] > 0
+
+
+def test_warmup_tables_come_from_the_directory(warmup_study):
+    events, root = warmup_study
+    tables = study_tables(root / events[0]["dir"].rsplit("/", 1)[1])
+    assert list(tables) == ["warm-up study", "cells"]
+    assert [row["warm-up steps"] for row in tables["warm-up study"]] == [0, 1]
+    assert all(row["step mean ms"] > 0 and row["first / mean"] > 0 for row in tables["warm-up study"])
+    assert main_table_ok(tables)
+
+
+def test_catalog_lists_the_study_with_its_progress(warmup_study):
+    _, root = warmup_study
+    (root / "not-a-study").mkdir(exist_ok=True)
+    records = list_studies(root)
+    assert [(r["kind"], r["cells"], r["finished"]) for r in records] == [("warmup", 2, 2)]
+
+
+def test_unfinished_cells_are_pending_rows_and_fail_the_check(tmp_path):
+    configs = sweep.expand({**{k: [v] for k, v in TINY.items()}, "ctx": [16, 24], "batch": [1, 2]})
+    sweep_dir = sweep.create(tmp_path, "grid", configs, ["ctx", "batch"])
+    tables = study_tables(sweep_dir)
+    assert [row["status"] for row in tables["sweep results"]] == ["pending"] * 4
+    assert not main_table_ok(tables)
+    assert study_record(sweep_dir)["finished"] == 0
+    (sweep_dir / "cells" / "000-x").mkdir()
+    (sweep_dir / "cells" / "000-x" / "summary.json").write_text("{torn")
+    assert study_record(sweep_dir)["finished"] == 0  # a torn summary is an unfinished cell, not an error
+
+
+def test_finished_grid_gets_a_pivot_by_its_varied_fields(tmp_path):
+    configs = sweep.expand({**{k: [v] for k, v in TINY.items()}, "ctx": [16, 24], "batch": [1, 2]})
+    sweep_dir = sweep.create(tmp_path, "grid", configs, ["ctx", "batch"])
+    sweep.run(sweep_dir, lambda event: None)
+    tables = study_tables(sweep_dir)
+    title = "fwd mean ms by ctx × batch"
+    assert list(tables) == ["sweep results", title]
+    assert [list(row) for row in tables[title]] == [["ctx", "batch=1", "batch=2"]] * 2
+    results = {(r["ctx"], r["batch"]): r["fwd mean ms"] for r in tables["sweep results"]}
+    assert tables[title][1]["batch=2"] == results[(24, 2)]
+
+
+def test_a_directory_that_is_no_study_is_one_clear_error(tmp_path):
+    assert study_kind(tmp_path) is None
+    with pytest.raises(SweepError, match="is not a sweep or study directory"):
+        study_tables(tmp_path)

@@ -19,7 +19,7 @@ def encode_event(event: str, **fields: object) -> str:
     return json.dumps({"event": event, **fields}, separators=(",", ":"))
 
 
-def decode_line(line: str | bytes) -> dict | None:
+def decode_line(line: str | bytes, kinds: tuple[str, ...] = EVENT_KINDS) -> dict | None:
     """The event on this line, or None when the line is not one of ours."""
     if isinstance(line, bytes):
         line = line.decode("utf-8", errors="replace")
@@ -30,7 +30,7 @@ def decode_line(line: str | bytes) -> dict | None:
         payload = json.loads(line)
     except json.JSONDecodeError:
         return None
-    if not isinstance(payload, dict) or payload.get("event") not in EVENT_KINDS:
+    if not isinstance(payload, dict) or payload.get("event") not in kinds:
         return None
     return payload
 

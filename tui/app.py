@@ -20,6 +20,7 @@ from profiler_core.export import osc52, to_markdown
 from profiler_core.events import finish_event
 from profiler_core.launch import mark_killed, session_argv, signal_group
 from profiler_core.nvml import gpu_count
+from profiler_core.studies.catalog import study_kind
 from profiler_core.telemetry import GpuTelemetry, NvmlSampler
 from tui.keys import GLOBAL_KEYS, PANE_KEYS, PANES, bindings, delegated_pane_bindings
 from tui.modals import ConfirmQuit, ExportModal
@@ -30,12 +31,14 @@ from tui.panes.kernels import KernelsPane
 from tui.panes.live import LivePane
 from tui.panes.memory import MemoryPane
 from tui.panes.runs import RunsPane
+from tui.panes.studies import StudiesPane
 from tui.run_files import state_from_run_dir
 from tui.runner_client import RunnerClient
 from tui.settings import default_settings_path, load_last_config, save_last_config
 from tui.state import RunState
 
 ArgvFactory = Callable[[RunConfig, Path], list[str]]
+LAZY_PANES = ("configure", "studies")  # built when first shown: the first frame comes sooner
 TELEMETRY_PERIOD_S = 0.5  # ≤ 2 Hz: NVML calls are cheap, but the UI thread must never wait on them
 
 
@@ -80,6 +83,7 @@ class SysprofApp(App):
             "kernels": lambda: KernelsPane(id="pane-kernels").data_bind(SysprofApp.run_state),
             "memory": lambda: MemoryPane(id="pane-memory").data_bind(SysprofApp.run_state),
             "runs": lambda: RunsPane(self.runs_root, self.open_runs, id="pane-runs").data_bind(SysprofApp.run_state),
+            "studies": lambda: StudiesPane(self.runs_root, id="pane-studies"),
             "help": lambda: HelpPane(id="pane-help"),
         }
         self.pane_factories = panes
@@ -87,13 +91,13 @@ class SysprofApp(App):
             for number, (name, make) in enumerate(panes.items(), start=1):
                 with TabPane(f"{number} {name.capitalize()}", id=name):
                     # The form (dozens of inputs) is built when first shown: opening a saved run draws faster.
-                    if name == initial or name != "configure":
+                    if name == initial or name not in LAZY_PANES:
                         yield make()
         yield Footer()
 
     def on_mount(self) -> None:
         if self.open_runs:
-            self.open_run(self.open_runs[0])
+            self.open_path(self.open_runs[0])
         if self.settings_notice:
             self.notify(self.settings_notice, severity="warning")
         if self.sample_gpu:
@@ -166,10 +170,26 @@ class SysprofApp(App):
         except rundir.RunDirError as exc:
             self.notify(str(exc), title="Cannot open run", severity="error")
 
+    def open_path(self, path: Path) -> None:
+        """A run directory opens on Live, a sweep or study directory on Studies."""
+        if study_kind(path) is not None:
+            self.action_show_pane("studies")
+            self.query_one("#pane-studies", StudiesPane).open_study(path)
+        else:
+            self.open_run(path)
+            self.action_show_pane("live")
+
     @on(RunsPane.Open)
     def run_chosen(self, message: RunsPane.Open) -> None:
-        self.open_run(message.path)
-        self.action_show_pane("live")
+        self.open_path(message.path)
+
+    def studies_pane(self) -> StudiesPane | None:
+        panes = self.query("#pane-studies")
+        return panes.first(StudiesPane) if panes else None
+
+    def study_running(self) -> bool:
+        pane = self.studies_pane()
+        return pane is not None and pane.study.running
 
     @on(ConfigurePane.Changed)
     def config_changed(self, message: ConfigurePane.Changed) -> None:
@@ -201,7 +221,7 @@ class SysprofApp(App):
 
     @work(exclusive=True, exit_on_error=False, group="run")
     async def stream_run(self, cfg: RunConfig, run_dir: Path) -> None:
-        self.client = RunnerClient(self.argv_factory(cfg, run_dir), run_dir)
+        self.client = RunnerClient(self.argv_factory(cfg, run_dir), run_dir / rundir.STDERR)
         try:
             returncode = await self.client.stream(self.apply_event)
         except OSError as exc:
@@ -217,9 +237,12 @@ class SysprofApp(App):
         if self.client and self.run_state.running:
             self.notify("Cancelling: SIGINT sent to the run's process group.")
             await self.client.cancel()
+        elif self.study_running():
+            self.notify("Cancelling the study: finished cells stay; run it again with --resume.")
+            await self.studies_pane().cancel()
 
     async def action_quit(self) -> None:
-        if not self.run_state.running:
+        if not self.run_state.running and not self.study_running():
             self.exit()
             return
 
@@ -231,9 +254,11 @@ class SysprofApp(App):
 
     def on_unmount(self) -> None:
         """Last line of defence against orphans: a runner still alive here is killed with its group."""
-        process = self.client.process if self.client else None
-        if process is not None and process.returncode is None:
-            signal_group(process.pid, signal.SIGKILL)
+        studies = self.studies_pane()
+        for client in (self.client, studies.client if studies else None):
+            process = client.process if client else None
+            if process is not None and process.returncode is None:
+                signal_group(process.pid, signal.SIGKILL)
 
     def table_on_screen(self, verb: str) -> ExportTable | None:
         """The visible pane's table (marked rows, else all), or None with a notice saying so."""
@@ -248,7 +273,7 @@ class SysprofApp(App):
         table = self.table_on_screen("export")
         if table is None:
             return
-        base = Path(self.run_state.run_dir) if self.run_state.run_dir else self.runs_root
+        base = table.base or (Path(self.run_state.run_dir) if self.run_state.run_dir else self.runs_root)
         self.push_screen(ExportModal(table, base / "exports" / f"{table.name}.md"), self.exported)
 
     def exported(self, path: str | None) -> None:

@@ -6,14 +6,16 @@ from pathlib import Path
 
 from profiler_core import rundir
 from profiler_core.options import OneLineParser
+from profiler_core.studies.catalog import study_kind
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = OneLineParser(prog="sysprof-tui", description="Terminal profiler for Transformer training steps.")
-    parser.add_argument("run_dirs", nargs="*", type=Path, help="saved run directories to open (offline)")
+    parser.add_argument("run_dirs", nargs="*", type=Path,
+                        help="saved run (or sweep/study) directories to open (offline)")
     parser.add_argument("--runs-dir", help="root of run directories (default $SYSPROF_RUNS or ./runs)")
     args = parser.parse_args(argv)
     for path in args.run_dirs:
-        if not (path / rundir.MANIFEST).is_file():
-            parser.error(f"{path} is not a run directory (no {rundir.MANIFEST})")
+        if not (path / rundir.MANIFEST).is_file() and study_kind(path) is None:
+            parser.error(f"{path} is not a run directory (no {rundir.MANIFEST}) nor a sweep or study directory")
     return args

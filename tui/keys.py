@@ -1,7 +1,7 @@
 """Every key of the app in one table: the bindings, the Help screen and the command palette read it.
 
 Global actions that must work while a text field has focus use control or function keys (a plain letter
-would be typed into the field); pane switching uses 1–6 when no field has focus (Esc leaves a field).
+would be typed into the field); pane switching uses 1–7 when no field has focus (Esc leaves a field).
 """
 from __future__ import annotations
 
@@ -21,19 +21,19 @@ class Key:
     scope: str = "all"
 
 
-PANES = ("configure", "live", "kernels", "memory", "runs", "help")
+PANES = ("configure", "live", "kernels", "memory", "runs", "studies", "help")
 
 GLOBAL_KEYS = (
     *(Key(str(number), f"show_pane('{pane}')", f"Show {pane.capitalize()}")
       for number, pane in enumerate(PANES, start=1)),
     Key("f1", "show_pane('help')", "Help", "Show Help (works while typing)", show=True, priority=True),
     Key("ctrl+r,f5", "run", "Run", "Run the configuration (works while typing)", show=True, priority=True),
-    Key("ctrl+g,f6", "cancel", "Cancel", "Cancel the run: SIGINT to its process group, kill after 10 s",
+    Key("ctrl+g,f6", "cancel", "Cancel", "Cancel the run or study: SIGINT to its process group, kill after 10 s",
         show=True, priority=True),
     Key("e,ctrl+s", "export", "Export", "Export the table on screen (marked rows, else all) to a file",
         show=True),
     Key("y", "copy", "Copy", "Copy the table on screen as Markdown to the clipboard (OSC 52)"),
-    Key("escape", "leave_field", "Leave field", "Leave a text field (then 1–6 switch screens)"),
+    Key("escape", "leave_field", "Leave field", "Leave a text field (then 1–7 switch screens)"),
     Key("q,ctrl+q", "quit", "Quit", "Quit (asks first while a run is going)", show=True),
 )
 
@@ -44,10 +44,13 @@ PANE_KEYS = (
     Key("S", "reverse_sort", "Reverse", "Reverse the sort order", scope="Kernels"),
     Key("slash", "focus_filter", "Filter", "Filter kernels by name", scope="Kernels"),
     Key("p", "next_phase", "Phase", "Restrict to the next phase / attention sub-range", scope="Kernels"),
-    Key("t", "next_table", "Table", "Next table: top allocations, categories, predicted vs measured", scope="Memory"),
+    Key("t", "next_table", "Table", "Next table (Memory: allocations, categories, predicted; Studies: results, "
+        "pivot, lab tables)", scope="Memory, Studies"),
     Key("enter", "open_run", "Open", "Open the run under the cursor", scope="Runs"),
     Key("c", "compare", "Compare", "Compare the two marked runs (B/A per phase with a noise verdict)", scope="Runs"),
     Key("g", "refresh", "Rescan", "Rescan the runs root", scope="Runs"),
+    Key("enter", "start_study", "Start", "Start the sweep or study in the command line (pick one from the list)",
+        scope="Studies"),
 )
 
 

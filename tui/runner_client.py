@@ -6,28 +6,27 @@ import signal
 from collections.abc import Callable
 from pathlib import Path
 
-from profiler_core import rundir
-from profiler_core.events import decode_line
+from profiler_core.events import EVENT_KINDS, decode_line
 from profiler_core.launch import CANCEL_GRACE_S, signal_group
 
 LINE_LIMIT = 1 << 20  # events are small, but a stray long line must not kill the reader
 
 
 class RunnerClient:
-    """One runner process: stream(on_event) until it exits; cancel() sends SIGINT, then kills."""
+    """One runner (or study) process: stream(on_event) until it exits; cancel() sends SIGINT, then kills."""
 
-    def __init__(self, argv: list[str], run_dir: Path):
-        self.argv, self.run_dir = argv, run_dir
+    def __init__(self, argv: list[str], stderr_path: Path, kinds: tuple[str, ...] = EVENT_KINDS):
+        self.argv, self.stderr_path, self.kinds = argv, stderr_path, kinds
         self.process: asyncio.subprocess.Process | None = None
 
     async def stream(self, on_event: Callable[[dict], None]) -> int:
-        with (self.run_dir / rundir.STDERR).open("ab") as stderr_log:
+        with self.stderr_path.open("ab") as stderr_log:
             self.process = await asyncio.create_subprocess_exec(
                 *self.argv, stdout=asyncio.subprocess.PIPE, stderr=stderr_log,
                 limit=LINE_LIMIT, start_new_session=True)
             assert self.process.stdout is not None
             async for line in self.process.stdout:
-                event = decode_line(line)
+                event = decode_line(line, self.kinds)
                 if event is not None:
                     on_event(event)
             return await self.process.wait()

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from textual.containers import Vertical
 from textual.reactive import reactive
@@ -14,6 +15,7 @@ from tui.state import RunState
 class ExportTable:
     name: str  # file stem for the default export path
     records: list[dict]
+    base: Path | None = None  # where exports/ goes by default (else the open run's directory)
 
 
 class Pane(Vertical):

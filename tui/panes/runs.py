@@ -1,4 +1,5 @@
-"""Runs: run directories under the runs root (and those opened), newest first; open one; compare two."""
+"""Runs: run and study directories under the runs root (and those opened), newest first; open one; compare
+two runs."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,6 +12,7 @@ from textual.widgets import DataTable, Static
 from profiler_core import rundir
 from profiler_core.compare import NOISE_SIGMAS, compare_summaries
 from profiler_core.report import format_ms
+from profiler_core.studies.catalog import list_studies, study_kind
 from tui.keys import pane_bindings
 from tui.panes.base import ExportTable, Pane
 from tui.run_files import short_path
@@ -38,10 +40,18 @@ def run_record(path: Path) -> dict:
             "started": record.manifest.get("started") or path.stat().st_mtime, "summary": summary}
 
 
+def study_row(record: dict) -> dict:
+    """A sweep or study in the runs table: its kind and how many cells finished, in the status column."""
+    return {"name": record["name"], "path": record["path"], "status": f"{record['kind']} {record['finished']}/"
+            f"{record['cells']}", "started": record["created"], "study": True}
+
+
 def list_run_records(root: Path, extra: list[Path]) -> list[dict]:
-    """Runs under root plus the ones opened on the command line, newest first (by manifest start time)."""
+    """Runs and studies under root plus the runs opened on the command line, newest first."""
     paths = {p.resolve(): p for p in [*extra, *rundir.list_runs(root)]}
-    return sorted((run_record(p) for p in paths.values()), key=lambda r: r["started"], reverse=True)
+    records = [run_record(p) for p in paths.values() if study_kind(p) is None]
+    records += [study_row(record) for record in list_studies(root)]
+    return sorted(records, key=lambda r: r["started"], reverse=True)
 
 
 class RunsPane(Pane):
@@ -58,7 +68,8 @@ class RunsPane(Pane):
         self.comparison: list[dict] = []
 
     def compose(self) -> ComposeResult:
-        yield Static(f"runs under {short_path(self.runs_root)} · enter open · space mark · c compare two",
+        yield Static(f"runs and studies under {short_path(self.runs_root)} · enter open · space mark · "
+                     "c compare two runs",
                      id="runs-title")
         yield MarkableTable(id="runs-table")
         yield Static(id="compare-title")
@@ -95,6 +106,9 @@ class RunsPane(Pane):
             self.notify("Mark exactly two runs with space, then press c.", severity="warning")
             return
         run_a, run_b = table.selected_records()
+        if run_a.get("study") or run_b.get("study"):
+            self.notify("Compare takes two runs; open a study (enter) to see its tables.", severity="warning")
+            return
         self.comparison = compare_summaries(run_a.get("summary") or {}, run_b.get("summary") or {})
         self.query_one("#compare-title", Static).update(
             f"A = {run_a['name']} · B = {run_b['name']} · verdict: |ΔB−A| > {NOISE_SIGMAS:g}·√(σA²+σB²) "

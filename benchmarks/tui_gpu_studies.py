@@ -1,0 +1,54 @@
+"""A study run from the app on a GPU: Textual's pilot types a command into the Studies screen, the real
+`sysprof study` runs it, and the screen is written out as text while it runs and when it ends.
+
+Usage (GPU): python3 benchmarks/tui_gpu_studies.py OUT_DIR ["study warmup --model small"]
+"""
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from pathlib import Path
+
+from tui.app import SysprofApp
+from tui.screen_text import screen_lines
+
+STUDY_TIMEOUT_S = 300
+
+
+def screen_text(app: SysprofApp) -> str:
+    return "\n".join(line.rstrip() for line in screen_lines(app))
+
+
+async def drive(out: Path, command: str) -> None:
+    app = SysprofApp(runs_dir=str(out / "runs"), settings_path=out / "settings.json")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("6")
+        await pilot.pause(0.5)
+        pane = app.query_one("#pane-studies")
+        pane.query_one("#study-command").value = command
+        pane.query_one("#study-command").focus()
+        started = time.monotonic()
+        await pilot.press("enter")
+        while not pane.study.done and time.monotonic() - started < STUDY_TIMEOUT_S:
+            await pilot.pause(1.0)
+        (out / "screen_studies_running.txt").write_text(screen_text(app) + "\n")
+        while pane.study.running and time.monotonic() - started < STUDY_TIMEOUT_S:
+            await pilot.pause(1.0)
+        await pilot.pause(2.0)  # the tables load in a thread worker
+        print(f"study {pane.study.stage} after {time.monotonic() - started:.0f} s: {pane.study.directory}")
+        for index in range(len(pane.tables)):
+            (out / f"screen_studies_table{index + 1}.txt").write_text(screen_text(app) + "\n")
+            print(screen_text(app))
+            await pilot.press("t")
+            await pilot.pause(0.3)
+
+
+def main() -> None:
+    out = Path(sys.argv[1])
+    out.mkdir(parents=True, exist_ok=True)
+    asyncio.run(drive(out, sys.argv[2] if len(sys.argv) > 2 else "study warmup --model small"))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,200 @@
+"""Studies: run a sweep or one of the seed reports' studies as `python -m profiler_core … --events`, follow
+its cells with an ETA, and show its tables (rebuilt from the study directory, so a saved one opens offline)."""
+from __future__ import annotations
+
+import re
+import shlex
+import sys
+from pathlib import Path
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.reactive import reactive
+from textual.widgets import Input, ProgressBar, Select, Static
+
+from profiler_core.nvml import gpu_count
+from profiler_core.studies.progress import STUDY_EVENTS
+from tui.keys import pane_bindings
+from tui.panes.base import ExportTable, Pane
+from tui.run_files import short_path
+from tui.runner_client import RunnerClient
+from tui.study_state import StudyState
+from tui.tables import MarkableTable
+
+STDERR_LOG = "studies-stderr.log"  # under the runs root: the study directory does not exist before it starts
+GPU_TEMPLATES = {
+    "seed sweep: small…2.7B × ctx 128–1024 × fp32/bf16":
+        "sweep --model small,medium,large,xl,2.7B --ctx 128,256,512,1024 --dtype fp32,bf16 --name seed",
+    "warm-up study: 0/1/2/5 warm-up steps": "study warmup --model small",
+    "torch.compile study: eager vs compiled": "study compile --model small",
+    "precision study: fp32/tf32/bf16 + lab": "study precision --models small,medium,large",
+    "attention microbenchmark": "study attention",
+    "custom sweep": "sweep --model small --ctx 128,256 --attention naive,sdpa",
+}
+CPU_TEMPLATES = {  # the same studies, sized for a laptop's CPU
+    "sweep: tiny × ctx × batch (CPU)": "sweep --model tiny --device cpu --ctx 32,64 --batch 1,2 --warmup 1 --steps 3",
+    "warm-up study (CPU)": "study warmup --model tiny --device cpu --ctx 64 --steps 5",
+    "precision study (CPU)": "study precision --models tiny --device cpu --ctx 64 --steps 3",
+}
+
+
+def study_argv(command: str, runs_root: Path) -> list[str]:
+    """The CLI line for what the user typed; ValueError with the reason when it is neither sweep nor study."""
+    words = shlex.split(command)
+    if not words or words[0] not in ("sweep", "study"):
+        raise ValueError("start with `sweep` (options of `sysprof run`, comma-separated) or `study KIND`")
+    return [sys.executable, "-m", "profiler_core", *words, "--runs-dir", str(runs_root), "--events"]
+
+
+def number_text(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:,.3f}" if abs(value) < 1e4 else f"{value:,.0f}"
+    return str(value)
+
+
+class StudiesPane(Pane):
+    BINDINGS = pane_bindings("Studies")
+    study: reactive[StudyState] = reactive(StudyState, always_update=True, init=False)
+    tables: reactive[dict] = reactive(dict, always_update=True, init=False)
+
+    def __init__(self, runs_root: Path, **kwargs):
+        super().__init__(**kwargs)
+        self.runs_root = runs_root
+        self.templates = GPU_TEMPLATES if gpu_count() > 0 else CPU_TEMPLATES
+        self.table_index = 0
+        self.client: RunnerClient | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static("pick a study or type a sweep · enter start · ctrl+g cancel · t next table · e export",
+                     id="study-help")
+        with Horizontal(id="study-controls"):
+            yield Select([(label, command) for label, command in self.templates.items()], allow_blank=False,
+                         id="study-template", compact=True)
+            yield Input(next(iter(self.templates.values())), id="study-command", compact=True)
+        yield Static(StudyState().progress_line(), id="study-progress")
+        yield ProgressBar(id="study-bar", show_eta=False)
+        yield Static(id="study-table-title")
+        yield MarkableTable(id="study-table")
+
+    def focus_main(self) -> None:
+        """The command line until there is a table to read; then the table, so t, space and e work."""
+        target = "#study-table" if self.tables or self.study.stage != "idle" else "#study-command"
+        self.query_one(target).focus()
+
+    @on(Select.Changed, "#study-template")
+    def template_chosen(self, event: Select.Changed) -> None:
+        self.query_one("#study-command", Input).value = str(event.value)
+
+    @on(Input.Submitted, "#study-command")
+    def action_start_study(self) -> None:
+        if self.study.running:
+            self.notify("A study is running: cancel it (ctrl+g) first.", severity="warning")
+            return
+        try:
+            argv = study_argv(self.query_one("#study-command", Input).value, self.runs_root)
+            self.runs_root.mkdir(parents=True, exist_ok=True)
+        except (ValueError, OSError) as exc:
+            self.notify(str(exc), title="Cannot start study", severity="error")
+            return
+        self.study, self.tables = StudyState(stage="running"), {}
+        self.query_one("#study-table").focus()
+        self.run_study(argv)
+
+    @work(exclusive=True, exit_on_error=False, group="study")
+    async def run_study(self, argv: list[str]) -> None:
+        log = self.runs_root / STDERR_LOG
+        log_start = log.stat().st_size if log.exists() else 0
+        self.client = RunnerClient(argv, log, kinds=STUDY_EVENTS)
+        try:
+            returncode = await self.client.stream(self.on_study_event)
+        except OSError as exc:
+            returncode, log_start = None, -1
+            self.notify(f"cannot start the study: {exc}", severity="error")
+        last_line = _last_line(log, log_start) if log_start >= 0 else ""
+        self.study = self.study.ended(returncode, last_line)
+        if self.study.directory:
+            self.load_tables(Path(self.study.directory))
+
+    def on_study_event(self, event: dict) -> None:
+        self.study = self.study.apply(event)
+        if event["event"] == "cell_done" and self.study.directory:
+            self.load_tables(Path(self.study.directory))
+
+    async def cancel(self) -> None:
+        if self.client is not None and self.study.running:
+            await self.client.cancel()
+
+    def open_study(self, path: Path) -> None:
+        if self.study.running:
+            self.notify("A study is running: cancel it (ctrl+g) before opening another.", severity="warning")
+            return
+        self.study = StudyState(stage="opened", directory=str(path), message=short_path(path))
+        self.load_tables(path)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="study-tables")
+    def load_tables(self, directory: Path) -> None:
+        from profiler_core.studies.catalog import study_record
+        from profiler_core.studies.results import study_tables  # pandas: only once a study is shown
+        from profiler_core.studies.sweep import SweepError
+
+        try:
+            tables, record = study_tables(directory), study_record(directory) or {}
+        except (SweepError, OSError, KeyError, ValueError) as exc:
+            self.app.call_from_thread(self.notify, f"cannot read {directory}: {exc}", severity="error")
+            return
+        self.app.call_from_thread(self.show_tables, tables, record)
+
+    def show_tables(self, tables: dict, record: dict) -> None:
+        if self.study.stage == "opened" and record:
+            self.study = StudyState(stage="opened", kind=record["kind"], directory=record["path"],
+                                    cells=record["cells"], pending=record["cells"], done=record["finished"],
+                                    message=short_path(Path(record["path"])))
+        self.tables = tables
+
+    def watch_study(self, study: StudyState) -> None:
+        self.query_one("#study-progress", Static).update(study.progress_line())
+        self.query_one("#study-bar", ProgressBar).update(total=study.pending or None, progress=study.done)
+
+    def watch_tables(self, tables: dict) -> None:
+        self.table_index = min(self.table_index, max(len(tables) - 1, 0))
+        self.show_table()
+
+    def show_table(self) -> None:
+        title, records = self.current_table()
+        table = self.query_one("#study-table", MarkableTable)
+        columns = {key: key for record in records for key in record}
+        table.show(columns, records, {key: number_text for key in columns})
+        count = f" ({self.table_index + 1}/{len(self.tables)}, t: next)" if len(self.tables) > 1 else ""
+        self.query_one("#study-table-title", Static).update(f"[b]{title}[/b]{count}" if title else "")
+
+    def current_table(self) -> tuple[str, list[dict]]:
+        if not self.tables:
+            return "", []
+        return list(self.tables.items())[self.table_index]
+
+    def action_next_table(self) -> None:
+        if self.tables:
+            self.table_index = (self.table_index + 1) % len(self.tables)
+            self.show_table()
+
+    def export_table(self) -> ExportTable | None:
+        title, _ = self.current_table()
+        if not title:
+            return None
+        name = re.sub(r"[^A-Za-z0-9.+]+", "-", title).strip("-").lower()
+        directory = Path(self.study.directory) if self.study.directory else None
+        return ExportTable(name, self.query_one("#study-table", MarkableTable).selected_records(), directory)
+
+
+def _last_line(log: Path, start: int) -> str:
+    """The last line the process wrote to stderr: the CLI's one-line reason when it refused the study."""
+    try:
+        with log.open("rb") as handle:
+            handle.seek(start)
+            lines = handle.read().decode(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return lines[-1].removeprefix("sysprof: error: ") if lines else ""

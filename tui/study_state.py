@@ -1,0 +1,70 @@
+"""What the Studies pane knows about the sweep or study it runs: a reducer over the `--events` stream."""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+
+
+@dataclass(frozen=True)
+class StudyState:
+    stage: str = "idle"  # idle | running | finished | failed | opened
+    kind: str | None = None
+    directory: str | None = None
+    cells: int = 0
+    pending: int = 0
+    done: int = 0
+    current: str = ""
+    eta_s: float | None = None
+    unfinished: tuple[str, ...] = ()  # "label: status" of every cell that did not end ok
+    message: str = ""
+
+    @property
+    def running(self) -> bool:
+        return self.stage == "running"
+
+    def apply(self, event: dict) -> "StudyState":
+        kind = event.get("event")
+        if kind == "study":
+            return replace(self, kind=event["kind"], directory=event["dir"], cells=event["cells"],
+                           pending=event["pending"])
+        if kind == "cell":
+            return replace(self, current=event["label"], done=event["done"], eta_s=event.get("eta_s"))
+        if kind == "cell_done":
+            unfinished = self.unfinished + ((f"{event['label']}: {event['status']}",)
+                                            if event["status"] != "ok" else ())
+            return replace(self, done=event["done"], eta_s=event.get("eta_s"), unfinished=unfinished,
+                           current="" if event["done"] >= self.pending else self.current)
+        return self
+
+    def ended(self, returncode: int | None, last_error: str) -> "StudyState":
+        """The process is gone: exit 0 finished everything, 1 left cells unfinished, anything else failed."""
+        if returncode in (0, 1) and self.directory:
+            return replace(self, stage="finished", current="",
+                           message="" if returncode == 0 else "some cells did not finish")
+        return replace(self, stage="failed", current="", message=last_error or f"exited with {returncode}")
+
+    def progress_line(self) -> str:
+        if self.stage == "idle":
+            return "No study yet: pick one (or type a sweep) and press enter."
+        head = f"[b]{self.kind or 'study'}[/b] · {self.stage}"
+        if self.cells:
+            head += f" · {self.done}/{self.pending} cells run"
+            if self.pending < self.cells:
+                head += f" ({self.cells - self.pending} already done)"
+        if self.running and self.eta_s is not None:
+            head += f" · ETA {duration(self.eta_s)}"
+        if self.current:
+            head += f"\nnow: {self.current}"
+        if self.unfinished:
+            head += "\n" + " · ".join(self.unfinished[-3:])
+        if self.message:
+            head += f"\n[b]{self.message}[/b]"
+        return head
+
+
+def duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds // 3600:.0f} h {seconds % 3600 / 60:02.0f} min"

@@ -147,5 +147,5 @@ def test_inflation_is_shown_as_the_sessions_ratio():
     from tui.panes.kernels import backend_line
 
     profile = {"backend": "nsys", "profiled_median_ms": 38.42, "clean_median_ms": 31.43, "inflation": 38.42 / 31.43}
-    line = backend_line({"profile": profile}, {})
+    line = backend_line(profile, {})
     assert "×1.22" in line and "38.4 ms vs clean 31.4 ms" in line

@@ -3,6 +3,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from profiler_core.config import RunConfig
@@ -60,6 +61,22 @@ async def test_kernels_screen_filters_sorts_restricts_and_details():
         await settle(app, pilot, "S")
         assert list(pane.view_rows["pct_of_phase"]) == sorted(values)
         assert "launches" in str(app.query_one("#kernel-details").render())
+
+
+async def test_kernel_header_follows_the_run_to_its_inflation_and_shows_per_step_time():
+    """The kernel tables arrive before the session's summary: the inflation line must catch up with it."""
+    app = offline_app(ANALYSED)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(app, pilot, "3")
+        assert "profiling inflation N/A" in text(app)
+        assert "GPU ms/step" in text(app) and "5 profiled steps" in text(app)
+        forward = app.query_one("#pane-kernels").data.analysis["phases"]["forward"]["gpu_ns"]
+        assert f"{forward / 5 / 1e6:,.2f}" in text(app)  # per step: the fixture profiled 5 steps
+        summary = dict(app.run_state.summary, profile={"backend": "nsys", "profiled_median_ms": 38.42,
+                                                       "clean_median_ms": 31.43, "inflation": 38.42 / 31.43})
+        app.run_state = replace(app.run_state, summary=summary)
+        await pilot.pause()
+        assert "profiling inflation ×1.22" in text(app)
 
 
 async def test_kernel_header_click_sorts_by_that_column():
@@ -205,13 +222,13 @@ async def test_quit_during_a_run_asks_and_cancel_leaves_no_process(tmp_path):
 async def test_help_lists_every_key_and_palette_has_every_action():
     app = offline_app()
     async with app.run_test(size=(120, 60)) as pilot:
-        await settle(app, pilot, "6")
+        await settle(app, pilot, "7")
         help_text = text(app)
         for key in (*GLOBAL_KEYS, *PANE_KEYS):
             assert key_label(key.keys) in help_text, key
         titles = {command.title for command in app.get_system_commands(app.screen)}
         assert {k.label for k in GLOBAL_KEYS} <= titles
-        assert "Kernels: Sort" in titles and "Runs: Compare" in titles
+        assert "Kernels: Sort" in titles and "Runs: Compare" in titles and "Studies: Start" in titles
 
 
 def test_non_run_path_is_one_line_error(tmp_path):

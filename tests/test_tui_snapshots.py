@@ -65,8 +65,15 @@ def test_runs_compare(snap_compare):
 
 
 def test_help(snap_compare):
-    assert snap(snap_compare, saved_app(), "6")
+    assert snap(snap_compare, saved_app(), "7")
 
 
 def test_export_dialog(snap_compare):
     assert snap(snap_compare, saved_app("small-h200-analyses"), "3", "e")
+
+
+def test_studies_saved_attention_grid(snap_compare):
+    """The H200 attention microbenchmark, opened offline from its study directory."""
+    app = SysprofApp(runs_dir=str(RUNS), open_runs=[Path("tests/data/studies/attention-h200")], initial=TINY,
+                     sample_gpu=False)
+    assert snap(snap_compare, app)

@@ -174,7 +174,8 @@ class SysprofApp(App):
         """A run directory opens on Live, a sweep or study directory on Studies."""
         if study_kind(path) is not None:
             self.action_show_pane("studies")
-            self.query_one("#pane-studies", StudiesPane).open_study(path)
+            # the pane may have been built just now: its widgets exist after the next refresh
+            self.call_after_refresh(self.query_one("#pane-studies", StudiesPane).open_study, path)
         else:
             self.open_run(path)
             self.action_show_pane("live")

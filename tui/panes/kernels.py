@@ -13,6 +13,7 @@ from textual.widgets import DataTable, Input, Static
 
 from tui.kernel_data import KernelData, KernelView, apply_view, load_kernel_data
 from tui.keys import pane_bindings
+from tui.live_numbers import profiled_numbers
 from tui.panes.base import ExportTable, Pane
 from tui.run_files import analysis_dir, short_path
 from tui.state import RunState
@@ -26,11 +27,12 @@ FORMATTERS = {"total_ns": ns_as_ms, "pct_of_phase": fixed(1), **{k: ns_as_us for
                                                                  ("avg_ns", "med_ns", "min_ns", "max_ns", "std_ns")}}
 
 
-def backend_line(summary: dict | None, analysis: dict) -> str:
+def backend_line(profile: dict | None, analysis: dict) -> str:
     """Which profiler made the table and how much it slowed the step (profiled vs clean medians)."""
-    profile = (summary or {}).get("profile") or {}
+    profile = profile or {}
     backend = profile.get("backend") or analysis.get("source_kind") or "unknown"
-    line = f"backend [b]{backend}[/b]"
+    steps = len(analysis.get("steps") or [])
+    line = f"backend [b]{backend}[/b]" + (f" · {steps} profiled steps" if steps else "")
     if profile.get("inflation") is not None:
         line += (f" · profiling inflation [b]×{profile['inflation']:.2f}[/b] (profiled median "
                  f"{profile['profiled_median_ms']:.1f} ms vs clean {profile['clean_median_ms']:.1f} ms)")
@@ -40,9 +42,11 @@ def backend_line(summary: dict | None, analysis: dict) -> str:
 
 
 def phase_breakdown(analysis: dict) -> Table:
-    """Per phase: GPU time, kernel count, GEMM fraction and the biggest classes."""
+    """Per phase: GPU time per profiled step and in all, kernel count, GEMM fraction and the biggest classes."""
     table = Table(box=None, padding=(0, 1), show_edge=False, header_style="bold")
-    for column, width in (("phase", 9), ("GPU ms", 7), ("kernels", 7), ("GEMM", 5), ("top classes", 20)):
+    steps = len(analysis.get("steps") or []) or None
+    for column, width in (("phase", 9), ("GPU ms/step", 11), ("ms total", 8), ("kernels", 7),
+                          ("GEMM", 5), ("top classes", 20)):
         table.add_column(column, justify="left" if column in ("phase", "top classes") else "right", no_wrap=True, min_width=width,
                          overflow="ellipsis")
     for phase, stats in (analysis.get("phases") or {}).items():
@@ -50,15 +54,20 @@ def phase_breakdown(analysis: dict) -> Table:
             continue
         total = stats["gpu_ns"] or 1
         classes = sorted(stats.get("by_class", {}).items(), key=lambda item: -item[1])[:2]
-        table.add_row(phase, f"{stats['gpu_ns'] / 1e6:,.1f}", f"{stats['kernels']:,}",
+        table.add_row(phase, _per_step(stats["gpu_ns"], steps), f"{stats['gpu_ns'] / 1e6:,.1f}", f"{stats['kernels']:,}",
                       f"{(analysis.get('gemm_fraction') or {}).get(phase, 0):.0%}",
                       " ".join(f"{name} {ns / total:.0%}" for name, ns in classes))
     attention = analysis.get("attention") or {}
     if attention.get("by_part"):
         parts = " ".join(f"{part.replace('computing ', '')} {ns / 1e6:.1f}ms"
                          for part, ns in attention["by_part"].items())
-        table.add_row("attention", f"{attention['gpu_ns'] / 1e6:,.1f}", f"{attention['kernels']:,}", "", parts)
+        table.add_row("attention", _per_step(attention["gpu_ns"], steps), f"{attention['gpu_ns'] / 1e6:,.1f}",
+                      f"{attention['kernels']:,}", "", parts)
     return table
+
+
+def _per_step(gpu_ns: float, steps: int | None) -> str:
+    return f"{gpu_ns / steps / 1e6:,.2f}" if steps else "N/A"
 
 
 def kernel_details(record: dict | None) -> str:
@@ -90,6 +99,8 @@ class KernelsPane(Pane):
         yield Static(id="kernel-details")
 
     def watch_run_state(self, state: RunState) -> None:
+        if self.data is not None and self.data.table is not None:  # the inflation is known once the run ends
+            self.query_one("#kernel-header", Static).update(backend_line(profiled_numbers(state), self.data.analysis))
         directory = analysis_dir(state, "kernels")
         ready = not state.running or state.analysis_path("kernels") is not None
         if ready and directory is not None and directory != self.loaded_dir:
@@ -107,7 +118,7 @@ class KernelsPane(Pane):
             header.update(data.problem if data else "No kernel tables.")
             phases.update("")
         else:
-            header.update(backend_line(self.run_state.summary, data.analysis))
+            header.update(backend_line(profiled_numbers(self.run_state), data.analysis))
             phases.update(phase_breakdown(data.analysis))
         self.view = KernelView()
 

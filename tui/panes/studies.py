@@ -50,8 +50,8 @@ def study_argv(command: str, runs_root: Path) -> list[str]:
 def number_text(value: object) -> str:
     if value is None:
         return ""
-    if isinstance(value, float):
-        return f"{value:,.3f}" if abs(value) < 1e4 else f"{value:,.0f}"
+    if isinstance(value, float):  # ms and MiB: three significant decimals where they matter
+        return f"{value:,.3f}" if abs(value) < 100 else f"{value:,.1f}"
     return str(value)
 
 
@@ -68,7 +68,7 @@ class StudiesPane(Pane):
         self.client: RunnerClient | None = None
 
     def compose(self) -> ComposeResult:
-        yield Static("pick a study or type a sweep · enter start · ctrl+g cancel · t next table · e export",
+        yield Static("pick a study or type a sweep · enter start · ctrl+g cancel · t table · e export",
                      id="study-help")
         with Horizontal(id="study-controls"):
             yield Select([(label, command) for label, command in self.templates.items()], allow_blank=False,

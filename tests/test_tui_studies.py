@@ -1,0 +1,153 @@
+"""The Studies screen: a real CPU study started from the app, saved H200 studies opened offline, bad input."""
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from tui.app import SysprofApp
+from tui.panes.studies import study_argv
+from tui.screen_text import screen_lines
+from tui.study_state import StudyState
+
+DATA = Path(__file__).parent / "data"
+ATTENTION, WARMUP = DATA / "studies" / "attention-h200", DATA / "studies" / "warmup-small-h200"
+ATTENTION_OOM = DATA / "studies" / "attention-oom-h200"
+
+
+def text(app) -> str:
+    return "\n".join(screen_lines(app))
+
+
+async def settle(app, pilot, *keys):
+    await pilot.pause()
+    for key in keys:
+        await pilot.press(key)
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+def studies_app(tmp_path, *opened):
+    return SysprofApp(runs_dir=str(tmp_path / "runs"), open_runs=list(opened), sample_gpu=False,
+                      settings_path=tmp_path / "settings.json")
+
+
+async def type_command(app, pilot, command: str) -> None:
+    field = app.query_one("#study-command")
+    field.value = command
+    field.focus()
+    await pilot.press("enter")
+
+
+async def wait_for_end(app, pilot, limit_s=240):
+    pane = app.query_one("#pane-studies")
+    for _ in range(int(limit_s / 0.5)):
+        if not pane.study.running:
+            break
+        await pilot.pause(0.5)
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+    return pane
+
+
+async def test_a_study_started_in_the_app_runs_the_real_cli_and_shows_its_tables(tmp_path):
+    app = studies_app(tmp_path)
+    async with app.run_test(size=(110, 36)) as pilot:
+        await settle(app, pilot, "6")
+        await type_command(app, pilot, "study warmup --model tiny --device cpu --ctx 16 --steps 2 --warmups 0,2")
+        pane = await wait_for_end(app, pilot)
+        assert pane.study.stage == "finished" and (pane.study.done, pane.study.pending) == (2, 2)
+        assert list(pane.tables) == ["warm-up study", "cells"]
+        assert "warm-up study (1/2, t: next)" in text(app) and "warmup · finished · 2/2 cells run" in text(app)
+        await settle(app, pilot, "t")
+        assert "cells (2/2" in text(app)
+        await settle(app, pilot, "e")
+        field = app.screen.query_one("#export-path")
+        assert field.value == str(Path(pane.study.directory) / "exports" / "cells.md")
+        await settle(app, pilot, "enter")
+        exported = (Path(pane.study.directory) / "exports" / "cells.md").read_text().splitlines()
+        assert exported[0].startswith("| model | ctx | warmup | status |") and len(exported) == 4
+
+
+async def test_refused_commands_say_why_in_one_line(tmp_path):
+    app = studies_app(tmp_path)
+    async with app.run_test(size=(110, 36)) as pilot:
+        await settle(app, pilot, "6")
+        await type_command(app, pilot, "sweep --model tiny --device cpu --ctx 16,abc")
+        pane = await wait_for_end(app, pilot, limit_s=60)
+        assert pane.study.stage == "failed" and pane.study.message == "--ctx takes integers; got '16,abc'"
+        assert "--ctx takes integers" in text(app) and "Traceback" not in text(app)
+        await type_command(app, pilot, "train --model tiny")
+        await pilot.pause()
+        assert pane.study.stage == "failed"  # nothing started
+        assert any("start with `sweep`" in str(n.message) for n in app._notifications)
+
+
+async def test_saved_attention_study_opens_offline_with_its_memory_accounting(tmp_path):
+    app = studies_app(tmp_path, ATTENTION)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(app, pilot)
+        pane = app.query_one("#pane-studies")
+        assert pane.study.stage == "opened" and (pane.study.done, pane.study.cells) == (60, 60)
+        rows = next(iter(pane.tables.values()))
+        longest = {row["impl"]: row for row in rows if row["d"] == 64 and row["seq"] == 16384}
+        assert longest["eager"]["T×T tensors saved"] == 1.03 and longest["sdpa"]["T×T tensors saved"] == 0
+        assert "attention · opened · 60/60 cells run" in text(app)
+
+
+async def test_runs_screen_lists_a_study_and_opens_it_in_studies(tmp_path):
+    shutil.copytree(WARMUP, tmp_path / "runs" / WARMUP.name)
+    app = studies_app(tmp_path)
+    async with app.run_test(size=(110, 36)) as pilot:
+        await settle(app, pilot, "5")
+        assert "warmup 4/4" in text(app)
+        await settle(app, pilot, "enter")
+        await settle(app, pilot)
+        pane = app.query_one("#pane-studies")
+        first = pane.tables["warm-up study"][0]
+        assert first["warm-up steps"] == 0 and first["first / mean"] > 5  # the H200's cold first step
+
+
+def test_study_state_counts_cells_and_keeps_what_did_not_finish():
+    state = StudyState(stage="running")
+    for event in ({"event": "study", "kind": "sweep", "dir": "runs/s", "cells": 3, "pending": 2},
+                  {"event": "cell", "index": 1, "label": "ctx=64", "done": 0, "pending": 2, "eta_s": None},
+                  {"event": "cell_done", "index": 1, "label": "ctx=64", "status": "oom", "done": 1, "pending": 2,
+                   "eta_s": 30.0}):
+        state = state.apply(event)
+    assert state.unfinished == ("ctx=64: oom",) and state.done == 1
+    line = state.progress_line()
+    assert "1/2 cells run (1 already done)" in line and "ETA 30 s" in line and "ctx=64: oom" in line
+    assert state.ended(1, "").stage == "finished" and state.ended(130, "sysprof: interrupted").stage == "failed"
+    assert StudyState(stage="running").ended(2, "bad").message == "bad"  # refused before a directory existed
+
+
+def test_study_argv_adds_the_runs_root_and_the_event_stream(tmp_path):
+    argv = study_argv("sweep --model 'small,medium' --ctx 128", tmp_path)
+    assert argv[1:] == ["-m", "profiler_core", "sweep", "--model", "small,medium", "--ctx", "128",
+                        "--runs-dir", str(tmp_path), "--events"]
+
+
+def test_tui_command_line_opens_a_study_directory(tmp_path):
+    from tui.cli import parse_args
+
+    assert parse_args([str(ATTENTION)]).run_dirs == [ATTENTION]
+    result = subprocess.run([sys.executable, "-c", "from tui.cli import parse_args; parse_args(['" + str(tmp_path) + "'])"],
+                            capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1])
+    assert result.returncode == 2 and "nor a sweep or study directory" in result.stderr
+
+
+def test_attention_fixture_is_the_real_h200_grid():
+    plan = json.loads((ATTENTION / "study.json").read_text())
+    assert (plan["batch"], plan["iters"], plan["dtype"], len(plan["cells"])) == (8, 100, "fp32", 60)
+
+
+def test_an_oom_cell_is_a_row_and_the_study_still_counts_as_done():
+    """Real H200 run: eager attention at T = 65536 needs a 128 GiB T×T tensor; SDPA runs it in 1.5 GiB."""
+    from profiler_core.studies.results import main_table_ok, study_tables
+
+    tables = study_tables(ATTENTION_OOM)
+    rows = {(row["impl"], row["seq"]): row for row in next(iter(tables.values()))}
+    assert rows[("eager", 65536)]["status"] == "oom" and rows[("eager", 65536)]["fwd mean ms"] is None
+    assert rows[("sdpa", 65536)]["status"] == "ok" and rows[("sdpa", 65536)]["peak MiB"] < 2048
+    assert main_table_ok(tables)

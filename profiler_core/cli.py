@@ -12,6 +12,7 @@ from rich.console import Console
 from profiler_core import report, rundir
 from profiler_core.analyze import AnalyzeError, analyze_path, print_analysis
 from profiler_core.backends import BackendUnavailable, choose_backend
+from profiler_core.cli_export import add_export_options, command_export
 from profiler_core.cli_studies import add_study_parsers, command_study
 from profiler_core.cli_sweep import add_sweep_options, command_sweep
 from profiler_core.compare import compare_summaries
@@ -43,6 +44,8 @@ def build_parser() -> OneLineParser:
     analyze.add_argument("--nsys", help="nsys to export a .nsys-rep with")
     add_sweep_options(commands.add_parser("sweep", help="run the cartesian product of comma-separated values"))
     add_study_parsers(commands)
+    add_export_options(commands.add_parser("export", help="any table of a run or study directory as CSV, "
+                                                          "Markdown, JSON or LaTeX"))
     compare = commands.add_parser("compare", help="phase by phase, B against A, with a noise-aware verdict")
     compare.add_argument("run_a", type=Path)
     compare.add_argument("run_b", type=Path)
@@ -133,7 +136,7 @@ def command_compare(args) -> int:
 
 
 COMMANDS = {"run": command_run, "models": command_models, "analyze": command_analyze, "sweep": command_sweep,
-            "study": command_study, "compare": command_compare}
+            "study": command_study, "compare": command_compare, "export": command_export}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,44 @@
+"""`sysprof export`: any table of a saved run or study directory (real H200 data), and its one-line errors."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data"
+ANALYSED, ATTENTION_OOM = DATA / "runs" / "small-h200-analyses", DATA / "studies" / "attention-oom-h200"
+
+
+def sysprof(*args):
+    return subprocess.run([sys.executable, "-m", "profiler_core", "export", *map(str, args)], capture_output=True,
+                          text=True, timeout=120, cwd=ROOT)
+
+
+def test_lists_and_exports_a_run_directorys_tables(tmp_path):
+    listed = sysprof(ANALYSED, "--list")
+    assert listed.returncode == 0
+    assert [line.split("\t")[0] for line in listed.stdout.splitlines()] == ["phases", "steps", "kernels",
+                                                                            "top allocations"]
+    kernels = sysprof(ANALYSED, "--table", "kern", "--format", "json")
+    rows = json.loads(kernels.stdout)
+    assert len(rows) == 64 and rows[0]["phase"] == "forward" and rows[0]["class"] == "gemm"
+    written = sysprof(ANALYSED, "--table", "phases", "--output", tmp_path / "phases.csv")
+    assert written.returncode == 0 and "wrote 'phases'" in written.stderr
+    assert (tmp_path / "phases.csv").read_text().startswith("phase,")
+
+
+def test_exports_a_study_with_its_oom_row_as_markdown():
+    result = sysprof(ATTENTION_OOM)
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("| impl | d | seq | status |") and len(lines) == 2 + 6
+    assert "| eager | 64 | 65536 | oom |" in result.stdout
+
+
+def test_bad_paths_and_names_are_one_line_errors(tmp_path):
+    for args, reason in (((tmp_path,), "neither a run directory"),
+                         ((ANALYSED, "--table", "nope"), "no table 'nope'; choose from 'phases'"),
+                         ((ANALYSED, "--output", "/proc/no/x.md"), "not a writable folder"),
+                         ((ANALYSED, "--output", tmp_path / "x.txt"), "end the name in")):
+        result = sysprof(*args)
+        assert result.returncode == 2 and reason in result.stderr and "Traceback" not in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1

@@ -19,7 +19,7 @@ from profiler_core.report import print_rows
 from profiler_core.studies import attention, sweep
 from profiler_core.studies.catalog import LAB_FILE
 from profiler_core.studies.progress import Progress
-from profiler_core.studies.results import main_table_ok, study_tables
+from profiler_core.studies.results import all_cells_done, study_tables
 from profiler_core.studies.tables import compact
 
 err = Console(stderr=True, highlight=False)
@@ -79,8 +79,8 @@ def _run_configs(args, name: str, configs: list[RunConfig], varied: list[str],
 
 
 def emit_tables(args, study_dir: Path, started: float) -> int:
-    """Print (or write) the study's tables, rebuilt from its directory; exit 1 when a cell of the main
-    table did not finish (ok or oom)."""
+    """Print (or write) the study's tables, rebuilt from its directory; exit 1 when a cell did not finish
+    (ok or oom)."""
     tables = study_tables(study_dir)
     main_table = next(iter(tables.values()))
     if args.output:
@@ -92,7 +92,7 @@ def emit_tables(args, study_dir: Path, started: float) -> int:
         for name, table in tables.items():
             print_rows(Console(), compact(table), name)
         err.print(f"[dim]{study_dir} ({time.perf_counter() - started:.0f} s)[/]")
-    return 0 if main_table_ok(tables) else 1
+    return 0 if all_cells_done(tables) else 1
 
 
 def _start(args) -> float:

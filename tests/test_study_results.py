@@ -8,7 +8,7 @@ import pytest
 
 from profiler_core.studies import sweep
 from profiler_core.studies.catalog import list_studies, study_kind, study_record
-from profiler_core.studies.results import main_table_ok, study_tables
+from profiler_core.studies.results import all_cells_done, study_tables
 from profiler_core.studies.sweep import SweepError
 
 TINY = dict(model="tiny", ctx=16, batch=2, warmup=0, steps=2, device="cpu")
@@ -41,7 +41,7 @@ def test_warmup_tables_come_from_the_directory(warmup_study):
     assert list(tables) == ["warm-up study", "cells"]
     assert [row["warm-up steps"] for row in tables["warm-up study"]] == [0, 1]
     assert all(row["step mean ms"] > 0 and row["first / mean"] > 0 for row in tables["warm-up study"])
-    assert main_table_ok(tables)
+    assert all_cells_done(tables)
 
 
 def test_catalog_lists_the_study_with_its_progress(warmup_study):
@@ -56,7 +56,7 @@ def test_unfinished_cells_are_pending_rows_and_fail_the_check(tmp_path):
     sweep_dir = sweep.create(tmp_path, "grid", configs, ["ctx", "batch"])
     tables = study_tables(sweep_dir)
     assert [row["status"] for row in tables["sweep results"]] == ["pending"] * 4
-    assert not main_table_ok(tables)
+    assert not all_cells_done(tables)
     assert study_record(sweep_dir)["finished"] == 0
     (sweep_dir / "cells" / "000-x").mkdir()
     (sweep_dir / "cells" / "000-x" / "summary.json").write_text("{torn")

@@ -73,7 +73,8 @@ def _attention_tables(study_dir: Path) -> dict[str, list[dict]]:
     return {title: rows}
 
 
-def main_table_ok(tables: dict[str, list[dict]]) -> bool:
-    """Every cell of the main table finished (ok or oom); a compared pair reads "ok/oom"."""
-    rows = next(iter(tables.values()), [])
-    return all(part in ("ok", "oom") for row in rows for part in str(row.get("status", "ok")).split("/"))
+def all_cells_done(tables: dict[str, list[dict]]) -> bool:
+    """Every cell finished (ok or oom) in every table that has a status (a compared pair reads "ok/oom");
+    a precision table has none of its own, so its cells table decides."""
+    return all(part in ("ok", "oom") for rows in tables.values() for row in rows
+               for part in str(row.get("status", "ok")).split("/"))

@@ -1,7 +1,6 @@
 """sysprof-tui: configure a run, watch it live, read its kernel and memory tables, compare and export."""
 from __future__ import annotations
 
-import os
 import signal
 import sys
 from collections.abc import Callable, Iterable
@@ -16,15 +15,15 @@ from textual.worker import get_current_worker
 
 from profiler_core import rundir
 from profiler_core.config import RunConfig
-from profiler_core.export import osc52, to_markdown
 from profiler_core.events import finish_event
 from profiler_core.launch import mark_killed, session_argv, signal_group
 from profiler_core.nvml import gpu_count
 from profiler_core.studies.catalog import study_kind
 from profiler_core.telemetry import GpuTelemetry, NvmlSampler
 from tui.keys import GLOBAL_KEYS, PANE_KEYS, PANES, bindings, delegated_pane_bindings
-from tui.modals import ConfirmQuit, ExportModal
-from tui.panes.base import ExportTable, Pane
+from tui.exporting import TableExportActions
+from tui.modals import ConfirmQuit
+from tui.panes.base import Pane
 from tui.panes.configure import ConfigurePane
 from tui.panes.help import HelpPane
 from tui.panes.kernels import KernelsPane
@@ -54,7 +53,7 @@ def default_argv(cfg: RunConfig, run_dir: Path) -> list[str]:
     return session_argv(cfg, run_dir)
 
 
-class SysprofApp(App):
+class SysprofApp(TableExportActions, App):
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses live in other folders
     TITLE = "sysprof"
     BINDINGS = bindings(GLOBAL_KEYS) + delegated_pane_bindings()
@@ -260,39 +259,6 @@ class SysprofApp(App):
             process = client.process if client else None
             if process is not None and process.returncode is None:
                 signal_group(process.pid, signal.SIGKILL)
-
-    def table_on_screen(self, verb: str) -> ExportTable | None:
-        """The visible pane's table (marked rows, else all), or None with a notice saying so."""
-        pane = self.current_pane()
-        table = pane.export_table() if pane else None
-        if table is None or not table.records:
-            self.notify(f"No table on this screen to {verb}.", severity="warning")
-            return None
-        return table
-
-    def action_export(self) -> None:
-        table = self.table_on_screen("export")
-        if table is None:
-            return
-        base = table.base or (Path(self.run_state.run_dir) if self.run_state.run_dir else self.runs_root)
-        self.push_screen(ExportModal(table, base / "exports" / f"{table.name}.md"), self.exported)
-
-    def exported(self, path: str | None) -> None:
-        if path:
-            self.notify(f"wrote {path}", title="Exported")
-
-    def action_copy(self) -> None:
-        table = self.table_on_screen("copy")
-        if table is not None:
-            self.copy_table(table)
-
-    def copy_table(self, table: ExportTable) -> None:
-        """OSC 52, plus the tmux passthrough form inside tmux (one of them reaches the outer terminal)."""
-        text = to_markdown(table.records)
-        self.copy_to_clipboard(text)
-        if os.environ.get("TMUX") and self._driver is not None:
-            self._driver.write(osc52(text, tmux_passthrough=True))
-        self.notify(f"copied {len(table.records)} rows as Markdown (OSC 52)")
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="telemetry")
     def sample_telemetry(self) -> None:

@@ -1,0 +1,47 @@
+"""The app's export and copy actions: the visible pane's table to a file (ExportModal) or, as Markdown, to the
+clipboard over OSC 52."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from profiler_core.export import osc52, to_markdown
+from tui.modals import ExportModal
+from tui.panes.base import ExportTable
+
+
+class TableExportActions:
+    """Mixed into the App: needs current_pane(), run_state and runs_root."""
+
+    def table_on_screen(self, verb: str) -> ExportTable | None:
+        """The visible pane's table (marked rows, else all), or None with a notice saying so."""
+        pane = self.current_pane()
+        table = pane.export_table() if pane else None
+        if table is None or not table.records:
+            self.notify(f"No table on this screen to {verb}.", severity="warning")
+            return None
+        return table
+
+    def action_export(self) -> None:
+        table = self.table_on_screen("export")
+        if table is None:
+            return
+        base = table.base or (Path(self.run_state.run_dir) if self.run_state.run_dir else self.runs_root)
+        self.push_screen(ExportModal(table, base / "exports" / f"{table.name}.md"), self.exported)
+
+    def exported(self, path: str | None) -> None:
+        if path:
+            self.notify(f"wrote {path}", title="Exported")
+
+    def action_copy(self) -> None:
+        table = self.table_on_screen("copy")
+        if table is not None:
+            self.copy_table(table)
+
+    def copy_table(self, table: ExportTable) -> None:
+        """OSC 52, plus the tmux passthrough form inside tmux (one of them reaches the outer terminal)."""
+        text = to_markdown(table.records)
+        self.copy_to_clipboard(text)
+        if os.environ.get("TMUX") and self._driver is not None:
+            self._driver.write(osc52(text, tmux_passthrough=True))
+        self.notify(f"copied {len(table.records)} rows as Markdown (OSC 52)")

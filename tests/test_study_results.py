@@ -79,3 +79,18 @@ def test_a_directory_that_is_no_study_is_one_clear_error(tmp_path):
     assert study_kind(tmp_path) is None
     with pytest.raises(SweepError, match="is not a sweep or study directory"):
         study_tables(tmp_path)
+
+
+def test_precision_study_keeps_its_lab_in_the_directory(tmp_path):
+    """The lab runs once, before the cells; its tables come back from the study directory like the rest."""
+    args = [sys.executable, "-m", "profiler_core", "study", "precision", "--models", "tiny", "--device", "cpu",
+            "--ctx", "16", "--steps", "2", "--warmup", "0", "--runs-dir", str(tmp_path), "--json"]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    printed = json.loads(done.stdout)
+    study_dir = tmp_path / printed["study_dir"].rsplit("/", 1)[1]
+    assert (study_dir / "precision_lab.json").is_file() and study_kind(study_dir) == "precision"
+    tables = study_tables(study_dir)
+    assert list(tables)[0] == "fp32 vs tf32 vs bf16 step time" and any(name.startswith("accumulating") for name in tables)
+    assert [row["status"] for row in tables["cells"]] == ["ok"] * 3
+    assert printed["fp32 vs tf32 vs bf16 step time"][0]["fp32 speedup"] == 1.0

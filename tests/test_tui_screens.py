@@ -10,7 +10,7 @@ from profiler_core.config import RunConfig
 from tui.app import SysprofApp
 from tui.keys import GLOBAL_KEYS, PANE_KEYS, key_label
 from tui.modals import ConfirmQuit, ExportModal
-from tui.screen_text import screen_lines
+from tui_helpers import settle, text
 
 DATA = Path(__file__).parent / "data"
 RUNS = DATA / "runs"
@@ -27,18 +27,6 @@ def fake_factory(*extra):
 
 def offline_app(*runs, runs_dir=None, **kwargs):
     return SysprofApp(runs_dir=str(runs_dir or RUNS), open_runs=list(runs), sample_gpu=False, **kwargs)
-
-
-async def settle(app, pilot, *keys):
-    await pilot.pause()
-    for key in keys:
-        await pilot.press(key)
-    await app.workers.wait_for_complete()
-    await pilot.pause()
-
-
-def text(app) -> str:
-    return "\n".join(screen_lines(app))
 
 
 async def test_kernels_screen_filters_sorts_restricts_and_details():

@@ -7,24 +7,12 @@ from pathlib import Path
 
 from tui.app import SysprofApp
 from tui.panes.studies import study_argv
-from tui.screen_text import screen_lines
+from tui_helpers import settle, text
 from tui.study_state import StudyState
 
 DATA = Path(__file__).parent / "data"
 ATTENTION, WARMUP = DATA / "studies" / "attention-h200", DATA / "studies" / "warmup-small-h200"
 ATTENTION_OOM = DATA / "studies" / "attention-oom-h200"
-
-
-def text(app) -> str:
-    return "\n".join(screen_lines(app))
-
-
-async def settle(app, pilot, *keys):
-    await pilot.pause()
-    for key in keys:
-        await pilot.press(key)
-    await app.workers.wait_for_complete()
-    await pilot.pause()
 
 
 def studies_app(tmp_path, *opened):

@@ -8,6 +8,7 @@ from textual.containers import Vertical
 from textual.reactive import reactive
 from textual.widgets import DataTable
 
+from tui.run_files import analysis_dir
 from tui.state import RunState
 
 
@@ -20,6 +21,16 @@ class ExportTable:
 
 class Pane(Vertical):
     run_state: reactive[RunState] = reactive(RunState, always_update=True, init=False)
+    loaded_dir: Path | None = None  # the analysis directory this pane shows
+
+    def analysis_to_load(self, state: RunState, kind: str) -> Path | None:
+        """The run's `kind` analysis directory when it is ready and not the one already shown (then it is)."""
+        directory = analysis_dir(state, kind)
+        ready = not state.running or state.analysis_path(kind) is not None
+        if not ready or directory is None or directory == self.loaded_dir:
+            return None
+        self.loaded_dir = directory
+        return directory
 
     def focus_main(self) -> None:
         """Focus the pane's first table so its keys (space, enter, s …) work at once."""

@@ -15,7 +15,7 @@ from tui.kernel_data import KernelData, KernelView, apply_view, load_kernel_data
 from tui.keys import pane_bindings
 from tui.live_numbers import profiled_numbers
 from tui.panes.base import ExportTable, Pane
-from tui.run_files import analysis_dir, short_path
+from tui.run_files import short_path
 from tui.state import RunState
 from tui.tables import MarkableTable, fixed, ns_as_ms, ns_as_us
 
@@ -86,7 +86,6 @@ class KernelsPane(Pane):
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
-        self.loaded_dir: Path | None = None
         self.view_rows = None  # the filtered, sorted DataFrame behind the table
 
     def compose(self) -> ComposeResult:
@@ -101,10 +100,8 @@ class KernelsPane(Pane):
     def watch_run_state(self, state: RunState) -> None:
         if self.data is not None and self.data.table is not None:  # the inflation is known once the run ends
             self.query_one("#kernel-header", Static).update(backend_line(profiled_numbers(state), self.data.analysis))
-        directory = analysis_dir(state, "kernels")
-        ready = not state.running or state.analysis_path("kernels") is not None
-        if ready and directory is not None and directory != self.loaded_dir:
-            self.loaded_dir = directory
+        directory = self.analysis_to_load(state, "kernels")
+        if directory is not None:
             self.load(directory)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="kernels")

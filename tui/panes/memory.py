@@ -15,7 +15,7 @@ from tui.keys import pane_bindings
 from tui.memory_data import (MEMORY_TABLES, SNAPSHOT, load_memory_analysis, memory_table,
                              peaks_by_phase)
 from tui.panes.base import ExportTable, Pane
-from tui.run_files import analysis_dir, short_path
+from tui.run_files import short_path
 from tui.state import RunState
 from tui.tables import MarkableTable, fixed
 
@@ -57,7 +57,6 @@ class MemoryPane(Pane):
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
-        self.loaded_dir: Path | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("No run yet: run one with memory capture, or open a saved run (5).", id="memory-summary")
@@ -68,10 +67,8 @@ class MemoryPane(Pane):
         yield MarkableTable(id="memory-table")
 
     def watch_run_state(self, state: RunState) -> None:
-        directory = analysis_dir(state, "memory")
-        ready = not state.running or state.analysis_path("memory") is not None
-        if ready and directory is not None and directory != self.loaded_dir:
-            self.loaded_dir = directory
+        directory = self.analysis_to_load(state, "memory")
+        if directory is not None:
             self.load(directory)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="memory")

@@ -69,7 +69,7 @@ class RunsPane(Pane):
 
     def compose(self) -> ComposeResult:
         yield Static(f"runs and studies under {short_path(self.runs_root)} · enter open · space mark · "
-                     "c compare two runs",
+                     "c compare",
                      id="runs-title")
         yield MarkableTable(id="runs-table")
         yield Static(id="compare-title")

@@ -1,0 +1,15 @@
+"""Pilot helpers the app tests share."""
+from tui.screen_text import screen_lines
+
+
+async def settle(app, pilot, *keys):
+    """Press the keys, each followed by the workers it started, then let the screen redraw."""
+    await pilot.pause()
+    for key in keys:
+        await pilot.press(key)
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+def text(app) -> str:
+    return "\n".join(screen_lines(app))

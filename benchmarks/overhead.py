@@ -15,8 +15,8 @@ import torch
 import torch.nn.functional as F
 
 from profiler_core.config import RunConfig
-from profiler_core.timing import StepInstruments, run_step
-from profiler_core.workload import AUTOCAST_DTYPES, build_workload
+from profiler_core.runner.timing import StepInstruments, run_step
+from profiler_core.runner.workload import AUTOCAST_DTYPES, build_workload
 
 
 def bare_step(model, optimizer, tokens, targets, dtype) -> dict:

@@ -1,6 +1,8 @@
 """The CS336 Assignment 1 Transformer LM: pre-norm, RMSNorm, SwiGLU, RoPE, causal MHA, untied head."""
 from __future__ import annotations
 
+from models.phases import ATTENTION_OUTPUT, ATTENTION_RANGE, ATTENTION_SCORES, ATTENTION_SOFTMAX
+
 import math
 
 import torch
@@ -83,20 +85,20 @@ class RotaryEmbedding(nn.Module):
 
 def naive_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     """Materializes the (T, T) scores; the NVTX sub-ranges are the ones the CS336 reports time."""
-    with nvtx_range("scaled dot product attention"):
+    with nvtx_range(ATTENTION_RANGE):
         seq_len = q.shape[-2]
-        with nvtx_range("computing attention scores"):
+        with nvtx_range(ATTENTION_SCORES):
             scores = einsum(q, k, "... q d, ... k d -> ... q k") / math.sqrt(q.shape[-1])
             causal = torch.ones(seq_len, seq_len, dtype=torch.bool, device=q.device).tril()
             scores = scores.masked_fill(~causal, float("-inf"))
-        with nvtx_range("computing softmax"):
+        with nvtx_range(ATTENTION_SOFTMAX):
             probs = torch.softmax(scores, dim=-1)
-        with nvtx_range("final matmul"):
+        with nvtx_range(ATTENTION_OUTPUT):
             return einsum(probs, v, "... q k, ... k d -> ... q d")
 
 
 def sdpa_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    with nvtx_range("scaled dot product attention"):
+    with nvtx_range(ATTENTION_RANGE):
         return F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
 

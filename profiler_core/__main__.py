@@ -1,3 +1,3 @@
-from profiler_core.cli import entry_point
+from profiler_core.cli.main import entry_point
 
 entry_point()

@@ -1,33 +1,27 @@
 """`sysprof analyze PATH`: kernel tables or memory analysis from whatever the user has at hand."""
 from __future__ import annotations
 
+from profiler_core.errors import AnalyzeError
+
 import subprocess
 from pathlib import Path
 
 from profiler_core import rundir
-from profiler_core.kernels.errors import KernelReportError
-from profiler_core.kernels.locate import find_nsys
-from profiler_core.kernels.nsys_commands import export_sqlite_argv
+from profiler_core.kernels.nsys.locate import find_nsys
+from profiler_core.kernels.nsys.commands import export_sqlite_argv
 from profiler_core.kernels.summary import analyze_attribution, analyze_sqlite, analyze_stats_dir
 from profiler_core.kernels.torch_trace import attribute_torch_trace
 from profiler_core.memory import analyze_snapshot
-from profiler_core.memory.snapshot import SnapshotError
-from profiler_core.report_analysis import print_kernel_analysis, print_memory_analysis
 
 SNAPSHOT_SUFFIXES = (".pickle", ".pkl", ".xz", ".gz")
 
 
-class AnalyzeError(Exception):
-    """A path that cannot be analyzed; str() is the one-line reason."""
 
 
 def analyze_path(path: Path, nsys: str | None = None) -> dict:
     if not path.exists():
         raise AnalyzeError(f"{path}: no such file or directory")
-    try:
-        return _dispatch(path, nsys)
-    except (KernelReportError, SnapshotError, rundir.RunDirError) as exc:
-        raise AnalyzeError(str(exc)) from None
+    return _dispatch(path, nsys)  # every reader raises a SysprofError with its one-line reason
 
 
 def _dispatch(path: Path, nsys: str | None) -> dict:
@@ -70,10 +64,3 @@ def _export_sqlite(report: Path, nsys: str | None) -> Path:
         raise AnalyzeError(f"nsys export failed: {detail[-1] if detail else f'exit code {result.returncode}'}")
     return sqlite_path
 
-
-def print_analysis(console, analysis: dict) -> None:
-    if "phases" in analysis:
-        print_kernel_analysis(console, analysis)
-    memory = analysis.get("memory") if "phases" in analysis else analysis
-    if memory and "peak_allocated_bytes" in memory:
-        print_memory_analysis(console, memory)

@@ -11,10 +11,11 @@ With fewer than 2 steps in either run there is no spread to compare against: "to
 """
 from __future__ import annotations
 
+from models.phases import TIMED_PHASES
+
 import math
 
 NOISE_SIGMAS = 2.0
-COMPARED_PHASES = ("forward", "backward", "optimizer", "step")
 
 
 def noise_threshold_ms(stats_a: dict, stats_b: dict) -> float:
@@ -49,4 +50,4 @@ def compare_summaries(summary_a: dict, summary_b: dict) -> list[dict]:
     """One row per phase present in both runs (the step row last)."""
     phases_a, phases_b = summary_a.get("phases") or {}, summary_b.get("phases") or {}
     return [compare_phase(phase, phases_a[phase], phases_b[phase])
-            for phase in COMPARED_PHASES if phase in phases_a and phase in phases_b]
+            for phase in TIMED_PHASES if phase in phases_a and phase in phases_b]

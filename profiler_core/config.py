@@ -1,6 +1,8 @@
 """RunConfig: what to run, checked before anything starts, with a one-line reason for each bad value."""
 from __future__ import annotations
 
+from profiler_core.errors import ConfigError
+
 import dataclasses
 from dataclasses import dataclass
 
@@ -16,8 +18,6 @@ CUSTOM = "custom"
 DIM_FIELDS = ("d_model", "d_ff", "layers", "heads", "vocab")
 
 
-class ConfigError(ValueError):
-    """A configuration that cannot run; str() is the one-line reason shown to the user."""
 
 
 @dataclass(frozen=True)

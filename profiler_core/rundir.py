@@ -7,6 +7,8 @@
 """
 from __future__ import annotations
 
+from profiler_core.errors import RunDirError
+
 import json
 import os
 import time
@@ -22,8 +24,6 @@ TORCH_TRACE, MEMORY_SNAPSHOT = "torch_trace.json", "memory_snapshot.pickle"
 ANALYSIS, PHASE_KERNELS = "analysis.json", "phase_kernels.csv"
 
 
-class RunDirError(OSError):
-    """A run directory that cannot be created or read; str() is the one-line reason."""
 
 
 def runs_root(explicit: str | None = None) -> Path:

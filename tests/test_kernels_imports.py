@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_kernels_package_imports_neither_torch_nor_textual():
     code = (
-        "import sys, profiler_core.kernels, profiler_core.kernels.nsys_commands, profiler_core.kernels.locate;"
+        "import sys, profiler_core.kernels, profiler_core.kernels.nsys.commands, profiler_core.kernels.nsys.locate;"
         "bad = {'torch', 'textual'} & {m.split('.')[0] for m in sys.modules};"
         "assert not bad, bad"
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from profiler_core.kernels.nsys_commands import (
+from profiler_core.kernels.nsys.commands import (
     STATS_REPORTS, export_sqlite_argv, postprocess_report, profile_argv, stats_argv,
 )
 

@@ -8,11 +8,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from profiler_core.errors import KernelReportError
 from profiler_core.kernels import (
-    KernelReportError, find_report_file, nsys_output_errors, nsys_output_skips, read_stats_csv,
+    find_report_file, nsys_output_errors, nsys_output_skips, read_stats_csv,
     read_stats_tables, split_stats_csv_line,
 )
-from profiler_core.kernels.stats_schema import normalize_header, split_range_domain
+from profiler_core.kernels.nsys_stats.schema import normalize_header, split_range_domain
 
 FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
 PUBLIC = FIXTURES / "nsys_public"

@@ -64,7 +64,7 @@ def test_empty_trace_reports_the_baseline():
 
 
 def test_terminal_sparkline_keeps_the_peak_column():
-    from profiler_core.report_analysis import timeline_sparkline
+    from profiler_core.render.analysis_report import timeline_sparkline
 
     levels = [0] * 500 + [10] + [2] * 499  # one spike between flat stretches
     line = timeline_sparkline(levels, 50)

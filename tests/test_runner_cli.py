@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from profiler_core import rundir, runner
+from profiler_core import rundir
+from profiler_core.runner import engine as runner
 from profiler_core.config import RunConfig
-from profiler_core.launch import RunnerProcess, mark_killed, runner_argv
+from profiler_core.session.process import RunnerProcess, mark_killed, runner_argv
 
 TINY = ["--model", "tiny", "--ctx", "32", "--batch", "2", "--device", "cpu"]
 

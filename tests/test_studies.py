@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from profiler_core import session as session_module
+from profiler_core.session import passes as session_module
 from profiler_core.compare import compare_summaries, verdict
 from profiler_core.config import ConfigError, RunConfig
 from profiler_core.studies import sweep
@@ -120,7 +120,7 @@ def test_compile_and_precision_tables():
 
 
 def test_precision_lab_computed_live_on_cpu():
-    result = subprocess.run([sys.executable, "-m", "profiler_core.precision_lab", "--device", "cpu"],
+    result = subprocess.run([sys.executable, "-m", "profiler_core.runner.precision_lab", "--device", "cpu"],
                             capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[1])
     lab = json.loads(result.stdout)
     sums = [row["sum"] for row in lab["accumulation"]]

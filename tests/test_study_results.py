@@ -9,7 +9,7 @@ import pytest
 from profiler_core.studies import sweep
 from profiler_core.studies.catalog import list_studies, study_kind, study_record
 from profiler_core.studies.results import all_cells_done, study_tables
-from profiler_core.studies.sweep import SweepError
+from profiler_core.errors import StudyError
 
 TINY = dict(model="tiny", ctx=16, batch=2, warmup=0, steps=2, device="cpu")
 
@@ -77,7 +77,7 @@ def test_finished_grid_gets_a_pivot_by_its_varied_fields(tmp_path):
 
 def test_a_directory_that_is_no_study_is_one_clear_error(tmp_path):
     assert study_kind(tmp_path) is None
-    with pytest.raises(SweepError, match="is not a sweep or study directory"):
+    with pytest.raises(StudyError, match="is not a sweep or study directory"):
         study_tables(tmp_path)
 
 

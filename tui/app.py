@@ -16,7 +16,7 @@ from textual.worker import get_current_worker
 from profiler_core import rundir
 from profiler_core.config import RunConfig
 from profiler_core.events import finish_event
-from profiler_core.launch import mark_killed, session_argv, signal_group
+from profiler_core.session.process import mark_killed, session_argv, signal_group
 from profiler_core.nvml import gpu_count
 from profiler_core.studies.catalog import study_kind
 from profiler_core.telemetry import GpuTelemetry, NvmlSampler

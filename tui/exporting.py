@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from profiler_core.export import osc52, to_markdown
+from profiler_core.render.export import osc52, to_markdown
 from tui.modals import ExportModal
 from tui.panes.base import ExportTable
 

@@ -10,7 +10,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
-from profiler_core.export import ExportError, write_table
+from profiler_core.render.export import ExportError, write_table
 from tui.panes.base import ExportTable
 
 

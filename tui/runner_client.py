@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from profiler_core.events import EVENT_KINDS, decode_line
-from profiler_core.launch import CANCEL_GRACE_S, signal_group
+from profiler_core.session.process import CANCEL_GRACE_S, signal_group
 
 LINE_LIMIT = 1 << 20  # events are small, but a stray long line must not kill the reader
 

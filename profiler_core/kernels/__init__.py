@@ -1,19 +1,28 @@
-"""Kernel-table analysis of Nsight Systems output (pure Python: pandas + sqlite3).
+"""Kernel-table analysis of profiler output (pure Python: pandas + sqlite3; no torch, no textual).
 
-No torch and no textual here: the TUI and the CLI both import this package.
+    attribution.py   kernels labelled with the phase whose range launched them (nsys sqlite)
+    torch_trace.py   the same from a torch.profiler trace
+    nsys/            finding nsys, its command lines, the sqlite export's tables
+    nsys_stats/      the CSVs `nsys stats` writes, read version-tolerantly
+    summary.py       the analysis document (`sysprof analyze --json`) and the per-phase kernel table
+
+Names load on first use, so importing the package (the session does, to name a backend) costs no pandas.
 """
+import importlib
 
-from .attribution import KernelAttribution, attribute_kernels, containing_range, find_main_thread
-from .classify import KERNEL_CLASSES, classify_kernel, classify_kernels
-from .errors import KernelReportError
-from .stats_attribution import attribution_from_stats_dir
-from .stats_csv import find_report_file, read_stats_csv, read_stats_tables, split_stats_csv_line
-from .stats_text import nsys_output_errors, nsys_output_skips
-from .summary import analyze_sqlite, analyze_stats_dir, phase_kernel_table
+_EXPORTS = {
+    "KernelAttribution": "attribution", "attribute_kernels": "attribution", "containing_range": "attribution",
+    "find_main_thread": "attribution", "KERNEL_CLASSES": "classify", "classify_kernel": "classify",
+    "classify_kernels": "classify", "attribution_from_stats_dir": "nsys_stats.attribution",
+    "find_report_file": "nsys_stats.csv_reader", "read_stats_csv": "nsys_stats.csv_reader",
+    "read_stats_tables": "nsys_stats.csv_reader", "split_stats_csv_line": "nsys_stats.csv_reader",
+    "nsys_output_errors": "nsys_stats.text", "nsys_output_skips": "nsys_stats.text",
+    "analyze_sqlite": "summary", "analyze_stats_dir": "summary", "phase_kernel_table": "summary",
+}
+__all__ = sorted(_EXPORTS)
 
-__all__ = [
-    "KERNEL_CLASSES", "KernelAttribution", "KernelReportError", "analyze_sqlite", "analyze_stats_dir",
-    "attribute_kernels", "attribution_from_stats_dir", "classify_kernel", "classify_kernels",
-    "containing_range", "find_main_thread", "find_report_file", "nsys_output_errors", "nsys_output_skips",
-    "phase_kernel_table", "read_stats_csv", "read_stats_tables", "split_stats_csv_line",
-]
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)

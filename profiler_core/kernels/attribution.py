@@ -15,6 +15,8 @@ nest within each other, which holds for the runner's ranges.
 
 from __future__ import annotations
 
+from models.phases import ATTENTION_PARTS, ATTENTION_RANGE, ATTRIBUTED_PHASES, OTHER, PHASE_OF_RANGE, STEP_RANGE
+
 import re
 import sqlite3
 from dataclasses import dataclass, field
@@ -23,17 +25,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .classify import classify_kernel
-from .errors import KernelReportError
-from .sqlite_tables import (
+from profiler_core.kernels.classify import classify_kernel
+from profiler_core.errors import KernelReportError
+from profiler_core.kernels.nsys.sqlite_tables import (
     load_kernels, load_launch_calls, load_nvtx_ranges, load_strings, load_thread_names, open_nsys_sqlite,
 )
 
-PHASES = ("forward", "backward", "optimizer", "other")
-PHASE_OF_RANGE = {"forward": "forward", "backward": "backward", "optimizer step": "optimizer", "optimizer": "optimizer"}
-ATTENTION_RANGE = "scaled dot product attention"
-ATTENTION_PARTS = ("computing attention scores", "computing softmax", "final matmul")
-STEP_RANGE = re.compile(r"^step (\d+)$")
 NO_RANGE = -1
 
 
@@ -118,8 +115,8 @@ def _kernels_with_launch_calls(conn) -> pd.DataFrame:
 def _label_kernels(kernels: pd.DataFrame, main_ranges: pd.DataFrame) -> None:
     times = kernels["api_start"].to_numpy()
     phase_ranges = main_ranges[main_ranges["name"].isin(PHASE_OF_RANGE)]
-    phases = _labels(times, phase_ranges, phase_ranges["name"].map(PHASE_OF_RANGE), "other")
-    kernels["phase"] = pd.Categorical(phases, categories=PHASES)
+    phases = _labels(times, phase_ranges, phase_ranges["name"].map(PHASE_OF_RANGE), OTHER)
+    kernels["phase"] = pd.Categorical(phases, categories=ATTRIBUTED_PHASES)
     step_ranges = main_ranges[main_ranges["name"].str.match(STEP_RANGE)]
     step_numbers = step_ranges["name"].str.extract(STEP_RANGE)[0].astype(int)
     kernels["step"] = _labels(times, step_ranges, step_numbers, NO_RANGE).astype(np.int64)

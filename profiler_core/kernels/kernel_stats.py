@@ -6,11 +6,14 @@ str, dict, list) so it goes straight into the analyze JSON.
 
 from __future__ import annotations
 
+from models.phases import (ATTENTION_OUTPUT, ATTENTION_PARTS, ATTENTION_RANGE, ATTENTION_SCORES, ATTENTION_SOFTMAX,
+                           ATTRIBUTED_PHASES, PHASE_OF_RANGE, STEP_RANGE)
+
 import numpy as np
 import pandas as pd
 
-from .attribution import (
-    ATTENTION_PARTS, ATTENTION_RANGE, NO_RANGE, PHASE_OF_RANGE, PHASES, STEP_RANGE, KernelAttribution,
+from profiler_core.kernels.attribution import (
+    NO_RANGE, KernelAttribution,
 )
 
 TOP_NON_GEMM = 5
@@ -55,7 +58,7 @@ def phase_summaries(attribution: KernelAttribution) -> dict[str, dict]:
     wall = ranges.assign(phase=ranges["name"].map(PHASE_OF_RANGE)).dropna(subset=["phase"])
     steps = max(kernels.loc[kernels["step"] != NO_RANGE, "step"].nunique(), 1)
     summaries = {}
-    for phase in PHASES:
+    for phase in ATTRIBUTED_PHASES:
         in_phase = kernels[kernels["phase"] == phase]
         phase_wall = wall[wall["phase"] == phase]
         summaries[phase] = _phase_summary(in_phase, phase_wall, attribution.names, steps)
@@ -105,8 +108,8 @@ def attention_summary(attribution: KernelAttribution) -> dict:
     kernels, ranges = attribution.kernels, attribution.main_ranges
     inside = kernels[kernels["in_attention"]]
     by_part = {part: int(inside.loc[inside["attention_part"] == part, "duration"].sum()) for part in ATTENTION_PARTS}
-    softmax_ns = by_part["computing softmax"]
-    matmul_ns = by_part["computing attention scores"] + by_part["final matmul"]
+    softmax_ns = by_part[ATTENTION_SOFTMAX]
+    matmul_ns = by_part[ATTENTION_SCORES] + by_part[ATTENTION_OUTPUT]
     gpu_ns = int(inside["duration"].sum())
     return {
         "ranges": int((ranges["name"] == ATTENTION_RANGE).sum()),

@@ -17,12 +17,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from .attribution import PHASES, KernelAttribution, attribute_kernels
-from .classify import classify_kernels
-from .errors import KernelReportError
-from .kernel_stats import attention_summary, busy_union_ns, kernel_table, phase_summaries, step_summaries
-from .stats_attribution import attribution_from_stats_dir, phase_kernel_rows_from_stats_dir
-from .stats_csv import find_report_file, read_stats_csv
+from models.phases import ATTRIBUTED_PHASES, OTHER
+from profiler_core.kernels.attribution import KernelAttribution, attribute_kernels
+from profiler_core.kernels.classify import classify_kernels
+from profiler_core.errors import KernelReportError
+from profiler_core.kernels.kernel_stats import attention_summary, busy_union_ns, kernel_table, phase_summaries, step_summaries
+from profiler_core.kernels.nsys_stats.attribution import attribution_from_stats_dir, phase_kernel_rows_from_stats_dir
+from profiler_core.kernels.nsys_stats.csv_reader import find_report_file, read_stats_csv
 
 KERNEL_FIELDS = ("name", "class", "instances", "total_ns", "avg_ns", "med_ns", "min_ns", "max_ns", "std_ns")
 
@@ -41,7 +42,7 @@ def analyze_attribution(attribution: KernelAttribution, source: str, source_kind
         "source_kind": source_kind,
         "kernels": _kernel_records(kernel_table(kernels, attribution.names, short_names=attribution.short_names)),
         "phases": phases,
-        "gemm_fraction": {phase: phases[phase]["gemm_fraction"] for phase in PHASES},
+        "gemm_fraction": {phase: phases[phase]["gemm_fraction"] for phase in ATTRIBUTED_PHASES},
         "attention": attention_summary(attribution),
         "steps": step_summaries(attribution),
         "totals": {
@@ -65,15 +66,15 @@ def analyze_stats_dir(path: str | Path) -> dict:
         attribution = attribution_from_stats_dir(stats_dir)
         phases, notes = attribution["phases"], attribution["notes"]
     except KernelReportError as error:
-        phases = {phase: _empty_phase() for phase in PHASES}
-        phases["other"] = _all_other(kernels)
+        phases = {phase: _empty_phase() for phase in ATTRIBUTED_PHASES}
+        phases[OTHER] = _all_other(kernels)
         notes.append(f"no phase attribution: {error}")
     return {
         "source": str(stats_dir),
         "source_kind": "nsys-stats-csv",
         "kernels": _kernel_records(kernels),
         "phases": phases,
-        "gemm_fraction": {p: _fraction(phases[p]["by_class"].get("gemm", 0), phases[p]["gpu_ns"]) for p in PHASES},
+        "gemm_fraction": {p: _fraction(phases[p]["by_class"].get("gemm", 0), phases[p]["gpu_ns"]) for p in ATTRIBUTED_PHASES},
         "totals": {"gpu_ns": int(kernels["total_ns"].sum()), "kernels": int(kernels["instances"].sum())},
         "notes": notes,
     }
@@ -92,7 +93,7 @@ def phase_kernel_table(source: str | Path | KernelAttribution) -> pd.DataFrame:
     else:
         return phase_kernel_table(attribute_kernels(source))
     table = table.reindex(columns=["phase", *KERNEL_FIELDS])
-    table["phase"] = pd.Categorical(table["phase"].astype(str), categories=PHASES)
+    table["phase"] = pd.Categorical(table["phase"].astype(str), categories=ATTRIBUTED_PHASES)
     table = table.sort_values(["phase", "total_ns"], ascending=[True, False], ignore_index=True)
     phase_totals = table.groupby("phase", observed=True)["total_ns"].transform("sum")
     table["pct_of_phase"] = (100.0 * table["total_ns"] / phase_totals).round(2)

@@ -13,6 +13,8 @@ renamed file still opens.
 
 from __future__ import annotations
 
+from profiler_core.errors import SnapshotError
+
 import bz2
 import gzip
 import io
@@ -32,11 +34,6 @@ _SAFE_BUILTINS = {"set", "frozenset", "tuple", "list", "dict", "bytearray", "com
 _SAFE_GLOBALS = {("collections", "OrderedDict"), ("collections", "defaultdict")}
 
 
-class SnapshotError(Exception):
-    """A file is not a readable memory snapshot. The message is one line, meant for the user."""
-
-    def __init__(self, message: str):
-        super().__init__(" ".join(str(message).split()))
 
 
 class ForeignObject:

@@ -22,7 +22,7 @@ def grid(impls: list[str], dims: list[int], seqs: list[int]) -> list[list[dict]]
 
 
 def _bench_argv(cells: list[dict], batch: int, iters: int, dtype: str) -> list[str]:
-    return [sys.executable, "-m", "profiler_core.attention_bench", "--cells-json", json.dumps(cells),
+    return [sys.executable, "-m", "profiler_core.runner.attention_bench", "--cells-json", json.dumps(cells),
             "--batch", str(batch), "--iters", str(iters), "--dtype", dtype]
 
 

@@ -8,7 +8,7 @@ from profiler_core import rundir
 from profiler_core.studies import attention
 from profiler_core.studies.catalog import ATTENTION_PLAN, LAB_FILE, study_kind
 from profiler_core.studies.derived import compile_table, precision_table, warmup_table
-from profiler_core.studies.sweep import SweepError
+from profiler_core.errors import StudyError
 from profiler_core.studies.tables import pivot, sweep_rows, visible_columns
 
 PIVOT_VALUE = "fwd mean ms"
@@ -18,7 +18,7 @@ def study_tables(study_dir: Path) -> dict[str, list[dict]]:
     """Title → records, the main table first. Cells not yet run show as pending rows."""
     kind = study_kind(study_dir)
     if kind is None:
-        raise SweepError(f"{study_dir} is not a sweep or study directory")
+        raise StudyError(f"{study_dir} is not a sweep or study directory")
     if kind == "attention":
         return _attention_tables(study_dir)
     rows = sweep_rows(study_dir)

@@ -6,6 +6,8 @@ that was killed, cancelled or crashed runs again. An OOM is a result (a row with
 """
 from __future__ import annotations
 
+from profiler_core.errors import StudyError
+
 import itertools
 import shutil
 import time
@@ -13,16 +15,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from profiler_core import rundir
-from profiler_core.backends import choose_backend
+from profiler_core.session.backends import choose_backend
 from profiler_core.config import ConfigError, RunConfig, config_problems, validate
-from profiler_core.session import Session
+from profiler_core.session.passes import Session
 
 PLAN, CELLS = "sweep.json", "cells"
 DONE_STATUSES = ("ok", "oom")
 
 
-class SweepError(Exception):
-    """A sweep that cannot start or resume; str() is the one-line reason."""
 
 
 def expand(grid: dict[str, list]) -> list[RunConfig]:
@@ -49,7 +49,7 @@ def create(root: Path, name: str, configs: list[RunConfig], varied: list[str], s
     try:
         (sweep_dir / CELLS).mkdir(parents=True)
     except OSError as exc:
-        raise SweepError(f"cannot create {sweep_dir}: {exc.strerror or exc}") from None
+        raise StudyError(f"cannot create {sweep_dir}: {exc.strerror or exc}") from None
     plan = {"study": study, "varied": varied, "cells": [cfg.to_dict() for cfg in configs], "created": time.time()}
     rundir.write_json(sweep_dir / PLAN, plan)
     return sweep_dir
@@ -59,15 +59,15 @@ def load_plan(sweep_dir: Path) -> tuple[list[RunConfig], list[str]]:
     try:
         plan = rundir.read_json(sweep_dir / PLAN) if sweep_dir.is_dir() else None
     except rundir.RunDirError as exc:
-        raise SweepError(str(exc)) from None
+        raise StudyError(str(exc)) from None
     if not plan:
-        raise SweepError(f"{sweep_dir} is not a sweep directory (no {PLAN})")
+        raise StudyError(f"{sweep_dir} is not a sweep directory (no {PLAN})")
     try:
         configs = [RunConfig.from_dict(cell) for cell in plan["cells"]]
         for cfg in configs:
             validate(cfg)
     except (ConfigError, TypeError, KeyError, AttributeError) as exc:
-        raise SweepError(f"{sweep_dir / PLAN} is damaged: {exc}") from None
+        raise StudyError(f"{sweep_dir / PLAN} is damaged: {exc}") from None
     return configs, plan.get("varied", [])
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from profiler_core import rundir
-from profiler_core.stats import summarize_ms
+from profiler_core.metrics import summarize_ms
 from profiler_core.studies.sweep import cell_dir, cell_summary, load_plan
 from models.presets import PRESETS
 

@@ -12,7 +12,7 @@ from models.presets import PRESETS, count_params, human_count
 from profiler_core.config import (ATTENTIONS, CUSTOM, DEVICES, DIM_FIELDS, DTYPES, MATMUL_PRECISIONS, MODES,
                                   PROFILERS, RunConfig, config_problems)
 from profiler_core.memory.accounting import predict_memory
-from profiler_core.report import format_bytes
+from profiler_core.render.run_report import format_bytes
 from tui.panes.base import Pane
 
 CHOICES = {"mode": MODES, "dtype": DTYPES, "matmul_precision": MATMUL_PRECISIONS, "attention": ATTENTIONS,

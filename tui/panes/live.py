@@ -7,7 +7,7 @@ from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.widgets import DataTable, Label, ProgressBar, Sparkline, Static
 
-from profiler_core.report import format_ms
+from profiler_core.render.run_report import format_ms
 from profiler_core.telemetry import GpuTelemetry, telemetry_cells
 from tui.live_numbers import CHART_SERIES, chart_series, profiled_numbers, running_phases, running_throughput
 from tui.panes.base import ExportTable, Pane

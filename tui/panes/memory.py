@@ -9,8 +9,8 @@ from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import Sparkline, Static
 
-from profiler_core.report import format_bytes
-from profiler_core.report_analysis import phase_mark_line
+from profiler_core.render.run_report import format_bytes
+from profiler_core.render.analysis_report import phase_mark_line
 from tui.keys import pane_bindings
 from tui.memory_data import (MEMORY_TABLES, SNAPSHOT, load_memory_analysis, memory_table,
                              peaks_by_phase)

@@ -11,7 +11,7 @@ from textual.widgets import DataTable, Static
 
 from profiler_core import rundir
 from profiler_core.compare import NOISE_SIGMAS, compare_summaries
-from profiler_core.report import format_ms
+from profiler_core.render.run_report import format_ms
 from profiler_core.studies.catalog import list_studies, study_kind
 from tui.keys import pane_bindings
 from tui.panes.base import ExportTable, Pane

@@ -138,11 +138,11 @@ class StudiesPane(Pane):
     def load_tables(self, directory: Path) -> None:
         from profiler_core.studies.catalog import study_record
         from profiler_core.studies.results import study_tables  # pandas: only once a study is shown
-        from profiler_core.studies.sweep import SweepError
+        from profiler_core.errors import StudyError
 
         try:
             tables, record = study_tables(directory), study_record(directory) or {}
-        except (SweepError, OSError, KeyError, ValueError) as exc:
+        except (StudyError, OSError, KeyError, ValueError) as exc:
             self.app.call_from_thread(self.notify, f"cannot read {directory}: {exc}", severity="error")
             return
         self.app.call_from_thread(self.show_tables, tables, record)

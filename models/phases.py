@@ -1,0 +1,35 @@
+"""Phase names and the NVTX range names that mark them: the one place both are spelled.
+
+Imported by the model (attention sub-ranges), the runner's timer (phase ranges, step ranges) and the kernel
+attribution (which reads the same names back out of a profile). No torch: the analyzers and the app import it.
+"""
+from __future__ import annotations
+
+import re
+
+FORWARD, BACKWARD, OPTIMIZER = "forward", "backward", "optimizer"
+PHASES = (FORWARD, BACKWARD, OPTIMIZER)  # in step order; a mode runs a prefix of them
+STEP = "step"  # the whole step's wall time, reported beside the phases
+OTHER = "other"  # kernels launched outside every phase range (data, synchronisation, the profiler itself)
+TIMED_PHASES = (*PHASES, STEP)  # what a run's statistics and a comparison cover
+ATTRIBUTED_PHASES = (*PHASES, OTHER)  # what a kernel table splits GPU time into
+
+# NVTX range per phase; "optimizer step" is the CS336 handout's name for it.
+PHASE_RANGES = {FORWARD: "forward", BACKWARD: "backward", OPTIMIZER: "optimizer step"}
+# Reading a profile back: every range name that means a phase (a bare "optimizer" from users' scripts too).
+PHASE_OF_RANGE = {**{name: phase for phase, name in PHASE_RANGES.items()}, "optimizer": OPTIMIZER}
+
+WARMUP_RANGE = "warmup"
+COMPILE_RANGE = "compile"
+STEP_RANGE = re.compile(r"^step (\d+)$")
+
+
+def step_range(index: int) -> str:
+    """The range around measured step `index` (matches STEP_RANGE)."""
+    return f"step {index}"
+
+
+# The naive attention's ranges, as the CS336 reports time them.
+ATTENTION_RANGE = "scaled dot product attention"
+ATTENTION_SCORES, ATTENTION_SOFTMAX, ATTENTION_OUTPUT = "computing attention scores", "computing softmax", "final matmul"
+ATTENTION_PARTS = (ATTENTION_SCORES, ATTENTION_SOFTMAX, ATTENTION_OUTPUT)

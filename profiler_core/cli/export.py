@@ -1,0 +1,75 @@
+"""`sysprof export PATH [--table NAME] [--output FILE | --format md|csv|json|tex] [--list]`: any table of a run or
+study directory, in the shapes the app exports."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from profiler_core import rundir
+from profiler_core.render import export
+from profiler_core.config import ConfigError
+from profiler_core.studies.catalog import study_kind
+
+FORMATS = {"md": "markdown", "csv": "csv", "json": "json", "tex": "latex"}
+
+
+def add_export_options(parser) -> None:
+    parser.add_argument("path", type=Path, help="a run directory or a sweep/study directory")
+    parser.add_argument("--table", help="which table (a name, or the start of one; default: the first)")
+    parser.add_argument("--output", help="write to PATH (.csv, .md, .json, .tex); default: stdout")
+    parser.add_argument("--format", choices=list(FORMATS), default="md", help="stdout format (default md)")
+    parser.add_argument("--list", action="store_true", help="list the tables of PATH")
+
+
+def run_tables(run_dir: Path) -> dict[str, list[dict]]:
+    """phases, steps, and, where the passes ran, kernels and the largest allocations."""
+    record = rundir.load_run(run_dir)
+    phases = (record.summary or {}).get("phases") or {}
+    tables = {"phases": [{"phase": name} | stats for name, stats in phases.items()], "steps": record.steps}
+    kernels = run_dir / "kernels" / "phase_kernels.csv"
+    if kernels.is_file():
+        import pandas as pd
+
+        tables["kernels"] = pd.read_csv(kernels).to_dict("records")
+    memory = rundir.read_json(run_dir / "memory" / "analysis.json") or {}
+    if memory.get("top_allocations"):
+        tables["top allocations"] = memory["top_allocations"]
+    return tables
+
+
+def directory_tables(path: Path) -> dict[str, list[dict]]:
+    if study_kind(path) is not None:
+        from profiler_core.studies.results import study_tables
+
+        return study_tables(path)
+    if not (path / rundir.MANIFEST).is_file():
+        raise ConfigError(f"{path} is neither a run directory (no {rundir.MANIFEST}) nor a sweep or study directory")
+    return run_tables(path)
+
+
+def pick(tables: dict[str, list[dict]], wanted: str | None) -> tuple[str, list[dict]]:
+    if wanted is None:
+        return next(iter(tables.items()))
+    matches = [name for name in tables if name.lower().startswith(wanted.lower())]
+    if not matches:
+        raise ConfigError(f"--table: no table {wanted!r}; choose from {', '.join(map(repr, tables))}")
+    return matches[0], tables[matches[0]]
+
+
+def command_export(args) -> int:
+    tables = directory_tables(args.path)
+    if args.list:
+        for name, records in tables.items():
+            print(f"{name}\t{len(records)} rows")
+        return 0
+    if args.output:
+        export.check_writable(args.output)
+    name, records = pick(tables, args.table)
+    if not records:
+        raise ConfigError(f"table {name!r} of {args.path} has no rows")
+    if args.output:
+        written = export.write_table(records, args.output)
+        sys.stderr.write(f"wrote {name!r} ({len(records)} rows) to {written}\n")
+    else:
+        sys.stdout.write(export.render(records, FORMATS[args.format]))
+    return 0

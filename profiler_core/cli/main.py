@@ -1,0 +1,156 @@
+"""`sysprof`: the headless CLI. Exit 0 on success, 2 on invalid input (one line on stderr), 1 on a failed run."""
+from __future__ import annotations
+
+from profiler_core.errors import SysprofError, UsageError
+
+import json
+import shutil
+import signal
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from profiler_core import rundir
+from profiler_core.render import run_report as report
+from profiler_core.analyze import analyze_path
+from profiler_core.render.analysis_report import print_analysis
+from profiler_core.session.backends import choose_backend
+from profiler_core.cli.export import add_export_options, command_export
+from profiler_core.cli.studies import add_study_parsers, command_study
+from profiler_core.cli.sweep import add_sweep_options, command_sweep
+from profiler_core.compare import compare_summaries
+from profiler_core.config import RunConfig, validate
+from profiler_core.options import OneLineParser, add_config_options, config_from_args
+from profiler_core.session.passes import Session
+
+stderr_console = Console(stderr=True, highlight=False)
+
+
+
+
+def build_parser() -> OneLineParser:
+    parser = OneLineParser(prog="sysprof", description="Profile Transformer LM steps (headless).")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
+    run = commands.add_parser("run", help="warm up, then time measured steps in a fresh runner process")
+    add_config_options(run)
+    run.add_argument("--runs-dir", help="root of run directories (default $SYSPROF_RUNS or ./runs)")
+    run.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
+    run.add_argument("--nsys", help="path to nsys (else $SYSPROF_NSYS, PATH, the usual install dirs)")
+    analyze = commands.add_parser("analyze", help="kernel or memory tables from a run dir, .sqlite, .nsys-rep, "
+                                                  "stats dir, torch trace or memory snapshot")
+    analyze.add_argument("path", type=Path)
+    analyze.add_argument("--json", action="store_true")
+    analyze.add_argument("--nsys", help="nsys to export a .nsys-rep with")
+    add_sweep_options(commands.add_parser("sweep", help="run the cartesian product of comma-separated values"))
+    add_study_parsers(commands)
+    add_export_options(commands.add_parser("export", help="any table of a run or study directory as CSV, "
+                                                          "Markdown, JSON or LaTeX"))
+    compare = commands.add_parser("compare", help="phase by phase, B against A, with a noise-aware verdict")
+    compare.add_argument("run_a", type=Path)
+    compare.add_argument("run_b", type=Path)
+    compare.add_argument("--json", action="store_true")
+    models = commands.add_parser("models", help="list presets with exact parameter counts")
+    models.add_argument("--json", action="store_true")
+    return parser
+
+
+def _step_progress(event: dict) -> None:
+    kind = event["event"]
+    if kind == "hello":
+        env = event["env"]
+        stderr_console.print(f"[dim]runner on {env['device_type']} ({env.get('device_name')}), torch {env['torch_version']}[/]")
+    elif kind == "compile":
+        stderr_console.print(f"[dim]compiled in {event['seconds']:.1f} s[/]")
+    elif kind in ("warmup_step", "step"):
+        label = "warm-up" if kind == "warmup_step" else "step"
+        phases = " ".join(f"{p} {report.format_ms(ms)}" for p, ms in event["phases_ms"].items())
+        stderr_console.print(f"[dim]{label} {event['index']}: {report.format_ms(event['wall_ms'])} ({phases})[/]")
+
+
+def _progress(event: dict) -> None:
+    if event.get("pass"):
+        return  # profiled and memory passes: their step times are not the step times
+    if event["event"] == "notice":
+        stderr_console.print(f"[yellow]{event['message']}[/]")
+    elif event["event"] == "stage" and event["name"] in ("profiling", "analysing", "memory"):
+        stderr_console.print(f"[dim]{event['name']}…[/]")
+    else:
+        _step_progress(event)
+
+
+def execute_run(cfg: RunConfig, runs_dir: str | None, nsys: str | None = None, on_event=_progress) -> dict:
+    """Run cfg (clean pass, then the passes it asks for); returns the summary whatever happened."""
+    backend, notice = choose_backend(cfg.profiler, nsys)
+    run_dir = rundir.new_run_dir(rundir.runs_root(runs_dir), cfg)
+    if notice:
+        on_event({"event": "notice", "message": notice})
+    return Session(cfg, run_dir, on_event, backend).run()
+
+
+def command_run(args) -> int:
+    cfg = validate(config_from_args(args))
+    summary = execute_run(cfg, args.runs_dir, args.nsys)
+    error = summary.get("error") or {}
+    if error.get("kind") == "config":  # nothing ran: leave no directory behind, say why
+        shutil.rmtree(summary["run_dir"], ignore_errors=True)
+        raise UsageError(error["message"])
+    if args.json:
+        print(json.dumps(summary, default=str))
+    else:
+        report.print_run(Console(), summary)
+    return 0 if summary["status"] == "ok" else 1
+
+
+def command_analyze(args) -> int:
+    analysis = analyze_path(args.path, args.nsys)
+    if args.json:
+        print(json.dumps(analysis, default=str))
+    else:
+        print_analysis(Console(), analysis)
+    return 0
+
+
+def command_models(args) -> int:
+    if args.json:
+        print(json.dumps(report.models_json()))
+    else:
+        Console().print(report.models_table())
+    return 0
+
+
+def command_compare(args) -> int:
+    summaries = [rundir.load_run(path).summary for path in (args.run_a, args.run_b)]
+    for path, summary in zip((args.run_a, args.run_b), summaries):
+        if not summary or summary.get("status") != "ok":
+            status = (summary or {}).get("status", "unfinished")
+            raise UsageError(f"{path} is a {status} run; only runs that finished can be compared")
+    rows = compare_summaries(*summaries)
+    if not rows:
+        raise UsageError("the two runs have no phase in common")
+    if args.json:
+        print(json.dumps({"a": str(args.run_a), "b": str(args.run_b), "phases": rows}))
+    else:
+        report.print_rows(Console(), rows, f"B = {args.run_b.name} against A = {args.run_a.name}")
+    return 0
+
+
+COMMANDS = {"run": command_run, "models": command_models, "analyze": command_analyze, "sweep": command_sweep,
+            "study": command_study, "compare": command_compare, "export": command_export}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # stop a run like Ctrl-C does: steps are kept
+    try:
+        return COMMANDS[args.command](args)
+    except SysprofError as exc:
+        sys.stderr.write(f"sysprof: error: {exc}\n")
+        return exc.exit_code
+    except KeyboardInterrupt:  # what finished is on disk; a sweep resumes from it
+        sys.stderr.write("sysprof: interrupted\n")
+        return 130
+
+
+def entry_point() -> None:
+    sys.exit(main())

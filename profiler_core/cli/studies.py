@@ -1,0 +1,169 @@
+"""`sysprof study warmup|compile|precision|attention`: the seed reports' tables, one command each."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from rich.console import Console
+
+from profiler_core import rundir
+from profiler_core.render import export
+from profiler_core.config import ConfigError, RunConfig, validate
+from profiler_core.nvml import gpu_count
+from profiler_core.options import add_config_options, config_from_args
+from profiler_core.render.run_report import print_rows
+from profiler_core.studies import attention, sweep
+from profiler_core.studies.catalog import LAB_FILE
+from profiler_core.studies.progress import Progress
+from profiler_core.studies.results import all_cells_done, study_tables
+from profiler_core.studies.tables import compact
+
+err = Console(stderr=True, highlight=False)
+
+
+def add_study_parsers(commands) -> None:
+    study = commands.add_parser("study", help="the seed reports' studies").add_subparsers(dest="study", required=True)
+    for name, help_text in (("warmup", "0/1/2/5 warm-up steps: first-step penalty and spread"),
+                            ("compile", "eager vs torch.compile, forward and train step"),
+                            ("precision", "accumulation demo, autocast dtypes, fp32/tf32/bf16 speedups")):
+        parser = study.add_parser(name, help=help_text)
+        add_config_options(parser)
+        _common(parser)
+    study.choices["warmup"].add_argument("--warmups", default="0,1,2,5")
+    study.choices["precision"].add_argument("--models", default="small")
+    bench = study.add_parser("attention", help="attention microbenchmark: eager, compiled, SDPA")
+    for option, default in (("--impl", "eager,compiled,sdpa"), ("--d", "16,32,64,128"),
+                            ("--seq", "256,1024,4096,8192,16384"), ("--batch", "8"), ("--iters", "100"),
+                            ("--dtype", "fp32")):
+        bench.add_argument(option, default=default)
+    _common(bench)
+
+
+def _common(parser) -> None:
+    parser.add_argument("--runs-dir", help="root for the study's directory (default $SYSPROF_RUNS or ./runs)")
+    parser.add_argument("--output", help="also write the main table to PATH (.csv, .md, .json, .tex)")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--events", action="store_true", help="progress as JSON lines on stdout (for the app)")
+
+
+def _ints(text: str, option: str) -> list[int]:
+    try:
+        values = [int(item) for item in text.split(",") if item.strip()]
+    except ValueError:
+        raise ConfigError(f"{option} takes comma-separated integers; got {text!r}") from None
+    if not values or min(values) < 0:
+        raise ConfigError(f"{option} takes comma-separated integers ≥ 0; got {text!r}")
+    return values
+
+
+def _positive(text: str, option: str) -> int:
+    values = _ints(text, option)
+    if len(values) != 1 or values[0] <= 0:
+        raise ConfigError(f"{option} takes one positive integer; got {text!r}")
+    return values[0]
+
+
+def _run_configs(args, name: str, configs: list[RunConfig], varied: list[str],
+                 before_run: Callable[[Path], None] | None = None) -> Path:
+    for cfg in configs:
+        validate(cfg)
+    sweep_dir = sweep.create(rundir.runs_root(args.runs_dir), name, configs, varied, study=name)
+    if before_run:
+        before_run(sweep_dir)
+    sweep.run(sweep_dir, Progress(args.events).sweep_listener(name, sweep_dir))
+    return sweep_dir
+
+
+def emit_tables(args, study_dir: Path, started: float) -> int:
+    """Print (or write) the study's tables, rebuilt from its directory; exit 1 when a cell did not finish
+    (ok or oom)."""
+    tables = study_tables(study_dir)
+    main_table = next(iter(tables.values()))
+    if args.output:
+        export.write_table(main_table, args.output)
+    if args.json:
+        print(json.dumps({name: export.table_records(t)[1] for name, t in tables.items()} |
+                         {"study_dir": str(study_dir), "elapsed_s": time.perf_counter() - started}, default=str))
+    elif not args.events:
+        for name, table in tables.items():
+            print_rows(Console(), compact(table), name)
+        err.print(f"[dim]{study_dir} ({time.perf_counter() - started:.0f} s)[/]")
+    return 0 if all_cells_done(tables) else 1
+
+
+def _start(args) -> float:
+    if args.output:
+        export.check_writable(args.output)
+    return time.perf_counter()
+
+
+def study_warmup(args) -> int:
+    base, started = config_from_args(args), _start(args)
+    configs = [dataclasses.replace(base, warmup=w) for w in _ints(args.warmups, "--warmups")]
+    return emit_tables(args, _run_configs(args, "warmup", configs, ["warmup"]), started)
+
+
+def study_compile(args) -> int:
+    base, started = config_from_args(args), _start(args)
+    configs = [dataclasses.replace(base, mode=mode, compile=compiled)
+               for mode in ("forward", "train") for compiled in (False, True)]
+    return emit_tables(args, _run_configs(args, "compile", configs, ["mode", "compile"]), started)
+
+
+def study_precision(args) -> int:
+    base, started = config_from_args(args), _start(args)
+    variants = [("fp32", "highest"), ("fp32", "high"), ("bf16", "highest")]
+    configs = [dataclasses.replace(base, model=model, dtype=dtype, matmul_precision=precision)
+               for model in args.models.split(",") for dtype, precision in variants]
+    lab = _precision_lab(base.device)
+    save_lab = lambda study_dir: rundir.write_json(study_dir / LAB_FILE, lab)  # noqa: E731
+    study_dir = _run_configs(args, "precision", configs, ["model", "dtype", "matmul_precision"], save_lab)
+    return emit_tables(args, study_dir, started)
+
+
+def _precision_lab(device: str) -> dict:
+    done = subprocess.run([sys.executable, "-m", "profiler_core.runner.precision_lab", "--device", device],
+                          capture_output=True, text=True)
+    if done.returncode != 0 or not done.stdout.startswith("{"):
+        raise ConfigError(f"precision lab failed: {(done.stderr.strip().splitlines() or ['no output'])[-1]}")
+    return json.loads(done.stdout)
+
+
+def study_attention(args) -> int:
+    started = _start(args)
+    batch, iters = (_positive(args.batch, "--batch"), _positive(args.iters, "--iters"))
+    if gpu_count() == 0:
+        raise ConfigError("the attention microbenchmark needs a CUDA GPU (none visible to NVML)")
+    if args.dtype not in attention.BYTES:
+        raise ConfigError(f"--dtype must be one of {', '.join(attention.BYTES)}")
+    impls = [i for i in args.impl.split(",") if i]
+    unknown = set(impls) - {"eager", "compiled", "sdpa"}
+    if unknown:
+        raise ConfigError(f"--impl: unknown implementation {sorted(unknown)[0]!r} (eager, compiled, sdpa)")
+    groups = attention.grid(impls, _ints(args.d, "--d"), _ints(args.seq, "--seq"))
+    study_dir = _study_dir(args, "attention")
+    progress, cells = Progress(args.events), sum(len(group) for group in groups)
+    progress.study("attention", study_dir, cells, cells)
+    report = lambda row: progress.cell_done(progress.done, row["status"], f"{row['impl']} d={row['d']} seq={row['seq']}")  # noqa: E731
+    attention.run_study(study_dir, groups, batch, iters, args.dtype, report)
+    return emit_tables(args, study_dir, started)
+
+
+def _study_dir(args, name: str):
+    try:
+        return attention.new_study_dir(rundir.runs_root(args.runs_dir), name)
+    except OSError as exc:
+        raise sweep.StudyError(f"cannot create a study directory: {exc.strerror or exc}") from None
+
+
+STUDIES = {"warmup": study_warmup, "compile": study_compile, "precision": study_precision,
+           "attention": study_attention}
+
+
+def command_study(args) -> int:
+    return STUDIES[args.study](args)

@@ -1,0 +1,106 @@
+"""`sysprof sweep`: the options of `sysprof run`, each taking a comma-separated list of values."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from pathlib import Path
+
+from rich.console import Console
+
+from profiler_core import rundir
+from profiler_core.render import export
+from profiler_core.session.backends import choose_backend
+from profiler_core.config import ConfigError, RunConfig
+from profiler_core.options import OPTION_HELP, flag
+from profiler_core.render.run_report import print_rows
+from profiler_core.studies import sweep
+from profiler_core.studies.progress import Progress
+from profiler_core.studies.tables import compact, pivot, sweep_document, sweep_rows, visible_columns
+
+TRUE_WORDS, FALSE_WORDS = ("true", "yes", "1", "on"), ("false", "no", "0", "off")
+
+
+def add_sweep_options(parser) -> None:
+    for field in dataclasses.fields(RunConfig):
+        help_text = OPTION_HELP[field.name][0] + " (comma-separated values)"
+        if field.type == "bool":
+            parser.add_argument(flag(field.name), dest=field.name, nargs="?", const="true", help=help_text)
+        else:
+            parser.add_argument(flag(field.name), dest=field.name, help=help_text)
+    parser.add_argument("--resume", type=Path, help="continue a sweep directory (finished cells are skipped)")
+    parser.add_argument("--runs-dir", help="where the sweep directory goes (default $SYSPROF_RUNS or ./runs)")
+    parser.add_argument("--name", default="grid", help="suffix of the sweep directory's name")
+    parser.add_argument("--pivot", help="pivot rows:columns, e.g. ctx:d_model,compile")
+    parser.add_argument("--value", default="fwd mean ms", help="the value a pivot shows")
+    parser.add_argument("--output", help="also write the table to PATH (.csv, .md, .json, .tex)")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--events", action="store_true", help="progress as JSON lines on stdout (for the app)")
+    parser.add_argument("--nsys", help="path to nsys for cells with --profiler nsys")
+
+
+def _values(field: dataclasses.Field, text: str) -> list:
+    items = [item.strip() for item in text.split(",") if item.strip()]
+    if field.type == "bool":
+        if any(item.lower() not in TRUE_WORDS + FALSE_WORDS for item in items):
+            raise ConfigError(f"{flag(field.name)} takes true/false values; got {text!r}")
+        return [item.lower() in TRUE_WORDS for item in items]
+    if "int" in str(field.type):
+        try:
+            return [int(item) for item in items]
+        except ValueError:
+            raise ConfigError(f"{flag(field.name)} takes integers; got {text!r}") from None
+    return items
+
+
+def grid_from_args(args) -> dict[str, list]:
+    grid = {}
+    for field in dataclasses.fields(RunConfig):
+        text = getattr(args, field.name)
+        if text is not None:
+            grid[field.name] = _values(field, text)
+    return grid
+
+
+def command_sweep(args) -> int:
+    if args.output:
+        export.check_writable(args.output)  # before the sweep, not after an hour of it
+    if args.resume:
+        sweep_dir = args.resume
+        configs, _ = sweep.load_plan(sweep_dir)
+    else:
+        grid = grid_from_args(args)
+        varied = [name for name, values in grid.items() if len(values) > 1]
+        configs = sweep.expand(grid)
+    for profiler in sorted({cfg.profiler for cfg in configs}):
+        choose_backend(profiler, args.nsys)  # a missing nsys fails now, not at the first cell that needs it
+    if not args.resume:
+        sweep_dir = sweep.create(rundir.runs_root(args.runs_dir), args.name, configs, varied)
+    started = time.perf_counter()
+    sweep.run(sweep_dir, Progress(args.events).sweep_listener("sweep", sweep_dir), args.nsys)
+    return report_sweep(args, sweep_dir, time.perf_counter() - started)
+
+
+def report_sweep(args, sweep_dir: Path, elapsed_s: float) -> int:
+    document = sweep_document(sweep_dir)
+    rows = sweep_rows(sweep_dir)
+    table = _pivot_or_rows(args, rows, document["varied"])
+    if args.output:
+        export.write_table(table, args.output)
+    if args.json:
+        print(json.dumps(document | {"elapsed_s": elapsed_s}, default=str))
+    elif not args.events:
+        print_rows(Console(), compact(table) if not args.pivot else table, f"sweep {sweep_dir} ({elapsed_s:.0f} s)")
+    return 0 if all(c["status"] in sweep.DONE_STATUSES for c in document["cells"]) else 1
+
+
+def _pivot_or_rows(args, rows: list[dict], varied: list[str]):
+    if not args.pivot:
+        columns = visible_columns(rows, varied)
+        return [{c: row[c] for c in columns} for row in rows]
+    index_text, _, columns_text = args.pivot.partition(":")
+    split = lambda text: [c.strip() for c in text.split(",") if c.strip()]  # noqa: E731
+    try:
+        return pivot(rows, split(index_text), split(columns_text), args.value)
+    except KeyError as exc:
+        raise ConfigError(f"--pivot/--value: {exc.args[0]}") from None

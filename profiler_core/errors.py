@@ -1,0 +1,76 @@
+"""The one error family: every mistake a user can make, or a file the tool cannot use, is a SysprofError.
+
+str() is one line meant for the user (the CLI prints it and exits with `exit_code`; the app shows `title` and
+the line in a notification); never a traceback. Control flow inside the runner and session (a cancel, a
+failed step) uses its own private exceptions, which never reach the user as such.
+"""
+from __future__ import annotations
+
+
+class SysprofError(Exception):
+    """A one-line reason for the user; exit 2 (invalid input, nothing ran) unless a subclass says otherwise."""
+
+    title = "Error"
+    exit_code = 2
+
+    def __init__(self, message: object, title: str | None = None):
+        super().__init__(" ".join(str(message).split()))  # one line, whatever the source wrote
+        if title is not None:
+            self.title = title
+
+
+class ConfigError(SysprofError, ValueError):
+    """A configuration that cannot run."""
+
+    title = "Invalid configuration"
+
+
+class UsageError(SysprofError):
+    """A command line that asks for something impossible (two unfinished runs to compare, …)."""
+
+
+class RunDirError(SysprofError, OSError):
+    """A run or study directory that cannot be created or read."""
+
+    title = "Run directory"
+
+
+class BackendUnavailable(SysprofError):
+    """The requested profiler cannot run here."""
+
+    title = "Profiler unavailable"
+
+
+class KernelReportError(SysprofError):
+    """A profiler report could not be read or made sense of; the message names the file and the problem."""
+
+    title = "Kernel report"
+
+
+class SnapshotError(SysprofError):
+    """A memory snapshot that cannot be read."""
+
+    title = "Memory snapshot"
+
+
+class AnalyzeError(SysprofError):
+    """A path `sysprof analyze` cannot analyze."""
+
+
+class ExportError(SysprofError):
+    """A table that cannot be written where or how it was asked."""
+
+    title = "Export"
+
+
+class StudyError(SysprofError):
+    """A sweep or study that cannot be planned, created or resumed."""
+
+    title = "Study"
+
+
+class StudyFailed(SysprofError):
+    """A study that started but could not produce its results (a helper process failed): exit 1, like a
+    failed run."""
+
+    exit_code = 1

@@ -1,0 +1,112 @@
+"""Numbers about steps: per-phase statistics, throughput, MFU against the GPU's dense peak, the run summary.
+
+Pure Python, rebuildable offline from steps.jsonl (the app computes its live numbers with the same functions).
+Peak figures are NVIDIA's datasheet dense (non-sparse) numbers. A GPU not listed gets None (shown as N/A):
+an MFU against a guessed peak would be a made-up number.
+"""
+from __future__ import annotations
+
+import statistics
+
+from models.phases import PHASES
+from models.presets import count_params, step_flops
+from profiler_core.config import RunConfig
+
+STAT_KEYS = ("mean_ms", "std_ms", "median_ms", "min_ms", "max_ms", "cv", "n")
+
+
+def summarize_ms(samples_ms: list[float]) -> dict[str, float | int | None]:
+    """mean, sample std, median, min, max, coefficient of variation and n of a list of milliseconds."""
+    n = len(samples_ms)
+    if n == 0:
+        return {key: None for key in STAT_KEYS} | {"n": 0}
+    mean = statistics.fmean(samples_ms)
+    std = statistics.stdev(samples_ms) if n > 1 else 0.0
+    return {
+        "mean_ms": mean,
+        "std_ms": std,
+        "median_ms": statistics.median(samples_ms),
+        "min_ms": min(samples_ms),
+        "max_ms": max(samples_ms),
+        "cv": std / mean if mean > 0 else None,
+        "n": n,
+    }
+
+
+# (substring of the device name, {matmul precision: dense TFLOP/s}); first match wins, so PCIe before SXM.
+PEAK_TFLOPS: tuple[tuple[str, dict[str, float]], ...] = (
+    ("H100 PCIe", {"bf16": 756.0, "tf32": 378.0, "fp32": 51.0}),
+    ("H200", {"bf16": 989.0, "tf32": 495.0, "fp32": 67.0}),
+    ("H100", {"bf16": 989.0, "tf32": 495.0, "fp32": 67.0}),
+    ("A100", {"bf16": 312.0, "tf32": 156.0, "fp32": 19.5}),
+)
+
+
+def matmul_precision_used(dtype: str, float32_matmul_precision: str) -> str:
+    """What the tensor cores run: half types under autocast, else fp32 strict or TF32."""
+    if dtype in ("bf16", "fp16"):
+        return "bf16"  # fp16 and bf16 have the same dense peak on these GPUs
+    # "medium" lets the library pick bf16 or TF32 per matmul: no single peak applies, so MFU is N/A.
+    return {"highest": "fp32", "high": "tf32"}.get(float32_matmul_precision, "tf32 or bf16")
+
+
+def peak_tflops(device_name: str | None, precision: str) -> float | None:
+    if not device_name:
+        return None
+    for needle, peaks in PEAK_TFLOPS:
+        if needle in device_name:
+            return peaks.get(precision)
+    return None
+
+
+def phase_stats(measured_steps: list[dict]) -> dict[str, dict]:
+    """Stats per phase that ran, plus the whole step's wall time."""
+    stats = {}
+    for phase in PHASES:
+        samples = [s["phases_ms"][phase] for s in measured_steps if s["phases_ms"].get(phase) is not None]
+        if samples:
+            stats[phase] = summarize_ms(samples)
+    stats["step"] = summarize_ms([s["wall_ms"] for s in measured_steps])
+    return stats
+
+
+def peak_memory_by_phase(measured_steps: list[dict], key: str = "peak_allocated_bytes") -> dict[str, int]:
+    """Highest max_memory_allocated (or reserved) per phase over the measured steps (absent off CUDA)."""
+    peaks: dict[str, int] = {}
+    for step in measured_steps:
+        for phase, value in (step.get(key) or {}).items():
+            peaks[phase] = max(peaks.get(phase, 0), value)
+    return peaks
+
+
+def throughput(cfg: RunConfig, env: dict, median_step_ms: float | None) -> dict:
+    """tokens/s, achieved TFLOP/s and MFU from the median step; MFU is None without a known peak."""
+    flops = step_flops(cfg.spec(), cfg.batch, cfg.ctx, cfg.mode)
+    precision = matmul_precision_used(cfg.dtype, env.get("float32_matmul_precision", cfg.matmul_precision))
+    peak = peak_tflops(env.get("device_name"), precision) if env.get("device_type") == "cuda" else None
+    if not median_step_ms:
+        return {"flops_per_step": flops, "precision_used": precision, "peak_tflops": peak,
+                "tokens_per_s": None, "tflops": None, "mfu": None}
+    seconds = median_step_ms / 1e3
+    tflops = flops / seconds / 1e12
+    return {"flops_per_step": flops, "precision_used": precision, "peak_tflops": peak,
+            "tokens_per_s": cfg.batch * cfg.ctx / seconds, "tflops": tflops,
+            "mfu": tflops / peak if peak else None}
+
+
+def build_summary(cfg: RunConfig, env: dict, steps: list[dict], status: str, run_dir: str,
+                  compile_s: float | None = None, error: dict | None = None) -> dict:
+    measured = [s for s in steps if s.get("kind") == "measured"]
+    phases = phase_stats(measured) if measured else {}
+    median = phases.get("step", {}).get("median_ms")
+    summary = {
+        "status": status, "run_dir": run_dir, "config": cfg.to_dict(), "env": env,
+        "params": count_params(cfg.spec()), "phases": phases,
+        "warmup_ms": [s["wall_ms"] for s in steps if s.get("kind") == "warmup"],
+        "compile_s": compile_s, "peak_memory_bytes": peak_memory_by_phase(measured),
+        "peak_reserved_bytes": peak_memory_by_phase(measured, "peak_reserved_bytes"),
+        **throughput(cfg, env, median),
+    }
+    if error:
+        summary["error"] = error
+    return summary

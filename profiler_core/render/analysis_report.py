@@ -1,0 +1,102 @@
+"""Terminal tables for kernel and memory analyses (rich)."""
+from __future__ import annotations
+
+from models.phases import ATTRIBUTED_PHASES
+
+from rich.table import Table
+
+from profiler_core.render.run_report import format_bytes
+
+
+
+def _ms(ns: int | float | None) -> str:
+    return "N/A" if ns is None else f"{ns / 1e6:.2f}"
+
+
+def phase_kernel_summary(analysis: dict) -> Table:
+    table = Table(title=f"GPU kernels by phase ({analysis.get('source_kind')}: {analysis.get('source')})",
+                  title_justify="left")
+    for column in ("phase", "GPU ms", "kernels", "busy %", "GEMM %", "top classes"):
+        table.add_column(column, justify="left" if column in ("phase", "top classes") else "right")
+    for phase in ATTRIBUTED_PHASES:
+        stats = analysis["phases"].get(phase) or {}
+        by_class = sorted((stats.get("by_class") or {}).items(), key=lambda kv: -kv[1])[:3]
+        busy = stats.get("busy_pct")
+        table.add_row(phase, _ms(stats.get("gpu_ns")), str(stats.get("kernels", 0)),
+                      "N/A" if busy is None else f"{busy:.0f}", f"{analysis['gemm_fraction'].get(phase, 0):.0%}",
+                      ", ".join(f"{name} {_ms(ns)}" for name, ns in by_class))
+    return table
+
+
+def top_kernels(analysis: dict, limit: int = 15) -> Table:
+    table = Table(title=f"Top {limit} kernels by total time", title_justify="left")
+    for column in ("kernel", "class", "n", "total ms", "avg µs"):
+        table.add_column(column, justify="left" if column in ("kernel", "class") else "right", no_wrap=column != "kernel")
+    for kernel in analysis["kernels"][:limit]:
+        table.add_row(kernel["name"], kernel["class"], str(kernel["instances"]), _ms(kernel["total_ns"]),
+                      "N/A" if kernel["avg_ns"] is None else f"{kernel['avg_ns'] / 1e3:.1f}")
+    return table
+
+
+def print_kernel_analysis(console, analysis: dict) -> None:
+    console.print(phase_kernel_summary(analysis))
+    console.print(top_kernels(analysis))
+    for note in analysis.get("notes", []):
+        console.print(f"[yellow]note:[/] {note}")
+
+
+def phase_mark_line(timeline: dict, width: int) -> str:
+    """A line of phase initials (F, B, O, …) at the columns where each phase starts."""
+    times = timeline.get("t") or [0]
+    key = "t_ms" if timeline.get("t_unit") == "ms" else "event_index"
+    span = (times[-1] - times[0]) or 1
+    line = [" "] * max(width, 1)
+    for mark in timeline.get("phase_marks") or []:
+        if mark.get(key) is None:
+            continue
+        column = min(int((mark[key] - times[0]) / span * (width - 1)), width - 1)
+        line[column] = (mark.get("phase") or "?")[0].upper()
+    return "".join(line)
+
+
+
+SPARK_LEVELS = " ▁▂▃▄▅▆▇█"
+
+
+def timeline_sparkline(levels: list[int], width: int) -> str:
+    """Active bytes as one line of block characters; each column shows the highest level in its slice."""
+    if not levels:
+        return ""
+    top = max(levels) or 1
+    slices = [levels[i * len(levels) // width:(i + 1) * len(levels) // width] or [0] for i in range(width)]
+    return "".join(SPARK_LEVELS[round(max(s) / top * (len(SPARK_LEVELS) - 1))] for s in slices)
+
+
+def print_memory_analysis(console, analysis: dict) -> None:
+    console.print(f"peak allocated {format_bytes(analysis['peak_allocated_bytes'])}"
+                  f" · reserved {format_bytes(analysis.get('peak_reserved_bytes'))}")
+    timeline, width = analysis.get("timeline") or {}, 72
+    if timeline.get("active_bytes"):
+        console.print("active memory over the recorded steps (F forward, B backward, O optimizer):")
+        console.print(timeline_sparkline(timeline["active_bytes"], width), highlight=False)
+        console.print(phase_mark_line(timeline, width), highlight=False)
+    table = Table(title="Memory at the peak by category", title_justify="left")
+    table.add_column("category")
+    table.add_column("bytes", justify="right")
+    for category, size in sorted(analysis["by_category"].items(), key=lambda kv: -kv[1]):
+        table.add_row(category, format_bytes(size))
+    console.print(table)
+    top = Table(title="Largest allocations alive at the peak", title_justify="left")
+    for column in ("size", "phase", "category", "where"):
+        top.add_column(column, justify="right" if column == "size" else "left")
+    for alloc in analysis["top_allocations"][:10]:
+        top.add_row(format_bytes(alloc["size_bytes"]), str(alloc["phase"]), alloc["category"], str(alloc["frame"]))
+    console.print(top)
+
+
+def print_analysis(console, analysis: dict) -> None:
+    if "phases" in analysis:
+        print_kernel_analysis(console, analysis)
+    memory = analysis.get("memory") if "phases" in analysis else analysis
+    if memory and "peak_allocated_bytes" in memory:
+        print_memory_analysis(console, memory)

@@ -1,0 +1,138 @@
+"""Tables to text: CSV, Markdown pipe tables, JSON, LaTeX tabular; and OSC 52 clipboard sequences.
+
+A table is a pandas DataFrame or a list of dicts (pandas is never imported here). Pure functions plus one
+writer that turns every filesystem problem into ExportError with a one-line reason.
+"""
+from __future__ import annotations
+
+from profiler_core.errors import ExportError
+
+import base64
+import csv
+import io
+import json
+import math
+import tempfile
+from pathlib import Path
+
+FORMAT_BY_SUFFIX = {".csv": "csv", ".md": "markdown", ".json": "json", ".tex": "latex"}
+SUFFIX_BY_FORMAT = {fmt: suffix for suffix, fmt in FORMAT_BY_SUFFIX.items()}
+LATEX_SPECIALS = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+
+
+
+
+def table_records(table) -> tuple[list[str], list[dict]]:
+    """(column names, rows) of a DataFrame or a list of dicts (columns in first-seen order)."""
+    if hasattr(table, "to_dict") and hasattr(table, "columns"):
+        return [str(c) for c in table.columns], table.to_dict("records")
+    columns: dict[str, None] = {}
+    for row in table:
+        columns.update(dict.fromkeys(row))
+    return list(columns), list(table)
+
+
+def _plain(value):
+    """numpy scalars and NaN → plain JSON values."""
+    if hasattr(value, "item"):
+        value = value.item()
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def cell_text(value) -> str:
+    """Short human text for Markdown and LaTeX: 6 significant digits for floats, blank for missing."""
+    value = _plain(value)
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return format(value, ".6g")
+    return str(value)
+
+
+def to_csv(table) -> str:
+    columns, rows = table_records(table)
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows({c: _plain(row.get(c)) for c in columns} for row in rows)
+    return buffer.getvalue()
+
+
+def to_markdown(table) -> str:
+    columns, rows = table_records(table)
+    escape = lambda text: text.replace("|", r"\|").replace("\n", " ")  # noqa: E731
+    lines = ["| " + " | ".join(escape(c) for c in columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(escape(cell_text(row.get(c))) for c in columns) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def to_json(table) -> str:
+    columns, rows = table_records(table)
+    return json.dumps([{c: _plain(row.get(c)) for c in columns} for row in rows], indent=1) + "\n"
+
+
+def latex_escape(text: str) -> str:
+    return "".join(LATEX_SPECIALS.get(char, char) for char in text)
+
+
+def to_latex(table) -> str:
+    columns, rows = table_records(table)
+    lines = [r"\begin{tabular}{" + "l" * len(columns) + "}", r"\hline",
+             " & ".join(latex_escape(c) for c in columns) + r" \\", r"\hline"]
+    lines += [" & ".join(latex_escape(cell_text(row.get(c))) for c in columns) + r" \\" for row in rows]
+    return "\n".join(lines + [r"\hline", r"\end{tabular}"]) + "\n"
+
+
+RENDERERS = {"csv": to_csv, "markdown": to_markdown, "json": to_json, "latex": to_latex}
+
+
+def render(table, fmt: str) -> str:
+    if fmt not in RENDERERS:
+        raise ExportError(f"unknown format {fmt!r}; use one of {', '.join(RENDERERS)}")
+    return RENDERERS[fmt](table)
+
+
+def format_for_path(path: str | Path) -> str:
+    suffix = Path(path).suffix.lower()
+    if suffix not in FORMAT_BY_SUFFIX:
+        raise ExportError(f"{path}: end the name in {', '.join(FORMAT_BY_SUFFIX)} to pick the format")
+    return FORMAT_BY_SUFFIX[suffix]
+
+
+def check_writable(path: str | Path) -> None:
+    """Fail now, with the reason, if write_table(path) would fail later (format or folder)."""
+    path = Path(path).expanduser()
+    format_for_path(path)
+    try:  # the real test: make the folder and a file in it (os.access says yes to root even in /proc)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path.parent):
+            pass
+    except OSError as exc:
+        raise ExportError(f"cannot write {path}: {path.parent} is not a writable folder "
+                          f"({exc.strerror or exc})") from None
+
+
+def write_table(table, path: str | Path, fmt: str | None = None) -> Path:
+    """Write the table (format from the suffix unless given); ExportError says why it could not."""
+    path = Path(path).expanduser()
+    text = render(table, fmt or format_for_path(path))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    except OSError as exc:
+        raise ExportError(f"cannot write {path}: {exc.strerror or exc}") from None
+    return path
+
+
+def osc52(text: str, tmux_passthrough: bool = False) -> str:
+    """The escape sequence that asks the terminal to put text on the clipboard (works over SSH).
+
+    Inside tmux without `set-clipboard on`, the sequence must be wrapped in a DCS passthrough.
+    """
+    sequence = f"\x1b]52;c;{base64.b64encode(text.encode()).decode()}\a"
+    if tmux_passthrough:
+        return "\x1bPtmux;" + sequence.replace("\x1b", "\x1b\x1b") + "\x1b\\"
+    return sequence

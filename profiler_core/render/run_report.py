@@ -1,0 +1,129 @@
+"""Human-readable tables for the terminal (rich); the JSON form is the summary itself."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.table import Table
+
+from models.presets import PRESETS, count_params, forward_flops, human_count
+
+
+def format_ms(value: float | None) -> str:
+    if value is None:
+        return "N/A"
+    return f"{value / 1e3:.3f} s" if value >= 1000 else f"{value:.2f} ms"
+
+
+def format_bytes(value: int | None) -> str:
+    if value is None:
+        return "N/A"
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if value >= scale:
+            return f"{value / scale:.2f} {unit}"
+    return f"{value} B"
+
+
+def _optional(value: float | None, fmt: str) -> str:
+    return "N/A" if value is None else format(value, fmt)
+
+
+def phase_table(summary: dict) -> Table:
+    """Per-phase statistics in milliseconds (the unit in the header keeps the table 80 columns wide)."""
+    cfg = summary["config"]
+    title = (f"{cfg['model']} · ctx {cfg['ctx']} · batch {cfg['batch']} · {cfg['mode']} · {cfg['dtype']}"
+             f" · {cfg['attention']}{' · compiled' if cfg['compile'] else ''} · {summary['env'].get('device_name')}")
+    peaks = summary.get("peak_memory_bytes") or {}
+    table = Table(title=title, title_justify="left")
+    table.add_column("phase", no_wrap=True)
+    for column in ("mean ms", "std ms", "median ms", "min ms", "max ms", "CV", "n") + (("peak mem",) if peaks else ()):
+        table.add_column(column, justify="right", no_wrap=True)
+    for phase, stats in summary.get("phases", {}).items():
+        cells = [_optional(stats[key], ".2f") for key in ("mean_ms", "std_ms", "median_ms", "min_ms", "max_ms")]
+        cells += [_optional(stats["cv"], ".1%"), str(stats["n"])]
+        cells += [format_bytes(peaks.get(phase)) if phase in peaks else ""] if peaks else []
+        table.add_row(phase, *cells)
+    return table
+
+
+def throughput_line(summary: dict) -> str:
+    parts = [f"status {summary['status']}",
+             f"tokens/s {_optional(summary.get('tokens_per_s'), ',.0f')}",
+             f"{_optional(summary.get('tflops'), '.1f')} TFLOP/s ({summary.get('precision_used')})",
+             f"MFU {_optional(summary.get('mfu'), '.1%')}"]
+    if summary.get("compile_s") is not None:
+        parts.append(f"compile {summary['compile_s']:.1f} s (not in step times)")
+    if summary.get("warmup_ms"):
+        parts.append("warm-up " + ", ".join(format_ms(ms) for ms in summary["warmup_ms"]))
+    return " · ".join(parts)
+
+
+def models_table() -> Table:
+    table = Table(title="Model presets (vocab 10000)", title_justify="left")
+    for column in ("name", "params", "d_model", "d_ff", "layers", "heads", "fwd GFLOP/token @ctx256"):
+        table.add_column(column, justify="left" if column == "name" else "right")
+    for spec in PRESETS.values():
+        per_token = forward_flops(spec, 1, 256) / 256 / 1e9
+        table.add_row(spec.name, f"{count_params(spec):,} ({human_count(count_params(spec))})", str(spec.d_model),
+                      str(spec.d_ff), str(spec.layers), str(spec.heads), f"{per_token:.2f}")
+    return table
+
+
+def models_json() -> list[dict]:
+    return [{"name": s.name, "params": count_params(s), "d_model": s.d_model, "d_ff": s.d_ff, "layers": s.layers,
+             "heads": s.heads, "vocab": s.vocab, "forward_flops_per_token_ctx256": forward_flops(s, 1, 256) // 256}
+            for s in PRESETS.values()]
+
+
+def profile_line(summary: dict) -> str | None:
+    profile = summary.get("profile")
+    if not profile:
+        return None
+    inflation = profile.get("inflation")
+    text = (f"profiled with {profile['backend']} {profile.get('version') or ''}: median step "
+            f"{_optional(profile.get('profiled_median_ms'), '.2f')} ms vs clean {_optional(profile.get('clean_median_ms'), '.2f')} ms"
+            f" (×{_optional(inflation, '.2f')} — profiled times are not the step times)")
+    return text + (f"; [red]{profile['error']}[/]" if profile.get("error") else "")
+
+
+def print_run(console, summary: dict) -> None:
+    """The human report of `sysprof run`: phase stats, throughput, then what the extra passes produced."""
+    from profiler_core.render.analysis_report import print_kernel_analysis, print_memory_analysis
+    from profiler_core.rundir import read_json
+
+    console.print(phase_table(summary))
+    console.print(throughput_line(summary))
+    error = summary.get("error")
+    if error:
+        console.print(f"[red]{error['kind']}[/] in {error.get('phase') or 'run'}: {error['message']}")
+    if profile_line(summary):
+        console.print(profile_line(summary))
+    run_dir = Path(summary["run_dir"])
+    for key, printer in (("profile", print_kernel_analysis), ("memory", print_memory_analysis)):
+        path = (summary.get(key) or {}).get("kernels" if key == "profile" else "analysis")
+        analysis = read_json(run_dir / path) if path else None
+        if analysis:
+            printer(console, analysis)
+    console.print(f"[dim]run directory: {run_dir}[/]")
+
+
+def _cell(value) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        # six significant digits below 100 (so 10.0001 and 10.0021 stay apart), two decimals above
+        return format(value, ".6g") if abs(value) < 100 else f"{value:,.2f}"
+    return str(value)
+
+
+def print_rows(console, table, title: str) -> None:
+    """Any table (DataFrame or list of dicts) as a rich table, numbers right-aligned."""
+    from profiler_core.render.export import table_records
+
+    columns, records = table_records(table)
+    view = Table(title=title, title_justify="left")
+    for column in columns:
+        numeric = any(isinstance(r.get(column), (int, float)) and not isinstance(r.get(column), bool) for r in records)
+        view.add_column(str(column), justify="right" if numeric else "left")
+    for record in records:
+        view.add_row(*(_cell(record.get(column)) for column in columns))
+    console.print(view)

@@ -1,0 +1,194 @@
+"""The runner: `python -m profiler_core.runner --run-dir DIR --config-json JSON`.
+
+Runs warm-up and measured steps in its own process and reports each as a JSON event on stdout. It writes
+the run directory itself, so the directory is complete even if whoever launched it has gone away.
+"""
+from __future__ import annotations
+
+from models.phases import COMPILE_RANGE, WARMUP_RANGE, step_range
+
+import argparse
+import json
+import signal
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import torch
+
+from profiler_core import rundir
+from profiler_core.runner.capture import MemoryHistory, measured_capture
+from profiler_core.config import ConfigError, RunConfig, validate
+from profiler_core.runner.environment import collect_env
+from profiler_core.events import CAPTURES, SCHEMA_VERSION, emit
+from profiler_core.options import config_to_args
+from profiler_core.metrics import build_summary
+from profiler_core.runner.timing import StepInstruments, run_step, synchronize
+from profiler_core.runner.workload import build_workload, check_dtype_support, resolve_device
+from models.nvtx import nvtx_range
+
+
+class Cancelled(Exception):
+    """SIGINT or SIGTERM arrived: stop, keep what finished, report it."""
+
+
+class StepFailure(Exception):
+    def __init__(self, kind: str, message: str, phase: str | None, peak_bytes: int | None):
+        super().__init__(message)
+        self.kind, self.phase, self.peak_bytes = kind, phase, peak_bytes
+
+
+def _ignore_stop_signals() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+def _raise_cancelled(signum: int, _frame: object) -> None:
+    # One stop is enough: a second one (the terminal's Ctrl-C and the launcher's own SIGINT) arriving while
+    # the summary is written would cut it short.
+    _ignore_stop_signals()
+    raise Cancelled(signal.Signals(signum).name)
+
+
+def _profiler_range(work, start: bool) -> None:
+    """cudaProfilerStart/Stop around the measured steps, so nsys captures exactly those."""
+    if work.device.type == "cuda":
+        (torch.cuda.cudart().cudaProfilerStart if start else torch.cuda.cudart().cudaProfilerStop)()
+
+
+class Runner:
+    def __init__(self, cfg: RunConfig, run_dir: Path, capture: str = "none"):
+        self.cfg, self.run_dir, self.capture = cfg, run_dir, capture
+        self.history = MemoryHistory(run_dir, cfg.memory_max_entries) if capture == "memory" else None
+        self.steps: list[dict] = []
+        self.env: dict = {}
+        self.compile_s: float | None = None
+        self.tools: StepInstruments | None = None
+
+    def start(self) -> None:
+        device = resolve_device(self.cfg.device)
+        check_dtype_support(device, self.cfg.dtype)
+        torch.set_float32_matmul_precision(self.cfg.matmul_precision)  # before collect_env records it
+        self.env = collect_env(device)
+        command = ["sysprof", "run", *config_to_args(self.cfg)]
+        rundir.write_json(self.run_dir / rundir.MANIFEST, {
+            "schema": SCHEMA_VERSION, "config": self.cfg.to_dict(), "env": self.env,
+            "command": " ".join(command), "argv": command, "capture": self.capture, "started": time.time()})
+        if self.capture in ("torch", "memory") and device.type != "cuda":
+            raise ConfigError(f"{self.capture} capture records CUDA activity; device {device.type} has none")
+        emit("hello", schema=SCHEMA_VERSION, env=self.env, config=self.cfg.to_dict(), run_dir=str(self.run_dir),
+             capture=self.capture)
+        emit("stage", name="build")
+        self.work = build_workload(self.cfg, device)
+        self.tools = StepInstruments(device)
+
+    def one_step(self, kind: str, index: int) -> dict:
+        try:
+            record = run_step(self.work, self.tools)
+        except torch.OutOfMemoryError as exc:
+            peak = torch.cuda.max_memory_allocated() if self.work.device.type == "cuda" else None
+            raise StepFailure("oom", str(exc).splitlines()[0], self.tools.current_phase, peak) from None
+        record |= {"kind": kind, "index": index}
+        self.steps.append(record)
+        rundir.append_jsonl(self.run_dir / rundir.STEPS, record)
+        emit("warmup_step" if kind == "warmup" else "step", **record)
+        return record
+
+    def compile_pass(self) -> None:
+        emit("stage", name="compile")
+        started = time.perf_counter()
+        with nvtx_range(COMPILE_RANGE):
+            run_step(self.work, self.tools)
+        synchronize(self.work.device)
+        self.compile_s = time.perf_counter() - started
+        emit("compile", seconds=self.compile_s)
+
+    def run_steps(self) -> None:
+        if self.cfg.compile:
+            self.compile_pass()
+        emit("stage", name="warmup", total=self.cfg.warmup)
+        for index in range(self.cfg.warmup):
+            with nvtx_range(WARMUP_RANGE):
+                self.one_step("warmup", index)
+        emit("stage", name="measured", total=self.cfg.steps)
+        _profiler_range(self.work, start=True)
+        try:
+            with measured_capture(self.capture, self.run_dir, self.history):
+                for index in range(self.cfg.steps):
+                    with nvtx_range(step_range(index)):
+                        self.one_step("measured", index)
+        finally:
+            _profiler_range(self.work, start=False)
+
+    def finish(self, status: str, error: dict | None = None) -> dict:
+        _ignore_stop_signals()  # failures other than a cancel end here too: no signal may cut the summary short
+        summary = build_summary(self.cfg, self.env, self.steps, status, str(self.run_dir), self.compile_s, error)
+        if self.history:
+            self.history.dump_and_stop()  # still recording after an OOM: the snapshot shows what led up to it
+            if self.history.path.exists():
+                summary["memory_snapshot"] = self.history.path.name
+        rundir.write_json(self.run_dir / rundir.SUMMARY, summary)
+        return summary
+
+
+def _current_phase(runner: Runner) -> str:
+    return (runner.tools.current_phase or "start") if runner.tools else "build"
+
+
+def _classify(exc: BaseException) -> tuple[str, str]:
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if "CUDA" in text or "cuda" in type(exc).__module__:
+        return "cuda", text
+    return "error", f"{type(exc).__name__}: {text}"
+
+
+def execute(runner: Runner) -> int:
+    """Run and report; every way out writes summary.json and a last event."""
+    try:
+        runner.start()
+        runner.run_steps()
+    except ConfigError as exc:
+        return _fail(runner, "config", str(exc), None, None, code=2)
+    except StepFailure as exc:
+        return _fail(runner, exc.kind, str(exc), exc.phase, exc.peak_bytes)
+    except (Cancelled, KeyboardInterrupt) as exc:
+        return _fail(runner, "cancelled", f"stopped by {exc or 'SIGINT'}", None, None, code=130)
+    except torch.OutOfMemoryError as exc:  # outside a step: building the model or compiling it
+        peak = torch.cuda.max_memory_allocated() if torch.cuda.is_available() else None
+        return _fail(runner, "oom", str(exc).splitlines()[0], _current_phase(runner), peak)
+    except Exception as exc:  # a crash of the workload is a result to report, not a crash of the tool
+        traceback.print_exc(file=sys.stderr)
+        kind, message = _classify(exc)
+        return _fail(runner, kind, message, _current_phase(runner), None)
+    summary = runner.finish("ok")
+    emit("finished", summary_path=str(runner.run_dir / rundir.SUMMARY), summary=summary)
+    return 0
+
+
+def _fail(runner: Runner, kind: str, message: str, phase: str | None, peak: int | None, code: int = 1) -> int:
+    error = {"kind": kind, "message": message, "phase": phase, "peak_allocated_bytes": peak}
+    status = "oom" if kind == "oom" else "failed"  # a cancel is a failed run of kind "cancelled"
+    summary = runner.finish(status, error)
+    emit("failed", **error, summary_path=str(runner.run_dir / rundir.SUMMARY), summary=summary)
+    return code
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="profiler_core.runner")
+    parser.add_argument("--run-dir", required=True, type=Path)
+    parser.add_argument("--config-json", required=True)
+    parser.add_argument("--capture", choices=CAPTURES, default="none", help="what this pass records")
+    args = parser.parse_args(argv)
+    args.run_dir.mkdir(parents=True, exist_ok=True)
+    signal.signal(signal.SIGINT, _raise_cancelled)
+    signal.signal(signal.SIGTERM, _raise_cancelled)
+    try:
+        cfg = validate(RunConfig.from_dict(json.loads(args.config_json)))
+    except (ConfigError, json.JSONDecodeError, TypeError) as exc:
+        return _fail(Runner(RunConfig(), args.run_dir), "config", str(exc), None, None, code=2)
+    return execute(Runner(cfg, args.run_dir, args.capture))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

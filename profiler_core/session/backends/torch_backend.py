@@ -1,0 +1,26 @@
+"""torch.profiler: recorded inside the runner over the measured steps; no external tool needed."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from typing import TYPE_CHECKING
+
+from profiler_core.rundir import TORCH_TRACE
+
+if TYPE_CHECKING:
+    from profiler_core.kernels.attribution import KernelAttribution
+
+
+class TorchBackend:
+    name, capture = "torch", "torch"
+
+    def version(self) -> str | None:
+        return None  # the runner's torch version is in the pass's manifest
+
+    def wrap(self, runner_argv: list[str], pass_dir: Path) -> list[str]:
+        return runner_argv
+
+    def attribute(self, pass_dir: Path) -> KernelAttribution:
+        from profiler_core.kernels.torch_trace import attribute_torch_trace  # pandas: only once there is a trace
+
+        return attribute_torch_trace(pass_dir / TORCH_TRACE)

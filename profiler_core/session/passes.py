@@ -1,0 +1,148 @@
+"""One run as the user sees it: the clean timing pass, then the profiled and memory passes it asked for.
+
+Every pass is a fresh runner process writing its own run directory (the clean one is the run directory
+itself; the others are sub-directories), so a profiler or allocator history never touches the clean timing,
+and a crash in a later pass keeps everything before it. Also `python -m profiler_core.session` for the app.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from profiler_core import rundir
+from profiler_core.session.backends import Backend, BackendUnavailable, choose_backend
+from profiler_core.config import ConfigError, RunConfig, validate
+from profiler_core.events import emit as print_event
+from profiler_core.events import finish_event
+from profiler_core.session.process import RunnerProcess, mark_killed, runner_argv
+from profiler_core.session.analysis import analyze_kernels, analyze_memory
+
+EventSink = Callable[[dict], None]
+
+
+class SessionCancelled(Exception):
+    """The user interrupted a pass: stop after it, keep what it saved."""
+
+
+class Session:
+    def __init__(self, cfg: RunConfig, run_dir: Path, on_event: EventSink, backend: Backend | None = None):
+        self.cfg, self.run_dir, self.on_event, self.backend = cfg, run_dir, on_event, backend
+
+    def run(self) -> dict:
+        summary = self.run_pass(None, self.run_dir, "none")
+        try:
+            if self.backend and summary["status"] == "ok":
+                summary["profile"] = self.profile_pass(summary)
+            if self.cfg.memory and summary["status"] in ("ok", "oom"):
+                summary["memory"] = self.memory_pass(summary)
+        except (SessionCancelled, KeyboardInterrupt):  # also during nsys export/stats or snapshot analysis
+            self.notice("cancelled: later passes skipped; the clean timing is kept")
+        rundir.write_json(self.run_dir / rundir.SUMMARY, summary)
+        return summary
+
+    def run_pass(self, pass_name: str | None, pass_dir: Path, capture: str, cfg: RunConfig | None = None,
+                 wrap: Callable[[list[str]], list[str]] | None = None) -> dict:
+        """One runner process; its events go to on_event (tagged with the pass), its summary is returned."""
+        cfg = cfg or self.cfg
+        pass_dir.mkdir(exist_ok=True)
+        argv = runner_argv(cfg, pass_dir, capture)
+        process = RunnerProcess(wrap(argv) if wrap else argv, pass_dir)
+        summary = None
+        try:
+            for event in process.events():
+                if event["event"] in ("finished", "failed"):
+                    summary = event.get("summary")
+                    continue  # the session reports the end itself, once
+                self.on_event({**event, "pass": pass_name} if pass_name else event)
+        except KeyboardInterrupt:
+            process.interrupt()  # SIGINT (a terminal's Ctrl-C already sent one): it saves its steps and stops
+            summary = rundir.read_json(pass_dir / rundir.SUMMARY) or mark_killed(pass_dir, cfg, process.proc.returncode)
+            if pass_name is None:
+                return summary
+            raise SessionCancelled from None
+        return summary or rundir.read_json(pass_dir / rundir.SUMMARY) or mark_killed(pass_dir, cfg, process.proc.returncode)
+
+    def notice(self, message: str) -> None:
+        self.on_event({"event": "notice", "message": message})
+
+    def profile_pass(self, clean: dict) -> dict:
+        self.on_event({"event": "stage", "name": "profiling", "backend": self.backend.name})
+        pass_dir = self.run_dir / rundir.PROFILED_DIR
+        wrap = lambda argv: self.backend.wrap(argv, pass_dir)  # noqa: E731
+        profiled = self.run_pass("profiled", pass_dir, self.backend.capture, wrap=wrap)
+        profile = _inflation(self.backend, clean, profiled)
+        if profiled["status"] != "ok":
+            profile["error"] = (profiled.get("error") or {}).get("message", profiled["status"])
+            self.notice(f"profiled pass {profiled['status']}: {profile['error']}")
+            return profile
+        self.on_event({"event": "stage", "name": "analysing"})
+        profile |= analyze_kernels(self.backend, pass_dir, self.run_dir)
+        if profile.get("error"):
+            self.notice(f"kernel tables unavailable: {profile['error']}")
+        else:
+            self.on_event({"event": "analysis", "kind": "kernels", "path": profile["kernels"]})
+        return profile
+
+    def memory_pass(self, clean: dict) -> dict:
+        self.on_event({"event": "stage", "name": "memory"})
+        # After an OOM, one step from a cold start: the recording then covers the step that failed.
+        cfg = dataclasses.replace(self.cfg, warmup=0, steps=1) if clean["status"] == "oom" else self.cfg
+        pass_dir = self.run_dir / rundir.MEMORY_DIR
+        recorded = self.run_pass("memory", pass_dir, "memory", cfg=cfg)
+        memory = {"status": recorded["status"], "dir": rundir.MEMORY_DIR,
+                  "note": "allocator history is recorded in its own pass: it slows the steps it records",
+                  **_slowdown(clean, recorded)}
+        memory |= analyze_memory(cfg, pass_dir, recorded)
+        if memory.get("error") and recorded.get("error"):  # say why the pass wrote no snapshot
+            memory["error"] = f"{memory['error']}: {recorded['error']['message']}"
+        if memory.get("error"):
+            self.notice(f"memory analysis unavailable: {memory['error']}")
+        else:
+            self.on_event({"event": "analysis", "kind": "memory", "path": memory["analysis"]})
+        return memory
+
+
+def _slowdown(clean: dict, recorded: dict) -> dict:
+    """How much a recording pass stretched the median step, against the clean pass."""
+    clean_ms = (clean.get("phases") or {}).get("step", {}).get("median_ms")
+    recorded_ms = (recorded.get("phases") or {}).get("step", {}).get("median_ms")
+    return {"clean_median_ms": clean_ms, "recorded_median_ms": recorded_ms,
+            "inflation": recorded_ms / clean_ms if clean_ms and recorded_ms else None}
+
+
+def _inflation(backend: Backend, clean: dict, profiled: dict) -> dict:
+    slowdown = _slowdown(clean, profiled)
+    return {"backend": backend.name, "version": backend.version(), "dir": rundir.PROFILED_DIR,
+            "status": profiled["status"], "clean_median_ms": slowdown["clean_median_ms"],
+            "profiled_median_ms": slowdown["recorded_median_ms"], "inflation": slowdown["inflation"]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="profiler_core.session")
+    parser.add_argument("--run-dir", required=True, type=Path)
+    parser.add_argument("--config-json", required=True)
+    parser.add_argument("--nsys", help="path to nsys (else $SYSPROF_NSYS, PATH, usual install dirs)")
+    args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # a closing app asks like Ctrl-C does
+    try:
+        args.run_dir.mkdir(parents=True, exist_ok=True)
+        cfg = validate(RunConfig.from_dict(json.loads(args.config_json)))
+        backend, notice = choose_backend(cfg.profiler, args.nsys)
+    except (ConfigError, BackendUnavailable, ValueError, TypeError, OSError) as exc:
+        print_event("failed", kind="config", message=str(exc), phase=None, peak_allocated_bytes=None)
+        return 2
+    if notice:
+        print_event("notice", message=notice)
+    summary = Session(cfg, args.run_dir, lambda event: print(json.dumps(event), flush=True), backend).run()
+    event = finish_event(summary)
+    print(json.dumps(event), flush=True)
+    return 0 if summary["status"] == "ok" else 2 if (summary.get("error") or {}).get("kind") == "config" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

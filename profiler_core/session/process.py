@@ -1,0 +1,93 @@
+"""Start runner subprocesses and read their events (no torch here: the launcher stays light)."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+from profiler_core import rundir
+from profiler_core.config import RunConfig
+from profiler_core.events import decode_line
+
+CANCEL_GRACE_S = 15.0  # time an interrupted runner (and a wrapping nsys) gets to finish its files
+
+
+def runner_argv(cfg: RunConfig, run_dir: Path, capture: str = "none") -> list[str]:
+    argv = [sys.executable, "-m", "profiler_core.runner", "--run-dir", str(run_dir),
+            "--config-json", json.dumps(cfg.to_dict())]
+    return argv + (["--capture", capture] if capture != "none" else [])
+
+
+def session_argv(cfg: RunConfig, run_dir: Path, nsys: str | None = None) -> list[str]:
+    """The whole run (clean pass, then profiling and memory passes as configured) as one process."""
+    argv = [sys.executable, "-m", "profiler_core.session", "--run-dir", str(run_dir),
+            "--config-json", json.dumps(cfg.to_dict())]
+    return argv + (["--nsys", nsys] if nsys else [])
+
+
+def mark_killed(run_dir: Path, cfg: RunConfig, returncode: int | None) -> dict:
+    """The runner died without a summary (killed, segfault): write one from the steps that finished.
+
+    A summary already there (the clean pass finished before a later pass died) is kept as it is."""
+    from profiler_core.metrics import build_summary
+
+    existing = rundir.read_json(run_dir / rundir.SUMMARY)
+    if existing:
+        return existing
+    manifest = rundir.read_json(run_dir / rundir.MANIFEST) or {}
+    error = {"kind": "killed", "message": f"runner exited with code {returncode} before finishing",
+             "phase": None, "peak_allocated_bytes": None}
+    steps = rundir.read_jsonl(run_dir / rundir.STEPS)
+    summary = build_summary(cfg, manifest.get("env", {}), steps, "failed", str(run_dir), error=error)
+    rundir.write_json(run_dir / rundir.SUMMARY, summary)
+    return summary
+
+
+class RunnerProcess:
+    """A runner (or nsys wrapping one) in our process group, so a terminal's Ctrl-C reaches it too."""
+
+    def __init__(self, argv: list[str], run_dir: Path):
+        self.run_dir = run_dir
+        self._stderr = (run_dir / rundir.STDERR).open("ab")
+        try:
+            self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self._stderr)
+        except OSError:
+            self._stderr.close()
+            raise
+
+    def events(self) -> Iterator[dict]:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            event = decode_line(line)
+            if event is not None:
+                yield event
+        self.wait()
+
+    def wait(self, timeout: float | None = None) -> int:
+        code = self.proc.wait(timeout)
+        self._stderr.close()
+        return code
+
+    def interrupt(self) -> int:
+        """SIGINT (the runner saves what finished; nsys writes its report), then wait or kill."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+        return self.wait_after_interrupt()
+
+    def wait_after_interrupt(self) -> int:
+        try:
+            return self.wait(CANCEL_GRACE_S)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.wait()
+
+
+def signal_group(pid: int, signum: int) -> None:
+    try:
+        os.killpg(pid, signum)
+    except ProcessLookupError:
+        pass

@@ -15,7 +15,7 @@ import sys
 import time
 
 from profiler_core.config import RunConfig
-from profiler_core.session.analysis import memory_prediction
+from profiler_core.memory.accounting import predict_run_memory as memory_prediction
 
 GIB = 2**30
 

@@ -21,7 +21,7 @@ class ModelSpec:
     def d_head(self) -> int:
         return self.d_model // self.heads
 
-    def renamed(self, name: str) -> "ModelSpec":
+    def renamed(self, name: str) -> ModelSpec:
         return replace(self, name=name)
 
 

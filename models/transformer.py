@@ -1,8 +1,6 @@
 """The CS336 Assignment 1 Transformer LM: pre-norm, RMSNorm, SwiGLU, RoPE, causal MHA, untied head."""
 from __future__ import annotations
 
-from models.phases import ATTENTION_OUTPUT, ATTENTION_RANGE, ATTENTION_SCORES, ATTENTION_SOFTMAX
-
 import math
 
 import torch
@@ -11,6 +9,7 @@ from einops import einsum, rearrange
 from torch import nn
 
 from models.nvtx import nvtx_range
+from models.phases import ATTENTION_OUTPUT, ATTENTION_RANGE, ATTENTION_SCORES, ATTENTION_SOFTMAX
 from models.presets import ModelSpec
 
 ATTENTION_KINDS = ("naive", "sdpa")

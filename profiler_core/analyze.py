@@ -1,14 +1,13 @@
 """`sysprof analyze PATH`: kernel tables or memory analysis from whatever the user has at hand."""
 from __future__ import annotations
 
-from profiler_core.errors import AnalyzeError
-
 import subprocess
 from pathlib import Path
 
 from profiler_core import rundir
-from profiler_core.kernels.nsys.locate import find_nsys
+from profiler_core.errors import AnalyzeError
 from profiler_core.kernels.nsys.commands import export_sqlite_argv
+from profiler_core.kernels.nsys.locate import find_nsys
 from profiler_core.kernels.summary import analyze_attribution, analyze_sqlite, analyze_stats_dir
 from profiler_core.kernels.torch_trace import attribute_torch_trace
 from profiler_core.memory import analyze_snapshot

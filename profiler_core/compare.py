@@ -11,9 +11,9 @@ With fewer than 2 steps in either run there is no spread to compare against: "to
 """
 from __future__ import annotations
 
-from models.phases import TIMED_PHASES
-
 import math
+
+from models.phases import TIMED_PHASES
 
 NOISE_SIGMAS = 2.0
 

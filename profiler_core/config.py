@@ -1,12 +1,11 @@
 """RunConfig: what to run, checked before anything starts, with a one-line reason for each bad value."""
 from __future__ import annotations
 
-from profiler_core.errors import ConfigError
-
 import dataclasses
 from dataclasses import dataclass
 
 from models.presets import PRESETS, ModelSpec
+from profiler_core.errors import ConfigError
 
 MODES = ("forward", "forward_backward", "train")
 DTYPES = ("fp32", "bf16", "fp16")
@@ -16,6 +15,14 @@ DEVICES = ("auto", "cuda", "cpu", "mps")
 PROFILERS = ("none", "nsys", "torch", "auto")
 CUSTOM = "custom"
 DIM_FIELDS = ("d_model", "d_ff", "layers", "heads", "vocab")
+
+# Dtype facts. Weights (and AdamW's state) stay fp32 under autocast; activations take the autocast dtype.
+PARAM_BYTES = 4
+DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}  # bytes per element of an activation
+AUTOCAST_DTYPES = {"bf16": "bfloat16", "fp16": "float16"}  # --dtype → torch dtype name autocast runs in
+# torch.set_float32_matmul_precision → what fp32 matmuls run on the tensor cores ("medium" lets the library
+# pick bf16 or TF32 per matmul: no single peak applies).
+FP32_MATMULS = {"highest": "fp32", "high": "tf32", "medium": "tf32 or bf16"}
 
 
 
@@ -59,7 +66,7 @@ class RunConfig:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, values: dict) -> "RunConfig":
+    def from_dict(cls, values: dict) -> RunConfig:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(values) - known)
         if unknown:

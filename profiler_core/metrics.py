@@ -10,7 +10,7 @@ import statistics
 
 from models.phases import PHASES
 from models.presets import count_params, step_flops
-from profiler_core.config import RunConfig
+from profiler_core.config import AUTOCAST_DTYPES, FP32_MATMULS, RunConfig
 
 STAT_KEYS = ("mean_ms", "std_ms", "median_ms", "min_ms", "max_ms", "cv", "n")
 
@@ -44,10 +44,10 @@ PEAK_TFLOPS: tuple[tuple[str, dict[str, float]], ...] = (
 
 def matmul_precision_used(dtype: str, float32_matmul_precision: str) -> str:
     """What the tensor cores run: half types under autocast, else fp32 strict or TF32."""
-    if dtype in ("bf16", "fp16"):
+    if dtype in AUTOCAST_DTYPES:
         return "bf16"  # fp16 and bf16 have the same dense peak on these GPUs
     # "medium" lets the library pick bf16 or TF32 per matmul: no single peak applies, so MFU is N/A.
-    return {"highest": "fp32", "high": "tf32"}.get(float32_matmul_precision, "tf32 or bf16")
+    return FP32_MATMULS.get(float32_matmul_precision, FP32_MATMULS["medium"])
 
 
 def peak_tflops(device_name: str | None, precision: str) -> float | None:

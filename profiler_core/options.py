@@ -5,8 +5,7 @@ import argparse
 import dataclasses
 import sys
 
-from profiler_core.config import (ATTENTIONS, DEVICES, DTYPES, MATMUL_PRECISIONS, MODES, PROFILERS,
-                                  RunConfig)
+from profiler_core.config import ATTENTIONS, DEVICES, DTYPES, MATMUL_PRECISIONS, MODES, PROFILERS, RunConfig
 
 # field -> (help, choices); type and default come from RunConfig itself.
 OPTION_HELP: dict[str, tuple[str, tuple[str, ...] | None]] = {

@@ -1,13 +1,19 @@
-"""Run directories: everything a run produced, readable later without torch or a GPU.
+"""Run, pass and study directories: every file and folder name they hold, one maker of timestamped
+directories, and JSON(L) readers and writers that never leave half a file. Readable without torch or a GPU.
 
-    runs/<timestamp>-<slug>/manifest.json   config, environment, the command that reproduces the run
-                            steps.jsonl     one line per step, appended and flushed as it finishes
-                            summary.json    status and statistics, written last
-                            stderr.log      the runner's stderr
+    runs/<timestamp>-<slug>/manifest.json        config, environment, the command that reproduces the run
+                            steps.jsonl          one line per step, appended and flushed as it finishes
+                            summary.json         status and statistics, written last
+                            stderr.log           the runner's stderr
+                            profiled/            the profiled pass (a run directory of its own): profile.nsys-rep,
+                                                 profile.sqlite, stats/*.csv or torch_trace.json
+                            kernels/             analysis.json, phase_kernels.csv
+                            memory/              the memory pass: memory_snapshot.pickle, analysis.json
+                            exports/             tables the app exported
+    runs/<timestamp>-sweep-<name>/sweep.json     a sweep's or study's plan; cells/<NNN>-<slug>/ one run each
+    runs/<timestamp>-attention/study.json        the attention study's plan; cells.jsonl one result per cell
 """
 from __future__ import annotations
-
-from profiler_core.errors import RunDirError
 
 import json
 import os
@@ -15,13 +21,23 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from profiler_core import events
 from profiler_core.config import RunConfig
+from profiler_core.errors import RunDirError
 
 MANIFEST, STEPS, SUMMARY, STDERR = "manifest.json", "steps.jsonl", "summary.json", "stderr.log"
 # Passes after the clean one run in sub-directories, each a run directory of its own.
-PROFILED_DIR, MEMORY_DIR, KERNELS_DIR = "profiled", "memory", "kernels"
+PROFILED_DIR, MEMORY_DIR, KERNELS_DIR, EXPORTS_DIR = "profiled", "memory", "kernels", "exports"
 TORCH_TRACE, MEMORY_SNAPSHOT = "torch_trace.json", "memory_snapshot.pickle"
 ANALYSIS, PHASE_KERNELS = "analysis.json", "phase_kernels.csv"
+# What nsys leaves in the profiled pass's directory.
+NSYS_OUTPUT = "profile"  # nsys -o and nsys stats -o base name
+NSYS_REPORT, NSYS_SQLITE, NSYS_STATS_DIR = "profile.nsys-rep", "profile.sqlite", "stats"
+NSYS_EXPORT_LOG, NSYS_STATS_LOG, QDSTRM_IMPORT_LOG = "nsys_export.log", "nsys_stats.log", "qdstrm_import.log"
+# Sweeps and studies.
+SWEEP_PLAN, SWEEP_CELLS_DIR = "sweep.json", "cells"
+ATTENTION_PLAN, ATTENTION_CELLS, PRECISION_LAB = "study.json", "cells.jsonl", "precision_lab.json"
+STUDIES_STDERR = "studies-stderr.log"  # under the runs root: a study's directory does not exist before it starts
 
 
 
@@ -37,22 +53,25 @@ def slug(cfg: RunConfig) -> str:
     return "-".join(parts).replace("/", "_")
 
 
-def new_run_dir(root: Path, cfg: RunConfig) -> Path:
-    """Create a fresh directory; a second run in the same second gets a numeric suffix."""
+def new_timestamped_dir(root: Path, name: str) -> Path:
+    """Create root/<timestamp>-<name>; a second one in the same second gets a numeric suffix."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
     try:
         root.mkdir(parents=True, exist_ok=True)
         for attempt in range(1000):
-            suffix = f"-{attempt}" if attempt else ""
-            path = root / f"{stamp}-{slug(cfg)}{suffix}"
+            path = root / (f"{stamp}-{name}" + (f"-{attempt}" if attempt else ""))
             try:
                 path.mkdir()
                 return path
             except FileExistsError:
                 continue
     except OSError as exc:
-        raise RunDirError(f"cannot create a run directory under {root}: {exc.strerror or exc}") from None
-    raise RunDirError(f"too many runs named {stamp}-{slug(cfg)} under {root}")
+        raise RunDirError(f"cannot create a directory under {root}: {exc.strerror or exc}") from None
+    raise RunDirError(f"too many directories named {stamp}-{name} under {root}")
+
+
+def new_run_dir(root: Path, cfg: RunConfig) -> Path:
+    return new_timestamped_dir(root, slug(cfg))
 
 
 def write_json(path: Path, payload: dict) -> None:
@@ -99,7 +118,7 @@ class RunRecord:
 
     @property
     def status(self) -> str:
-        return (self.summary or {}).get("status", "incomplete")
+        return (self.summary or {}).get("status", events.INCOMPLETE)
 
 
 def load_run(path: Path) -> RunRecord:

@@ -13,7 +13,11 @@ import pytest
 
 from profiler_core.errors import KernelReportError
 from profiler_core.kernels import (
-    analyze_sqlite, analyze_stats_dir, attribute_kernels, containing_range, phase_kernel_table,
+    analyze_sqlite,
+    analyze_stats_dir,
+    attribute_kernels,
+    containing_range,
+    phase_kernel_table,
     read_stats_csv,
 )
 from profiler_core.kernels.kernel_stats import busy_union_ns, kernel_table, phase_summaries

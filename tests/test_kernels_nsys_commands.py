@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 from profiler_core.kernels.nsys.commands import (
-    STATS_REPORTS, export_sqlite_argv, postprocess_report, profile_argv, stats_argv,
+    STATS_REPORTS,
+    export_sqlite_argv,
+    postprocess_report,
+    profile_argv,
+    stats_argv,
 )
 
 

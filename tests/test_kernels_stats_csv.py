@@ -10,8 +10,12 @@ import pytest
 
 from profiler_core.errors import KernelReportError
 from profiler_core.kernels import (
-    find_report_file, nsys_output_errors, nsys_output_skips, read_stats_csv,
-    read_stats_tables, split_stats_csv_line,
+    find_report_file,
+    nsys_output_errors,
+    nsys_output_skips,
+    read_stats_csv,
+    read_stats_tables,
+    split_stats_csv_line,
 )
 from profiler_core.kernels.nsys_stats.schema import normalize_header, split_range_domain
 

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import pytest
+from test_memory_support import SMALL, analysis, snapshot, snapshot_path, snapshot_xz_path  # noqa: F401
 
 from profiler_core.memory import compare_predicted, predict_memory
-from test_memory_support import SMALL, analysis, snapshot, snapshot_path, snapshot_xz_path  # noqa: F401
 
 
 def test_small_fp32_train_by_hand():

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import json
 
-from profiler_core.memory import analyze_snapshot
 from test_memory_support import analysis, snapshot, snapshot_path, snapshot_xz_path  # noqa: F401  (fixtures)
+
+from profiler_core.memory import analyze_snapshot
 
 
 def test_contract_keys_and_json(analysis):

@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_memory_support import snapshot, snapshot_path, snapshot_xz_path  # noqa: F401  (fixtures)
 
 from profiler_core.memory import SnapshotError, load_snapshot
 from profiler_core.memory.snapshot import ForeignObject
-from test_memory_support import snapshot, snapshot_path, snapshot_xz_path  # noqa: F401  (fixtures)
 
 ROOT = Path(__file__).resolve().parents[1]
 

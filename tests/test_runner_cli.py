@@ -3,15 +3,14 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import torch
 
 from profiler_core import rundir
-from profiler_core.runner import engine as runner
 from profiler_core.config import RunConfig
+from profiler_core.runner import engine as runner
 from profiler_core.session.process import RunnerProcess, mark_killed, runner_argv
 
 TINY = ["--model", "tiny", "--ctx", "32", "--batch", "2", "--device", "cpu"]
@@ -59,7 +58,7 @@ def test_human_table_has_units(cli_env):
     (["run", "--ctx", "0"], "ctx must be a positive integer"),
     (["run", "--dtype", "fp8"], "invalid choice: 'fp8'"),
     (["run", "--steps", "ten"], "invalid int value: 'ten'"),
-    (["run", "--runs-dir", "/proc/not-writable"], "cannot create a run directory"),
+    (["run", "--runs-dir", "/proc/not-writable"], "cannot create a directory"),
     (["run", "--profiler", "nsys", "--nsys", "/nonexistent/nsys"], "not an executable nsys"),
     (["run", "--device", "cpu", "--memory"], "allocator history is a CUDA feature"),
 ])

@@ -3,11 +3,9 @@ import math
 
 import pytest
 
-from profiler_core.events import decode_line, encode_event
-from profiler_core.metrics import matmul_precision_used, peak_tflops
-from profiler_core.metrics import summarize_ms
-from profiler_core.metrics import build_summary
 from profiler_core.config import RunConfig
+from profiler_core.events import decode_line, encode_event
+from profiler_core.metrics import build_summary, matmul_precision_used, peak_tflops, summarize_ms
 
 
 def test_summary_statistics_by_hand():

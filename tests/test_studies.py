@@ -1,15 +1,14 @@
 """Sweeps (expansion, resume, OOM cells), study tables, the precision lab and the compare verdict."""
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from profiler_core.session import passes as session_module
 from profiler_core.compare import compare_summaries, verdict
-from profiler_core.config import ConfigError, RunConfig
+from profiler_core.config import ConfigError
+from profiler_core.session import passes as session_module
 from profiler_core.studies import sweep
 from profiler_core.studies.derived import compile_table, precision_table, warmup_table
 from profiler_core.studies.tables import compact, pivot, sweep_document, sweep_rows
@@ -52,7 +51,7 @@ def test_sweep_with_an_oom_cell_continues_and_resumes_only_unfinished(tmp_path, 
     (sweep.cell_dir(sweep_dir, 2, configs[2]) / "summary.json").unlink()
     events.clear()
     sweep.run(sweep_dir, events.append)
-    assert events[0] == {"event": "sweep", "cells": 3, "pending": 1}
+    assert events[0] == {"event": "study", "cells": 3, "pending": 1}
     assert [e["index"] for e in events if e["event"] == "cell"] == [2]
     steps = (sweep.cell_dir(sweep_dir, 2, configs[2]) / "steps.jsonl").read_text().splitlines()
     assert len(steps) == 2  # the rerun starts clean: no steps of the abandoned attempt

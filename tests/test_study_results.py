@@ -6,10 +6,10 @@ import sys
 
 import pytest
 
+from profiler_core.errors import StudyError
 from profiler_core.studies import sweep
 from profiler_core.studies.catalog import list_studies, study_kind, study_record
 from profiler_core.studies.results import all_cells_done, study_tables
-from profiler_core.errors import StudyError
 
 TINY = dict(model="tiny", ctx=16, batch=2, warmup=0, steps=2, device="cpu")
 

@@ -5,10 +5,11 @@ from pathlib import Path
 import pytest
 
 from profiler_core.compare import compare_summaries, verdict
-from profiler_core.render.export import ExportError, osc52, to_csv, to_json, to_latex, to_markdown, write_table
-from profiler_core.telemetry import GpuTelemetry, NvmlSampler, decode_throttle_reasons, telemetry_cells
-from tui.kernel_data import KernelView, apply_view, load_kernel_data
+from profiler_core.nvml import GpuTelemetry, NvmlSampler, decode_throttle_reasons
 from profiler_core.render.analysis_report import phase_mark_line
+from profiler_core.render.export import ExportError, osc52, to_csv, to_json, to_latex, to_markdown, write_table
+from profiler_core.render.units import telemetry_cells
+from tui.kernel_data import KernelView, apply_view, load_kernel_data
 from tui.memory_data import peaks_by_phase
 from tui.run_files import state_from_run_dir
 from tui.runner_client import decode_line

@@ -6,11 +6,12 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from tui_helpers import settle, text
+
 from profiler_core.config import RunConfig
 from tui.app import SysprofApp
 from tui.keys import GLOBAL_KEYS, PANE_KEYS, key_label
 from tui.modals import ConfirmQuit, ExportModal
-from tui_helpers import settle, text
 
 DATA = Path(__file__).parent / "data"
 RUNS = DATA / "runs"
@@ -103,6 +104,9 @@ async def test_memory_screen_peaks_timeline_and_tables():
                                                       "attention_scores"]
         params = table.records[0]
         assert params["predicted_bytes"] == 128625408 * 4 and params["measured_bytes"] == 514501632
+        # The screen shows what the memory pass stored, never a prediction of its own (they once disagreed).
+        stored = json.loads((ANALYSED / "memory" / "analysis.json").read_text())["predicted_vs_measured"]
+        assert table.records == stored and table.records[1]["item"] == "gradients" and table.records[1]["ratio"] == 1.0
 
 
 async def test_runs_screen_lists_newest_first_opens_and_compares():

@@ -5,9 +5,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tui_helpers import settle, text
+
 from tui.app import SysprofApp
 from tui.panes.studies import study_argv
-from tui_helpers import settle, text
 from tui.study_state import StudyState
 
 DATA = Path(__file__).parent / "data"

@@ -13,15 +13,20 @@ from textual.screen import Screen
 from textual.widgets import Button, Footer, Header, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
-from profiler_core import rundir
-from profiler_core.config import RunConfig
-from profiler_core.events import finish_event
-from profiler_core.session.process import mark_killed, session_argv, signal_group
-from profiler_core.nvml import gpu_count
-from profiler_core.studies.catalog import study_kind
-from profiler_core.telemetry import GpuTelemetry, NvmlSampler
-from tui.keys import GLOBAL_KEYS, PANE_KEYS, PANES, bindings, delegated_pane_bindings
+from profiler_core.api import (
+    GpuTelemetry,
+    NvmlSampler,
+    RunConfig,
+    finish_event,
+    gpu_count,
+    mark_killed,
+    rundir,
+    session_argv,
+    signal_group,
+    study_kind,
+)
 from tui.exporting import TableExportActions
+from tui.keys import GLOBAL_KEYS, PANE_KEYS, PANES, bindings, delegated_pane_bindings
 from tui.modals import ConfirmQuit
 from tui.panes.base import Pane
 from tui.panes.configure import ConfigurePane

@@ -4,9 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from profiler_core import rundir
-from profiler_core.options import OneLineParser
-from profiler_core.studies.catalog import study_kind
+from profiler_core.api import OneLineParser, rundir, study_kind
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from profiler_core.api import rundir
 from profiler_core.render.export import osc52, to_markdown
 from tui.modals import ExportModal
 from tui.panes.base import ExportTable
@@ -27,7 +28,7 @@ class TableExportActions:
         if table is None:
             return
         base = table.base or (Path(self.run_state.run_dir) if self.run_state.run_dir else self.runs_root)
-        self.push_screen(ExportModal(table, base / "exports" / f"{table.name}.md"), self.exported)
+        self.push_screen(ExportModal(table, base / rundir.EXPORTS_DIR / f"{table.name}.md"), self.exported)
 
     def exported(self, path: str | None) -> None:
         if path:

@@ -8,8 +8,9 @@ import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from profiler_core.api import rundir
+
 ALL_PHASES = "all"
-PHASE_TABLE, ATTENTION_TABLE, ANALYSIS = "phase_kernels.csv", "attention_kernels.csv", "analysis.json"
 SORT_COLUMNS = ("total_ns", "pct_of_phase", "instances", "avg_ns", "med_ns", "min_ns", "max_ns", "std_ns",
                 "name", "class", "phase")
 
@@ -21,11 +22,11 @@ class KernelView:
     sort_by: str = "total_ns"
     descending: bool = True
 
-    def next_sort(self) -> "KernelView":
+    def next_sort(self) -> KernelView:
         position = SORT_COLUMNS.index(self.sort_by) if self.sort_by in SORT_COLUMNS else -1
         return replace(self, sort_by=SORT_COLUMNS[(position + 1) % len(SORT_COLUMNS)])
 
-    def sorted_by(self, column: str) -> "KernelView":
+    def sorted_by(self, column: str) -> KernelView:
         """Click a header: sort by it, or flip the order when it already is the sort column."""
         if column == self.sort_by:
             return replace(self, descending=not self.descending)
@@ -55,22 +56,19 @@ def apply_view(table, view: KernelView):
 
 
 def load_kernel_data(kernels_dir: Path) -> KernelData:
-    """phase_kernels.csv (+ attention_kernels.csv when the run wrote one) and analysis.json."""
+    """phase_kernels.csv and analysis.json."""
     import pandas as pd
 
     data = KernelData(kernels_dir)
-    csv_path = kernels_dir / PHASE_TABLE
+    csv_path = kernels_dir / rundir.PHASE_KERNELS
     if not csv_path.is_file():
         data.problem = (f"No kernel tables in {kernels_dir}. Run with profiler nsys (or torch) "
                         "on the Configure screen, or `sysprof run --profiler nsys`.")
         return data
     try:
-        frames = [pd.read_csv(csv_path)]
-        if (kernels_dir / ATTENTION_TABLE).is_file():
-            frames.append(pd.read_csv(kernels_dir / ATTENTION_TABLE))
-        data.table = pd.concat(frames, ignore_index=True)
+        data.table = pd.read_csv(csv_path)
         data.table["phase"] = data.table["phase"].astype(str)
-        analysis_path = kernels_dir / ANALYSIS
+        analysis_path = kernels_dir / rundir.ANALYSIS
         data.analysis = json.loads(analysis_path.read_text()) if analysis_path.is_file() else {}
     except (OSError, ValueError) as exc:
         data.table, data.problem = None, f"cannot read the kernel tables in {kernels_dir}: {exc}"

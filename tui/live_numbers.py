@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import statistics
 
-from profiler_core.config import RunConfig
-from profiler_core.metrics import phase_stats, throughput
+from profiler_core.api import RunConfig, phase_stats, throughput
 from tui.state import RunState
 
 CHART_SERIES = ("wall", "forward", "backward", "optimizer")

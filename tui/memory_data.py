@@ -5,17 +5,14 @@ import bisect
 import json
 from pathlib import Path
 
-from models.presets import count_params
-from profiler_core.config import RunConfig
-from profiler_core.memory.accounting import compare_predicted, predict_memory
+from profiler_core.api import rundir
 
-ANALYSIS, SNAPSHOT = "analysis.json", "memory_snapshot.pickle"
 MEMORY_TABLES = ("top allocations", "categories", "predicted vs measured")
 
 
 def load_memory_analysis(memory_dir: Path) -> tuple[dict | None, str | None]:
     """(analysis, None) or (None, the reason it is not there and how to get it)."""
-    path = memory_dir / ANALYSIS
+    path = memory_dir / rundir.ANALYSIS
     if not path.is_file():
         return None, (f"No memory analysis in {memory_dir}. Tick 'memory capture' on the Configure screen "
                       "(CUDA only), or `sysprof run --memory`.")
@@ -42,31 +39,16 @@ def peaks_by_phase(timeline: dict) -> dict[str, int]:
     return peaks
 
 
-def predicted_rows(config: dict | None, analysis: dict) -> list[dict]:
-    """predict_memory for the run's shape against the bytes alive at the measured peak, by category."""
-    if not config:
-        return []
-    try:
-        cfg = RunConfig.from_dict(config)
-        spec = cfg.spec()
-    except (TypeError, ValueError):
-        return []
-    activation_bytes = 2 if cfg.dtype in ("bf16", "fp16") else 4
-    predicted = predict_memory(params=count_params(spec), d_model=spec.d_model, d_ff=spec.d_ff, layers=spec.layers,
-                               heads=spec.heads, vocab=spec.vocab, ctx=cfg.ctx, batch=cfg.batch,
-                               activation_bytes=activation_bytes, mode=cfg.mode)
-    return compare_predicted(predicted, analysis.get("by_category") or {})
-
-
 def category_rows(analysis: dict) -> list[dict]:
     at_peak, highest = analysis.get("by_category") or {}, analysis.get("max_by_category") or {}
     return [{"category": name, "at_peak_bytes": at_peak.get(name), "max_bytes": highest.get(name)}
             for name in dict.fromkeys([*at_peak, *highest])]
 
 
-def memory_table(name: str, config: dict | None, analysis: dict) -> list[dict]:
+def memory_table(name: str, analysis: dict) -> list[dict]:
+    """One of MEMORY_TABLES, as stored by the memory pass (the prediction is the one analysis.json holds)."""
     if name == "top allocations":
         return list(analysis.get("top_allocations") or [])
     if name == "categories":
         return category_rows(analysis)
-    return predicted_rows(config, analysis)
+    return list(analysis.get("predicted_vs_measured") or [])

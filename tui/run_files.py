@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from profiler_core import rundir
+from profiler_core.api import rundir
 from tui.state import RunState
 
 

@@ -6,8 +6,7 @@ import signal
 from collections.abc import Callable
 from pathlib import Path
 
-from profiler_core.events import EVENT_KINDS, decode_line
-from profiler_core.session.process import CANCEL_GRACE_S, signal_group
+from profiler_core.api import CANCEL_GRACE_S, decode_line, events, signal_group
 
 LINE_LIMIT = 1 << 20  # events are small, but a stray long line must not kill the reader
 
@@ -15,7 +14,7 @@ LINE_LIMIT = 1 << 20  # events are small, but a stray long line must not kill th
 class RunnerClient:
     """One runner (or study) process: stream(on_event) until it exits; cancel() sends SIGINT, then kills."""
 
-    def __init__(self, argv: list[str], stderr_path: Path, kinds: tuple[str, ...] = EVENT_KINDS):
+    def __init__(self, argv: list[str], stderr_path: Path, kinds: tuple[str, ...] = events.RUN_EVENTS):
         self.argv, self.stderr_path, self.kinds = argv, stderr_path, kinds
         self.process: asyncio.subprocess.Process | None = None
 

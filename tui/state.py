@@ -49,7 +49,7 @@ class RunState:
             return sum(1 for s in self.pass_steps if s.get("kind") != "warmup"), self.stage_total
         return 0, None
 
-    def apply(self, event: dict) -> "RunState":
+    def apply(self, event: dict) -> RunState:
         if event.get("pass") and event.get("event") not in ("step", "warmup_step"):
             return self  # a later pass's hello/stages must not move the clean run's directory or stage
         handler = _HANDLERS.get(event.get("event"))

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from profiler_core.render.units import duration
 
 
 @dataclass(frozen=True)
@@ -22,7 +23,7 @@ class StudyState:
     def running(self) -> bool:
         return self.stage == "running"
 
-    def apply(self, event: dict) -> "StudyState":
+    def apply(self, event: dict) -> StudyState:
         kind = event.get("event")
         if kind == "study":
             return replace(self, kind=event["kind"], directory=event["dir"], cells=event["cells"],
@@ -36,7 +37,7 @@ class StudyState:
                            current="" if event["done"] >= self.pending else self.current)
         return self
 
-    def ended(self, returncode: int | None, last_error: str) -> "StudyState":
+    def ended(self, returncode: int | None, last_error: str) -> StudyState:
         """The process is gone: exit 0 finished everything, 1 left cells unfinished, anything else failed."""
         if returncode in (0, 1) and self.directory:
             return replace(self, stage="finished", current="",
@@ -61,10 +62,3 @@ class StudyState:
             head += f"\n[b]{self.message}[/b]"
         return head
 
-
-def duration(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds // 3600:.0f} h {seconds % 3600 / 60:02.0f} min"

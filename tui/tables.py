@@ -1,14 +1,12 @@
 """A DataTable of records whose rows can be marked (space) for export or comparison."""
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from textual.binding import Binding
 from textual.widgets import DataTable
 
+from profiler_core.render.units import Formatter
 from tui.keys import key_label
 
-Formatter = Callable[[object], str]
 MARK = "✓"
 
 
@@ -58,16 +56,4 @@ def _text(value: object) -> str:
     return "" if value is None else str(value)
 
 
-def ns_as_ms(value: object) -> str:
-    return "" if value is None else f"{float(value) / 1e6:,.3f}"
-
-
-def ns_as_us(value: object) -> str:
-    return "" if value is None else f"{float(value) / 1e3:,.1f}"
-
-
-def fixed(digits: int) -> Formatter:
-    return lambda value: "" if value is None else f"{float(value):,.{digits}f}"
-
-
-__all__ = ["MarkableTable", "ns_as_ms", "ns_as_us", "fixed", "key_label"]
+__all__ = ["MarkableTable", "key_label"]

@@ -6,8 +6,8 @@ import sys
 from pathlib import Path
 
 from profiler_core import rundir
-from profiler_core.render import export
 from profiler_core.config import ConfigError
+from profiler_core.render import export
 from profiler_core.studies.catalog import study_kind
 
 FORMATS = {"md": "markdown", "csv": "csv", "json": "json", "tex": "latex"}
@@ -26,12 +26,12 @@ def run_tables(run_dir: Path) -> dict[str, list[dict]]:
     record = rundir.load_run(run_dir)
     phases = (record.summary or {}).get("phases") or {}
     tables = {"phases": [{"phase": name} | stats for name, stats in phases.items()], "steps": record.steps}
-    kernels = run_dir / "kernels" / "phase_kernels.csv"
+    kernels = run_dir / rundir.KERNELS_DIR / rundir.PHASE_KERNELS
     if kernels.is_file():
         import pandas as pd
 
         tables["kernels"] = pd.read_csv(kernels).to_dict("records")
-    memory = rundir.read_json(run_dir / "memory" / "analysis.json") or {}
+    memory = rundir.read_json(run_dir / rundir.MEMORY_DIR / rundir.ANALYSIS) or {}
     if memory.get("top_allocations"):
         tables["top allocations"] = memory["top_allocations"]
     return tables

@@ -1,8 +1,6 @@
 """`sysprof`: the headless CLI. Exit 0 on success, 2 on invalid input (one line on stderr), 1 on a failed run."""
 from __future__ import annotations
 
-from profiler_core.errors import SysprofError, UsageError
-
 import json
 import shutil
 import signal
@@ -11,17 +9,18 @@ from pathlib import Path
 
 from rich.console import Console
 
-from profiler_core import rundir
-from profiler_core.render import run_report as report
+from profiler_core import events, rundir
 from profiler_core.analyze import analyze_path
-from profiler_core.render.analysis_report import print_analysis
-from profiler_core.session.backends import choose_backend
 from profiler_core.cli.export import add_export_options, command_export
 from profiler_core.cli.studies import add_study_parsers, command_study
 from profiler_core.cli.sweep import add_sweep_options, command_sweep
 from profiler_core.compare import compare_summaries
 from profiler_core.config import RunConfig, validate
+from profiler_core.errors import SysprofError, UsageError
 from profiler_core.options import OneLineParser, add_config_options, config_from_args
+from profiler_core.render import run_report as report
+from profiler_core.render.analysis_report import print_analysis
+from profiler_core.session.backends import choose_backend
 from profiler_core.session.passes import Session
 
 stderr_console = Console(stderr=True, highlight=False)
@@ -57,13 +56,13 @@ def build_parser() -> OneLineParser:
 
 def _step_progress(event: dict) -> None:
     kind = event["event"]
-    if kind == "hello":
+    if kind == events.HELLO:
         env = event["env"]
         stderr_console.print(f"[dim]runner on {env['device_type']} ({env.get('device_name')}), torch {env['torch_version']}[/]")
-    elif kind == "compile":
+    elif kind == events.COMPILE:
         stderr_console.print(f"[dim]compiled in {event['seconds']:.1f} s[/]")
-    elif kind in ("warmup_step", "step"):
-        label = "warm-up" if kind == "warmup_step" else "step"
+    elif kind in (events.WARMUP_STEP, events.STEP):
+        label = "warm-up" if kind == events.WARMUP_STEP else "step"
         phases = " ".join(f"{p} {report.format_ms(ms)}" for p, ms in event["phases_ms"].items())
         stderr_console.print(f"[dim]{label} {event['index']}: {report.format_ms(event['wall_ms'])} ({phases})[/]")
 
@@ -71,9 +70,9 @@ def _step_progress(event: dict) -> None:
 def _progress(event: dict) -> None:
     if event.get("pass"):
         return  # profiled and memory passes: their step times are not the step times
-    if event["event"] == "notice":
+    if event["event"] == events.NOTICE:
         stderr_console.print(f"[yellow]{event['message']}[/]")
-    elif event["event"] == "stage" and event["name"] in ("profiling", "analysing", "memory"):
+    elif event["event"] == events.STAGE and event["name"] in ("profiling", "analysing", "memory"):
         stderr_console.print(f"[dim]{event['name']}…[/]")
     else:
         _step_progress(event)
@@ -84,7 +83,7 @@ def execute_run(cfg: RunConfig, runs_dir: str | None, nsys: str | None = None, o
     backend, notice = choose_backend(cfg.profiler, nsys)
     run_dir = rundir.new_run_dir(rundir.runs_root(runs_dir), cfg)
     if notice:
-        on_event({"event": "notice", "message": notice})
+        on_event({"event": events.NOTICE, "message": notice})
     return Session(cfg, run_dir, on_event, backend).run()
 
 
@@ -99,7 +98,7 @@ def command_run(args) -> int:
         print(json.dumps(summary, default=str))
     else:
         report.print_run(Console(), summary)
-    return 0 if summary["status"] == "ok" else 1
+    return 0 if summary["status"] == events.OK else 1
 
 
 def command_analyze(args) -> int:
@@ -122,7 +121,7 @@ def command_models(args) -> int:
 def command_compare(args) -> int:
     summaries = [rundir.load_run(path).summary for path in (args.run_a, args.run_b)]
     for path, summary in zip((args.run_a, args.run_b), summaries):
-        if not summary or summary.get("status") != "ok":
+        if not summary or summary.get("status") != events.OK:
             status = (summary or {}).get("status", "unfinished")
             raise UsageError(f"{path} is a {status} run; only runs that finished can be compared")
     rows = compare_summaries(*summaries)

@@ -11,14 +11,14 @@ from pathlib import Path
 
 from rich.console import Console
 
-from profiler_core import rundir
-from profiler_core.render import export
+from profiler_core import events, rundir
 from profiler_core.config import ConfigError, RunConfig, validate
+from profiler_core.errors import StudyFailed
 from profiler_core.nvml import gpu_count
 from profiler_core.options import add_config_options, config_from_args
+from profiler_core.render import export
 from profiler_core.render.run_report import print_rows
 from profiler_core.studies import attention, sweep
-from profiler_core.studies.catalog import LAB_FILE
 from profiler_core.studies.progress import Progress
 from profiler_core.studies.results import all_cells_done, study_tables
 from profiler_core.studies.tables import compact
@@ -121,7 +121,7 @@ def study_precision(args) -> int:
     configs = [dataclasses.replace(base, model=model, dtype=dtype, matmul_precision=precision)
                for model in args.models.split(",") for dtype, precision in variants]
     lab = _precision_lab(base.device)
-    save_lab = lambda study_dir: rundir.write_json(study_dir / LAB_FILE, lab)  # noqa: E731
+    save_lab = lambda study_dir: rundir.write_json(study_dir / rundir.PRECISION_LAB, lab)  # noqa: E731
     study_dir = _run_configs(args, "precision", configs, ["model", "dtype", "matmul_precision"], save_lab)
     return emit_tables(args, study_dir, started)
 
@@ -129,9 +129,10 @@ def study_precision(args) -> int:
 def _precision_lab(device: str) -> dict:
     done = subprocess.run([sys.executable, "-m", "profiler_core.runner.precision_lab", "--device", device],
                           capture_output=True, text=True)
-    if done.returncode != 0 or not done.stdout.startswith("{"):
-        raise ConfigError(f"precision lab failed: {(done.stderr.strip().splitlines() or ['no output'])[-1]}")
-    return json.loads(done.stdout)
+    found = events.decode_lines(done.stdout, (events.LAB_RESULT,))
+    if done.returncode != 0 or not found:
+        raise StudyFailed(f"precision lab failed: {(done.stderr.strip().splitlines() or ['no output'])[-1]}")
+    return {key: value for key, value in found[0].items() if key != "event"}
 
 
 def study_attention(args) -> int:
@@ -139,26 +140,19 @@ def study_attention(args) -> int:
     batch, iters = (_positive(args.batch, "--batch"), _positive(args.iters, "--iters"))
     if gpu_count() == 0:
         raise ConfigError("the attention microbenchmark needs a CUDA GPU (none visible to NVML)")
-    if args.dtype not in attention.BYTES:
-        raise ConfigError(f"--dtype must be one of {', '.join(attention.BYTES)}")
+    if args.dtype not in attention.DTYPES:
+        raise ConfigError(f"--dtype must be one of {', '.join(attention.DTYPES)}")
     impls = [i for i in args.impl.split(",") if i]
     unknown = set(impls) - {"eager", "compiled", "sdpa"}
     if unknown:
         raise ConfigError(f"--impl: unknown implementation {sorted(unknown)[0]!r} (eager, compiled, sdpa)")
     groups = attention.grid(impls, _ints(args.d, "--d"), _ints(args.seq, "--seq"))
-    study_dir = _study_dir(args, "attention")
+    study_dir = rundir.new_timestamped_dir(rundir.runs_root(args.runs_dir), "attention")
     progress, cells = Progress(args.events), sum(len(group) for group in groups)
     progress.study("attention", study_dir, cells, cells)
     report = lambda row: progress.cell_done(progress.done, row["status"], f"{row['impl']} d={row['d']} seq={row['seq']}")  # noqa: E731
     attention.run_study(study_dir, groups, batch, iters, args.dtype, report)
     return emit_tables(args, study_dir, started)
-
-
-def _study_dir(args, name: str):
-    try:
-        return attention.new_study_dir(rundir.runs_root(args.runs_dir), name)
-    except OSError as exc:
-        raise sweep.StudyError(f"cannot create a study directory: {exc.strerror or exc}") from None
 
 
 STUDIES = {"warmup": study_warmup, "compile": study_compile, "precision": study_precision,

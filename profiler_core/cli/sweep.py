@@ -8,12 +8,12 @@ from pathlib import Path
 
 from rich.console import Console
 
-from profiler_core import rundir
-from profiler_core.render import export
-from profiler_core.session.backends import choose_backend
+from profiler_core import events, rundir
 from profiler_core.config import ConfigError, RunConfig
 from profiler_core.options import OPTION_HELP, flag
+from profiler_core.render import export
 from profiler_core.render.run_report import print_rows
+from profiler_core.session.backends import choose_backend
 from profiler_core.studies import sweep
 from profiler_core.studies.progress import Progress
 from profiler_core.studies.tables import compact, pivot, sweep_document, sweep_rows, visible_columns
@@ -91,7 +91,7 @@ def report_sweep(args, sweep_dir: Path, elapsed_s: float) -> int:
         print(json.dumps(document | {"elapsed_s": elapsed_s}, default=str))
     elif not args.events:
         print_rows(Console(), compact(table) if not args.pivot else table, f"sweep {sweep_dir} ({elapsed_s:.0f} s)")
-    return 0 if all(c["status"] in sweep.DONE_STATUSES for c in document["cells"]) else 1
+    return 0 if all(c["status"] in events.DONE_STATUSES for c in document["cells"]) else 1
 
 
 def _pivot_or_rows(args, rows: list[dict], varied: list[str]):

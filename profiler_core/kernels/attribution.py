@@ -15,9 +15,6 @@ nest within each other, which holds for the runner's ranges.
 
 from __future__ import annotations
 
-from models.phases import ATTENTION_PARTS, ATTENTION_RANGE, ATTRIBUTED_PHASES, OTHER, PHASE_OF_RANGE, STEP_RANGE
-
-import re
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,10 +22,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from profiler_core.kernels.classify import classify_kernel
+from models.phases import ATTENTION_PARTS, ATTENTION_RANGE, ATTRIBUTED_PHASES, OTHER, PHASE_OF_RANGE, STEP_RANGE
 from profiler_core.errors import KernelReportError
+from profiler_core.kernels.classify import classify_kernel
 from profiler_core.kernels.nsys.sqlite_tables import (
-    load_kernels, load_launch_calls, load_nvtx_ranges, load_strings, load_thread_names, open_nsys_sqlite,
+    load_kernels,
+    load_launch_calls,
+    load_nvtx_ranges,
+    load_strings,
+    load_thread_names,
+    open_nsys_sqlite,
 )
 
 NO_RANGE = -1

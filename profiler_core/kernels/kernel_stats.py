@@ -6,14 +6,22 @@ str, dict, list) so it goes straight into the analyze JSON.
 
 from __future__ import annotations
 
-from models.phases import (ATTENTION_OUTPUT, ATTENTION_PARTS, ATTENTION_RANGE, ATTENTION_SCORES, ATTENTION_SOFTMAX,
-                           ATTRIBUTED_PHASES, PHASE_OF_RANGE, STEP_RANGE)
-
 import numpy as np
 import pandas as pd
 
+from models.phases import (
+    ATTENTION_OUTPUT,
+    ATTENTION_PARTS,
+    ATTENTION_RANGE,
+    ATTENTION_SCORES,
+    ATTENTION_SOFTMAX,
+    ATTRIBUTED_PHASES,
+    PHASE_OF_RANGE,
+    STEP_RANGE,
+)
 from profiler_core.kernels.attribution import (
-    NO_RANGE, KernelAttribution,
+    NO_RANGE,
+    KernelAttribution,
 )
 
 TOP_NON_GEMM = 5

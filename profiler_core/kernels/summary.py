@@ -18,10 +18,16 @@ from pathlib import Path
 import pandas as pd
 
 from models.phases import ATTRIBUTED_PHASES, OTHER
+from profiler_core.errors import KernelReportError
 from profiler_core.kernels.attribution import KernelAttribution, attribute_kernels
 from profiler_core.kernels.classify import classify_kernels
-from profiler_core.errors import KernelReportError
-from profiler_core.kernels.kernel_stats import attention_summary, busy_union_ns, kernel_table, phase_summaries, step_summaries
+from profiler_core.kernels.kernel_stats import (
+    attention_summary,
+    busy_union_ns,
+    kernel_table,
+    phase_summaries,
+    step_summaries,
+)
 from profiler_core.kernels.nsys_stats.attribution import attribution_from_stats_dir, phase_kernel_rows_from_stats_dir
 from profiler_core.kernels.nsys_stats.csv_reader import find_report_file, read_stats_csv
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from profiler_core.kernels.attribution import NO_RANGE, KernelAttribution, _classes, _label_kernels, find_main_thread
 from profiler_core.errors import KernelReportError
+from profiler_core.kernels.attribution import NO_RANGE, KernelAttribution, _classes, _label_kernels, find_main_thread
 
 LAUNCH_CATEGORIES = ("cuda_runtime", "cuda_driver")
 US_TO_NS = 1000

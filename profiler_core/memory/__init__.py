@@ -7,7 +7,7 @@ screen) does not pay numpy's import time.
 import importlib
 
 _EXPORTS = {
-    "compare_predicted": "accounting", "predict_memory": "accounting", "analyze_snapshot": "analyze",
+    "compare_predicted": "accounting", "predict_memory": "accounting", "predict_run_memory": "accounting", "analyze_snapshot": "analyze",
     "CATEGORIES": "categories", "RULES": "categories", "classify_allocations": "categories",
     "Allocation": "replay", "Replay": "replay", "replay_trace": "replay",
     "SnapshotError": "snapshot", "load_snapshot": "snapshot", "downsample_timeline": "timeline",

@@ -11,6 +11,9 @@ Formulas (B batch, T context, d d_model, H heads, L layers, V vocab, P parameter
 
 from __future__ import annotations
 
+from models.presets import count_params
+from profiler_core.config import DTYPE_BYTES, PARAM_BYTES, RunConfig
+
 MIB = 1024 * 1024
 MODES = ("forward", "forward_backward", "train")
 ADAMW_STATES_PER_PARAMETER = 2
@@ -31,6 +34,14 @@ EXPLANATIONS = {
                         "and their gradients in backward; fused attention (SDPA/flash) keeps none.",
 }
 FAR_FROM_ONE = (0.9, 1.1)
+
+
+def predict_run_memory(cfg: RunConfig) -> dict:
+    """The prediction for a run's config: the one the Configure screen shows and memory/analysis.json stores."""
+    spec = cfg.spec()
+    return predict_memory(params=count_params(spec), d_model=spec.d_model, d_ff=spec.d_ff, layers=spec.layers,
+                          heads=spec.heads, vocab=spec.vocab, ctx=cfg.ctx, batch=cfg.batch, param_bytes=PARAM_BYTES,
+                          activation_bytes=DTYPE_BYTES[cfg.dtype], mode=cfg.mode)
 
 
 def _check_inputs(mode: str, numbers: dict) -> None:

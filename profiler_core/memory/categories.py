@@ -21,8 +21,8 @@ Two facts of real snapshots shape the table (both seen on the H200 fixture):
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 

@@ -13,8 +13,6 @@ renamed file still opens.
 
 from __future__ import annotations
 
-from profiler_core.errors import SnapshotError
-
 import bz2
 import gzip
 import io
@@ -22,6 +20,8 @@ import lzma
 import os
 import pickle
 from typing import Any
+
+from profiler_core.errors import SnapshotError
 
 _MAGIC_DECOMPRESSORS = (
     (b"\xfd7zXZ\x00", lzma.decompress),

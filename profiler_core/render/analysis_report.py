@@ -1,16 +1,10 @@
 """Terminal tables for kernel and memory analyses (rich)."""
 from __future__ import annotations
 
-from models.phases import ATTRIBUTED_PHASES
-
 from rich.table import Table
 
-from profiler_core.render.run_report import format_bytes
-
-
-
-def _ms(ns: int | float | None) -> str:
-    return "N/A" if ns is None else f"{ns / 1e6:.2f}"
+from models.phases import ATTRIBUTED_PHASES
+from profiler_core.render.units import NA, format_bytes, ns_to_ms
 
 
 def phase_kernel_summary(analysis: dict) -> Table:
@@ -22,9 +16,9 @@ def phase_kernel_summary(analysis: dict) -> Table:
         stats = analysis["phases"].get(phase) or {}
         by_class = sorted((stats.get("by_class") or {}).items(), key=lambda kv: -kv[1])[:3]
         busy = stats.get("busy_pct")
-        table.add_row(phase, _ms(stats.get("gpu_ns")), str(stats.get("kernels", 0)),
-                      "N/A" if busy is None else f"{busy:.0f}", f"{analysis['gemm_fraction'].get(phase, 0):.0%}",
-                      ", ".join(f"{name} {_ms(ns)}" for name, ns in by_class))
+        table.add_row(phase, ns_to_ms(stats.get("gpu_ns")), str(stats.get("kernels", 0)),
+                      NA if busy is None else f"{busy:.0f}", f"{analysis['gemm_fraction'].get(phase, 0):.0%}",
+                      ", ".join(f"{name} {ns_to_ms(ns)}" for name, ns in by_class))
     return table
 
 
@@ -33,8 +27,8 @@ def top_kernels(analysis: dict, limit: int = 15) -> Table:
     for column in ("kernel", "class", "n", "total ms", "avg µs"):
         table.add_column(column, justify="left" if column in ("kernel", "class") else "right", no_wrap=column != "kernel")
     for kernel in analysis["kernels"][:limit]:
-        table.add_row(kernel["name"], kernel["class"], str(kernel["instances"]), _ms(kernel["total_ns"]),
-                      "N/A" if kernel["avg_ns"] is None else f"{kernel['avg_ns'] / 1e3:.1f}")
+        table.add_row(kernel["name"], kernel["class"], str(kernel["instances"]), ns_to_ms(kernel["total_ns"]),
+                      NA if kernel["avg_ns"] is None else f"{kernel['avg_ns'] / 1e3:.1f}")
     return table
 
 

@@ -5,8 +5,6 @@ writer that turns every filesystem problem into ExportError with a one-line reas
 """
 from __future__ import annotations
 
-from profiler_core.errors import ExportError
-
 import base64
 import csv
 import io
@@ -14,6 +12,9 @@ import json
 import math
 import tempfile
 from pathlib import Path
+
+from profiler_core.errors import ExportError
+from profiler_core.render.units import significant
 
 FORMAT_BY_SUFFIX = {".csv": "csv", ".md": "markdown", ".json": "json", ".tex": "latex"}
 SUFFIX_BY_FORMAT = {fmt: suffix for suffix, fmt in FORMAT_BY_SUFFIX.items()}
@@ -48,7 +49,7 @@ def cell_text(value) -> str:
     if value is None:
         return ""
     if isinstance(value, float):
-        return format(value, ".6g")
+        return significant(value)
     return str(value)
 
 

@@ -6,25 +6,7 @@ from pathlib import Path
 from rich.table import Table
 
 from models.presets import PRESETS, count_params, forward_flops, human_count
-
-
-def format_ms(value: float | None) -> str:
-    if value is None:
-        return "N/A"
-    return f"{value / 1e3:.3f} s" if value >= 1000 else f"{value:.2f} ms"
-
-
-def format_bytes(value: int | None) -> str:
-    if value is None:
-        return "N/A"
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if value >= scale:
-            return f"{value / scale:.2f} {unit}"
-    return f"{value} B"
-
-
-def _optional(value: float | None, fmt: str) -> str:
-    return "N/A" if value is None else format(value, fmt)
+from profiler_core.render.units import format_bytes, format_ms, optional, significant
 
 
 def phase_table(summary: dict) -> Table:
@@ -38,8 +20,8 @@ def phase_table(summary: dict) -> Table:
     for column in ("mean ms", "std ms", "median ms", "min ms", "max ms", "CV", "n") + (("peak mem",) if peaks else ()):
         table.add_column(column, justify="right", no_wrap=True)
     for phase, stats in summary.get("phases", {}).items():
-        cells = [_optional(stats[key], ".2f") for key in ("mean_ms", "std_ms", "median_ms", "min_ms", "max_ms")]
-        cells += [_optional(stats["cv"], ".1%"), str(stats["n"])]
+        cells = [optional(stats[key], ".2f") for key in ("mean_ms", "std_ms", "median_ms", "min_ms", "max_ms")]
+        cells += [optional(stats["cv"], ".1%"), str(stats["n"])]
         cells += [format_bytes(peaks.get(phase)) if phase in peaks else ""] if peaks else []
         table.add_row(phase, *cells)
     return table
@@ -47,9 +29,9 @@ def phase_table(summary: dict) -> Table:
 
 def throughput_line(summary: dict) -> str:
     parts = [f"status {summary['status']}",
-             f"tokens/s {_optional(summary.get('tokens_per_s'), ',.0f')}",
-             f"{_optional(summary.get('tflops'), '.1f')} TFLOP/s ({summary.get('precision_used')})",
-             f"MFU {_optional(summary.get('mfu'), '.1%')}"]
+             f"tokens/s {optional(summary.get('tokens_per_s'), ',.0f')}",
+             f"{optional(summary.get('tflops'), '.1f')} TFLOP/s ({summary.get('precision_used')})",
+             f"MFU {optional(summary.get('mfu'), '.1%')}"]
     if summary.get("compile_s") is not None:
         parts.append(f"compile {summary['compile_s']:.1f} s (not in step times)")
     if summary.get("warmup_ms"):
@@ -80,8 +62,8 @@ def profile_line(summary: dict) -> str | None:
         return None
     inflation = profile.get("inflation")
     text = (f"profiled with {profile['backend']} {profile.get('version') or ''}: median step "
-            f"{_optional(profile.get('profiled_median_ms'), '.2f')} ms vs clean {_optional(profile.get('clean_median_ms'), '.2f')} ms"
-            f" (×{_optional(inflation, '.2f')} — profiled times are not the step times)")
+            f"{optional(profile.get('profiled_median_ms'), '.2f')} ms vs clean {optional(profile.get('clean_median_ms'), '.2f')} ms"
+            f" (×{optional(inflation, '.2f')} — profiled times are not the step times)")
     return text + (f"; [red]{profile['error']}[/]" if profile.get("error") else "")
 
 
@@ -111,7 +93,7 @@ def _cell(value) -> str:
         return "—"
     if isinstance(value, float):
         # six significant digits below 100 (so 10.0001 and 10.0021 stay apart), two decimals above
-        return format(value, ".6g") if abs(value) < 100 else f"{value:,.2f}"
+        return significant(value) if abs(value) < 100 else f"{value:,.2f}"
     return str(value)
 
 

@@ -17,6 +17,8 @@ import torch
 import torch.nn.functional as F
 from einops import einsum
 
+from profiler_core.events import CELL_RESULT, CONFIG, FAILED, OK, OOM, emit
+
 IMPLEMENTATIONS = ("eager", "compiled", "sdpa")
 
 
@@ -67,7 +69,7 @@ def measure_cell(attend, batch: int, seq: int, d: int, iters: int, dtype: torch.
     backward_ms = []
     for _ in range(iters):
         out = attend(q, k, v)
-        backward_ms += _timed_ms(lambda: out.backward(grad_out), 1)
+        backward_ms += _timed_ms(lambda out=out: out.backward(grad_out), 1)  # this iteration's graph
     return {"forward_ms": forward_ms, "backward_ms": backward_ms, "saved_bytes": saved_bytes,
             "peak_bytes": torch.cuda.max_memory_allocated()}
 
@@ -78,10 +80,10 @@ def run_cells(cells: list[dict], batch: int, iters: int, dtype: torch.dtype) -> 
         try:
             result = measure_cell(implementation(cell["impl"]), batch, cell["seq"], cell["d"], iters, dtype)
         except torch.OutOfMemoryError as exc:
-            print(json.dumps(cell | {"status": "oom", "message": str(exc).splitlines()[0],
-                                     "peak_bytes": torch.cuda.max_memory_allocated()}), flush=True)
+            emit(CELL_RESULT, **cell, status=OOM, message=str(exc).splitlines()[0],
+                 peak_bytes=torch.cuda.max_memory_allocated())
             return 3
-        print(json.dumps(cell | {"status": "ok"} | result), flush=True)
+        emit(CELL_RESULT, **cell, status=OK, **result)
         torch.cuda.empty_cache()
     return 0
 
@@ -94,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dtype", choices=("fp32", "bf16"), default="fp32")
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
-        print(json.dumps({"status": "failed", "message": "the attention benchmark needs a CUDA GPU"}), flush=True)
+        emit(FAILED, kind=CONFIG, message="the attention benchmark needs a CUDA GPU")
         return 2
     dtype = torch.float32 if args.dtype == "fp32" else torch.bfloat16
     return run_cells(json.loads(args.cells_json), args.batch, args.iters, dtype)

@@ -5,8 +5,6 @@ the run directory itself, so the directory is complete even if whoever launched 
 """
 from __future__ import annotations
 
-from models.phases import COMPILE_RANGE, WARMUP_RANGE, step_range
-
 import argparse
 import json
 import signal
@@ -17,16 +15,17 @@ from pathlib import Path
 
 import torch
 
-from profiler_core import rundir
-from profiler_core.runner.capture import MemoryHistory, measured_capture
+from models.nvtx import nvtx_range
+from models.phases import COMPILE_RANGE, WARMUP_RANGE, step_range
+from profiler_core import events, rundir
 from profiler_core.config import ConfigError, RunConfig, validate
-from profiler_core.runner.environment import collect_env
 from profiler_core.events import CAPTURES, SCHEMA_VERSION, emit
-from profiler_core.options import config_to_args
 from profiler_core.metrics import build_summary
+from profiler_core.options import config_to_args
+from profiler_core.runner.capture import MemoryHistory, measured_capture
+from profiler_core.runner.environment import collect_env
 from profiler_core.runner.timing import StepInstruments, run_step, synchronize
 from profiler_core.runner.workload import build_workload, check_dtype_support, resolve_device
-from models.nvtx import nvtx_range
 
 
 class Cancelled(Exception):
@@ -77,9 +76,9 @@ class Runner:
             "command": " ".join(command), "argv": command, "capture": self.capture, "started": time.time()})
         if self.capture in ("torch", "memory") and device.type != "cuda":
             raise ConfigError(f"{self.capture} capture records CUDA activity; device {device.type} has none")
-        emit("hello", schema=SCHEMA_VERSION, env=self.env, config=self.cfg.to_dict(), run_dir=str(self.run_dir),
+        emit(events.HELLO, schema=SCHEMA_VERSION, env=self.env, config=self.cfg.to_dict(), run_dir=str(self.run_dir),
              capture=self.capture)
-        emit("stage", name="build")
+        emit(events.STAGE, name="build")
         self.work = build_workload(self.cfg, device)
         self.tools = StepInstruments(device)
 
@@ -88,30 +87,30 @@ class Runner:
             record = run_step(self.work, self.tools)
         except torch.OutOfMemoryError as exc:
             peak = torch.cuda.max_memory_allocated() if self.work.device.type == "cuda" else None
-            raise StepFailure("oom", str(exc).splitlines()[0], self.tools.current_phase, peak) from None
+            raise StepFailure(events.OOM, str(exc).splitlines()[0], self.tools.current_phase, peak) from None
         record |= {"kind": kind, "index": index}
         self.steps.append(record)
         rundir.append_jsonl(self.run_dir / rundir.STEPS, record)
-        emit("warmup_step" if kind == "warmup" else "step", **record)
+        emit(events.WARMUP_STEP if kind == "warmup" else events.STEP, **record)
         return record
 
     def compile_pass(self) -> None:
-        emit("stage", name="compile")
+        emit(events.STAGE, name="compile")
         started = time.perf_counter()
         with nvtx_range(COMPILE_RANGE):
             run_step(self.work, self.tools)
         synchronize(self.work.device)
         self.compile_s = time.perf_counter() - started
-        emit("compile", seconds=self.compile_s)
+        emit(events.COMPILE, seconds=self.compile_s)
 
     def run_steps(self) -> None:
         if self.cfg.compile:
             self.compile_pass()
-        emit("stage", name="warmup", total=self.cfg.warmup)
+        emit(events.STAGE, name="warmup", total=self.cfg.warmup)
         for index in range(self.cfg.warmup):
             with nvtx_range(WARMUP_RANGE):
                 self.one_step("warmup", index)
-        emit("stage", name="measured", total=self.cfg.steps)
+        emit(events.STAGE, name="measured", total=self.cfg.steps)
         _profiler_range(self.work, start=True)
         try:
             with measured_capture(self.capture, self.run_dir, self.history):
@@ -149,28 +148,28 @@ def execute(runner: Runner) -> int:
         runner.start()
         runner.run_steps()
     except ConfigError as exc:
-        return _fail(runner, "config", str(exc), None, None, code=2)
+        return _fail(runner, events.CONFIG, str(exc), None, None, code=2)
     except StepFailure as exc:
         return _fail(runner, exc.kind, str(exc), exc.phase, exc.peak_bytes)
     except (Cancelled, KeyboardInterrupt) as exc:
-        return _fail(runner, "cancelled", f"stopped by {exc or 'SIGINT'}", None, None, code=130)
+        return _fail(runner, events.CANCELLED, f"stopped by {exc or 'SIGINT'}", None, None, code=130)
     except torch.OutOfMemoryError as exc:  # outside a step: building the model or compiling it
         peak = torch.cuda.max_memory_allocated() if torch.cuda.is_available() else None
-        return _fail(runner, "oom", str(exc).splitlines()[0], _current_phase(runner), peak)
+        return _fail(runner, events.OOM, str(exc).splitlines()[0], _current_phase(runner), peak)
     except Exception as exc:  # a crash of the workload is a result to report, not a crash of the tool
         traceback.print_exc(file=sys.stderr)
         kind, message = _classify(exc)
         return _fail(runner, kind, message, _current_phase(runner), None)
-    summary = runner.finish("ok")
-    emit("finished", summary_path=str(runner.run_dir / rundir.SUMMARY), summary=summary)
+    summary = runner.finish(events.OK)
+    emit(events.FINISHED, summary_path=str(runner.run_dir / rundir.SUMMARY), summary=summary)
     return 0
 
 
 def _fail(runner: Runner, kind: str, message: str, phase: str | None, peak: int | None, code: int = 1) -> int:
     error = {"kind": kind, "message": message, "phase": phase, "peak_allocated_bytes": peak}
-    status = "oom" if kind == "oom" else "failed"  # a cancel is a failed run of kind "cancelled"
+    status = events.OOM if kind == events.OOM else events.FAILED_STATUS  # a cancel is a failed run of kind "cancelled"
     summary = runner.finish(status, error)
-    emit("failed", **error, summary_path=str(runner.run_dir / rundir.SUMMARY), summary=summary)
+    emit(events.FAILED, **error, summary_path=str(runner.run_dir / rundir.SUMMARY), summary=summary)
     return code
 
 
@@ -186,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cfg = validate(RunConfig.from_dict(json.loads(args.config_json)))
     except (ConfigError, json.JSONDecodeError, TypeError) as exc:
-        return _fail(Runner(RunConfig(), args.run_dir), "config", str(exc), None, None, code=2)
+        return _fail(Runner(RunConfig(), args.run_dir), events.CONFIG, str(exc), None, None, code=2)
     return execute(Runner(cfg, args.run_dir, args.capture))
 
 

@@ -7,18 +7,7 @@ import sys
 
 import torch
 
-
-def _nvml_driver() -> str | None:
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        try:
-            return pynvml.nvmlSystemGetDriverVersion()
-        finally:
-            pynvml.nvmlShutdown()
-    except Exception:  # NVML absent or unusable: the driver is simply unknown
-        return None
+from profiler_core.nvml import driver_version
 
 
 def _cuda_fields(device: torch.device) -> dict:
@@ -28,7 +17,7 @@ def _cuda_fields(device: torch.device) -> dict:
         "capability": f"{props.major}.{props.minor}",
         "total_memory_bytes": props.total_memory,
         "cuda_version": torch.version.cuda,
-        "driver_version": _nvml_driver(),
+        "driver_version": driver_version(),
         "cudnn_version": torch.backends.cudnn.version(),
         "phase_timer": "cuda_events",
     }

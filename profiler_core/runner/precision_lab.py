@@ -8,11 +8,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 import torch
 from torch import nn
+
+from profiler_core.events import LAB_RESULT, emit
 
 
 def accumulation_demo() -> list[dict]:
@@ -68,8 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     device = torch.device("cuda" if args.device == "auto" and torch.cuda.is_available() else
                           "cpu" if args.device == "auto" else args.device)
     table = {name: autocast_dtypes(device, dtype) for name, dtype in (("fp16", torch.float16), ("bf16", torch.bfloat16))}
-    print(json.dumps({"device": device.type, "torch_version": torch.__version__,
-                      "accumulation": accumulation_demo(), "autocast": table}))
+    emit(LAB_RESULT, device=device.type, torch_version=torch.__version__, accumulation=accumulation_demo(),
+         autocast=table)
     return 0
 
 

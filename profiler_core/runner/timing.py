@@ -7,15 +7,13 @@ built once and reused, and each phase boundary costs one NVTX call, one event re
 """
 from __future__ import annotations
 
-from models.phases import PHASE_RANGES
-
 import time
 
 import torch
 
 from models.nvtx import nvtx_range
+from models.phases import PHASE_RANGES
 from profiler_core.runner.workload import Workload
-
 
 
 def synchronize(device: torch.device) -> None:
@@ -41,7 +39,7 @@ class StepInstruments:
         self.reserved: dict[str, int] = {}
         self.in_use_after: dict[str, int] = {}
 
-    def phase(self, name: str) -> "_Phase":
+    def phase(self, name: str) -> _Phase:
         return _Phase(self, name)
 
     def elapsed_ms(self) -> dict[str, float]:

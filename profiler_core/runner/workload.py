@@ -9,9 +9,10 @@ import torch.nn.functional as F
 from einops import rearrange
 
 from models.transformer import TransformerLM
+from profiler_core.config import AUTOCAST_DTYPES as AUTOCAST_DTYPE_NAMES
 from profiler_core.config import ConfigError, RunConfig
 
-AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+AUTOCAST_DTYPES = {name: getattr(torch, torch_name) for name, torch_name in AUTOCAST_DTYPE_NAMES.items()}
 
 
 def resolve_device(requested: str) -> torch.device:

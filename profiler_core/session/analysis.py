@@ -1,22 +1,21 @@
-"""Turn a finished profiled or memory pass into the analysis files the app and `sysprof analyze` read."""
+"""Turn a finished profiled or memory pass into the analysis files the app and `sysprof analyze` read.
+
+pandas and numpy load when a pass is analysed, not when the session starts: a run without a profiler needs neither.
+"""
 from __future__ import annotations
 
 from pathlib import Path
 
 from profiler_core import rundir
-from profiler_core.config import RunConfig
-from profiler_core.errors import KernelReportError
-from profiler_core.kernels.summary import analyze_attribution, phase_kernel_table
-from profiler_core.memory import analyze_snapshot
-from profiler_core.memory.accounting import compare_predicted, predict_memory
-from profiler_core.memory.snapshot import SnapshotError
-from models.presets import count_params
-
-BYTES_PER_ELEMENT = {"fp32": 4, "bf16": 2, "fp16": 2}
+from profiler_core.config import DTYPE_BYTES, RunConfig
+from profiler_core.errors import KernelReportError, SnapshotError
+from profiler_core.memory.accounting import compare_predicted, predict_run_memory
 
 
 def analyze_kernels(backend, pass_dir: Path, run_dir: Path) -> dict:
     """kernels/analysis.json and kernels/phase_kernels.csv; {"error": reason} when there is nothing to read."""
+    from profiler_core.kernels.summary import analyze_attribution, phase_kernel_table
+
     try:
         attribution = backend.attribute(pass_dir)
     except KernelReportError as exc:
@@ -31,12 +30,18 @@ def analyze_kernels(backend, pass_dir: Path, run_dir: Path) -> dict:
             "gemm_fraction": analysis["gemm_fraction"], "notes": analysis["notes"]}
 
 
-def memory_prediction(cfg: RunConfig) -> dict:
+
+def memory_analysis(cfg: RunConfig, snapshot: Path) -> dict:
+    """The snapshot's analysis with the config's predicted memory beside what was measured (SnapshotError if
+    unreadable). The Memory screen shows exactly this prediction: nothing recomputes it elsewhere."""
+    from profiler_core.memory.analyze import analyze_snapshot
+
     spec = cfg.spec()
-    # Under autocast the weights stay fp32; activations are mostly in the autocast dtype.
-    return predict_memory(params=count_params(spec), d_model=spec.d_model, d_ff=spec.d_ff, layers=spec.layers,
-                          heads=spec.heads, vocab=spec.vocab, ctx=cfg.ctx, batch=cfg.batch, param_bytes=4,
-                          activation_bytes=BYTES_PER_ELEMENT[cfg.dtype], mode=cfg.mode)
+    hint = {"batch": cfg.batch, "heads": spec.heads, "ctx": cfg.ctx, "bytes_per_element": DTYPE_BYTES[cfg.dtype]}
+    analysis = analyze_snapshot(snapshot, shape_hint=hint)
+    analysis["predicted"] = predict_run_memory(cfg)
+    analysis["predicted_vs_measured"] = compare_predicted(analysis["predicted"], analysis["max_by_category"])
+    return analysis
 
 
 def analyze_memory(cfg: RunConfig, pass_dir: Path, recorded: dict) -> dict:
@@ -44,14 +49,10 @@ def analyze_memory(cfg: RunConfig, pass_dir: Path, recorded: dict) -> dict:
     snapshot = pass_dir / rundir.MEMORY_SNAPSHOT
     if not snapshot.is_file():
         return {"error": f"no allocator snapshot was written ({recorded['status']})"}
-    spec = cfg.spec()
-    hint = {"batch": cfg.batch, "heads": spec.heads, "ctx": cfg.ctx, "bytes_per_element": BYTES_PER_ELEMENT[cfg.dtype]}
     try:
-        analysis = analyze_snapshot(snapshot, shape_hint=hint)
+        analysis = memory_analysis(cfg, snapshot)
     except SnapshotError as exc:
         return {"error": str(exc)}
-    analysis["predicted"] = memory_prediction(cfg)
-    analysis["predicted_vs_measured"] = compare_predicted(analysis["predicted"], analysis["max_by_category"])
     analysis["snapshot"] = snapshot.name  # beside this file: the run directory may be copied elsewhere
     rundir.write_json(pass_dir / rundir.ANALYSIS, analysis)
     return {"analysis": f"{rundir.MEMORY_DIR}/{rundir.ANALYSIS}", "snapshot": f"{rundir.MEMORY_DIR}/{rundir.MEMORY_SNAPSHOT}",

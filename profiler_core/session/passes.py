@@ -14,13 +14,14 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from profiler_core import rundir
-from profiler_core.session.backends import Backend, BackendUnavailable, choose_backend
+from profiler_core import events, rundir
 from profiler_core.config import ConfigError, RunConfig, validate
+from profiler_core.errors import BackendUnavailable
 from profiler_core.events import emit as print_event
 from profiler_core.events import finish_event
-from profiler_core.session.process import RunnerProcess, mark_killed, runner_argv
 from profiler_core.session.analysis import analyze_kernels, analyze_memory
+from profiler_core.session.backends import Backend, choose_backend
+from profiler_core.session.process import RunnerProcess, mark_killed, runner_argv
 
 EventSink = Callable[[dict], None]
 
@@ -36,9 +37,9 @@ class Session:
     def run(self) -> dict:
         summary = self.run_pass(None, self.run_dir, "none")
         try:
-            if self.backend and summary["status"] == "ok":
+            if self.backend and summary["status"] == events.OK:
                 summary["profile"] = self.profile_pass(summary)
-            if self.cfg.memory and summary["status"] in ("ok", "oom"):
+            if self.cfg.memory and summary["status"] in events.DONE_STATUSES:
                 summary["memory"] = self.memory_pass(summary)
         except (SessionCancelled, KeyboardInterrupt):  # also during nsys export/stats or snapshot analysis
             self.notice("cancelled: later passes skipped; the clean timing is kept")
@@ -55,7 +56,7 @@ class Session:
         summary = None
         try:
             for event in process.events():
-                if event["event"] in ("finished", "failed"):
+                if event["event"] in events.END_EVENTS:
                     summary = event.get("summary")
                     continue  # the session reports the end itself, once
                 self.on_event({**event, "pass": pass_name} if pass_name else event)
@@ -68,30 +69,30 @@ class Session:
         return summary or rundir.read_json(pass_dir / rundir.SUMMARY) or mark_killed(pass_dir, cfg, process.proc.returncode)
 
     def notice(self, message: str) -> None:
-        self.on_event({"event": "notice", "message": message})
+        self.on_event({"event": events.NOTICE, "message": message})
 
     def profile_pass(self, clean: dict) -> dict:
-        self.on_event({"event": "stage", "name": "profiling", "backend": self.backend.name})
+        self.on_event({"event": events.STAGE, "name": "profiling", "backend": self.backend.name})
         pass_dir = self.run_dir / rundir.PROFILED_DIR
         wrap = lambda argv: self.backend.wrap(argv, pass_dir)  # noqa: E731
         profiled = self.run_pass("profiled", pass_dir, self.backend.capture, wrap=wrap)
         profile = _inflation(self.backend, clean, profiled)
-        if profiled["status"] != "ok":
+        if profiled["status"] != events.OK:
             profile["error"] = (profiled.get("error") or {}).get("message", profiled["status"])
             self.notice(f"profiled pass {profiled['status']}: {profile['error']}")
             return profile
-        self.on_event({"event": "stage", "name": "analysing"})
+        self.on_event({"event": events.STAGE, "name": "analysing"})
         profile |= analyze_kernels(self.backend, pass_dir, self.run_dir)
         if profile.get("error"):
             self.notice(f"kernel tables unavailable: {profile['error']}")
         else:
-            self.on_event({"event": "analysis", "kind": "kernels", "path": profile["kernels"]})
+            self.on_event({"event": events.ANALYSIS, "kind": "kernels", "path": profile["kernels"]})
         return profile
 
     def memory_pass(self, clean: dict) -> dict:
-        self.on_event({"event": "stage", "name": "memory"})
+        self.on_event({"event": events.STAGE, "name": "memory"})
         # After an OOM, one step from a cold start: the recording then covers the step that failed.
-        cfg = dataclasses.replace(self.cfg, warmup=0, steps=1) if clean["status"] == "oom" else self.cfg
+        cfg = dataclasses.replace(self.cfg, warmup=0, steps=1) if clean["status"] == events.OOM else self.cfg
         pass_dir = self.run_dir / rundir.MEMORY_DIR
         recorded = self.run_pass("memory", pass_dir, "memory", cfg=cfg)
         memory = {"status": recorded["status"], "dir": rundir.MEMORY_DIR,
@@ -103,7 +104,7 @@ class Session:
         if memory.get("error"):
             self.notice(f"memory analysis unavailable: {memory['error']}")
         else:
-            self.on_event({"event": "analysis", "kind": "memory", "path": memory["analysis"]})
+            self.on_event({"event": events.ANALYSIS, "kind": "memory", "path": memory["analysis"]})
         return memory
 
 
@@ -134,14 +135,14 @@ def main(argv: list[str] | None = None) -> int:
         cfg = validate(RunConfig.from_dict(json.loads(args.config_json)))
         backend, notice = choose_backend(cfg.profiler, args.nsys)
     except (ConfigError, BackendUnavailable, ValueError, TypeError, OSError) as exc:
-        print_event("failed", kind="config", message=str(exc), phase=None, peak_allocated_bytes=None)
+        print_event(events.FAILED, kind=events.CONFIG, message=str(exc), phase=None, peak_allocated_bytes=None)
         return 2
     if notice:
-        print_event("notice", message=notice)
+        print_event(events.NOTICE, message=notice)
     summary = Session(cfg, args.run_dir, lambda event: print(json.dumps(event), flush=True), backend).run()
     event = finish_event(summary)
     print(json.dumps(event), flush=True)
-    return 0 if summary["status"] == "ok" else 2 if (summary.get("error") or {}).get("kind") == "config" else 1
+    return 0 if summary["status"] == events.OK else 2 if (summary.get("error") or {}).get("kind") == events.CONFIG else 1
 
 
 if __name__ == "__main__":

@@ -9,9 +9,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from profiler_core import rundir
+from profiler_core import events, rundir
 from profiler_core.config import RunConfig
-from profiler_core.events import decode_line
 
 CANCEL_GRACE_S = 15.0  # time an interrupted runner (and a wrapping nsys) gets to finish its files
 
@@ -39,10 +38,10 @@ def mark_killed(run_dir: Path, cfg: RunConfig, returncode: int | None) -> dict:
     if existing:
         return existing
     manifest = rundir.read_json(run_dir / rundir.MANIFEST) or {}
-    error = {"kind": "killed", "message": f"runner exited with code {returncode} before finishing",
+    error = {"kind": events.KILLED, "message": f"runner exited with code {returncode} before finishing",
              "phase": None, "peak_allocated_bytes": None}
     steps = rundir.read_jsonl(run_dir / rundir.STEPS)
-    summary = build_summary(cfg, manifest.get("env", {}), steps, "failed", str(run_dir), error=error)
+    summary = build_summary(cfg, manifest.get("env", {}), steps, events.FAILED_STATUS, str(run_dir), error=error)
     rundir.write_json(run_dir / rundir.SUMMARY, summary)
     return summary
 
@@ -62,7 +61,7 @@ class RunnerProcess:
     def events(self) -> Iterator[dict]:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
-            event = decode_line(line)
+            event = events.decode_line(line)
             if event is not None:
                 yield event
         self.wait()

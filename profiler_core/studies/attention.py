@@ -9,11 +9,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from profiler_core import rundir
-from profiler_core.studies.catalog import ATTENTION_PLAN
+from profiler_core import events, rundir
+from profiler_core.config import DTYPE_BYTES
 
-CELLS_FILE = "cells.jsonl"
-BYTES = {"fp32": 4, "bf16": 2}
+DTYPES = ("fp32", "bf16")  # what the benchmark runs in (no autocast: the inputs are made in it)
 
 
 def grid(impls: list[str], dims: list[int], seqs: list[int]) -> list[list[dict]]:
@@ -34,17 +33,18 @@ def run_group(cells: list[dict], batch: int, iters: int, dtype: str, log: Path) 
         with log.open("ab") as stderr:
             done = subprocess.run(_bench_argv(remaining, batch, iters, dtype), stdout=subprocess.PIPE,
                                   stderr=stderr, text=True)
-        lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-        if not lines or "impl" not in lines[0]:  # the process died before a cell finished
-            reason = lines[0].get("message") if lines else f"benchmark process exited with {done.returncode}"
-            results.append(remaining[0] | {"status": "failed", "message": reason})
-        results += [line for line in lines if "impl" in line]
+        found = events.decode_lines(done.stdout, (events.CELL_RESULT, events.FAILED))
+        cells_done = [{k: v for k, v in e.items() if k != "event"} for e in found if e["event"] == events.CELL_RESULT]
+        if not cells_done:  # the process died (or refused) before a cell finished
+            reason = found[0].get("message") if found else f"benchmark process exited with {done.returncode}"
+            results.append(remaining[0] | {"status": events.FAILED_STATUS, "message": reason})
+        results += cells_done
     return results
 
 
 def write_plan(study_dir: Path, groups: list[list[dict]], batch: int, iters: int, dtype: str) -> None:
     """What the study will measure: enough to rebuild its table from cells.jsonl, also half-way."""
-    rundir.write_json(study_dir / ATTENTION_PLAN, {"study": "attention", "batch": batch, "iters": iters,
+    rundir.write_json(study_dir / rundir.ATTENTION_PLAN, {"study": "attention", "batch": batch, "iters": iters,
                                                    "dtype": dtype, "cells": [c for g in groups for c in g],
                                                    "created": time.time()})
 
@@ -56,7 +56,7 @@ def run_study(study_dir: Path, groups: list[list[dict]], batch: int, iters: int,
     for group in groups:
         for result in run_group(group, batch, iters, dtype, study_dir / rundir.STDERR):
             row = summarize_cell(result, batch, dtype)
-            rundir.append_jsonl(study_dir / CELLS_FILE, result)
+            rundir.append_jsonl(study_dir / rundir.ATTENTION_CELLS, result)
             on_cell(row)
             rows.append(row)
     return rows
@@ -64,7 +64,7 @@ def run_study(study_dir: Path, groups: list[list[dict]], batch: int, iters: int,
 
 def summarize_cell(result: dict, batch: int, dtype: str) -> dict:
     """A table row: mean times, and the saved memory in units of one (B, T, T) tensor."""
-    square_bytes = batch * result["seq"] ** 2 * BYTES[dtype]
+    square_bytes = batch * result["seq"] ** 2 * DTYPE_BYTES[dtype]
     row = {"impl": result["impl"], "d": result["d"], "seq": result["seq"], "status": result["status"]}
     forward, backward = result.get("forward_ms"), result.get("backward_ms")
     row["fwd mean ms"] = statistics.fmean(forward) if forward else None
@@ -77,7 +77,3 @@ def summarize_cell(result: dict, batch: int, dtype: str) -> dict:
     return row
 
 
-def new_study_dir(root: Path, name: str) -> Path:
-    path = root / f"{time.strftime('%Y%m%d-%H%M%S')}-{name}"
-    path.mkdir(parents=True, exist_ok=False)
-    return path

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from profiler_core import rundir
+from profiler_core import events, rundir
 
-SWEEP_PLAN, ATTENTION_PLAN, LAB_FILE = "sweep.json", "study.json", "precision_lab.json"
 STUDY_KINDS = ("sweep", "warmup", "compile", "precision", "attention")
-FINISHED = ("ok", "oom")
 
 
 def _plan(study_dir: Path) -> tuple[str, dict] | None:
-    for name, default_kind in ((SWEEP_PLAN, "sweep"), (ATTENTION_PLAN, "attention")):
+    for name, default_kind in ((rundir.SWEEP_PLAN, "sweep"), (rundir.ATTENTION_PLAN, "attention")):
         if (study_dir / name).is_file():
             try:
                 plan = rundir.read_json(study_dir / name) or {}
@@ -29,11 +27,11 @@ def study_kind(study_dir: Path) -> str | None:
 
 def _finished_cells(study_dir: Path, kind: str) -> int:
     if kind == "attention":
-        return len(rundir.read_jsonl(study_dir / "cells.jsonl"))
+        return len(rundir.read_jsonl(study_dir / rundir.ATTENTION_CELLS))
     done = 0
-    for summary_path in (study_dir / "cells").glob(f"*/{rundir.SUMMARY}"):
+    for summary_path in (study_dir / rundir.SWEEP_CELLS_DIR).glob(f"*/{rundir.SUMMARY}"):
         try:
-            done += (rundir.read_json(summary_path) or {}).get("status") in FINISHED
+            done += (rundir.read_json(summary_path) or {}).get("status") in events.DONE_STATUSES
         except rundir.RunDirError:
             pass  # a torn summary: that cell runs again on resume
     return done

@@ -1,9 +1,5 @@
-"""How far a sweep or study has got: dim lines on stderr for a person, or, with `--events`, JSON lines on
-stdout for the app. Every kind counts cells and estimates the time left the same way.
-
-Events: {"event": "study", "kind", "dir", "cells", "pending"} once the directory exists;
-{"event": "cell", "index", "label", "done", "pending", "eta_s"} when a cell starts (sweeps only);
-{"event": "cell_done", "index", "label", "status", "done", "pending", "eta_s"} when one ends.
+"""How far a sweep or study has got: dim lines on stderr for a person, or, with `--events`, the STUDY_EVENTS of
+profiler_core.events on stdout for the app. Every kind counts cells and estimates the time left the same way.
 """
 from __future__ import annotations
 
@@ -14,9 +10,8 @@ from pathlib import Path
 
 from rich.console import Console
 
+from profiler_core import events
 from profiler_core.config import RunConfig
-
-STUDY_EVENTS = ("study", "cell", "cell_done")
 
 
 def config_label(config: dict) -> str:
@@ -44,30 +39,30 @@ class Progress:
 
     def study(self, kind: str, study_dir: Path, cells: int, pending: int) -> None:
         self.started, self.done, self.pending = time.perf_counter(), 0, pending
-        self._emit({"event": "study", "kind": kind, "dir": str(study_dir), "cells": cells, "pending": pending},
+        self._emit({"event": events.STUDY, "kind": kind, "dir": str(study_dir), "cells": cells, "pending": pending},
                    f"{study_dir}: {cells} cells, {pending} to run")
 
     def cell_started(self, index: int, label: str) -> None:
         self.label = label
         eta = self.eta_s()
-        self._emit({"event": "cell", "index": index, "label": label, "done": self.done, "pending": self.pending,
+        self._emit({"event": events.CELL, "index": index, "label": label, "done": self.done, "pending": self.pending,
                     "eta_s": eta},
                    f"cell {self.done + 1}/{self.pending}: {label}" + (f" · ETA {eta / 60:.1f} min" if eta else ""))
 
     def cell_done(self, index: int, status: str, label: str | None = None) -> None:
         self.done += 1
         label = label or self.label
-        self._emit({"event": "cell_done", "index": index, "label": label, "status": status, "done": self.done,
+        self._emit({"event": events.CELL_DONE, "index": index, "label": label, "status": status, "done": self.done,
                     "pending": self.pending, "eta_s": self.eta_s()},
-                   f"{label}: {status}", "dim" if status == "ok" else "yellow")
+                   f"{label}: {status}", "dim" if status == events.OK else "yellow")
 
     def sweep_listener(self, kind: str, study_dir: Path) -> Callable[[dict], None]:
         """An on_event for sweep.run."""
         def on_event(event: dict) -> None:
-            if event["event"] == "sweep":
+            if event["event"] == events.STUDY:
                 self.study(kind, study_dir, event["cells"], event["pending"])
-            elif event["event"] == "cell":
+            elif event["event"] == events.CELL:
                 self.cell_started(event["index"], config_label(event["config"]))
-            elif event["event"] == "cell_done":
+            elif event["event"] == events.CELL_DONE:
                 self.cell_done(event["index"], event["status"])
         return on_event

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from profiler_core import rundir
-from profiler_core.studies import attention
-from profiler_core.studies.catalog import ATTENTION_PLAN, LAB_FILE, study_kind
-from profiler_core.studies.derived import compile_table, precision_table, warmup_table
+from profiler_core import events, rundir
 from profiler_core.errors import StudyError
+from profiler_core.studies import attention
+from profiler_core.studies.catalog import study_kind
+from profiler_core.studies.derived import compile_table, precision_table, warmup_table
 from profiler_core.studies.tables import pivot, sweep_rows, visible_columns
 
 PIVOT_VALUE = "fwd mean ms"
@@ -32,7 +32,7 @@ def study_tables(study_dir: Path) -> dict[str, list[dict]]:
 
 
 def _varied(study_dir: Path) -> list[str]:
-    plan = rundir.read_json(study_dir / "sweep.json") or {}
+    plan = rundir.read_json(study_dir / rundir.SWEEP_PLAN) or {}
     return plan.get("varied", [])
 
 
@@ -52,7 +52,7 @@ def _default_pivot(study_dir: Path, rows: list[dict]) -> dict[str, list[dict]]:
 
 
 def _lab_tables(study_dir: Path) -> dict[str, list[dict]]:
-    lab = rundir.read_json(study_dir / LAB_FILE)
+    lab = rundir.read_json(study_dir / rundir.PRECISION_LAB)
     if not lab:
         return {}
     autocast = [{"tensor": name, **{dtype: lab["autocast"][dtype][name] for dtype in lab["autocast"]}}
@@ -62,13 +62,13 @@ def _lab_tables(study_dir: Path) -> dict[str, list[dict]]:
 
 
 def _attention_tables(study_dir: Path) -> dict[str, list[dict]]:
-    plan = rundir.read_json(study_dir / ATTENTION_PLAN) or {}
-    done = {(r["impl"], r["d"], r["seq"]): r for r in rundir.read_jsonl(study_dir / attention.CELLS_FILE)}
+    plan = rundir.read_json(study_dir / rundir.ATTENTION_PLAN) or {}
+    done = {(r["impl"], r["d"], r["seq"]): r for r in rundir.read_jsonl(study_dir / rundir.ATTENTION_CELLS)}
     rows = []
     for cell in plan.get("cells", []):
         result = done.get((cell["impl"], cell["d"], cell["seq"]))
         rows.append(attention.summarize_cell(result, plan["batch"], plan["dtype"]) if result
-                    else cell | {"status": "pending"})
+                    else cell | {"status": events.PENDING})
     title = f"attention microbenchmark, batch {plan.get('batch')}, {plan.get('dtype')}"
     return {title: rows}
 
@@ -76,5 +76,5 @@ def _attention_tables(study_dir: Path) -> dict[str, list[dict]]:
 def all_cells_done(tables: dict[str, list[dict]]) -> bool:
     """Every cell finished (ok or oom) in every table that has a status (a compared pair reads "ok/oom");
     a precision table has none of its own, so its cells table decides."""
-    return all(part in ("ok", "oom") for rows in tables.values() for row in rows
-               for part in str(row.get("status", "ok")).split("/"))
+    return all(part in events.DONE_STATUSES for rows in tables.values() for row in rows
+               for part in str(row.get("status", events.OK)).split("/"))

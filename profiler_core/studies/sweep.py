@@ -6,23 +6,17 @@ that was killed, cancelled or crashed runs again. An OOM is a result (a row with
 """
 from __future__ import annotations
 
-from profiler_core.errors import StudyError
-
 import itertools
 import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from profiler_core import rundir
-from profiler_core.session.backends import choose_backend
+from profiler_core import events, rundir
 from profiler_core.config import ConfigError, RunConfig, config_problems, validate
+from profiler_core.errors import StudyError
+from profiler_core.session.backends import choose_backend
 from profiler_core.session.passes import Session
-
-PLAN, CELLS = "sweep.json", "cells"
-DONE_STATUSES = ("ok", "oom")
-
-
 
 
 def expand(grid: dict[str, list]) -> list[RunConfig]:
@@ -45,34 +39,31 @@ def _describe(cfg: RunConfig, fields: list[str]) -> str:
 
 def create(root: Path, name: str, configs: list[RunConfig], varied: list[str], study: str = "sweep") -> Path:
     """A new sweep directory; `study` names the tables its results make (see studies.results)."""
-    sweep_dir = root / f"{time.strftime('%Y%m%d-%H%M%S')}-sweep-{name}"
-    try:
-        (sweep_dir / CELLS).mkdir(parents=True)
-    except OSError as exc:
-        raise StudyError(f"cannot create {sweep_dir}: {exc.strerror or exc}") from None
+    sweep_dir = rundir.new_timestamped_dir(root, f"sweep-{name}")
+    (sweep_dir / rundir.SWEEP_CELLS_DIR).mkdir()
     plan = {"study": study, "varied": varied, "cells": [cfg.to_dict() for cfg in configs], "created": time.time()}
-    rundir.write_json(sweep_dir / PLAN, plan)
+    rundir.write_json(sweep_dir / rundir.SWEEP_PLAN, plan)
     return sweep_dir
 
 
 def load_plan(sweep_dir: Path) -> tuple[list[RunConfig], list[str]]:
     try:
-        plan = rundir.read_json(sweep_dir / PLAN) if sweep_dir.is_dir() else None
+        plan = rundir.read_json(sweep_dir / rundir.SWEEP_PLAN) if sweep_dir.is_dir() else None
     except rundir.RunDirError as exc:
         raise StudyError(str(exc)) from None
     if not plan:
-        raise StudyError(f"{sweep_dir} is not a sweep directory (no {PLAN})")
+        raise StudyError(f"{sweep_dir} is not a sweep directory (no {rundir.SWEEP_PLAN})")
     try:
         configs = [RunConfig.from_dict(cell) for cell in plan["cells"]]
         for cfg in configs:
             validate(cfg)
     except (ConfigError, TypeError, KeyError, AttributeError) as exc:
-        raise StudyError(f"{sweep_dir / PLAN} is damaged: {exc}") from None
+        raise StudyError(f"{sweep_dir / rundir.SWEEP_PLAN} is damaged: {exc}") from None
     return configs, plan.get("varied", [])
 
 
 def cell_dir(sweep_dir: Path, index: int, cfg: RunConfig) -> Path:
-    return sweep_dir / CELLS / f"{index:03d}-{rundir.slug(cfg)}"
+    return sweep_dir / rundir.SWEEP_CELLS_DIR / f"{index:03d}-{rundir.slug(cfg)}"
 
 
 def cell_summary(path: Path) -> dict | None:
@@ -85,22 +76,22 @@ def cell_summary(path: Path) -> dict | None:
 def run(sweep_dir: Path, on_event: Callable[[dict], None], nsys: str | None = None) -> list[dict]:
     """Run every cell not yet done; returns one summary per cell, in plan order."""
     configs, _ = load_plan(sweep_dir)
-    pending = [i for i, cfg in enumerate(configs) if _status(sweep_dir, i, cfg) not in DONE_STATUSES]
-    on_event({"event": "sweep", "cells": len(configs), "pending": len(pending)})
+    pending = [i for i, cfg in enumerate(configs) if _status(sweep_dir, i, cfg) not in events.DONE_STATUSES]
+    on_event({"event": events.STUDY, "cells": len(configs), "pending": len(pending)})
     started = time.perf_counter()
     for done, index in enumerate(pending):
         cfg = configs[index]
-        on_event({"event": "cell", "index": index, "config": cfg.to_dict(), "done": done, "pending": len(pending),
+        on_event({"event": events.CELL, "index": index, "config": cfg.to_dict(), "done": done, "pending": len(pending),
                    "eta_s": _eta(started, done, len(pending))})
         path = cell_dir(sweep_dir, index, cfg)
         shutil.rmtree(path, ignore_errors=True)  # an abandoned attempt's steps must not mix into this one
         path.mkdir(parents=True)
         backend, _ = choose_backend(cfg.profiler, nsys)
         summary = Session(cfg, path, lambda event: None, backend).run()
-        on_event({"event": "cell_done", "index": index, "status": summary["status"]})
-        if (summary.get("error") or {}).get("kind") == "cancelled":
+        on_event({"event": events.CELL_DONE, "index": index, "status": summary["status"]})
+        if (summary.get("error") or {}).get("kind") == events.CANCELLED:
             break
-    return [cell_summary(cell_dir(sweep_dir, i, cfg)) or {"status": "pending", "config": cfg.to_dict()}
+    return [cell_summary(cell_dir(sweep_dir, i, cfg)) or {"status": events.PENDING, "config": cfg.to_dict()}
             for i, cfg in enumerate(configs)]
 
 

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from profiler_core import rundir
+from models.presets import PRESETS
+from profiler_core import events, rundir
 from profiler_core.metrics import summarize_ms
 from profiler_core.studies.sweep import cell_dir, cell_summary, load_plan
-from models.presets import PRESETS
 
 CONFIG_COLUMNS = ("model", "d_model", "ctx", "batch", "mode", "dtype", "matmul_precision", "compile",
                   "attention", "warmup", "device")
@@ -24,7 +24,7 @@ def _fwd_bwd(steps: list[dict]) -> dict:
 
 
 def cell_row(cfg: dict, summary: dict | None, steps: list[dict]) -> dict:
-    summary = summary or {"status": "pending"}
+    summary = summary or {"status": events.PENDING}
     phases = summary.get("phases") or {}
     d_model = cfg.get("d_model") or PRESETS.get(cfg["model"], PRESETS["small"]).d_model
     row = {name: cfg.get(name) for name in CONFIG_COLUMNS} | {"d_model": d_model, "status": summary["status"]}
@@ -55,7 +55,7 @@ def sweep_document(sweep_dir: Path) -> dict:
     configs, varied = load_plan(sweep_dir)
     cells = []
     for index, cfg in enumerate(configs):
-        summary = cell_summary(cell_dir(sweep_dir, index, cfg)) or {"status": "pending"}
+        summary = cell_summary(cell_dir(sweep_dir, index, cfg)) or {"status": events.PENDING}
         cells.append({"config": cfg.to_dict(), "status": summary["status"], "phases": summary.get("phases") or {},
                       "run_dir": summary.get("run_dir"), "error": summary.get("error"),
                       "peak_memory_bytes": summary.get("peak_memory_bytes"), "compile_s": summary.get("compile_s")})

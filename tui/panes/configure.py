@@ -8,10 +8,22 @@ from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
-from models.presets import PRESETS, count_params, human_count
-from profiler_core.config import (ATTENTIONS, CUSTOM, DEVICES, DIM_FIELDS, DTYPES, MATMUL_PRECISIONS, MODES,
-                                  PROFILERS, RunConfig, config_problems)
-from profiler_core.memory.accounting import predict_memory
+from profiler_core.api import (
+    ATTENTIONS,
+    CUSTOM,
+    DEVICES,
+    DIM_FIELDS,
+    DTYPES,
+    MATMUL_PRECISIONS,
+    MODES,
+    PRESETS,
+    PROFILERS,
+    RunConfig,
+    config_problems,
+    count_params,
+    human_count,
+    predict_run_memory,
+)
 from profiler_core.render.run_report import format_bytes
 from tui.panes.base import Pane
 
@@ -43,12 +55,8 @@ def model_text(cfg: RunConfig | None) -> str:
 
 
 def predicted_table(cfg: RunConfig) -> Table:
-    """Bytes of one step by item (profiler_core.memory.accounting.predict_memory)."""
-    spec = cfg.spec()
-    act_bytes = 2 if cfg.dtype in ("bf16", "fp16") else 4
-    predicted = predict_memory(params=count_params(spec), d_model=spec.d_model, d_ff=spec.d_ff, layers=spec.layers,
-                               heads=spec.heads, vocab=spec.vocab, ctx=cfg.ctx, batch=cfg.batch,
-                               activation_bytes=act_bytes, mode=cfg.mode)
+    """Bytes of one step by item: the prediction a memory pass stores beside what it measured."""
+    predicted = predict_run_memory(cfg)
     table = Table(title="predicted memory", title_justify="left", box=None, padding=(0, 1), show_header=False)
     table.add_column("item")
     table.add_column("bytes", justify="right")

@@ -6,7 +6,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from profiler_core.compare import NOISE_SIGMAS
+from profiler_core.api import NOISE_SIGMAS
 from tui.keys import GLOBAL_KEYS, PANE_KEYS, key_label
 from tui.panes.base import Pane
 

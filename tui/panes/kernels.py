@@ -11,13 +11,13 @@ from textual.containers import Horizontal
 from textual.reactive import reactive
 from textual.widgets import DataTable, Input, Static
 
+from profiler_core.render.units import fixed, ns_as_ms, ns_as_us
 from tui.kernel_data import KernelData, KernelView, apply_view, load_kernel_data
 from tui.keys import pane_bindings
 from tui.live_numbers import profiled_numbers
 from tui.panes.base import ExportTable, Pane
-from tui.run_files import short_path
 from tui.state import RunState
-from tui.tables import MarkableTable, fixed, ns_as_ms, ns_as_us
+from tui.tables import MarkableTable
 
 MAX_SHOWN_ROWS = 1000  # the DataTable draws every row it holds; export still gets all of them
 COLUMNS = {"phase": "phase", "name": "kernel", "class": "class", "instances": "n", "total_ns": "total ms",

@@ -7,8 +7,8 @@ from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.widgets import DataTable, Label, ProgressBar, Sparkline, Static
 
-from profiler_core.render.run_report import format_ms
-from profiler_core.telemetry import GpuTelemetry, telemetry_cells
+from profiler_core.api import GpuTelemetry
+from profiler_core.render.units import format_ms, telemetry_cells
 from tui.live_numbers import CHART_SERIES, chart_series, profiled_numbers, running_phases, running_throughput
 from tui.panes.base import ExportTable, Pane
 from tui.run_files import short_path

@@ -9,17 +9,16 @@ from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import Sparkline, Static
 
-from profiler_core.render.run_report import format_bytes
+from profiler_core.api import rundir
 from profiler_core.render.analysis_report import phase_mark_line
+from profiler_core.render.units import bytes_cell, fixed
 from tui.keys import pane_bindings
-from tui.memory_data import (MEMORY_TABLES, SNAPSHOT, load_memory_analysis, memory_table,
-                             peaks_by_phase)
+from tui.memory_data import MEMORY_TABLES, load_memory_analysis, memory_table, peaks_by_phase
 from tui.panes.base import ExportTable, Pane
 from tui.run_files import short_path
 from tui.state import RunState
-from tui.tables import MarkableTable, fixed
+from tui.tables import MarkableTable
 
-BYTES = lambda value: "" if value is None else format_bytes(int(value))  # noqa: E731
 TABLE_COLUMNS = {
     "top allocations": {"size_bytes": "size", "category": "category", "phase": "phase", "step": "step",
                         "op": "op", "frame": "frame", "allocated_at_ms": "at ms"},
@@ -27,18 +26,18 @@ TABLE_COLUMNS = {
     "predicted vs measured": {"item": "item", "predicted_bytes": "predicted", "measured_bytes": "measured",
                               "ratio": "measured/pred", "explanation": "why they differ"},
 }
-FORMATTERS = {"size_bytes": BYTES, "at_peak_bytes": BYTES, "max_bytes": BYTES, "predicted_bytes": BYTES,
-              "measured_bytes": BYTES, "ratio": fixed(2), "allocated_at_ms": fixed(1)}
+FORMATTERS = {"size_bytes": bytes_cell, "at_peak_bytes": bytes_cell, "max_bytes": bytes_cell, "predicted_bytes": bytes_cell,
+              "measured_bytes": bytes_cell, "ratio": fixed(2), "allocated_at_ms": fixed(1)}
 
 
 def summary_text(analysis: dict, snapshot: Path) -> str:
     peak = analysis.get("peak") or {}
     phases = peaks_by_phase(analysis.get("timeline") or {})
     where = short_path(snapshot) + ("" if snapshot.is_file() else " (absent)")
-    return (f"peak [b]{BYTES(analysis.get('peak_allocated_bytes'))}[/b] in {peak.get('phase')} step "
-            f"{peak.get('step')} · reserved {BYTES(analysis.get('peak_reserved_bytes'))} · baseline "
-            f"{BYTES(analysis.get('baseline_bytes'))}\nper phase: "
-            + " · ".join(f"{phase} {BYTES(value)}" for phase, value in phases.items())
+    return (f"peak [b]{bytes_cell(analysis.get('peak_allocated_bytes'))}[/b] in {peak.get('phase')} step "
+            f"{peak.get('step')} · reserved {bytes_cell(analysis.get('peak_reserved_bytes'))} · baseline "
+            f"{bytes_cell(analysis.get('baseline_bytes'))}\nper phase: "
+            + " · ".join(f"{phase} {bytes_cell(value)}" for phase, value in phases.items())
             + f"\nmemory_viz: {where}")
 
 
@@ -88,15 +87,15 @@ class MemoryPane(Pane):
         self.query_one("#memory-marks", PhaseMarks).timeline = timeline
         if analysis is not None:
             times = timeline.get("t") or [0]
-            self.query_one("#memory-summary", Static).update(summary_text(analysis, self.loaded_dir / SNAPSHOT))
+            self.query_one("#memory-summary", Static).update(summary_text(analysis, self.loaded_dir / rundir.MEMORY_SNAPSHOT))
             self.query_one("#memory-axis", Static).update(
-                f"active {BYTES(min(timeline.get('active_bytes') or [0]))} … "
-                f"{BYTES(max(timeline.get('active_bytes') or [0]))} over {times[-1]:,.0f} "
+                f"active {bytes_cell(min(timeline.get('active_bytes') or [0]))} … "
+                f"{bytes_cell(max(timeline.get('active_bytes') or [0]))} over {times[-1]:,.0f} "
                 f"{timeline.get('t_unit', '')} · F forward · B backward · O optimizer")
         self.watch_table_name(self.table_name)
 
     def watch_table_name(self, name: str) -> None:
-        records = memory_table(name, self.run_state.config, self.analysis) if self.analysis else []
+        records = memory_table(name, self.analysis) if self.analysis else []
         self.query_one("#memory-table", MarkableTable).show(TABLE_COLUMNS[name], records, FORMATTERS,
                                                             widths={"frame": 28, "explanation": 40})
         others = [n for n in MEMORY_TABLES if n != name]

@@ -9,14 +9,12 @@ from textual.app import ComposeResult
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
-from profiler_core import rundir
-from profiler_core.compare import NOISE_SIGMAS, compare_summaries
-from profiler_core.render.run_report import format_ms
-from profiler_core.studies.catalog import list_studies, study_kind
+from profiler_core.api import NOISE_SIGMAS, compare_summaries, list_studies, rundir, study_kind
+from profiler_core.render.units import fixed, format_ms
 from tui.keys import pane_bindings
 from tui.panes.base import ExportTable, Pane
 from tui.run_files import short_path
-from tui.tables import MarkableTable, fixed
+from tui.tables import MarkableTable
 
 RUN_COLUMNS = {"name": "run", "status": "status", "model": "model", "ctx": "ctx", "batch": "batch",
                "dtype": "dtype", "device": "device", "step_median_ms": "median step"}

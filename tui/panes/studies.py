@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import shlex
-import sys
 from pathlib import Path
 
 from textual import on, work
@@ -13,8 +12,8 @@ from textual.containers import Horizontal
 from textual.reactive import reactive
 from textual.widgets import Input, ProgressBar, Select, Static
 
-from profiler_core.nvml import gpu_count
-from profiler_core.studies.progress import STUDY_EVENTS
+from profiler_core.api import SysprofError, events, gpu_count, rundir, study_record, study_tables
+from profiler_core.api import study_argv as cli_study_argv
 from tui.keys import pane_bindings
 from tui.panes.base import ExportTable, Pane
 from tui.run_files import short_path
@@ -22,7 +21,6 @@ from tui.runner_client import RunnerClient
 from tui.study_state import StudyState
 from tui.tables import MarkableTable
 
-STDERR_LOG = "studies-stderr.log"  # under the runs root: the study directory does not exist before it starts
 GPU_TEMPLATES = {
     "seed sweep: small…2.7B × ctx 128–1024 × fp32/bf16":
         "sweep --model small,medium,large,xl,2.7B --ctx 128,256,512,1024 --dtype fp32,bf16 --name seed",
@@ -44,7 +42,7 @@ def study_argv(command: str, runs_root: Path) -> list[str]:
     words = shlex.split(command)
     if not words or words[0] not in ("sweep", "study"):
         raise ValueError("start with `sweep` (options of `sysprof run`, comma-separated) or `study KIND`")
-    return [sys.executable, "-m", "profiler_core", *words, "--runs-dir", str(runs_root), "--events"]
+    return cli_study_argv(words, runs_root)
 
 
 def number_text(value: object) -> str:
@@ -105,9 +103,9 @@ class StudiesPane(Pane):
 
     @work(exclusive=True, exit_on_error=False, group="study")
     async def run_study(self, argv: list[str]) -> None:
-        log = self.runs_root / STDERR_LOG
+        log = self.runs_root / rundir.STUDIES_STDERR
         log_start = log.stat().st_size if log.exists() else 0
-        self.client = RunnerClient(argv, log, kinds=STUDY_EVENTS)
+        self.client = RunnerClient(argv, log, kinds=events.STUDY_EVENTS)
         try:
             returncode = await self.client.stream(self.on_study_event)
         except OSError as exc:
@@ -136,13 +134,9 @@ class StudiesPane(Pane):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="study-tables")
     def load_tables(self, directory: Path) -> None:
-        from profiler_core.studies.catalog import study_record
-        from profiler_core.studies.results import study_tables  # pandas: only once a study is shown
-        from profiler_core.errors import StudyError
-
         try:
             tables, record = study_tables(directory), study_record(directory) or {}
-        except (StudyError, OSError, KeyError, ValueError) as exc:
+        except (SysprofError, OSError, KeyError, ValueError) as exc:
             self.app.call_from_thread(self.notify, f"cannot read {directory}: {exc}", severity="error")
             return
         self.app.call_from_thread(self.show_tables, tables, record)

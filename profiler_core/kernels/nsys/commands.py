@@ -14,11 +14,16 @@ from pathlib import Path
 
 from profiler_core.kernels.nsys.locate import find_qdstrm_importer
 from profiler_core.kernels.nsys_stats.text import nsys_output_errors, nsys_output_skips
+from profiler_core.rundir import (
+    NSYS_EXPORT_LOG,
+    NSYS_OUTPUT,
+    NSYS_REPORT,
+    NSYS_SQLITE,
+    NSYS_STATS_DIR,
+    NSYS_STATS_LOG,
+    QDSTRM_IMPORT_LOG,
+)
 
-REPORT_FILE = "profile.nsys-rep"
-SQLITE_FILE = "profile.sqlite"
-STATS_DIR = "stats"
-STATS_PREFIX = "profile"
 STATS_REPORTS = (
     "cuda_gpu_kern_sum", "nvtx_sum", "nvtx_kern_sum", "nvtx_gpu_proj_sum", "cuda_api_sum",
     "cuda_gpu_mem_time_sum", "cuda_gpu_mem_size_sum", "osrt_sum",
@@ -69,19 +74,19 @@ def importer_argv(importer: str | Path, qdstrm: str | Path) -> list[str]:
 def postprocess_report(nsys: str | Path, run_dir: str | Path) -> ReportResult:
     """profile.nsys-rep (importing a leftover .qdstrm if needed) -> profile.sqlite + stats/*.csv."""
     run_dir = Path(run_dir)
-    report = run_dir / REPORT_FILE
+    report = run_dir / NSYS_REPORT
     if not report.is_file():
         imported = _import_qdstrm(nsys, run_dir)
         if imported.error:
             return imported
-    sqlite_path, stats_dir = run_dir / SQLITE_FILE, run_dir / STATS_DIR
-    export_error = _run_nsys(export_sqlite_argv(nsys, report, sqlite_path), run_dir / "nsys_export.log")
+    sqlite_path, stats_dir = run_dir / NSYS_SQLITE, run_dir / NSYS_STATS_DIR
+    export_error = _run_nsys(export_sqlite_argv(nsys, report, sqlite_path), run_dir / NSYS_EXPORT_LOG)
     if export_error or not sqlite_path.is_file():
         return ReportResult(False, report, error=f"nsys export failed: {export_error or 'no sqlite written'}")
     stats_dir.mkdir(exist_ok=True)
-    stats_log = run_dir / "nsys_stats.log"
+    stats_log = run_dir / NSYS_STATS_LOG
     # Stats read the .nsys-rep with --force-export=true, so they never see a stale sqlite.
-    stats_error = _run_nsys(stats_argv(nsys, report, STATS_REPORTS, stats_dir / STATS_PREFIX), stats_log)
+    stats_error = _run_nsys(stats_argv(nsys, report, STATS_REPORTS, stats_dir / NSYS_OUTPUT), stats_log)
     warnings = nsys_output_skips(stats_log.read_text(errors="replace")) if stats_log.is_file() else []
     if stats_error:
         warnings.append(f"nsys stats: {stats_error}")
@@ -91,20 +96,20 @@ def postprocess_report(nsys: str | Path, run_dir: str | Path) -> ReportResult:
 def _import_qdstrm(nsys: str | Path, run_dir: Path) -> ReportResult:
     leftovers = sorted(run_dir.glob("*.qdstrm"))
     if not leftovers:
-        return ReportResult(False, error=f"nsys wrote no {REPORT_FILE} in {run_dir} (see the runner's stderr.log)")
+        return ReportResult(False, error=f"nsys wrote no {NSYS_REPORT} in {run_dir} (see the runner's stderr.log)")
     importer = find_qdstrm_importer(nsys)
     if importer is None:
         return ReportResult(False, error=f"only {leftovers[0].name} was written and QdstrmImporter was not "
                                          f"found next to {nsys}; {LIBDW_HINT}")
-    log = run_dir / "qdstrm_import.log"
+    log = run_dir / QDSTRM_IMPORT_LOG
     error = _run_nsys(importer_argv(importer, leftovers[0]), log)
     produced = leftovers[0].with_suffix(".nsys-rep")
-    if produced.is_file() and produced != run_dir / REPORT_FILE:
-        produced.rename(run_dir / REPORT_FILE)
-    if error or not (run_dir / REPORT_FILE).is_file():
+    if produced.is_file() and produced != run_dir / NSYS_REPORT:
+        produced.rename(run_dir / NSYS_REPORT)
+    if error or not (run_dir / NSYS_REPORT).is_file():
         detail = error or _last_line(log) or "no report written"
         return ReportResult(False, error=f"QdstrmImporter failed on {leftovers[0].name}: {detail}; {LIBDW_HINT}")
-    return ReportResult(True, run_dir / REPORT_FILE)
+    return ReportResult(True, run_dir / NSYS_REPORT)
 
 
 def _run_nsys(argv: list[str], log_path: Path) -> str | None:

@@ -13,8 +13,8 @@ from pathlib import Path
 import pandas as pd
 
 from models.phases import ATTRIBUTED_PHASES, OTHER, PHASE_OF_RANGE
-from profiler_core.kernels.classify import classify_kernels
 from profiler_core.errors import KernelReportError
+from profiler_core.kernels.classify import classify_kernels
 from profiler_core.kernels.nsys_stats.csv_reader import find_report_file, read_stats_csv
 
 BACKWARD_NOTE = (

@@ -16,7 +16,13 @@ import pandas as pd
 
 from profiler_core.errors import KernelReportError
 from profiler_core.kernels.nsys_stats.columns import DASH_LINE, parse_column_tables
-from profiler_core.kernels.nsys_stats.schema import REPORT_ALIASES, canonical_report_name, frame_from_rows, normalize_header, report_from_filename
+from profiler_core.kernels.nsys_stats.schema import (
+    REPORT_ALIASES,
+    canonical_report_name,
+    frame_from_rows,
+    normalize_header,
+    report_from_filename,
+)
 from profiler_core.kernels.nsys_stats.text import heading_report, is_message_line, nsys_output_errors
 
 _HEADER_MARKERS = {"time_pct", "total_ns", "total_bytes", "name", "range", "style", "pid", "tid",

@@ -4,11 +4,11 @@ Each backend is one file; BACKENDS is the registry. `choose_backend` resolves `-
 """
 from __future__ import annotations
 
-from profiler_core.session.backends.base import Backend, BackendUnavailable
+from profiler_core.errors import BackendUnavailable, KernelReportError
+from profiler_core.kernels.nsys.locate import find_nsys
+from profiler_core.session.backends.base import Backend
 from profiler_core.session.backends.nsys_backend import NsysBackend
 from profiler_core.session.backends.torch_backend import TorchBackend
-from profiler_core.errors import KernelReportError
-from profiler_core.kernels.nsys.locate import find_nsys
 
 BACKENDS = {"nsys": NsysBackend, "torch": TorchBackend}
 

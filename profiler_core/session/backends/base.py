@@ -1,8 +1,6 @@
 """The interface every kernel-table backend implements."""
 from __future__ import annotations
 
-from profiler_core.errors import BackendUnavailable
-
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 

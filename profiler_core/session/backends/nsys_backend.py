@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from profiler_core.errors import KernelReportError
 from profiler_core.kernels.nsys.commands import postprocess_report, profile_argv
 from profiler_core.kernels.nsys.locate import nsys_version
+from profiler_core.rundir import NSYS_OUTPUT
 
 if TYPE_CHECKING:
     from profiler_core.kernels.attribution import KernelAttribution
@@ -22,7 +23,7 @@ class NsysBackend:
         return nsys_version(self.nsys)
 
     def wrap(self, runner_argv: list[str], pass_dir: Path) -> list[str]:
-        return profile_argv(self.nsys, pass_dir / "profile", runner_argv, self.extra_args)
+        return profile_argv(self.nsys, pass_dir / NSYS_OUTPUT, runner_argv, self.extra_args)
 
     def attribute(self, pass_dir: Path) -> KernelAttribution:
         result = postprocess_report(self.nsys, pass_dir)

@@ -71,11 +71,13 @@ def add_kernels(target: Path, sqlite: Path) -> dict:
 
 
 def add_memory(target: Path, snapshot: Path) -> None:
-    from profiler_core.memory import analyze_snapshot
+    """What the session's memory pass writes, from the fixture's snapshot (the config is the saved run's)."""
+    from profiler_core.config import RunConfig
+    from profiler_core.session.analysis import memory_analysis
 
     (target / "memory").mkdir(exist_ok=True)
-    hint = {"batch": 4, "heads": 12, "ctx": 256, "bytes_per_element": 4}
-    analysis = analyze_snapshot(snapshot, shape_hint=hint)
+    cfg = RunConfig.from_dict(rundir.read_json(target / rundir.MANIFEST)["config"])
+    analysis = memory_analysis(cfg, snapshot)
     analysis["source"] = "h200_small_fp32/memory_snapshot.pickle (../shared/fixtures)"
     rundir.write_json(target / "memory" / "analysis.json", analysis)
 

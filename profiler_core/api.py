@@ -1,0 +1,55 @@
+"""The one door from the front end (tui/) into the core: every name the app needs, and nothing that loads torch
+or pandas when imported. The app starts the runner only through `python -m` command lines (session_argv), so a
+broken model or a CUDA fault can never take the UI down. Rendering (tables as text, units) is in render/.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from models.presets import PRESETS, count_params, human_count
+from profiler_core import events, rundir
+from profiler_core.compare import NOISE_SIGMAS, compare_summaries
+from profiler_core.config import (
+    ATTENTIONS,
+    CUSTOM,
+    DEVICES,
+    DIM_FIELDS,
+    DTYPES,
+    MATMUL_PRECISIONS,
+    MODES,
+    PROFILERS,
+    RunConfig,
+    config_problems,
+)
+from profiler_core.errors import ConfigError, ExportError, RunDirError, StudyError, SysprofError
+from profiler_core.events import decode_line, finish_event
+from profiler_core.memory.accounting import predict_run_memory
+from profiler_core.metrics import phase_stats, throughput
+from profiler_core.nvml import GpuTelemetry, NvmlSampler, gpu_count
+from profiler_core.options import OneLineParser
+from profiler_core.session.process import CANCEL_GRACE_S, mark_killed, session_argv, signal_group
+from profiler_core.studies.catalog import list_studies, study_kind, study_record
+
+
+def study_argv(words: list[str], runs_root: Path) -> list[str]:
+    """`sysprof sweep|study …` as the process the app starts, streaming STUDY_EVENTS."""
+    import sys
+
+    return [sys.executable, "-m", "profiler_core", *words, "--runs-dir", str(runs_root), "--events"]
+
+
+def study_tables(study_dir: Path) -> dict[str, list[dict]]:
+    """A study's tables rebuilt from its directory (pandas: call it from a worker thread)."""
+    from profiler_core.studies.results import study_tables as build
+
+    return build(study_dir)
+
+
+__all__ = [
+    "ATTENTIONS", "CANCEL_GRACE_S", "CUSTOM", "DEVICES", "DIM_FIELDS", "DTYPES", "MATMUL_PRECISIONS", "MODES",
+    "NOISE_SIGMAS", "PRESETS", "PROFILERS", "ConfigError", "ExportError", "GpuTelemetry", "NvmlSampler",
+    "OneLineParser", "RunConfig", "RunDirError", "StudyError", "SysprofError", "compare_summaries",
+    "config_problems", "count_params", "decode_line", "events", "finish_event", "gpu_count", "human_count",
+    "list_studies", "mark_killed", "phase_stats", "predict_run_memory", "rundir", "session_argv", "signal_group",
+    "study_argv", "study_kind", "study_record", "study_tables", "throughput",
+]

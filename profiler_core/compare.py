@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 
 from models.phases import TIMED_PHASES
+from profiler_core.records import RunSummary
 
 NOISE_SIGMAS = 2.0
 
@@ -46,7 +47,7 @@ def compare_phase(phase: str, stats_a: dict, stats_b: dict) -> dict:
     }
 
 
-def compare_summaries(summary_a: dict, summary_b: dict) -> list[dict]:
+def compare_summaries(summary_a: RunSummary, summary_b: RunSummary) -> list[dict]:
     """One row per phase present in both runs (the step row last)."""
     phases_a, phases_b = summary_a.get("phases") or {}, summary_b.get("phases") or {}
     return [compare_phase(phase, phases_a[phase], phases_b[phase])

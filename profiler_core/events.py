@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import json
 
+from profiler_core.records import Event, RunSummary
+
 SCHEMA_VERSION = 1
 
 HELLO, STAGE, COMPILE, NOTICE, ANALYSIS = "hello", "stage", "compile", "notice", "analysis"
@@ -73,7 +75,7 @@ def emit(event: str, **fields: object) -> None:
     print(encode_event(event, **fields), flush=True)
 
 
-def finish_event(summary: dict) -> dict:
+def finish_event(summary: RunSummary) -> Event:
     """The last event of a run, rebuilt from its summary."""
     if summary["status"] == OK:
         return {"event": FINISHED, "summary": summary}

@@ -8,18 +8,19 @@ from __future__ import annotations
 
 import statistics
 
-from models.phases import PHASES
+from models.phases import PHASES, STEP
 from models.presets import count_params, step_flops
 from profiler_core.config import AUTOCAST_DTYPES, FP32_MATMULS, RunConfig
+from profiler_core.records import PhaseStats, RunError, RunSummary, StepRecord, Throughput, median_ms
 
-STAT_KEYS = ("mean_ms", "std_ms", "median_ms", "min_ms", "max_ms", "cv", "n")
+STAT_KEYS = tuple(PhaseStats.__annotations__)
 
 
-def summarize_ms(samples_ms: list[float]) -> dict[str, float | int | None]:
+def summarize_ms(samples_ms: list[float]) -> PhaseStats:
     """mean, sample std, median, min, max, coefficient of variation and n of a list of milliseconds."""
     n = len(samples_ms)
     if n == 0:
-        return {key: None for key in STAT_KEYS} | {"n": 0}
+        return PhaseStats(mean_ms=None, std_ms=None, median_ms=None, min_ms=None, max_ms=None, cv=None, n=0)
     mean = statistics.fmean(samples_ms)
     std = statistics.stdev(samples_ms) if n > 1 else 0.0
     return {
@@ -59,18 +60,18 @@ def peak_tflops(device_name: str | None, precision: str) -> float | None:
     return None
 
 
-def phase_stats(measured_steps: list[dict]) -> dict[str, dict]:
+def phase_stats(measured_steps: list[StepRecord]) -> dict[str, PhaseStats]:
     """Stats per phase that ran, plus the whole step's wall time."""
-    stats = {}
+    stats: dict[str, PhaseStats] = {}
     for phase in PHASES:
         samples = [s["phases_ms"][phase] for s in measured_steps if s["phases_ms"].get(phase) is not None]
         if samples:
             stats[phase] = summarize_ms(samples)
-    stats["step"] = summarize_ms([s["wall_ms"] for s in measured_steps])
+    stats[STEP] = summarize_ms([s["wall_ms"] for s in measured_steps])
     return stats
 
 
-def peak_memory_by_phase(measured_steps: list[dict], key: str = "peak_allocated_bytes") -> dict[str, int]:
+def peak_memory_by_phase(measured_steps: list[StepRecord], key: str = "peak_allocated_bytes") -> dict[str, int]:
     """Highest max_memory_allocated (or reserved) per phase over the measured steps (absent off CUDA)."""
     peaks: dict[str, int] = {}
     for step in measured_steps:
@@ -79,7 +80,7 @@ def peak_memory_by_phase(measured_steps: list[dict], key: str = "peak_allocated_
     return peaks
 
 
-def throughput(cfg: RunConfig, env: dict, median_step_ms: float | None) -> dict:
+def throughput(cfg: RunConfig, env: dict, median_step_ms: float | None) -> Throughput:
     """tokens/s, achieved TFLOP/s and MFU from the median step; MFU is None without a known peak."""
     flops = step_flops(cfg.spec(), cfg.batch, cfg.ctx, cfg.mode)
     precision = matmul_precision_used(cfg.dtype, env.get("float32_matmul_precision", cfg.matmul_precision))
@@ -94,19 +95,17 @@ def throughput(cfg: RunConfig, env: dict, median_step_ms: float | None) -> dict:
             "mfu": tflops / peak if peak else None}
 
 
-def build_summary(cfg: RunConfig, env: dict, steps: list[dict], status: str, run_dir: str,
-                  compile_s: float | None = None, error: dict | None = None) -> dict:
+def build_summary(cfg: RunConfig, env: dict, steps: list[StepRecord], status: str, run_dir: str,
+                  compile_s: float | None = None, error: RunError | None = None) -> RunSummary:
     measured = [s for s in steps if s.get("kind") == "measured"]
     phases = phase_stats(measured) if measured else {}
-    median = phases.get("step", {}).get("median_ms")
-    summary = {
-        "status": status, "run_dir": run_dir, "config": cfg.to_dict(), "env": env,
-        "params": count_params(cfg.spec()), "phases": phases,
-        "warmup_ms": [s["wall_ms"] for s in steps if s.get("kind") == "warmup"],
-        "compile_s": compile_s, "peak_memory_bytes": peak_memory_by_phase(measured),
-        "peak_reserved_bytes": peak_memory_by_phase(measured, "peak_reserved_bytes"),
-        **throughput(cfg, env, median),
-    }
+    summary = RunSummary(
+        status=status, run_dir=run_dir, config=cfg.to_dict(), env=env, params=count_params(cfg.spec()),
+        phases=phases, warmup_ms=[s["wall_ms"] for s in steps if s.get("kind") == "warmup"], compile_s=compile_s,
+        peak_memory_bytes=peak_memory_by_phase(measured),
+        peak_reserved_bytes=peak_memory_by_phase(measured, "peak_reserved_bytes"),
+        **throughput(cfg, env, median_ms({"phases": phases})),
+    )
     if error:
         summary["error"] = error
     return summary

@@ -12,7 +12,7 @@ from profiler_core.render.units import telemetry_cells
 from tui.kernel_data import KernelView, apply_view, load_kernel_data
 from tui.memory_data import peaks_by_phase
 from tui.run_files import state_from_run_dir
-from tui.runner_client import decode_line
+from profiler_core.events import decode_line
 from tui.settings import load_last_config
 from tui.state import RunState
 

@@ -199,10 +199,10 @@ async def test_quit_during_a_run_asks_and_cancel_leaves_no_process(tmp_path):
         assert isinstance(app.screen, ConfirmQuit)
         await pilot.press("n")
         assert app.run_state.running
-        pid = app.client.process.pid
+        pid = app.control.pid("run")
         await settle(app, pilot, "ctrl+g")
         assert app.run_state.stage == "failed" and app.run_state.error["kind"] == "killed"
-        assert app.client.process.returncode is not None
+        assert not app.control.running("run")
         try:
             os.killpg(pid, 0)
             alive = True

@@ -1,7 +1,6 @@
 """sysprof-tui: configure a run, watch it live, read its kernel and memory tables, compare and export."""
 from __future__ import annotations
 
-import signal
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -22,7 +21,6 @@ from profiler_core.api import (
     mark_killed,
     rundir,
     session_argv,
-    signal_group,
     study_kind,
 )
 from tui.exporting import TableExportActions
@@ -36,8 +34,8 @@ from tui.panes.live import LivePane
 from tui.panes.memory import MemoryPane
 from tui.panes.runs import RunsPane
 from tui.panes.studies import StudiesPane
+from tui.run_control import RUN, STUDY, ProcessControl
 from tui.run_files import state_from_run_dir
-from tui.runner_client import RunnerClient
 from tui.settings import default_settings_path, load_last_config, save_last_config
 from tui.state import RunState
 
@@ -76,7 +74,7 @@ class SysprofApp(TableExportActions, App):
         remembered, self.settings_notice = load_last_config(settings_path) if initial is None else (None, None)
         self.initial = initial or remembered or default_config()
         self.pending: tuple[RunConfig | None, dict] = (None, {"config": "not checked yet"})
-        self.client: RunnerClient | None = None
+        self.control = ProcessControl()  # owns every process the app starts
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -87,7 +85,7 @@ class SysprofApp(TableExportActions, App):
             "kernels": lambda: KernelsPane(id="pane-kernels").data_bind(SysprofApp.run_state),
             "memory": lambda: MemoryPane(id="pane-memory").data_bind(SysprofApp.run_state),
             "runs": lambda: RunsPane(self.runs_root, self.open_runs, id="pane-runs").data_bind(SysprofApp.run_state),
-            "studies": lambda: StudiesPane(self.runs_root, id="pane-studies"),
+            "studies": lambda: StudiesPane(self.runs_root, self.control, id="pane-studies"),
             "help": lambda: HelpPane(id="pane-help"),
         }
         self.pane_factories = panes
@@ -188,14 +186,6 @@ class SysprofApp(TableExportActions, App):
     def run_chosen(self, message: RunsPane.Open) -> None:
         self.open_path(message.path)
 
-    def studies_pane(self) -> StudiesPane | None:
-        panes = self.query("#pane-studies")
-        return panes.first(StudiesPane) if panes else None
-
-    def study_running(self) -> bool:
-        pane = self.studies_pane()
-        return pane is not None and pane.study.running
-
     @on(ConfigurePane.Changed)
     def config_changed(self, message: ConfigurePane.Changed) -> None:
         self.pending = (message.config, message.problems)
@@ -226,9 +216,9 @@ class SysprofApp(TableExportActions, App):
 
     @work(exclusive=True, exit_on_error=False, group="run")
     async def stream_run(self, cfg: RunConfig, run_dir: Path) -> None:
-        self.client = RunnerClient(self.argv_factory(cfg, run_dir), run_dir / rundir.STDERR)
         try:
-            returncode = await self.client.stream(self.apply_event)
+            returncode = await self.control.stream(RUN, self.argv_factory(cfg, run_dir), run_dir / rundir.STDERR,
+                                                   self.apply_event)
         except OSError as exc:
             self.notify(f"cannot start the runner: {exc}", severity="error")
             returncode = None
@@ -239,15 +229,15 @@ class SysprofApp(TableExportActions, App):
         self.run_state = self.run_state.apply(event)
 
     async def action_cancel(self) -> None:
-        if self.client and self.run_state.running:
+        if self.control.running(RUN):
             self.notify("Cancelling: SIGINT sent to the run's process group.")
-            await self.client.cancel()
-        elif self.study_running():
+            await self.control.cancel(RUN)
+        elif self.control.running(STUDY):
             self.notify("Cancelling the study: finished cells stay; run it again with --resume.")
-            await self.studies_pane().cancel()
+            await self.control.cancel(STUDY)
 
     async def action_quit(self) -> None:
-        if not self.run_state.running and not self.study_running():
+        if not self.run_state.running and not self.control.running():
             self.exit()
             return
 
@@ -259,11 +249,7 @@ class SysprofApp(TableExportActions, App):
 
     def on_unmount(self) -> None:
         """Last line of defence against orphans: a runner still alive here is killed with its group."""
-        studies = self.studies_pane()
-        for client in (self.client, studies.client if studies else None):
-            process = client.process if client else None
-            if process is not None and process.returncode is None:
-                signal_group(process.pid, signal.SIGKILL)
+        self.control.kill_all()
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="telemetry")
     def sample_telemetry(self) -> None:

@@ -19,6 +19,7 @@ from profiler_core.config import ConfigError, RunConfig, validate
 from profiler_core.errors import BackendUnavailable
 from profiler_core.events import emit as print_event
 from profiler_core.events import finish_event
+from profiler_core.records import PassRecord, RunSummary, median_ms
 from profiler_core.session.analysis import analyze_kernels, analyze_memory
 from profiler_core.session.backends import Backend, choose_backend
 from profiler_core.session.process import RunnerProcess, mark_killed, runner_argv
@@ -34,7 +35,7 @@ class Session:
     def __init__(self, cfg: RunConfig, run_dir: Path, on_event: EventSink, backend: Backend | None = None):
         self.cfg, self.run_dir, self.on_event, self.backend = cfg, run_dir, on_event, backend
 
-    def run(self) -> dict:
+    def run(self) -> RunSummary:
         summary = self.run_pass(None, self.run_dir, "none")
         try:
             if self.backend and summary["status"] == events.OK:
@@ -47,7 +48,7 @@ class Session:
         return summary
 
     def run_pass(self, pass_name: str | None, pass_dir: Path, capture: str, cfg: RunConfig | None = None,
-                 wrap: Callable[[list[str]], list[str]] | None = None) -> dict:
+                 wrap: Callable[[list[str]], list[str]] | None = None) -> RunSummary:
         """One runner process; its events go to on_event (tagged with the pass), its summary is returned."""
         cfg = cfg or self.cfg
         pass_dir.mkdir(exist_ok=True)
@@ -71,7 +72,7 @@ class Session:
     def notice(self, message: str) -> None:
         self.on_event({"event": events.NOTICE, "message": message})
 
-    def profile_pass(self, clean: dict) -> dict:
+    def profile_pass(self, clean: RunSummary) -> PassRecord:
         self.on_event({"event": events.STAGE, "name": "profiling", "backend": self.backend.name})
         pass_dir = self.run_dir / rundir.PROFILED_DIR
         wrap = lambda argv: self.backend.wrap(argv, pass_dir)  # noqa: E731
@@ -89,15 +90,15 @@ class Session:
             self.on_event({"event": events.ANALYSIS, "kind": "kernels", "path": profile["kernels"]})
         return profile
 
-    def memory_pass(self, clean: dict) -> dict:
+    def memory_pass(self, clean: RunSummary) -> PassRecord:
         self.on_event({"event": events.STAGE, "name": "memory"})
         # After an OOM, one step from a cold start: the recording then covers the step that failed.
         cfg = dataclasses.replace(self.cfg, warmup=0, steps=1) if clean["status"] == events.OOM else self.cfg
         pass_dir = self.run_dir / rundir.MEMORY_DIR
         recorded = self.run_pass("memory", pass_dir, "memory", cfg=cfg)
-        memory = {"status": recorded["status"], "dir": rundir.MEMORY_DIR,
-                  "note": "allocator history is recorded in its own pass: it slows the steps it records",
-                  **_slowdown(clean, recorded)}
+        memory = PassRecord(status=recorded["status"], dir=rundir.MEMORY_DIR,
+                            note="allocator history is recorded in its own pass: it slows the steps it records",
+                            **_slowdown(clean, recorded))
         memory |= analyze_memory(cfg, pass_dir, recorded)
         if memory.get("error") and recorded.get("error"):  # say why the pass wrote no snapshot
             memory["error"] = f"{memory['error']}: {recorded['error']['message']}"
@@ -108,15 +109,14 @@ class Session:
         return memory
 
 
-def _slowdown(clean: dict, recorded: dict) -> dict:
+def _slowdown(clean: RunSummary, recorded: RunSummary) -> PassRecord:
     """How much a recording pass stretched the median step, against the clean pass."""
-    clean_ms = (clean.get("phases") or {}).get("step", {}).get("median_ms")
-    recorded_ms = (recorded.get("phases") or {}).get("step", {}).get("median_ms")
+    clean_ms, recorded_ms = median_ms(clean), median_ms(recorded)
     return {"clean_median_ms": clean_ms, "recorded_median_ms": recorded_ms,
             "inflation": recorded_ms / clean_ms if clean_ms and recorded_ms else None}
 
 
-def _inflation(backend: Backend, clean: dict, profiled: dict) -> dict:
+def _inflation(backend: Backend, clean: RunSummary, profiled: RunSummary) -> PassRecord:
     slowdown = _slowdown(clean, profiled)
     return {"backend": backend.name, "version": backend.version(), "dir": rundir.PROFILED_DIR,
             "status": profiled["status"], "clean_median_ms": slowdown["clean_median_ms"],

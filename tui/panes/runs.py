@@ -9,7 +9,7 @@ from textual.app import ComposeResult
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
-from profiler_core.api import NOISE_SIGMAS, compare_summaries, list_studies, rundir, study_kind
+from profiler_core.api import NOISE_SIGMAS, compare_summaries, list_studies, median_ms, rundir, study_kind
 from profiler_core.render.units import fixed, format_ms
 from tui.keys import pane_bindings
 from tui.panes.base import ExportTable, Pane
@@ -34,7 +34,7 @@ def run_record(path: Path) -> dict:
     return {"name": path.name, "path": str(path), "status": record.status, "model": config.get("model"),
             "ctx": config.get("ctx"), "batch": config.get("batch"), "dtype": config.get("dtype"),
             "device": (record.manifest.get("env") or {}).get("device_type"),
-            "step_median_ms": ((summary.get("phases") or {}).get("step") or {}).get("median_ms"),
+            "step_median_ms": median_ms(summary),
             "started": record.manifest.get("started") or path.stat().st_mtime, "summary": summary}
 
 

@@ -16,8 +16,8 @@ from profiler_core.api import SysprofError, events, gpu_count, rundir, study_rec
 from profiler_core.api import study_argv as cli_study_argv
 from tui.keys import pane_bindings
 from tui.panes.base import ExportTable, Pane
+from tui.run_control import STUDY, ProcessControl
 from tui.run_files import short_path
-from tui.runner_client import RunnerClient
 from tui.study_state import StudyState
 from tui.tables import MarkableTable
 
@@ -58,12 +58,12 @@ class StudiesPane(Pane):
     study: reactive[StudyState] = reactive(StudyState, always_update=True, init=False)
     tables: reactive[dict] = reactive(dict, always_update=True, init=False)
 
-    def __init__(self, runs_root: Path, **kwargs):
+    def __init__(self, runs_root: Path, control: ProcessControl, **kwargs):
         super().__init__(**kwargs)
         self.runs_root = runs_root
         self.templates = GPU_TEMPLATES if gpu_count() > 0 else CPU_TEMPLATES
         self.table_index = 0
-        self.client: RunnerClient | None = None
+        self.control = control
 
     def compose(self) -> ComposeResult:
         yield Static("pick a study or type a sweep · enter start · ctrl+g cancel · t table · e export",
@@ -105,9 +105,8 @@ class StudiesPane(Pane):
     async def run_study(self, argv: list[str]) -> None:
         log = self.runs_root / rundir.STUDIES_STDERR
         log_start = log.stat().st_size if log.exists() else 0
-        self.client = RunnerClient(argv, log, kinds=events.STUDY_EVENTS)
         try:
-            returncode = await self.client.stream(self.on_study_event)
+            returncode = await self.control.stream(STUDY, argv, log, self.on_study_event, events.STUDY_EVENTS)
         except OSError as exc:
             returncode, log_start = None, -1
             self.notify(f"cannot start the study: {exc}", severity="error")
@@ -120,10 +119,6 @@ class StudiesPane(Pane):
         self.study = self.study.apply(event)
         if event["event"] == "cell_done" and self.study.directory:
             self.load_tables(Path(self.study.directory))
-
-    async def cancel(self) -> None:
-        if self.client is not None and self.study.running:
-            await self.client.cancel()
 
     def open_study(self, path: Path) -> None:
         if self.study.running:

@@ -1,0 +1,132 @@
+"""The shapes of the documents the tool writes and reads: step records, phase statistics, the run summary
+(`sysprof run --json`, summary.json), the kernel analysis (`sysprof analyze --json`) and the events.
+
+They stay plain dicts on disk and on the wire (JSON), so these are TypedDicts: mypy checks every key a
+producer writes and a consumer reads, and DESIGN.md §2's contract has one place in code. `total=False` marks
+documents whose keys depend on what ran (a profiled pass, a memory pass, an error).
+"""
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+
+class PhaseStats(TypedDict):
+    """Statistics of one phase over the measured steps of one process (milliseconds)."""
+
+    mean_ms: float | None
+    std_ms: float | None
+    median_ms: float | None
+    min_ms: float | None
+    max_ms: float | None
+    cv: float | None
+    n: int
+
+
+class StepRecord(TypedDict, total=False):
+    """One line of steps.jsonl and the payload of a step or warmup_step event."""
+
+    kind: str  # "warmup" | "measured"
+    index: int
+    wall_ms: float
+    phases_ms: dict[str, float]
+    loss: float
+    peak_allocated_bytes: dict[str, int]
+    peak_reserved_bytes: dict[str, int]
+    memory_before_backward_bytes: int | None
+    memory_after_step_bytes: int | None
+    # Steps of a profiled or memory pass also carry "pass" (a keyword, so not declarable here).
+
+
+class RunError(TypedDict):
+    kind: str  # one of events.FAILURE_KINDS
+    message: str
+    phase: str | None
+    peak_allocated_bytes: int | None
+
+
+class PassRecord(TypedDict, total=False):
+    """summary["profile"] and summary["memory"]: what a later pass produced, and how much it slowed the steps."""
+
+    status: str
+    dir: str
+    backend: str
+    version: str | None
+    clean_median_ms: float | None
+    profiled_median_ms: float | None
+    recorded_median_ms: float | None
+    inflation: float | None
+    kernels: str  # profile: kernels/analysis.json
+    phase_kernels: str
+    gemm_fraction: dict[str, float]
+    notes: list[str]
+    analysis: str  # memory: memory/analysis.json
+    snapshot: str
+    peak_allocated_bytes: int
+    note: str
+    error: str
+
+
+class Throughput(TypedDict):
+    flops_per_step: int
+    precision_used: str
+    peak_tflops: float | None
+    tokens_per_s: float | None
+    tflops: float | None
+    mfu: float | None
+
+
+class RunSummary(Throughput, total=False):
+    """summary.json and `sysprof run --json` (DESIGN.md §2)."""
+
+    status: str  # events.OK | OOM | FAILED_STATUS
+    run_dir: str
+    config: dict[str, Any]
+    env: dict[str, Any]
+    params: int
+    phases: dict[str, PhaseStats]  # models.phases.TIMED_PHASES that ran
+    warmup_ms: list[float]
+    compile_s: float | None
+    peak_memory_bytes: dict[str, int]
+    peak_reserved_bytes: dict[str, int]
+    error: RunError
+    profile: PassRecord
+    memory: PassRecord
+    memory_snapshot: str
+
+
+class KernelPhase(TypedDict, total=False):
+    gpu_ns: int
+    kernels: int
+    by_class: dict[str, int]
+    wall_ns: int
+    busy_pct: float | None
+    gemm_fraction: float
+
+
+class KernelAnalysis(TypedDict, total=False):
+    """kernels/analysis.json and `sysprof analyze X --json` on a profile."""
+
+    source: str
+    source_kind: str
+    kernels: list[dict[str, Any]]
+    phases: dict[str, KernelPhase]  # models.phases.ATTRIBUTED_PHASES
+    gemm_fraction: dict[str, float]
+    notes: list[str]
+
+
+class Event(TypedDict, total=False):
+    """Any event (events.EVENT_KINDS); the keys besides "event" depend on its kind."""
+
+    event: str
+    name: str  # stage
+    total: int | None  # stage
+    message: str  # notice, failed
+    kind: str  # failed (error kind), analysis (kernels | memory), study
+    path: str  # analysis
+    summary: RunSummary  # finished, failed
+    status: str  # cell_done, cell_result
+
+
+def median_ms(summary: RunSummary | dict, phase: str = "step") -> float | None:
+    """The median of a phase (the whole step by default), None when the run has no such statistics."""
+    return ((summary.get("phases") or {}).get(phase) or {}).get("median_ms")

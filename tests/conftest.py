@@ -1,7 +1,14 @@
-"""Shared test setup: GPU marker, real fixtures from ../shared, snapshots under top-level snapshots/."""
+"""Shared test setup for every folder under tests/: GPU marker, real fixtures from ../shared, snapshots under
+top-level snapshots/<test module stem>/.
+
+Layout: tests/ mirrors the packages (core/, kernels/, memory/, studies/, tui/, e2e/). There are no __init__.py
+files: pytest's default "prepend" import mode puts each test's folder on sys.path and names the module by its
+file name, so every test module (and helper module, e.g. tui/tui_helpers.py) needs a base name unique across
+tests/. Fixtures shared by one folder live in that folder's conftest.py."""
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +24,12 @@ except ImportError:  # the GPU machine runs `-m gpu` without the snapshot plugin
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_FIXTURES = ROOT.parent / "shared" / "fixtures"
 TEST_DATA = ROOT / "tests" / "data"
+
+# This folder is on sys.path (see above), so tests/tui would be taken for a namespace package `tui` whenever the
+# checkout is not on sys.path too (plain `pytest` rather than `python -m pytest`): the real `tui` package, a
+# regular package, wins once its parent is there.
+if str(ROOT) not in sys.path:
+    sys.path.append(str(ROOT))
 
 
 if pytest_textual_snapshot is not None:

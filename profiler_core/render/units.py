@@ -11,9 +11,14 @@ NA = "N/A"  # a reading the device, driver or run did not give (nvitop's rule: m
 BYTE_UNITS = (("PiB", 2**50), ("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10))
 
 
-def optional(value: object, fmt: str = "") -> str:
-    """format(value, fmt), or N/A for None."""
-    return NA if value is None else format(value, fmt)
+def optional(value: object, fmt: str = "", unit: str = "") -> str:
+    """format(value, fmt) and its unit, or N/A for None."""
+    return NA if value is None else format(value, fmt) + unit
+
+
+def ratio(value: float | None) -> str:
+    """A slowdown or speedup factor: ×1.22."""
+    return NA if value is None else f"×{value:.2f}"
 
 
 def format_ms(value: float | None) -> str:
@@ -60,6 +65,15 @@ def blank_or(convert: Callable[[float], str]) -> Formatter:
 
 def fixed(digits: int) -> Formatter:
     return blank_or(lambda value: f"{value:,.{digits}f}")
+
+
+def table_number(value: object) -> str:
+    """A study table's cell: ms and MiB with three decimals where they matter, one above 100."""
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:,.3f}" if abs(value) < 100 else f"{value:,.1f}"
+    return str(value)
 
 
 ns_as_ms = blank_or(lambda value: f"{value / 1e6:,.3f}")

@@ -11,7 +11,7 @@ from textual.containers import Horizontal
 from textual.reactive import reactive
 from textual.widgets import DataTable, Input, Static
 
-from profiler_core.render.units import fixed, ns_as_ms, ns_as_us
+from profiler_core.render.units import NA, fixed, ns_as_ms, ns_as_us
 from tui.kernel_data import KernelData, KernelView, apply_view, load_kernel_data
 from tui.keys import pane_bindings
 from tui.live_numbers import profiled_numbers
@@ -67,7 +67,7 @@ def phase_breakdown(analysis: dict) -> Table:
 
 
 def _per_step(gpu_ns: float, steps: int | None) -> str:
-    return f"{gpu_ns / steps / 1e6:,.2f}" if steps else "N/A"
+    return f"{gpu_ns / steps / 1e6:,.2f}" if steps else NA
 
 
 def kernel_details(record: dict | None) -> str:

@@ -8,7 +8,7 @@ from textual.reactive import reactive
 from textual.widgets import DataTable, Label, ProgressBar, Sparkline, Static
 
 from profiler_core.api import GpuTelemetry
-from profiler_core.render.units import format_ms, telemetry_cells
+from profiler_core.render.units import format_ms, optional, ratio, telemetry_cells
 from tui.live_numbers import CHART_SERIES, chart_series, profiled_numbers, running_phases, running_throughput
 from tui.panes.base import ExportTable, Pane
 from tui.run_files import short_path
@@ -30,32 +30,28 @@ def stage_text(state: RunState) -> str:
     return f"[b]{state.stage}[/b]{progress} · {len(state.steps)} measured steps · {device}{where}"
 
 
-def _optional(value, fmt: str, unit: str = "") -> str:
-    return "N/A" if value is None else format(value, fmt) + unit
-
-
 def stats_table(state: RunState) -> Table:
     table = Table(box=None, padding=(0, 1), header_style="bold", show_edge=False)
     for column in ("phase", "median", "± std", "CV", "n"):
         table.add_column(column, justify="left" if column == "phase" else "right", no_wrap=True)
     for phase, stats in running_phases(state).items():
         table.add_row(phase, format_ms(stats.get("median_ms")), format_ms(stats.get("std_ms")),
-                      _optional(stats.get("cv"), ".0%"), str(stats.get("n", "")))
+                      optional(stats.get("cv"), ".0%"), str(stats.get("n", "")))
     return table
 
 
 def throughput_text(state: RunState) -> str:
     numbers = running_throughput(state)
-    lines = [f"tokens/s {_optional(numbers.get('tokens_per_s'), ',.0f')}",
-             f"{_optional(numbers.get('tflops'), '.2f')} TFLOP/s ({numbers.get('precision_used', 'N/A')})",
-             f"MFU {_optional(numbers.get('mfu'), '.1%')}"]
+    lines = [f"tokens/s {optional(numbers.get('tokens_per_s'), ',.0f')}",
+             f"{optional(numbers.get('tflops'), '.2f')} TFLOP/s ({numbers.get('precision_used', 'N/A')})",
+             f"MFU {optional(numbers.get('mfu'), '.1%')}"]
     compile_s = state.compile_s if state.compile_s is not None else (state.summary or {}).get("compile_s")
     if compile_s is not None:
         lines.append(f"compile {compile_s:.1f} s (not in step times)")
     profiled = profiled_numbers(state)
     if profiled:
         lines.append(f"profiled ({profiled.get('backend')}) median {format_ms(profiled.get('profiled_median_ms'))}"
-                     f", inflation {_ratio(profiled.get('inflation'))}")
+                     f", inflation {ratio(profiled.get('inflation'))}")
     return "\n".join(lines + [f"[dim]{notice}[/dim]" for notice in state.notices[-3:]])
 
 
@@ -131,6 +127,3 @@ class LivePane(Pane):
             return None
         return ExportTable("phases", [{"phase": phase, **stats} for phase, stats in phases.items()])
 
-
-def _ratio(value: float | None) -> str:
-    return "N/A" if value is None else f"×{value:.2f}"

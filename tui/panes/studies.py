@@ -14,6 +14,7 @@ from textual.widgets import Input, ProgressBar, Select, Static
 
 from profiler_core.api import SysprofError, events, gpu_count, rundir, study_record, study_tables
 from profiler_core.api import study_argv as cli_study_argv
+from profiler_core.render.units import table_number
 from tui.keys import pane_bindings
 from tui.panes.base import ExportTable, Pane
 from tui.run_control import STUDY, ProcessControl
@@ -44,13 +45,6 @@ def study_argv(command: str, runs_root: Path) -> list[str]:
         raise ValueError("start with `sweep` (options of `sysprof run`, comma-separated) or `study KIND`")
     return cli_study_argv(words, runs_root)
 
-
-def number_text(value: object) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, float):  # ms and MiB: three significant decimals where they matter
-        return f"{value:,.3f}" if abs(value) < 100 else f"{value:,.1f}"
-    return str(value)
 
 
 class StudiesPane(Pane):
@@ -155,7 +149,7 @@ class StudiesPane(Pane):
         title, records = self.current_table()
         table = self.query_one("#study-table", MarkableTable)
         columns = {key: key for record in records for key in record}
-        table.show(columns, records, {key: number_text for key in columns})
+        table.show(columns, records, {key: table_number for key in columns})
         count = f" ({self.table_index + 1}/{len(self.tables)}, t: next)" if len(self.tables) > 1 else ""
         self.query_one("#study-table-title", Static).update(f"[b]{title}[/b]{count}" if title else "")
 

@@ -11,8 +11,10 @@ times in `*_ns`, sizes in `*_bytes`, percentages in `*_pct`, text in `name` /
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:  # loaded when a table is built: the session imports report names from here
+    import pandas as pd
 
 from profiler_core.errors import KernelReportError
 
@@ -114,6 +116,8 @@ def split_range_domain(raw: str) -> tuple[str, str | None]:
 
 def frame_from_rows(headers: list[str], rows: list[list[str]], source: str) -> pd.DataFrame:
     """Build a normalized DataFrame from raw header and cell strings."""
+    import pandas as pd
+
     normalized = [normalize_header(h) for h in headers]
     names = _dedupe([name for name, _ in normalized])
     frame = pd.DataFrame(rows, columns=names, dtype=object)
@@ -135,6 +139,8 @@ def frame_from_rows(headers: list[str], rows: list[list[str]], source: str) -> p
 
 
 def _to_number(cells: pd.Series, column: str, scale: float, source: str) -> pd.Series:
+    import pandas as pd
+
     # Console output uses en_US thousands separators (`26,430,941`) unless LC_ALL=C.
     cleaned = cells.astype(str).str.strip().str.replace(",", "", regex=False)
     cleaned = cleaned.where(~cleaned.isin(_NULL_CELLS), None)

@@ -13,7 +13,7 @@ from tui.app import SysprofApp
 from tui.keys import GLOBAL_KEYS, PANE_KEYS, key_label
 from tui.modals import ConfirmQuit, ExportModal
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 RUNS = DATA / "runs"
 ANALYSED, TINY32, TINY64 = RUNS / "small-h200-analyses", RUNS / "tiny-ctx32", RUNS / "tiny-ctx64"
 TINY = RunConfig(model="tiny", ctx=32, batch=2, warmup=2, steps=3, device="cpu")
@@ -225,7 +225,7 @@ async def test_help_lists_every_key_and_palette_has_every_action():
 
 def test_non_run_path_is_one_line_error(tmp_path):
     result = subprocess.run([sys.executable, "-m", "tui", str(tmp_path)], capture_output=True, text=True,
-                            cwd=Path(__file__).resolve().parents[1], timeout=60)
+                            cwd=Path(__file__).resolve().parents[2], timeout=60)
     assert result.returncode == 2 and "is not a run directory" in result.stderr
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
@@ -233,5 +233,5 @@ def test_non_run_path_is_one_line_error(tmp_path):
 def test_app_import_stays_light():
     check = "import sys, tui.app; print(','.join(m for m in ('torch', 'pandas') if m in sys.modules))"
     result = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True,
-                            cwd=Path(__file__).resolve().parents[1])
+                            cwd=Path(__file__).resolve().parents[2])
     assert result.returncode == 0 and result.stdout.strip() == "", result.stdout + result.stderr

@@ -9,7 +9,7 @@ import pytest
 
 from profiler_core.kernels import KERNEL_CLASSES, classify_kernel, classify_kernels, read_stats_csv
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
 pytestmark = pytest.mark.skipif(not FIXTURES.is_dir(), reason="../shared/fixtures is not beside this checkout")
 
 # (fixture file, a substring that picks exactly one real kernel name, expected class)

@@ -8,7 +8,7 @@ from tui.panes.live import StepTable
 from tui.run_files import state_from_run_dir
 from tui.state import RunState
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 TINY = RunConfig(model="tiny", ctx=32, batch=2, warmup=2, steps=3, device="cpu")
 
 

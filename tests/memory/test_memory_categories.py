@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from collections import Counter
 
-from test_memory_support import analysis, snapshot, snapshot_path, snapshot_xz_path  # noqa: F401  (fixtures)
-
 from profiler_core.memory import CATEGORIES, analyze_snapshot, classify_allocations, replay_trace
 from profiler_core.memory.categories import ATTENTION_NODES, ATTENTION_OPS
 

@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import pytest
-from test_memory_support import SMALL, analysis, snapshot, snapshot_path, snapshot_xz_path  # noqa: F401
 
 from profiler_core.memory import compare_predicted, predict_memory
+
+# CS336 "small", batch 4, ctx 256, fp32 (../shared/fixtures/README.md)
+SMALL = dict(params=128_625_408, d_model=768, d_ff=3072, layers=12, heads=12, vocab=10_000, ctx=256, batch=4)
 
 
 def test_small_fp32_train_by_hand():

@@ -22,7 +22,7 @@ from profiler_core.kernels import (
 )
 from profiler_core.kernels.kernel_stats import busy_union_ns, kernel_table, phase_summaries
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
 H200 = FIXTURES / "h200_small_fp32"
 pytestmark = pytest.mark.skipif(not FIXTURES.is_dir(), reason="../shared/fixtures is not beside this checkout")
 

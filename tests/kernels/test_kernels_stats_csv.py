@@ -19,7 +19,7 @@ from profiler_core.kernels import (
 )
 from profiler_core.kernels.nsys_stats.schema import normalize_header, split_range_domain
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
 PUBLIC = FIXTURES / "nsys_public"
 H200 = FIXTURES / "h200_small_fp32"
 needs_fixtures = pytest.mark.skipif(not FIXTURES.is_dir(), reason="../shared/fixtures is not beside this checkout")

@@ -4,7 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
 ANALYSED, ATTENTION_OOM = DATA / "runs" / "small-h200-analyses", DATA / "studies" / "attention-oom-h200"
 

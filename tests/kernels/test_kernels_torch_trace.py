@@ -9,7 +9,7 @@ from profiler_core.errors import KernelReportError
 from profiler_core.kernels.summary import analyze_attribution
 from profiler_core.kernels.torch_trace import attribute_torch_trace, load_trace_events
 
-DATA = Path(__file__).parent / "data" / "traces"
+DATA = Path(__file__).resolve().parents[1] / "data" / "traces"
 
 
 @pytest.fixture(scope="module")

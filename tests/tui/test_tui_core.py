@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from profiler_core.compare import compare_summaries, verdict
+from profiler_core.events import decode_line
 from profiler_core.nvml import GpuTelemetry, NvmlSampler, decode_throttle_reasons
 from profiler_core.render.analysis_report import phase_mark_line
 from profiler_core.render.export import ExportError, osc52, to_csv, to_json, to_latex, to_markdown, write_table
@@ -12,11 +13,10 @@ from profiler_core.render.units import telemetry_cells
 from tui.kernel_data import KernelView, apply_view, load_kernel_data
 from tui.memory_data import peaks_by_phase
 from tui.run_files import state_from_run_dir
-from profiler_core.events import decode_line
 from tui.settings import load_last_config
 from tui.state import RunState
 
-RUNS = Path(__file__).parent / "data" / "runs"
+RUNS = Path(__file__).resolve().parents[1] / "data" / "runs"
 ANALYSED = RUNS / "small-h200-analyses"
 
 

@@ -1,4 +1,4 @@
-"""Session fixtures for the memory-snapshot tests (imported by the test_memory_* modules).
+"""Session fixtures for the memory-snapshot tests in this folder (pytest hands them to the tests by name).
 
 The real snapshot lives in ../shared/fixtures (xz-compressed); it is decompressed once per session into
 tmp so the tests also exercise the plain-pickle path. Tests skip when ../shared is not beside the checkout.
@@ -10,18 +10,15 @@ from pathlib import Path
 
 import pytest
 
-SHARED_FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
-FIXTURE_XZ = SHARED_FIXTURES / "h200_small_fp32" / "memory_snapshot.pickle.xz"
-
-# CS336 "small", batch 4, ctx 256, fp32 (../shared/fixtures/README.md)
-SMALL = dict(params=128_625_408, d_model=768, d_ff=3072, layers=12, heads=12, vocab=10_000, ctx=256, batch=4)
+SNAPSHOT_XZ = Path("h200_small_fp32") / "memory_snapshot.pickle.xz"  # under ../shared/fixtures
 
 
 @pytest.fixture(scope="session")
-def snapshot_xz_path() -> Path:
-    if not FIXTURE_XZ.is_file():
-        pytest.skip("../shared/fixtures/h200_small_fp32/memory_snapshot.pickle.xz is not beside this checkout")
-    return FIXTURE_XZ
+def snapshot_xz_path(shared_fixtures) -> Path:
+    path = shared_fixtures / SNAPSHOT_XZ
+    if not path.is_file():
+        pytest.skip(f"../shared/fixtures/{SNAPSHOT_XZ.as_posix()} is not beside this checkout")
+    return path
 
 
 @pytest.fixture(scope="session")

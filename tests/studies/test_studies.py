@@ -13,7 +13,7 @@ from profiler_core.studies import sweep
 from profiler_core.studies.derived import compile_table, precision_table, warmup_table
 from profiler_core.studies.tables import compact, pivot, sweep_document, sweep_rows
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 TINY = dict(model="tiny", ctx=16, batch=2, warmup=0, steps=2, device="cpu")
 
 
@@ -120,7 +120,7 @@ def test_compile_and_precision_tables():
 
 def test_precision_lab_computed_live_on_cpu():
     result = subprocess.run([sys.executable, "-m", "profiler_core.runner.precision_lab", "--device", "cpu"],
-                            capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[1])
+                            capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[2])
     lab = json.loads(result.stdout)
     sums = [row["sum"] for row in lab["accumulation"]]
     assert sums[0] == pytest.approx(10.0001335, abs=1e-6)  # fp32 accumulates 0.01 with a tiny error

@@ -9,12 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_memory_support import snapshot, snapshot_path, snapshot_xz_path  # noqa: F401  (fixtures)
 
 from profiler_core.memory import SnapshotError, load_snapshot
 from profiler_core.memory.snapshot import ForeignObject
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_real_snapshot_has_expected_structure(snapshot):

@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import json
 
-from test_memory_support import analysis, snapshot, snapshot_path, snapshot_xz_path  # noqa: F401  (fixtures)
-
 from profiler_core.memory import analyze_snapshot
 
 

@@ -6,7 +6,7 @@ import pytest
 from profiler_core.config import RunConfig
 from tui.app import SysprofApp
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RUNS = Path("tests/data/runs")  # relative: paths on screen must not depend on the checkout's location
 TINY = RunConfig(model="tiny", ctx=32, batch=2, warmup=2, steps=3, device="cpu")
 

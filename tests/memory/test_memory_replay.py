@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import numpy as np
-from test_memory_support import analysis, snapshot, snapshot_path, snapshot_xz_path  # noqa: F401  (fixtures)
 
 from profiler_core.memory import downsample_timeline, replay_trace
 

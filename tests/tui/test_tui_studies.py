@@ -11,7 +11,7 @@ from tui.app import SysprofApp
 from tui.panes.studies import study_argv
 from tui.study_state import StudyState
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 ATTENTION, WARMUP = DATA / "studies" / "attention-h200", DATA / "studies" / "warmup-small-h200"
 ATTENTION_OOM = DATA / "studies" / "attention-oom-h200"
 
@@ -122,7 +122,7 @@ def test_tui_command_line_opens_a_study_directory(tmp_path):
 
     assert parse_args([str(ATTENTION)]).run_dirs == [ATTENTION]
     result = subprocess.run([sys.executable, "-c", "from tui.cli import parse_args; parse_args(['" + str(tmp_path) + "'])"],
-                            capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1])
+                            capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2])
     assert result.returncode == 2 and "nor a sweep or study directory" in result.stderr
 
 

@@ -122,6 +122,8 @@ class Event(TypedDict, total=False):
     total: int | None  # stage
     message: str  # notice, failed
     kind: str  # failed (error kind), analysis (kernels | memory), study
+    phase: str | None  # failed
+    peak_allocated_bytes: int | None  # failed
     path: str  # analysis
     summary: RunSummary  # finished, failed
     status: str  # cell_done, cell_result

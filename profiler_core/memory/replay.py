@@ -158,7 +158,8 @@ def replay_trace(snapshot: dict, device: int | None = None) -> Replay:
     baseline_at_end = _baseline_blocks(segments, open_at_end)
     freed_baseline = [alloc for alloc in closed if alloc.from_baseline]
     baseline_bytes = sum(a.size for a in baseline_at_end) + sum(a.size for a in freed_baseline)
-    rounded_baseline = sum(a.block_size or 0 for a in baseline_at_end)  # baseline blocks always know theirs + sum(rounded(a.size) for a in freed_baseline)
+    # _baseline_blocks gives every block it finds its allocator block size.
+    rounded_baseline = sum(a.block_size or 0 for a in baseline_at_end) + sum(rounded(a.size) for a in freed_baseline)
     reserved_end = sum(int(segment.get("total_size", 0)) for segment in segments)
     reserved_baseline = reserved_end - int(segment_deltas.sum())
     notes = _consistency_notes(freed_baseline, open_at_end, segments)

@@ -126,20 +126,19 @@ def read_steps(run_dir: Path) -> list[StepRecord]:
 class RunRecord:
     path: Path
     manifest: dict = field(default_factory=dict)
-    steps: list[dict] = field(default_factory=list)
-    summary: dict | None = None
+    steps: list[StepRecord] = field(default_factory=list)
+    summary: RunSummary | None = None
 
     @property
     def status(self) -> str:
-        return (self.summary or {}).get("status", events.INCOMPLETE)
+        return self.summary.get("status", events.INCOMPLETE) if self.summary else events.INCOMPLETE
 
 
 def load_run(path: Path) -> RunRecord:
     path = Path(path)
     if not (path / MANIFEST).is_file():
         raise RunDirError(f"{path} is not a run directory (no {MANIFEST})")
-    return RunRecord(path, read_json(path / MANIFEST) or {}, read_jsonl(path / STEPS),
-                     read_json(path / SUMMARY))
+    return RunRecord(path, read_json(path / MANIFEST) or {}, read_steps(path), read_summary(path))
 
 
 def list_runs(root: Path) -> list[Path]:

@@ -119,10 +119,10 @@ def command_models(args) -> int:
     return 0
 
 
-def _finished(path: Path, summary: dict | None) -> dict:
+def _finished(path: Path, summary: RunSummary | None) -> RunSummary:
     """The summary of a run that finished; a UsageError naming the run otherwise."""
     if not summary or summary.get("status") != events.OK:
-        status = (summary or {}).get("status", "unfinished")
+        status = summary.get("status", "unfinished") if summary else "unfinished"
         raise UsageError(f"{path} is a {status} run; only runs that finished can be compared")
     return summary
 

@@ -49,7 +49,9 @@ def throughput_text(state: RunState) -> str:
     lines = [f"tokens/s {_optional(numbers.get('tokens_per_s'), ',.0f')}",
              f"{_optional(numbers.get('tflops'), '.2f')} TFLOP/s ({numbers.get('precision_used', 'N/A')})",
              f"MFU {_optional(numbers.get('mfu'), '.1%')}"]
-    compile_s = state.compile_s if state.compile_s is not None else (state.summary or {}).get("compile_s")
+    compile_s = state.compile_s
+    if compile_s is None and state.summary:
+        compile_s = state.summary.get("compile_s")
     if compile_s is not None:
         lines.append(f"compile {compile_s:.1f} s (not in step times)")
     profiled = profiled_numbers(state)
@@ -73,7 +75,8 @@ class StepChart(Vertical):
         medians = running_phases(state)
         for series, values in chart_series(state).items():
             self.query_one(f"#chart-{series}", Sparkline).data = values
-            median = medians.get("step" if series == "wall" else series, {}).get("median_ms")
+            stats = medians.get("step" if series == "wall" else series)
+            median = stats.get("median_ms") if stats else None
             self.query_one(f"#chart-label-{series}", Label).update(f"{series:<9} {format_ms(median):>9}")
 
 

@@ -64,6 +64,9 @@ class SwiGLU(nn.Module):
 
 
 class RotaryEmbedding(nn.Module):
+    cos: torch.Tensor  # buffers registered in __init__
+    sin: torch.Tensor
+
     def __init__(self, d_head: int, max_seq_len: int, theta: float = 10_000.0):
         super().__init__()
         inv_freq = theta ** (-torch.arange(0, d_head, 2, dtype=torch.float32) / d_head)

@@ -41,9 +41,9 @@ def _dispatch(path: Path, nsys: str | None) -> dict:
 def _analyze_dir(path: Path) -> dict:
     """A run directory: its saved analyses (kernels, memory); a directory of CSVs: nsys's own stats."""
     if (path / rundir.MANIFEST).is_file():
-        found = {kind: rundir.read_json(path / sub / rundir.ANALYSIS)
+        saved = {kind: rundir.read_json(path / sub / rundir.ANALYSIS)
                  for kind, sub in (("kernels", rundir.KERNELS_DIR), ("memory", rundir.MEMORY_DIR))}
-        found = {kind: analysis for kind, analysis in found.items() if analysis}
+        found = {kind: analysis for kind, analysis in saved.items() if analysis}
         if not found:
             raise AnalyzeError(f"{path}: this run has no kernel or memory analysis; run it with "
                                "--profiler nsys|torch or --memory")

@@ -12,18 +12,19 @@ With fewer than 2 steps in either run there is no spread to compare against: "to
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import Any
 
 from models.phases import TIMED_PHASES
-from profiler_core.records import RunSummary
 
 NOISE_SIGMAS = 2.0
 
 
-def noise_threshold_ms(stats_a: dict, stats_b: dict) -> float:
+def noise_threshold_ms(stats_a: Mapping[str, Any], stats_b: Mapping[str, Any]) -> float:
     return NOISE_SIGMAS * math.hypot(stats_a.get("std_ms") or 0.0, stats_b.get("std_ms") or 0.0)
 
 
-def verdict(stats_a: dict, stats_b: dict) -> str:
+def verdict(stats_a: Mapping[str, Any], stats_b: Mapping[str, Any]) -> str:
     """"faster" / "slower" (B relative to A), "within noise", or "too few steps"."""
     if min(stats_a.get("n") or 0, stats_b.get("n") or 0) < 2:
         return "too few steps"
@@ -33,7 +34,7 @@ def verdict(stats_a: dict, stats_b: dict) -> str:
     return "faster" if difference < 0 else "slower"
 
 
-def compare_phase(phase: str, stats_a: dict, stats_b: dict) -> dict:
+def compare_phase(phase: str, stats_a: Mapping[str, Any], stats_b: Mapping[str, Any]) -> dict:
     median_a, median_b = stats_a.get("median_ms"), stats_b.get("median_ms")
     ratio = median_b / median_a if median_a and median_b is not None else None
     return {
@@ -47,8 +48,8 @@ def compare_phase(phase: str, stats_a: dict, stats_b: dict) -> dict:
     }
 
 
-def compare_summaries(summary_a: RunSummary, summary_b: RunSummary) -> list[dict]:
-    """One row per phase present in both runs (the step row last)."""
+def compare_summaries(summary_a: Mapping[str, Any], summary_b: Mapping[str, Any]) -> list[dict]:
+    """One row per phase present in both runs (the step row last); a RunSummary or any summary read from disk."""
     phases_a, phases_b = summary_a.get("phases") or {}, summary_b.get("phases") or {}
     return [compare_phase(phase, phases_a[phase], phases_b[phase])
             for phase in TIMED_PHASES if phase in phases_a and phase in phases_b]

@@ -91,21 +91,21 @@ def config_problems(cfg: RunConfig) -> dict[str, str]:
 
     Device presence and dtype support need torch, so the runner checks those (runner_checks).
     """
-    problems: dict[str, str] = {}
+    found: dict[str, str | None] = {}  # None: checked and fine
     if cfg.model != CUSTOM and cfg.model not in PRESETS:
-        problems["model"] = f"unknown preset {cfg.model!r}; choose one of {', '.join(PRESETS)} or custom"
+        found["model"] = f"unknown preset {cfg.model!r}; choose one of {', '.join(PRESETS)} or custom"
     if cfg.model == CUSTOM:
         for name in DIM_FIELDS[:4]:
             if getattr(cfg, name) is None:
-                problems[name] = f"a custom model needs --{name.replace('_', '-')}"
+                found[name] = f"a custom model needs --{name.replace('_', '-')}"
     for name, value in _sizes(cfg):
-        problems.setdefault(name, _positive(name, value))
+        found.setdefault(name, _positive(name, value))
     if cfg.warmup is None or not isinstance(cfg.warmup, int) or cfg.warmup < 0:
-        problems["warmup"] = f"warmup must be 0 or more; got {cfg.warmup!r}"
+        found["warmup"] = f"warmup must be 0 or more; got {cfg.warmup!r}"
     for name, allowed in (("mode", MODES), ("dtype", DTYPES), ("matmul_precision", MATMUL_PRECISIONS),
                           ("attention", ATTENTIONS), ("device", DEVICES), ("profiler", PROFILERS)):
-        problems[name] = _choice(name, getattr(cfg, name), allowed)
-    problems = {k: v for k, v in problems.items() if v}
+        found[name] = _choice(name, getattr(cfg, name), allowed)
+    problems = {k: v for k, v in found.items() if v}
     if not problems:
         problems.update(_shape_problems(cfg) or _capture_problems(cfg))
     return problems

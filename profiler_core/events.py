@@ -79,5 +79,7 @@ def finish_event(summary: RunSummary) -> Event:
     """The last event of a run, rebuilt from its summary."""
     if summary["status"] == OK:
         return {"event": FINISHED, "summary": summary}
-    error = summary.get("error") or {"kind": summary["status"], "message": summary["status"]}
+    error = summary.get("error")
+    if not error:
+        return {"event": FAILED, "kind": summary["status"], "message": summary["status"], "summary": summary}
     return {"event": FAILED, **error, "summary": summary}

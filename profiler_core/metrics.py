@@ -7,6 +7,7 @@ an MFU against a guessed peak would be a made-up number.
 from __future__ import annotations
 
 import statistics
+from typing import Literal
 
 from models.phases import PHASES, STEP
 from models.presets import count_params, step_flops
@@ -71,7 +72,10 @@ def phase_stats(measured_steps: list[StepRecord]) -> dict[str, PhaseStats]:
     return stats
 
 
-def peak_memory_by_phase(measured_steps: list[StepRecord], key: str = "peak_allocated_bytes") -> dict[str, int]:
+PeakKey = Literal["peak_allocated_bytes", "peak_reserved_bytes"]
+
+
+def peak_memory_by_phase(measured_steps: list[StepRecord], key: PeakKey = "peak_allocated_bytes") -> dict[str, int]:
     """Highest max_memory_allocated (or reserved) per phase over the measured steps (absent off CUDA)."""
     peaks: dict[str, int] = {}
     for step in measured_steps:

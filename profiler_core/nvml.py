@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, fields
+from types import ModuleType
+from typing import TypeVar
+
+T = TypeVar("T")
 
 # NVML reason bit → short label; the "clocks event" names are the new spelling of "throttle".
 THROTTLE_REASONS = (
@@ -95,7 +99,7 @@ class NvmlSampler:
 
 
 
-def _with_nvml(query: Callable[[object], object]) -> object | None:
+def _with_nvml(query: Callable[[ModuleType], T]) -> T | None:
     """One query between init and shutdown; None when NVML, a driver or the answer is missing."""
     try:
         import pynvml

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+from typing import NoReturn
 
 from profiler_core.config import ATTENTIONS, DEVICES, DTYPES, MATMUL_PRECISIONS, MODES, PROFILERS, RunConfig
 
@@ -36,7 +37,7 @@ OPTION_HELP: dict[str, tuple[str, tuple[str, ...] | None]] = {
 class OneLineParser(argparse.ArgumentParser):
     """argparse, but a user mistake is one line on stderr and exit 2 (no usage dump)."""
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         sys.stderr.write(f"{self.prog}: error: {message}\n")
         sys.exit(2)
 

@@ -7,6 +7,7 @@ documents whose keys depend on what ran (a profiled pass, a memory pass, an erro
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, TypedDict
 
 
@@ -122,11 +123,15 @@ class Event(TypedDict, total=False):
     total: int | None  # stage
     message: str  # notice, failed
     kind: str  # failed (error kind), analysis (kernels | memory), study
+    phase: str | None  # failed
+    peak_allocated_bytes: int | None  # failed
     path: str  # analysis
     summary: RunSummary  # finished, failed
     status: str  # cell_done, cell_result
 
 
-def median_ms(summary: RunSummary | dict, phase: str = "step") -> float | None:
-    """The median of a phase (the whole step by default), None when the run has no such statistics."""
+def median_ms(summary: Mapping[str, Any], phase: str = "step") -> float | None:
+    """The median of a phase (the whole step by default), None when the run has no such statistics.
+
+    summary: a RunSummary, or any summary read from disk."""
     return ((summary.get("phases") or {}).get(phase) or {}).get("median_ms")

@@ -18,12 +18,15 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, cast
 
 from profiler_core import events
 from profiler_core.config import RunConfig
 from profiler_core.errors import RunDirError
+from profiler_core.records import RunSummary, StepRecord
 
 MANIFEST, STEPS, SUMMARY, STDERR = "manifest.json", "steps.jsonl", "summary.json", "stderr.log"
 # Passes after the clean one run in sub-directories, each a run directory of its own.
@@ -74,14 +77,14 @@ def new_run_dir(root: Path, cfg: RunConfig) -> Path:
     return new_timestamped_dir(root, slug(cfg))
 
 
-def write_json(path: Path, payload: dict) -> None:
+def write_json(path: Path, payload: Mapping[str, Any]) -> None:
     """Write via a temporary file and rename, so a reader never sees half a document."""
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(payload, indent=1, default=str) + "\n")
     tmp.replace(path)
 
 
-def append_jsonl(path: Path, record: dict) -> None:
+def append_jsonl(path: Path, record: Mapping[str, Any]) -> None:
     with path.open("a") as handle:
         handle.write(json.dumps(record, separators=(",", ":")) + "\n")
         handle.flush()
@@ -109,24 +112,33 @@ def read_jsonl(path: Path) -> list[dict]:
     return records
 
 
+def read_summary(run_dir: Path) -> RunSummary | None:
+    """A run directory's summary.json (None before the run wrote it); trusted to be what the runner wrote."""
+    return cast("RunSummary | None", read_json(run_dir / SUMMARY))
+
+
+def read_steps(run_dir: Path) -> list[StepRecord]:
+    """A run directory's steps.jsonl, one StepRecord per complete line."""
+    return cast("list[StepRecord]", read_jsonl(run_dir / STEPS))
+
+
 @dataclass
 class RunRecord:
     path: Path
     manifest: dict = field(default_factory=dict)
-    steps: list[dict] = field(default_factory=list)
-    summary: dict | None = None
+    steps: list[StepRecord] = field(default_factory=list)
+    summary: RunSummary | None = None
 
     @property
     def status(self) -> str:
-        return (self.summary or {}).get("status", events.INCOMPLETE)
+        return self.summary.get("status", events.INCOMPLETE) if self.summary else events.INCOMPLETE
 
 
 def load_run(path: Path) -> RunRecord:
     path = Path(path)
     if not (path / MANIFEST).is_file():
         raise RunDirError(f"{path} is not a run directory (no {MANIFEST})")
-    return RunRecord(path, read_json(path / MANIFEST) or {}, read_jsonl(path / STEPS),
-                     read_json(path / SUMMARY))
+    return RunRecord(path, read_json(path / MANIFEST) or {}, read_steps(path), read_summary(path))
 
 
 def list_runs(root: Path) -> list[Path]:

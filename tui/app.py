@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
@@ -225,7 +226,7 @@ class SysprofApp(TableExportActions, App):
         if self.run_state.running:  # the session died without a last event: what it saved still counts
             self.apply_event(finish_event(mark_killed(run_dir, cfg, returncode)))
 
-    def apply_event(self, event: dict) -> None:
+    def apply_event(self, event: Mapping[str, Any]) -> None:
         self.run_state = self.run_state.apply(event)
 
     async def action_cancel(self) -> None:

@@ -4,14 +4,31 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from profiler_core.api import rundir
 from profiler_core.render.export import osc52, to_markdown
 from tui.modals import ExportModal
 from tui.panes.base import ExportTable
 
+if TYPE_CHECKING:
+    from textual.app import App
 
-class TableExportActions:
+    from tui.panes.base import Pane
+    from tui.state import RunState
+
+    class _ExportHost(App):
+        """What the mixin uses of the App it is mixed into."""
+
+        runs_root: Path
+        run_state: RunState
+
+        def current_pane(self) -> Pane | None: ...
+else:
+    _ExportHost = object
+
+
+class TableExportActions(_ExportHost):
     """Mixed into the App: needs current_pane(), run_state and runs_root."""
 
     def table_on_screen(self, verb: str) -> ExportTable | None:
@@ -28,7 +45,8 @@ class TableExportActions:
         if table is None:
             return
         base = table.base or (Path(self.run_state.run_dir) if self.run_state.run_dir else self.runs_root)
-        self.push_screen(ExportModal(table, base / rundir.EXPORTS_DIR / f"{table.name}.md"), self.exported)
+        self.push_screen(ExportModal(table, base / rundir.EXPORTS_DIR / f"{table.name}.md", self.copy_table),
+                         self.exported)
 
     def exported(self, path: str | None) -> None:
         if path:

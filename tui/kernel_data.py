@@ -7,8 +7,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from profiler_core.api import rundir
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 ALL_PHASES = "all"
 SORT_COLUMNS = ("total_ns", "pct_of_phase", "instances", "avg_ns", "med_ns", "min_ns", "max_ns", "std_ns",
@@ -37,13 +41,13 @@ class KernelView:
 class KernelData:
     """Everything the Kernels screen shows for one run; `table` is None when the run has no kernel tables."""
     kernels_dir: Path
-    table: object | None = None  # pandas.DataFrame
+    table: pd.DataFrame | None = None
     analysis: dict = field(default_factory=dict)
     phases: tuple[str, ...] = ()
     problem: str | None = None
 
 
-def apply_view(table, view: KernelView):
+def apply_view(table: pd.DataFrame, view: KernelView) -> pd.DataFrame:
     """Rows of the phase, whose name contains the filter text (case-insensitive), sorted."""
     rows = table
     if view.phase != ALL_PHASES:

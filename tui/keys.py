@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 
 
 @dataclass(frozen=True)
@@ -54,17 +54,17 @@ PANE_KEYS = (
 )
 
 
-def bindings(keys: tuple[Key, ...]) -> list[Binding]:
+def bindings(keys: tuple[Key, ...]) -> list[BindingType]:
     return [Binding(k.keys, k.action, k.label, show=k.show, priority=k.priority) for k in keys]
 
 
-def delegated_pane_bindings() -> list[Binding]:
+def delegated_pane_bindings() -> list[BindingType]:
     """App-level copies of the pane keys: they reach the visible pane even before focus has moved into it."""
     return [Binding(k.keys, f"pane('{k.action}')", k.label, show=False) for k in PANE_KEYS
             if k.keys not in ("space", "enter")]
 
 
-def pane_bindings(scope_word: str) -> list[Binding]:
+def pane_bindings(scope_word: str) -> list[BindingType]:
     return bindings(tuple(k for k in PANE_KEYS if scope_word in k.scope))
 
 

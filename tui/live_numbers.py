@@ -2,25 +2,27 @@
 from __future__ import annotations
 
 import statistics
+from collections.abc import Mapping
+from typing import Any
 
-from profiler_core.api import RunConfig, phase_stats, throughput
+from profiler_core.api import PhaseStats, RunConfig, phase_stats, throughput
 from tui.state import RunState
 
 CHART_SERIES = ("wall", "forward", "backward", "optimizer")
 
 
-def running_phases(state: RunState) -> dict[str, dict]:
+def running_phases(state: RunState) -> dict[str, PhaseStats]:
     """The summary's stats once the run ended, else stats over the measured steps so far."""
     if state.summary and state.summary.get("phases"):
         return state.summary["phases"]
     return phase_stats(list(state.steps)) if state.steps else {}
 
 
-def running_throughput(state: RunState) -> dict:
+def running_throughput(state: RunState) -> Mapping[str, Any]:
     """tokens/s, TFLOP/s and MFU from the median step (the summary's when there is one)."""
     if state.summary and "tokens_per_s" in state.summary:
         return state.summary
-    median = running_phases(state).get("step", {}).get("median_ms")
+    median = _step_median(state)
     if not state.config or not median:
         return {}
     try:
@@ -30,17 +32,22 @@ def running_throughput(state: RunState) -> dict:
         return {}
 
 
-def profiled_numbers(state: RunState) -> dict | None:
+def profiled_numbers(state: RunState) -> Mapping[str, Any] | None:
     """{"backend", "profiled_median_ms", "clean_median_ms", "inflation"}: the summary's record, else live."""
     if state.summary and state.summary.get("profile"):
         return state.summary["profile"]
     profiled = [s["wall_ms"] for s in state.profiled_steps() if s.get("kind") != "warmup"]
     if not profiled:
         return None
-    clean = running_phases(state).get("step", {}).get("median_ms")
+    clean = _step_median(state)
     median = statistics.median(profiled)
     return {"backend": (state.config or {}).get("profiler"), "profiled_median_ms": median,
             "clean_median_ms": clean, "inflation": median / clean if clean else None}  # as the session: a ratio
+
+
+def _step_median(state: RunState) -> float | None:
+    step = running_phases(state).get("step")
+    return step.get("median_ms") if step else None
 
 
 def chart_series(state: RunState) -> dict[str, list[float]]:

@@ -1,6 +1,7 @@
 """Modal dialogs: export a table to a file (or the clipboard), and confirm quitting during a run."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from textual import on
@@ -19,9 +20,9 @@ class ExportModal(ModalScreen[str | None]):
 
     BINDINGS = [Binding("escape", "dismiss_nothing", "Close"), Binding("ctrl+y", "copy", "Copy as Markdown")]
 
-    def __init__(self, table: ExportTable, default_path: Path):
+    def __init__(self, table: ExportTable, default_path: Path, copy_table: Callable[[ExportTable], None]):
         super().__init__()
-        self.table, self.default_path = table, default_path
+        self.table, self.default_path, self.copy_table = table, default_path, copy_table
 
     def compose(self) -> ComposeResult:
         with Vertical(id="export-dialog"):
@@ -48,7 +49,7 @@ class ExportModal(ModalScreen[str | None]):
 
     @on(Button.Pressed, "#export-copy")
     def action_copy(self) -> None:
-        self.app.copy_table(self.table)
+        self.copy_table(self.table)
         self.dismiss(None)
 
     @on(Button.Pressed, "#export-close")

@@ -1,7 +1,9 @@
 """Where a run's files are, and a saved run directory read back as the state a live run ends in."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from profiler_core.api import rundir
 from tui.state import RunState
@@ -10,11 +12,11 @@ from tui.state import RunState
 def state_from_run_dir(path: Path) -> RunState:
     """A saved run, shown exactly as a live one would be at its end (profiled-pass steps kept apart)."""
     record = rundir.load_run(path)
-    summary = record.summary or {}
+    summary = record.summary
     clean = [s for s in record.steps if not s.get("pass")]
     return RunState(stage="finished" if record.status == "ok" else "failed", run_dir=str(path),
                     env=record.manifest.get("env"), config=record.manifest.get("config"),
-                    summary=summary or None, error=summary.get("error"),
+                    summary=summary or None, error=summary.get("error") if summary else None,
                     warmup_steps=tuple(s for s in clean if s.get("kind") == "warmup"),
                     steps=tuple(s for s in clean if s.get("kind") == "measured"),
                     pass_steps=tuple(s for s in record.steps if s.get("pass")),
@@ -28,7 +30,8 @@ def _resolve(state: RunState, path: str) -> Path:
 
 def analysis_dir(state: RunState, kind: str) -> Path | None:
     """The folder with kind's analysis ("kernels" | "memory"): announced by an event, else the default place."""
-    announced = state.analysis_path(kind) or (state.summary or {}).get(kind)
+    saved: Mapping[str, Any] = state.summary or {}
+    announced = state.analysis_path(kind) or saved.get(kind)
     if isinstance(announced, str) and announced:
         path = _resolve(state, announced)
         return path.parent if path.suffix else path

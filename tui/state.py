@@ -5,7 +5,12 @@ profiled step times are inflated by the profiler and must never be shown as the 
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from profiler_core.api import RunError, RunSummary, StepRecord
 
 STAGES = ("build", "compile", "warmup", "measured", "profiling", "analysing", "memory")
 TERMINAL = ("idle", "finished", "failed")
@@ -17,22 +22,22 @@ class RunState:
     run_dir: str | None = None
     env: dict | None = None
     config: dict | None = None
-    warmup_steps: tuple[dict, ...] = ()
-    steps: tuple[dict, ...] = ()
-    pass_steps: tuple[dict, ...] = ()  # steps of the profiled / memory passes, each with its "pass"
+    warmup_steps: tuple[StepRecord, ...] = ()
+    steps: tuple[StepRecord, ...] = ()
+    pass_steps: tuple[StepRecord, ...] = ()  # steps of the profiled / memory passes, each with its "pass"
     stage_total: int | None = None
     planned_steps: int = 0
     compile_s: float | None = None
     notices: tuple[str, ...] = ()
     analyses: tuple[tuple[str, str], ...] = ()  # (kind, path) in arrival order
-    summary: dict | None = None
-    error: dict | None = None
+    summary: RunSummary | None = None
+    error: RunError | None = None
 
     @property
     def running(self) -> bool:
         return self.stage not in TERMINAL
 
-    def profiled_steps(self) -> tuple[dict, ...]:
+    def profiled_steps(self) -> tuple[StepRecord, ...]:
         return tuple(step for step in self.pass_steps if step.get("pass") == "profiled")
 
     def analysis_path(self, kind: str) -> str | None:
@@ -49,50 +54,52 @@ class RunState:
             return sum(1 for s in self.pass_steps if s.get("kind") != "warmup"), self.stage_total
         return 0, None
 
-    def apply(self, event: dict) -> RunState:
+    def apply(self, event: Mapping[str, Any]) -> RunState:
         if event.get("pass") and event.get("event") not in ("step", "warmup_step"):
             return self  # a later pass's hello/stages must not move the clean run's directory or stage
-        handler = _HANDLERS.get(event.get("event"))
+        handler = _HANDLERS.get(event.get("event") or "")
         return handler(self, event) if handler else self
 
 
-def _hello(state: RunState, event: dict) -> RunState:
+def _hello(state: RunState, event: Mapping[str, Any]) -> RunState:
     return replace(state, stage="build", env=event.get("env"), config=event.get("config", state.config),
                    run_dir=event.get("run_dir", state.run_dir))
 
 
-def _stage(state: RunState, event: dict) -> RunState:
+def _stage(state: RunState, event: Mapping[str, Any]) -> RunState:
     total = event.get("total")
     planned = total if event["name"] == "measured" and total else state.planned_steps
     return replace(state, stage=event["name"], stage_total=total, planned_steps=planned)
 
 
-def _step(state: RunState, event: dict) -> RunState:
+def _step(state: RunState, event: Mapping[str, Any]) -> RunState:
+    step = cast("StepRecord", event)  # a step event is a step record plus its "event" (and "pass") name
     if event.get("pass"):
-        return replace(state, pass_steps=state.pass_steps + (event,))
+        return replace(state, pass_steps=state.pass_steps + (step,))
     if event["event"] == "warmup_step":
-        return replace(state, warmup_steps=state.warmup_steps + (event,))
-    return replace(state, steps=state.steps + (event,))
+        return replace(state, warmup_steps=state.warmup_steps + (step,))
+    return replace(state, steps=state.steps + (step,))
 
 
-def _notice(state: RunState, event: dict) -> RunState:
+def _notice(state: RunState, event: Mapping[str, Any]) -> RunState:
     return replace(state, notices=state.notices + (str(event.get("message", "")),))
 
 
-def _analysis(state: RunState, event: dict) -> RunState:
+def _analysis(state: RunState, event: Mapping[str, Any]) -> RunState:
     return replace(state, analyses=state.analyses + ((event.get("kind", "?"), event.get("path", "")),))
 
 
-def _finished(state: RunState, event: dict) -> RunState:
+def _finished(state: RunState, event: Mapping[str, Any]) -> RunState:
     return replace(state, stage="finished", summary=event.get("summary"))
 
 
-def _failed(state: RunState, event: dict) -> RunState:
-    error = {key: event.get(key) for key in ("kind", "message", "phase", "peak_allocated_bytes")}
+def _failed(state: RunState, event: Mapping[str, Any]) -> RunState:
+    # A failed event carries the run's error fields beside its name (events.finish_event).
+    error = cast("RunError", {key: event.get(key) for key in ("kind", "message", "phase", "peak_allocated_bytes")})
     return replace(state, stage="failed", summary=event.get("summary"), error=error)
 
 
-_HANDLERS = {
+_HANDLERS: dict[str, Callable[[RunState, Mapping[str, Any]], RunState]] = {
     "hello": _hello,
     "stage": _stage,
     "compile": lambda state, event: replace(state, compile_s=event["seconds"]),

@@ -1,8 +1,11 @@
 """A DataTable of records whose rows can be marked (space) for export or comparison."""
 from __future__ import annotations
 
+from typing import Any
+
 from textual.binding import Binding
 from textual.widgets import DataTable
+from textual.widgets.data_table import RowKey
 
 from profiler_core.render.units import Formatter
 from tui.keys import key_label
@@ -15,7 +18,7 @@ class MarkableTable(DataTable):
 
     BINDINGS = [Binding("space", "toggle_mark", "Mark")]
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
         self.records: list[dict] = []
         self.marked: set[int] = set()
@@ -37,7 +40,7 @@ class MarkableTable(DataTable):
         if not self.records:
             return
         row_key, _ = self.coordinate_to_cell_key(self.cursor_coordinate)
-        index = int(row_key.value)
+        index = _record_index(row_key)
         self.marked ^= {index}
         self.update_cell(row_key, "mark", MARK if index in self.marked else "")
 
@@ -49,7 +52,12 @@ class MarkableTable(DataTable):
         if not self.records or self.cursor_row >= len(self.records):
             return None
         row_key, _ = self.coordinate_to_cell_key(self.cursor_coordinate)
-        return self.records[int(row_key.value)]
+        return self.records[_record_index(row_key)]
+
+
+def _record_index(row_key: RowKey) -> int:
+    assert row_key.value is not None  # show() keys every row by its record's index
+    return int(row_key.value)
 
 
 def _text(value: object) -> str:

@@ -3,7 +3,9 @@ study directory, in the shapes the app exports."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from profiler_core import rundir
 from profiler_core.config import ConfigError
@@ -24,8 +26,10 @@ def add_export_options(parser) -> None:
 def run_tables(run_dir: Path) -> dict[str, list[dict]]:
     """phases, steps, and, where the passes ran, kernels and the largest allocations."""
     record = rundir.load_run(run_dir)
-    phases = (record.summary or {}).get("phases") or {}
-    tables = {"phases": [{"phase": name} | stats for name, stats in phases.items()], "steps": record.steps}
+    summary: Mapping[str, Any] = record.summary or {}
+    phases = summary.get("phases") or {}
+    tables = {"phases": [{"phase": name} | stats for name, stats in phases.items()],
+              "steps": [dict(step) for step in record.steps]}
     kernels = run_dir / rundir.KERNELS_DIR / rundir.PHASE_KERNELS
     if kernels.is_file():
         import pandas as pd

@@ -18,6 +18,7 @@ from profiler_core.compare import compare_summaries
 from profiler_core.config import RunConfig, validate
 from profiler_core.errors import SysprofError, UsageError
 from profiler_core.options import OneLineParser, add_config_options, config_from_args
+from profiler_core.records import RunSummary
 from profiler_core.render import run_report as report
 from profiler_core.render.analysis_report import print_analysis
 from profiler_core.session.backends import choose_backend
@@ -78,7 +79,7 @@ def _progress(event: dict) -> None:
         _step_progress(event)
 
 
-def execute_run(cfg: RunConfig, runs_dir: str | None, nsys: str | None = None, on_event=_progress) -> dict:
+def execute_run(cfg: RunConfig, runs_dir: str | None, nsys: str | None = None, on_event=_progress) -> RunSummary:
     """Run cfg (clean pass, then the passes it asks for); returns the summary whatever happened."""
     backend, notice = choose_backend(cfg.profiler, nsys)
     run_dir = rundir.new_run_dir(rundir.runs_root(runs_dir), cfg)
@@ -90,8 +91,8 @@ def execute_run(cfg: RunConfig, runs_dir: str | None, nsys: str | None = None, o
 def command_run(args) -> int:
     cfg = validate(config_from_args(args))
     summary = execute_run(cfg, args.runs_dir, args.nsys)
-    error = summary.get("error") or {}
-    if error.get("kind") == "config":  # nothing ran: leave no directory behind, say why
+    error = summary.get("error")
+    if error and error.get("kind") == "config":  # nothing ran: leave no directory behind, say why
         shutil.rmtree(summary["run_dir"], ignore_errors=True)
         raise UsageError(error["message"])
     if args.json:
@@ -118,13 +119,18 @@ def command_models(args) -> int:
     return 0
 
 
+def _finished(path: Path, summary: RunSummary | None) -> RunSummary:
+    """The summary of a run that finished; a UsageError naming the run otherwise."""
+    if not summary or summary.get("status") != events.OK:
+        status = summary.get("status", "unfinished") if summary else "unfinished"
+        raise UsageError(f"{path} is a {status} run; only runs that finished can be compared")
+    return summary
+
+
 def command_compare(args) -> int:
     summaries = [rundir.load_run(path).summary for path in (args.run_a, args.run_b)]
-    for path, summary in zip((args.run_a, args.run_b), summaries):
-        if not summary or summary.get("status") != events.OK:
-            status = (summary or {}).get("status", "unfinished")
-            raise UsageError(f"{path} is a {status} run; only runs that finished can be compared")
-    rows = compare_summaries(*summaries)
+    summary_a, summary_b = (_finished(path, summary) for path, summary in zip((args.run_a, args.run_b), summaries))
+    rows = compare_summaries(summary_a, summary_b)
     if not rows:
         raise UsageError("the two runs have no phase in common")
     if args.json:

@@ -32,9 +32,10 @@ def _origin_us(replay: Replay) -> int | None:
 
 def _t_ms(replay: Replay, event_index: int) -> float | None:
     origin = _origin_us(replay)
-    if event_index < 0 or origin is None or replay.times_us[event_index] is None:
+    if event_index < 0 or origin is None:
         return None
-    return round((replay.times_us[event_index] - origin) / 1000.0, 4)
+    time_us = replay.times_us[event_index]
+    return None if time_us is None else round((time_us - origin) / 1000.0, 4)
 
 
 def _allocation_row(alloc: Allocation, category: str, replay: Replay) -> dict:

@@ -72,6 +72,7 @@ def assign_phases(trace: list[dict], stacks: StackCache, annotations: list[dict]
     current, step = UNKNOWN, 0
     for index, event in enumerate(trace):
         time_us = event.get("time_us")
+        evidence: str | None
         if _inside(ranges, starts, time_us):
             evidence = "optimizer"
         else:

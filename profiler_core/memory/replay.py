@@ -116,12 +116,14 @@ def _walk_trace(trace: list[dict], stacks: StackCache, phases: list[str], steps:
     rounded_deltas = np.zeros(len(trace), dtype=np.int64)
     segment_deltas = np.zeros(len(trace), dtype=np.int64)
     for index, event in enumerate(trace):
-        action, address, size = event.get("action"), event.get("addr"), int(event.get("size", 0))
+        action, size = event.get("action"), int(event.get("size", 0))
         if action == "alloc":
+            address = int(event.get("addr", -1))  # alloc and free entries name their block; a torn one reads -1
             open_by_address[address] = Allocation(address, size, index, None, phases[index], None, steps[index],
                                                   None, stacks.summary(event.get("frames")))
             deltas[index], rounded_deltas[index] = size, rounded(size)
         elif action in FREE_DONE_ACTIONS:
+            address = int(event.get("addr", -1))
             alloc = open_by_address.pop(address, None) or Allocation(
                 address, size, -1, None, BEFORE_RECORDING, None, None, None)
             alloc.free_index, alloc.free_phase, alloc.free_step = index, phases[index], steps[index]
@@ -156,7 +158,8 @@ def replay_trace(snapshot: dict, device: int | None = None) -> Replay:
     baseline_at_end = _baseline_blocks(segments, open_at_end)
     freed_baseline = [alloc for alloc in closed if alloc.from_baseline]
     baseline_bytes = sum(a.size for a in baseline_at_end) + sum(a.size for a in freed_baseline)
-    rounded_baseline = sum(a.block_size for a in baseline_at_end) + sum(rounded(a.size) for a in freed_baseline)
+    # _baseline_blocks gives every block it finds its allocator block size.
+    rounded_baseline = sum(a.block_size or 0 for a in baseline_at_end) + sum(rounded(a.size) for a in freed_baseline)
     reserved_end = sum(int(segment.get("total_size", 0)) for segment in segments)
     reserved_baseline = reserved_end - int(segment_deltas.sum())
     notes = _consistency_notes(freed_baseline, open_at_end, segments)

@@ -6,10 +6,11 @@ from pathlib import Path
 from rich.table import Table
 
 from models.presets import PRESETS, count_params, forward_flops, human_count
+from profiler_core.records import RunSummary
 from profiler_core.render.units import format_bytes, format_ms, optional, significant
 
 
-def phase_table(summary: dict) -> Table:
+def phase_table(summary: RunSummary) -> Table:
     """Per-phase statistics in milliseconds (the unit in the header keeps the table 80 columns wide)."""
     cfg = summary["config"]
     title = (f"{cfg['model']} · ctx {cfg['ctx']} · batch {cfg['batch']} · {cfg['mode']} · {cfg['dtype']}"
@@ -27,7 +28,7 @@ def phase_table(summary: dict) -> Table:
     return table
 
 
-def throughput_line(summary: dict) -> str:
+def throughput_line(summary: RunSummary) -> str:
     parts = [f"status {summary['status']}",
              f"tokens/s {optional(summary.get('tokens_per_s'), ',.0f')}",
              f"{optional(summary.get('tflops'), '.1f')} TFLOP/s ({summary.get('precision_used')})",
@@ -56,7 +57,7 @@ def models_json() -> list[dict]:
             for s in PRESETS.values()]
 
 
-def profile_line(summary: dict) -> str | None:
+def profile_line(summary: RunSummary) -> str | None:
     profile = summary.get("profile")
     if not profile:
         return None
@@ -67,7 +68,7 @@ def profile_line(summary: dict) -> str | None:
     return text + (f"; [red]{profile['error']}[/]" if profile.get("error") else "")
 
 
-def print_run(console, summary: dict) -> None:
+def print_run(console, summary: RunSummary) -> None:
     """The human report of `sysprof run`: phase stats, throughput, then what the extra passes produced."""
     from profiler_core.render.analysis_report import print_kernel_analysis, print_memory_analysis
     from profiler_core.rundir import read_json
@@ -80,8 +81,8 @@ def print_run(console, summary: dict) -> None:
     if profile_line(summary):
         console.print(profile_line(summary))
     run_dir = Path(summary["run_dir"])
-    for key, printer in (("profile", print_kernel_analysis), ("memory", print_memory_analysis)):
-        path = (summary.get(key) or {}).get("kernels" if key == "profile" else "analysis")
+    for path, printer in (((summary.get("profile") or {}).get("kernels"), print_kernel_analysis),
+                          ((summary.get("memory") or {}).get("analysis"), print_memory_analysis)):
         analysis = read_json(run_dir / path) if path else None
         if analysis:
             printer(console, analysis)

@@ -60,7 +60,7 @@ Formatter = Callable[[object], str]
 
 
 def blank_or(convert: Callable[[float], str]) -> Formatter:
-    return lambda value: "" if value is None else convert(float(value))  # type: ignore[arg-type]
+    return lambda value: "" if value is None else convert(float(value))  # type: ignore[arg-type]  # numbers only
 
 
 def fixed(digits: int) -> Formatter:

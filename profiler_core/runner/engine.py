@@ -22,6 +22,7 @@ from profiler_core.config import ConfigError, RunConfig, validate
 from profiler_core.events import CAPTURES, SCHEMA_VERSION, emit
 from profiler_core.metrics import build_summary
 from profiler_core.options import config_to_args
+from profiler_core.records import RunError, RunSummary, StepRecord
 from profiler_core.runner.capture import MemoryHistory, measured_capture
 from profiler_core.runner.environment import collect_env
 from profiler_core.runner.timing import StepInstruments, run_step, synchronize
@@ -60,7 +61,7 @@ class Runner:
     def __init__(self, cfg: RunConfig, run_dir: Path, capture: str = "none"):
         self.cfg, self.run_dir, self.capture = cfg, run_dir, capture
         self.history = MemoryHistory(run_dir, cfg.memory_max_entries) if capture == "memory" else None
-        self.steps: list[dict] = []
+        self.steps: list[StepRecord] = []
         self.env: dict = {}
         self.compile_s: float | None = None
         self.tools: StepInstruments | None = None
@@ -82,12 +83,14 @@ class Runner:
         self.work = build_workload(self.cfg, device)
         self.tools = StepInstruments(device)
 
-    def one_step(self, kind: str, index: int) -> dict:
+    def one_step(self, kind: str, index: int) -> StepRecord:
+        tools = self.tools
+        assert tools is not None  # start() builds them before any step runs
         try:
-            record = run_step(self.work, self.tools)
+            record = run_step(self.work, tools)
         except torch.OutOfMemoryError as exc:
             peak = torch.cuda.max_memory_allocated() if self.work.device.type == "cuda" else None
-            raise StepFailure(events.OOM, str(exc).splitlines()[0], self.tools.current_phase, peak) from None
+            raise StepFailure(events.OOM, str(exc).splitlines()[0], tools.current_phase, peak) from None
         record |= {"kind": kind, "index": index}
         self.steps.append(record)
         rundir.append_jsonl(self.run_dir / rundir.STEPS, record)
@@ -96,6 +99,7 @@ class Runner:
 
     def compile_pass(self) -> None:
         emit(events.STAGE, name="compile")
+        assert self.tools is not None  # start() builds them before any step runs
         started = time.perf_counter()
         with nvtx_range(COMPILE_RANGE):
             run_step(self.work, self.tools)
@@ -120,7 +124,7 @@ class Runner:
         finally:
             _profiler_range(self.work, start=False)
 
-    def finish(self, status: str, error: dict | None = None) -> dict:
+    def finish(self, status: str, error: RunError | None = None) -> RunSummary:
         _ignore_stop_signals()  # failures other than a cancel end here too: no signal may cut the summary short
         summary = build_summary(self.cfg, self.env, self.steps, status, str(self.run_dir), self.compile_s, error)
         if self.history:
@@ -166,7 +170,7 @@ def execute(runner: Runner) -> int:
 
 
 def _fail(runner: Runner, kind: str, message: str, phase: str | None, peak: int | None, code: int = 1) -> int:
-    error = {"kind": kind, "message": message, "phase": phase, "peak_allocated_bytes": peak}
+    error: RunError = {"kind": kind, "message": message, "phase": phase, "peak_allocated_bytes": peak}
     status = events.OOM if kind == events.OOM else events.FAILED_STATUS  # a cancel is a failed run of kind "cancelled"
     summary = runner.finish(status, error)
     emit(events.FAILED, **error, summary_path=str(runner.run_dir / rundir.SUMMARY), summary=summary)

@@ -57,8 +57,9 @@ def autocast_dtypes(device: torch.device, autocast_dtype: torch.dtype) -> dict[s
     with torch.autocast(device.type, dtype=autocast_dtype):
         loss = nn.functional.cross_entropy(model(x), target)
     loss.backward()
-    seen = {"parameters": model.fc1.weight.dtype, **model.seen, "loss": loss.dtype,
-            "gradients": model.fc1.weight.grad.dtype}
+    grad = model.fc1.weight.grad
+    assert grad is not None  # backward() just filled it
+    seen = {"parameters": model.fc1.weight.dtype, **model.seen, "loss": loss.dtype, "gradients": grad.dtype}
     return {name: str(dtype).replace("torch.", "") for name, dtype in seen.items()}
 
 

@@ -13,6 +13,7 @@ import torch
 
 from models.nvtx import nvtx_range
 from models.phases import PHASE_RANGES
+from profiler_core.records import StepRecord
 from profiler_core.runner.workload import Workload
 
 
@@ -85,7 +86,7 @@ class _Phase:
         self.range.__exit__(*exc_info)
 
 
-def run_step(work: Workload, tools: StepInstruments) -> dict:
+def run_step(work: Workload, tools: StepInstruments) -> StepRecord:
     """Run one step of the configured mode; returns its timing and memory record."""
     tools.reset()
     started = time.perf_counter()
@@ -101,7 +102,9 @@ def run_step(work: Workload, tools: StepInstruments) -> dict:
         work.zero_grad()
     synchronize(work.device)
     wall_ms = (time.perf_counter() - started) * 1e3
+    last_phase = tools.current_phase
+    assert last_phase is not None  # the forward phase above set it
     return {"wall_ms": wall_ms, "phases_ms": tools.elapsed_ms(), "loss": float(loss.detach()),
             "peak_allocated_bytes": dict(tools.allocated), "peak_reserved_bytes": dict(tools.reserved),
             "memory_before_backward_bytes": tools.in_use_after.get("forward"),
-            "memory_after_step_bytes": tools.in_use_after.get(tools.current_phase)}
+            "memory_after_step_bytes": tools.in_use_after.get(last_phase)}

@@ -69,6 +69,7 @@ class Workload:
         (self.scaler.scale(loss) if self.scaler else loss).backward()
 
     def optimizer_step(self) -> None:
+        assert self.optimizer is not None  # build_workload makes one for train mode, the only mode that steps
         if self.scaler:
             self.scaler.step(self.optimizer)
             self.scaler.update()
@@ -91,7 +92,7 @@ def build_workload(cfg: RunConfig, device: torch.device) -> Workload:
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4) if cfg.mode == "train" else None
     scaler = torch.amp.GradScaler(device.type) if cfg.dtype == "fp16" and cfg.mode != "forward" else None
     if cfg.compile:
-        model = torch.compile(model)
+        model = torch.compile(model)  # type: ignore[assignment]  # an OptimizedModule; the stubs say a Callable
     shape = (cfg.batch, cfg.ctx)
     tokens = torch.randint(spec.vocab, shape, device=device)
     targets = torch.randint(spec.vocab, shape, device=device)

@@ -5,14 +5,19 @@ pandas and numpy load when a pass is analysed, not when the session starts: a ru
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from profiler_core import rundir
 from profiler_core.config import DTYPE_BYTES, RunConfig
 from profiler_core.errors import KernelReportError, SnapshotError
 from profiler_core.memory.accounting import compare_predicted, predict_run_memory
+from profiler_core.records import PassRecord, RunSummary
+
+if TYPE_CHECKING:
+    from profiler_core.session.backends import Backend
 
 
-def analyze_kernels(backend, pass_dir: Path, run_dir: Path) -> dict:
+def analyze_kernels(backend: Backend, pass_dir: Path, run_dir: Path) -> PassRecord:
     """kernels/analysis.json and kernels/phase_kernels.csv; {"error": reason} when there is nothing to read."""
     from profiler_core.kernels.summary import analyze_attribution, phase_kernel_table
 
@@ -44,7 +49,7 @@ def memory_analysis(cfg: RunConfig, snapshot: Path) -> dict:
     return analysis
 
 
-def analyze_memory(cfg: RunConfig, pass_dir: Path, recorded: dict) -> dict:
+def analyze_memory(cfg: RunConfig, pass_dir: Path, recorded: RunSummary) -> PassRecord:
     """memory/analysis.json from the pass's snapshot, with the predicted accounting beside it."""
     snapshot = pass_dir / rundir.MEMORY_SNAPSHOT
     if not snapshot.is_file():

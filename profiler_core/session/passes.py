@@ -54,7 +54,7 @@ class Session:
         pass_dir.mkdir(exist_ok=True)
         argv = runner_argv(cfg, pass_dir, capture)
         process = RunnerProcess(wrap(argv) if wrap else argv, pass_dir)
-        summary = None
+        summary: RunSummary | None = None
         try:
             for event in process.events():
                 if event["event"] in events.END_EVENTS:
@@ -63,27 +63,30 @@ class Session:
                 self.on_event({**event, "pass": pass_name} if pass_name else event)
         except KeyboardInterrupt:
             process.interrupt()  # SIGINT (a terminal's Ctrl-C already sent one): it saves its steps and stops
-            summary = rundir.read_json(pass_dir / rundir.SUMMARY) or mark_killed(pass_dir, cfg, process.proc.returncode)
+            summary = rundir.read_summary(pass_dir) or mark_killed(pass_dir, cfg, process.proc.returncode)
             if pass_name is None:
                 return summary
             raise SessionCancelled from None
-        return summary or rundir.read_json(pass_dir / rundir.SUMMARY) or mark_killed(pass_dir, cfg, process.proc.returncode)
+        return summary or rundir.read_summary(pass_dir) or mark_killed(pass_dir, cfg, process.proc.returncode)
 
     def notice(self, message: str) -> None:
         self.on_event({"event": events.NOTICE, "message": message})
 
     def profile_pass(self, clean: RunSummary) -> PassRecord:
-        self.on_event({"event": events.STAGE, "name": "profiling", "backend": self.backend.name})
+        backend = self.backend
+        assert backend is not None  # run() starts a profiled pass only when there is a backend
+        self.on_event({"event": events.STAGE, "name": "profiling", "backend": backend.name})
         pass_dir = self.run_dir / rundir.PROFILED_DIR
-        wrap = lambda argv: self.backend.wrap(argv, pass_dir)  # noqa: E731
-        profiled = self.run_pass("profiled", pass_dir, self.backend.capture, wrap=wrap)
-        profile = _inflation(self.backend, clean, profiled)
+        wrap = lambda argv: backend.wrap(argv, pass_dir)  # noqa: E731
+        profiled = self.run_pass("profiled", pass_dir, backend.capture, wrap=wrap)
+        profile = _inflation(backend, clean, profiled)
         if profiled["status"] != events.OK:
-            profile["error"] = (profiled.get("error") or {}).get("message", profiled["status"])
+            error = profiled.get("error")
+            profile["error"] = error.get("message", profiled["status"]) if error else profiled["status"]
             self.notice(f"profiled pass {profiled['status']}: {profile['error']}")
             return profile
         self.on_event({"event": events.STAGE, "name": "analysing"})
-        profile |= analyze_kernels(self.backend, pass_dir, self.run_dir)
+        profile |= analyze_kernels(backend, pass_dir, self.run_dir)
         if profile.get("error"):
             self.notice(f"kernel tables unavailable: {profile['error']}")
         else:
@@ -142,7 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     summary = Session(cfg, args.run_dir, lambda event: print(json.dumps(event), flush=True), backend).run()
     event = finish_event(summary)
     print(json.dumps(event), flush=True)
-    return 0 if summary["status"] == events.OK else 2 if (summary.get("error") or {}).get("kind") == events.CONFIG else 1
+    error = summary.get("error")
+    return 0 if summary["status"] == events.OK else 2 if error and error.get("kind") == events.CONFIG else 1
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from profiler_core import events, rundir
 from profiler_core.config import RunConfig
+from profiler_core.records import RunError, RunSummary
 
 CANCEL_GRACE_S = 15.0  # time an interrupted runner (and a wrapping nsys) gets to finish its files
 
@@ -28,19 +29,19 @@ def session_argv(cfg: RunConfig, run_dir: Path, nsys: str | None = None) -> list
     return argv + (["--nsys", nsys] if nsys else [])
 
 
-def mark_killed(run_dir: Path, cfg: RunConfig, returncode: int | None) -> dict:
+def mark_killed(run_dir: Path, cfg: RunConfig, returncode: int | None) -> RunSummary:
     """The runner died without a summary (killed, segfault): write one from the steps that finished.
 
     A summary already there (the clean pass finished before a later pass died) is kept as it is."""
     from profiler_core.metrics import build_summary
 
-    existing = rundir.read_json(run_dir / rundir.SUMMARY)
+    existing = rundir.read_summary(run_dir)
     if existing:
         return existing
     manifest = rundir.read_json(run_dir / rundir.MANIFEST) or {}
-    error = {"kind": events.KILLED, "message": f"runner exited with code {returncode} before finishing",
-             "phase": None, "peak_allocated_bytes": None}
-    steps = rundir.read_jsonl(run_dir / rundir.STEPS)
+    error: RunError = {"kind": events.KILLED, "message": f"runner exited with code {returncode} before finishing",
+                       "phase": None, "peak_allocated_bytes": None}
+    steps = rundir.read_steps(run_dir)
     summary = build_summary(cfg, manifest.get("env", {}), steps, events.FAILED_STATUS, str(run_dir), error=error)
     rundir.write_json(run_dir / rundir.SUMMARY, summary)
     return summary

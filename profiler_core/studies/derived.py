@@ -47,10 +47,10 @@ def precision_table(rows: list[dict]) -> list[dict]:
         fp32 = _pair(rows, "", {"model": model, "dtype": "fp32", "matmul_precision": "highest"})
         tf32 = _pair(rows, "", {"model": model, "dtype": "fp32", "matmul_precision": "high"})
         bf16 = _pair(rows, "", {"model": model, "dtype": "bf16"})
-        base = fp32 and fp32["step mean ms"]
+        base = fp32["step mean ms"] if fp32 else None
         entry = {"model": model}
         for label, row in (("fp32", fp32), ("tf32", tf32), ("bf16", bf16)):
-            value = row and row["step mean ms"]
+            value = row["step mean ms"] if row else None
             entry[f"{label} step ms"] = _ms(value)
             entry[f"{label} speedup"] = round(base / value, 2) if base and value else None
         table.append(entry)

@@ -89,7 +89,8 @@ def run(sweep_dir: Path, on_event: Callable[[dict], None], nsys: str | None = No
         backend, _ = choose_backend(cfg.profiler, nsys)
         summary = Session(cfg, path, lambda event: None, backend).run()
         on_event({"event": events.CELL_DONE, "index": index, "status": summary["status"]})
-        if (summary.get("error") or {}).get("kind") == events.CANCELLED:
+        error = summary.get("error")
+        if error and error.get("kind") == events.CANCELLED:
             break
     return [cell_summary(cell_dir(sweep_dir, i, cfg)) or {"status": events.PENDING, "config": cfg.to_dict()}
             for i, cfg in enumerate(configs)]

@@ -1,26 +1,29 @@
 """Result tables of a sweep in the seed reports' shape, and pivots of them."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from models.presets import PRESETS
 from profiler_core import events, rundir
 from profiler_core.metrics import summarize_ms
+from profiler_core.records import PhaseStats
 from profiler_core.studies.sweep import cell_dir, cell_summary, load_plan
 
 CONFIG_COLUMNS = ("model", "d_model", "ctx", "batch", "mode", "dtype", "matmul_precision", "compile",
                   "attention", "warmup", "device")
 
 
-def _mean_std(stats: dict | None) -> tuple[float | None, float | None]:
+def _mean_std(stats: Mapping[str, Any] | None) -> tuple[float | None, float | None]:
     return (stats or {}).get("mean_ms"), (stats or {}).get("std_ms")
 
 
-def _fwd_bwd(steps: list[dict]) -> dict:
+def _fwd_bwd(steps: list[dict]) -> PhaseStats | None:
     """forward + backward per measured step, the seeds' "fwd+bwd" column."""
     sums = [s["phases_ms"]["forward"] + s["phases_ms"]["backward"] for s in steps
             if s.get("kind") == "measured" and "backward" in s.get("phases_ms", {})]
-    return summarize_ms(sums) if sums else {}
+    return summarize_ms(sums) if sums else None
 
 
 def cell_row(cfg: dict, summary: dict | None, steps: list[dict]) -> dict:

@@ -131,7 +131,7 @@ class ConfigurePane(Pane):
             cfg, problems = None, {"model": str(exc)}
         for field in self.query("#config-form Input, #config-form Select"):
             field.set_class(field.id in problems, "-invalid")
-            field.tooltip = problems.get(field.id)
+            field.tooltip = problems.get(field.id) if field.id is not None else None
         self.query_one("#config-error", Static).update("\n".join(f"{k}: {v}" for k, v in problems.items()))
         self.query_one("#model-info", Static).update(model_text(cfg) if "model" not in problems else "")
         self.query_one("#predicted-memory", Static).update(predicted_table(cfg) if cfg and not problems else "")

@@ -1,8 +1,10 @@
 """Kernels: the per-phase kernel table of a run (sort, filter, phase), class breakdown and GEMM fraction."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from rich.table import Table
 from textual import on, work
@@ -27,7 +29,7 @@ FORMATTERS = {"total_ns": ns_as_ms, "pct_of_phase": fixed(1), **{k: ns_as_us for
                                                                  ("avg_ns", "med_ns", "min_ns", "max_ns", "std_ns")}}
 
 
-def backend_line(profile: dict | None, analysis: dict) -> str:
+def backend_line(profile: Mapping[str, Any] | None, analysis: dict) -> str:
     """Which profiler made the table and how much it slowed the step (profiled vs clean medians)."""
     profile = profile or {}
     backend = profile.get("backend") or analysis.get("source_kind") or "unknown"
@@ -112,7 +114,7 @@ class KernelsPane(Pane):
     def watch_data(self, data: KernelData | None) -> None:
         header, phases = self.query_one("#kernel-header", Static), self.query_one("#kernel-phases", Static)
         if data is None or data.table is None:
-            header.update(data.problem if data else "No kernel tables.")
+            header.update((data.problem if data else None) or "No kernel tables.")
             phases.update("")
         else:
             header.update(backend_line(profiled_numbers(self.run_state), data.analysis))

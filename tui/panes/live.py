@@ -8,7 +8,7 @@ from textual.reactive import reactive
 from textual.widgets import DataTable, Label, ProgressBar, Sparkline, Static
 
 from profiler_core.api import GpuTelemetry
-from profiler_core.render.units import format_ms, optional, ratio, telemetry_cells
+from profiler_core.render.units import NA, format_ms, optional, ratio, telemetry_cells
 from tui.live_numbers import CHART_SERIES, chart_series, profiled_numbers, running_phases, running_throughput
 from tui.panes.base import ExportTable, Pane
 from tui.run_files import short_path
@@ -43,9 +43,11 @@ def stats_table(state: RunState) -> Table:
 def throughput_text(state: RunState) -> str:
     numbers = running_throughput(state)
     lines = [f"tokens/s {optional(numbers.get('tokens_per_s'), ',.0f')}",
-             f"{optional(numbers.get('tflops'), '.2f')} TFLOP/s ({numbers.get('precision_used', 'N/A')})",
+             f"{optional(numbers.get('tflops'), '.2f')} TFLOP/s ({numbers.get('precision_used', NA)})",
              f"MFU {optional(numbers.get('mfu'), '.1%')}"]
-    compile_s = state.compile_s if state.compile_s is not None else (state.summary or {}).get("compile_s")
+    compile_s = state.compile_s
+    if compile_s is None and state.summary:
+        compile_s = state.summary.get("compile_s")
     if compile_s is not None:
         lines.append(f"compile {compile_s:.1f} s (not in step times)")
     profiled = profiled_numbers(state)
@@ -69,7 +71,8 @@ class StepChart(Vertical):
         medians = running_phases(state)
         for series, values in chart_series(state).items():
             self.query_one(f"#chart-{series}", Sparkline).data = values
-            median = medians.get("step" if series == "wall" else series, {}).get("median_ms")
+            stats = medians.get("step" if series == "wall" else series)
+            median = stats.get("median_ms") if stats else None
             self.query_one(f"#chart-label-{series}", Label).update(f"{series:<9} {format_ms(median):>9}")
 
 

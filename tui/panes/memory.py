@@ -86,6 +86,7 @@ class MemoryPane(Pane):
         self.query_one("#memory-timeline", Sparkline).data = timeline.get("active_bytes") or []
         self.query_one("#memory-marks", PhaseMarks).timeline = timeline
         if analysis is not None:
+            assert self.loaded_dir is not None  # an analysis is only loaded from loaded_dir (analysis_to_load)
             times = timeline.get("t") or [0]
             self.query_one("#memory-summary", Static).update(summary_text(analysis, self.loaded_dir / rundir.MEMORY_SNAPSHOT))
             self.query_one("#memory-axis", Static).update(

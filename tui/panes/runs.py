@@ -2,7 +2,9 @@
 two runs."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -30,7 +32,8 @@ def run_record(path: Path) -> dict:
         record = rundir.load_run(path)
     except rundir.RunDirError as exc:
         return {"name": path.name, "path": str(path), "status": "unreadable", "error": str(exc), "started": 0}
-    config, summary = record.manifest.get("config", {}), record.summary or {}
+    config = record.manifest.get("config", {})
+    summary: Mapping[str, Any] = record.summary or {}
     return {"name": path.name, "path": str(path), "status": record.status, "model": config.get("model"),
             "ctx": config.get("ctx"), "batch": config.get("batch"), "dtype": config.get("dtype"),
             "device": (record.manifest.get("env") or {}).get("device_type"),

@@ -153,7 +153,7 @@ def _looks_like_column_format(text: str) -> bool:
 def _no_tables(path: Path, text: str, errors: list[str], report: str) -> dict[str, pd.DataFrame]:
     if errors:
         raise KernelReportError(f"{path}: nsys reported {errors[0]}")
-    skipped = {}
+    skipped: dict[str, pd.DataFrame] = {}
     for line in text.splitlines():
         if "SKIPPED:" in line:
             name = heading_report(line) or report

@@ -27,7 +27,7 @@ class NsysBackend:
 
     def attribute(self, pass_dir: Path) -> KernelAttribution:
         result = postprocess_report(self.nsys, pass_dir)
-        if not result.ok:
+        if not result.ok or result.sqlite_path is None:  # an ok result always names its sqlite
             raise KernelReportError(result.error or "nsys produced no report")
         from profiler_core.kernels.attribution import attribute_kernels  # pandas: only once there is a report
 

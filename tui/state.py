@@ -9,6 +9,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, cast
 
+from profiler_core.api import events
+
 if TYPE_CHECKING:
     from profiler_core.api import RunError, RunSummary, StepRecord
 
@@ -55,7 +57,7 @@ class RunState:
         return 0, None
 
     def apply(self, event: Mapping[str, Any]) -> RunState:
-        if event.get("pass") and event.get("event") not in ("step", "warmup_step"):
+        if event.get("pass") and event.get("event") not in (events.STEP, events.WARMUP_STEP):
             return self  # a later pass's hello/stages must not move the clean run's directory or stage
         handler = _HANDLERS.get(event.get("event") or "")
         return handler(self, event) if handler else self
@@ -76,7 +78,7 @@ def _step(state: RunState, event: Mapping[str, Any]) -> RunState:
     step = cast("StepRecord", event)  # a step event is a step record plus its "event" (and "pass") name
     if event.get("pass"):
         return replace(state, pass_steps=state.pass_steps + (step,))
-    if event["event"] == "warmup_step":
+    if event["event"] == events.WARMUP_STEP:
         return replace(state, warmup_steps=state.warmup_steps + (step,))
     return replace(state, steps=state.steps + (step,))
 
@@ -100,13 +102,13 @@ def _failed(state: RunState, event: Mapping[str, Any]) -> RunState:
 
 
 _HANDLERS: dict[str, Callable[[RunState, Mapping[str, Any]], RunState]] = {
-    "hello": _hello,
-    "stage": _stage,
-    "compile": lambda state, event: replace(state, compile_s=event["seconds"]),
-    "warmup_step": _step,
-    "step": _step,
-    "notice": _notice,
-    "analysis": _analysis,
-    "finished": _finished,
-    "failed": _failed,
+    events.HELLO: _hello,
+    events.STAGE: _stage,
+    events.COMPILE: lambda state, event: replace(state, compile_s=event["seconds"]),
+    events.WARMUP_STEP: _step,
+    events.STEP: _step,
+    events.NOTICE: _notice,
+    events.ANALYSIS: _analysis,
+    events.FINISHED: _finished,
+    events.FAILED: _failed,
 }

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from profiler_core.api import events
 from profiler_core.render.units import duration
 
 
@@ -25,12 +26,12 @@ class StudyState:
 
     def apply(self, event: dict) -> StudyState:
         kind = event.get("event")
-        if kind == "study":
+        if kind == events.STUDY:
             return replace(self, kind=event["kind"], directory=event["dir"], cells=event["cells"],
                            pending=event["pending"])
-        if kind == "cell":
+        if kind == events.CELL:
             return replace(self, current=event["label"], done=event["done"], eta_s=event.get("eta_s"))
-        if kind == "cell_done":
+        if kind == events.CELL_DONE:
             unfinished = self.unfinished + ((f"{event['label']}: {event['status']}",)
                                             if event["status"] != "ok" else ())
             return replace(self, done=event["done"], eta_s=event.get("eta_s"), unfinished=unfinished,

@@ -132,6 +132,21 @@ def test_precision_lab_computed_live_on_cpu():
         assert table["fc1 output"] == name and table["logits"] == name and table["loss"] == "float32"
 
 
+def test_a_failed_precision_lab_is_a_failed_study_exit_1(tmp_path, monkeypatch, capsys):
+    """The lab's process dying (here: a real interpreter exiting 3 with a message) ends the study like any failed
+    study: exit 1 and its one-line reason, nothing run, no traceback."""
+    from profiler_core.cli import main as cli_main
+    from profiler_core.cli import studies as cli_studies
+
+    real_run = subprocess.run
+    failing = [sys.executable, "-c", "import sys; sys.stderr.write('lab exploded\\n'); sys.exit(3)"]
+    monkeypatch.setattr(cli_studies.subprocess, "run", lambda argv, **kw: real_run(failing, **kw))
+    code = cli_main.main(["study", "precision", "--models", "tiny", "--device", "cpu", "--runs-dir", str(tmp_path)])
+    assert code == 1
+    assert capsys.readouterr().err.strip() == "sysprof: error: precision lab failed: lab exploded"
+    assert not any(tmp_path.iterdir())  # the lab runs first: no study directory was made
+
+
 def test_verdict_rule():
     a = {"median_ms": 100.0, "std_ms": 1.0, "n": 10}
     assert verdict(a, {"median_ms": 97.5, "std_ms": 1.0, "n": 10}) == "within noise"  # 2.5 < 2·√2

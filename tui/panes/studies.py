@@ -111,7 +111,7 @@ class StudiesPane(Pane):
 
     def on_study_event(self, event: dict) -> None:
         self.study = self.study.apply(event)
-        if event["event"] == "cell_done" and self.study.directory:
+        if event["event"] == events.CELL_DONE and self.study.directory:
             self.load_tables(Path(self.study.directory))
 
     def open_study(self, path: Path) -> None:

@@ -8,7 +8,7 @@
 
 Names load on first use, so importing the package (the session does, to name a backend) costs no pandas.
 """
-import importlib
+from profiler_core.lazy import lazy_exports
 
 _EXPORTS = {
     "KernelAttribution": "attribution", "attribute_kernels": "attribution", "containing_range": "attribution",
@@ -21,8 +21,4 @@ _EXPORTS = {
 }
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str):
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -4,18 +4,15 @@ Pure stdlib + numpy: a run directory copied to a laptop opens here. Never import
 Names load on first use, so `profiler_core.memory.accounting` (pure arithmetic, used by the app's Configure
 screen) does not pay numpy's import time.
 """
-import importlib
+from profiler_core.lazy import lazy_exports
 
 _EXPORTS = {
-    "compare_predicted": "accounting", "predict_memory": "accounting", "predict_run_memory": "accounting", "analyze_snapshot": "analyze",
+    "compare_predicted": "accounting", "predict_memory": "accounting", "predict_run_memory": "accounting",
+    "analyze_snapshot": "analyze",
     "CATEGORIES": "categories", "RULES": "categories", "classify_allocations": "categories",
     "Allocation": "replay", "Replay": "replay", "replay_trace": "replay",
     "SnapshotError": "snapshot", "load_snapshot": "snapshot", "downsample_timeline": "timeline",
 }
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str):
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

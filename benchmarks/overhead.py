@@ -3,6 +3,8 @@
 Both time the same model, optimizer and batch, interleaved in rounds so clock and thermal drift hit both
 alike. Pass: sysprof's median step within 1% of the bare loop, its phase medians within 2% of the bare
 loop's CUDA events. Usage (GPU): python3 benchmarks/overhead.py [--model small] [--rounds 10] [--steps 20]
+[--model-factory FILE.py:callable] (the user's own model, its dims from --model; the bare loop reads its logits
+the way its author would, `.logits` or the tensor itself)
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import torch.nn.functional as F
 
 from profiler_core.config import RunConfig
 from profiler_core.runner.timing import StepInstruments, run_step
+from profiler_core.runner.user_model import logits_of
 from profiler_core.runner.workload import AUTOCAST_DTYPES, build_workload
 
 
@@ -25,7 +28,7 @@ def bare_step(model, optimizer, tokens, targets, dtype) -> dict:
     started = time.perf_counter()
     events[0].record()
     with torch.autocast("cuda", dtype=AUTOCAST_DTYPES[dtype]) if dtype != "fp32" else contextlib.nullcontext():
-        logits = model(tokens)
+        logits = logits_of(model(tokens))
         loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten())
     events[1].record()
     events[2].record()
@@ -41,8 +44,8 @@ def bare_step(model, optimizer, tokens, targets, dtype) -> dict:
     return {"wall_ms": wall_ms, "phases_ms": phases}
 
 
-def compare(model_name: str, dtype: str, rounds: int, steps: int) -> dict:
-    cfg = RunConfig(model=model_name, dtype=dtype, device="cuda", mode="train")
+def compare(model_name: str, dtype: str, rounds: int, steps: int, factory: str | None = None) -> dict:
+    cfg = RunConfig(model=model_name, dtype=dtype, device="cuda", mode="train", model_factory=factory)
     work = build_workload(cfg, torch.device("cuda"))
     tools = StepInstruments(work.device)
     samples: dict[str, list[dict]] = {"bare": [], "sysprof": []}
@@ -69,13 +72,14 @@ def main() -> None:
     parser.add_argument("--model", default="small")
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--model-factory", help="time the user's model: FILE.py:callable or module:callable")
     args = parser.parse_args()
     print(f"# {torch.cuda.get_device_name()} · torch {torch.__version__} · {time.strftime('%Y-%m-%d')}"
-          f" · {args.model}, batch 4, ctx 256, train, {args.rounds}×{args.steps} steps per side, interleaved\n")
+          f" · {args.model_factory or args.model} ({args.model} dims), batch 4, ctx 256, train, {args.rounds}×{args.steps} steps per side, interleaved\n")
     print("| dtype | what | bare loop ms | sysprof ms | difference | limit | pass |")
     print("|---|---|---:|---:|---:|---:|---|")
     for dtype in ("fp32", "bf16"):
-        result = compare(args.model, dtype, args.rounds, args.steps)
+        result = compare(args.model, dtype, args.rounds, args.steps, args.model_factory)
         for what in ("step", "forward", "backward", "optimizer"):
             bare, ours = result["bare"][what], result["sysprof"][what]
             limit = 0.01 if what == "step" else 0.02

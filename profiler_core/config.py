@@ -50,6 +50,14 @@ class RunConfig:
     memory: bool = False
     memory_max_entries: int = 200_000  # allocator history entries kept by the memory pass
     seed: int = 0
+    # The user's own model instead of the built-in one; the dims above fill its parameters by name.
+    model_factory: str | None = None  # "package.module:callable" or "path/to/file.py:callable"
+    model_args: tuple[str, ...] = ()  # "key=value" (JSON literal values): added to or overriding the dims
+    loss: str | None = None  # "package.module:fn" called as fn(model_output, targets) -> loss
+
+    @property
+    def model_name(self) -> str:
+        return model_label(self.model, self.model_factory)
 
     def spec(self) -> ModelSpec:
         """The model's shape: the preset with any explicit dimension overriding it."""
@@ -71,7 +79,17 @@ class RunConfig:
         unknown = sorted(set(values) - known)
         if unknown:
             raise ConfigError(f"unknown config field(s): {', '.join(unknown)}")
+        if isinstance(values.get("model_args"), list):  # JSON has no tuples
+            values = {**values, "model_args": tuple(values["model_args"])}
         return cls(**values)
+
+
+def model_label(model: str, factory: str | None) -> str:
+    """What titles and directory names call the model: the preset, or the factory's module (or file) and callable."""
+    if not factory:
+        return model
+    target, _, name = factory.rpartition(":")
+    return f"{target.rsplit('/', 1)[-1].removesuffix('.py').rsplit('.', 1)[-1]}.{name}"
 
 
 def _choice(name: str, value: str, allowed: tuple[str, ...]) -> str | None:
@@ -105,10 +123,27 @@ def config_problems(cfg: RunConfig) -> dict[str, str]:
     for name, allowed in (("mode", MODES), ("dtype", DTYPES), ("matmul_precision", MATMUL_PRECISIONS),
                           ("attention", ATTENTIONS), ("device", DEVICES), ("profiler", PROFILERS)):
         found[name] = _choice(name, getattr(cfg, name), allowed)
+    found.update(_user_code_problems(cfg))
     problems = {k: v for k, v in found.items() if v}
     if not problems:
         problems.update(_shape_problems(cfg) or _capture_problems(cfg))
     return problems
+
+
+def _spec_problem(name: str, spec: str | None) -> str | None:
+    target, _, attribute = (spec or "").rpartition(":")
+    if spec is not None and not (target and attribute.isidentifier()):
+        return f"{name} must be module:callable or path/to/file.py:callable; got {spec!r}"
+    return None
+
+
+def _user_code_problems(cfg: RunConfig) -> dict[str, str | None]:
+    """The shape of --model-factory, --model-arg and --loss; whether they import is the runner's to find out."""
+    malformed = [item for item in cfg.model_args if "=" not in item or not item.partition("=")[0].isidentifier()]
+    args_problem = (f"--model-arg takes NAME=VALUE; got {malformed[0]!r}" if malformed else
+                    "--model-arg needs --model-factory" if cfg.model_args and not cfg.model_factory else None)
+    return {"model_factory": _spec_problem("model_factory", cfg.model_factory),
+            "loss": _spec_problem("loss", cfg.loss), "model_args": args_problem}
 
 
 def _capture_problems(cfg: RunConfig) -> dict[str, str]:

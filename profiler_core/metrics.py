@@ -85,26 +85,29 @@ def peak_memory_by_phase(measured_steps: list[StepRecord], key: PeakKey = "peak_
 
 
 def throughput(cfg: RunConfig, env: dict, median_step_ms: float | None) -> Throughput:
-    """tokens/s, achieved TFLOP/s and MFU from the median step; MFU is None without a known peak."""
-    flops = step_flops(cfg.spec(), cfg.batch, cfg.ctx, cfg.mode)
+    """tokens/s, achieved TFLOP/s and MFU from the median step; MFU is None without a known peak, and TFLOP/s
+    and MFU are None for the user's own model until its FLOPs are counted (the formula is the built-in one's)."""
+    flops = step_flops(cfg.spec(), cfg.batch, cfg.ctx, cfg.mode) if cfg.model_factory is None else None
     precision = matmul_precision_used(cfg.dtype, env.get("float32_matmul_precision", cfg.matmul_precision))
     peak = peak_tflops(env.get("device_name"), precision) if env.get("device_type") == "cuda" else None
     if not median_step_ms:
         return {"flops_per_step": flops, "precision_used": precision, "peak_tflops": peak,
                 "tokens_per_s": None, "tflops": None, "mfu": None}
     seconds = median_step_ms / 1e3
-    tflops = flops / seconds / 1e12
+    tflops = flops / seconds / 1e12 if flops else None
     return {"flops_per_step": flops, "precision_used": precision, "peak_tflops": peak,
             "tokens_per_s": cfg.batch * cfg.ctx / seconds, "tflops": tflops,
-            "mfu": tflops / peak if peak else None}
+            "mfu": tflops / peak if peak and tflops else None}
 
 
 def build_summary(cfg: RunConfig, env: dict, steps: list[StepRecord], status: str, run_dir: str,
-                  compile_s: float | None = None, error: RunError | None = None) -> RunSummary:
+                  compile_s: float | None = None, error: RunError | None = None,
+                  params: int | None = None) -> RunSummary:
+    """The run's summary; `params` is the user's model's count (the built-in one's is computed exactly)."""
     measured = [s for s in steps if s.get("kind") == "measured"]
     phases = phase_stats(measured) if measured else {}
     summary = RunSummary(
-        status=status, run_dir=run_dir, config=cfg.to_dict(), env=env, params=count_params(cfg.spec()),
+        status=status, run_dir=run_dir, config=cfg.to_dict(), env=env, params=params or count_params(cfg.spec()),
         phases=phases, warmup_ms=[s["wall_ms"] for s in steps if s.get("kind") == "warmup"], compile_s=compile_s,
         peak_memory_bytes=peak_memory_by_phase(measured),
         peak_reserved_bytes=peak_memory_by_phase(measured, "peak_reserved_bytes"),

@@ -31,6 +31,11 @@ OPTION_HELP: dict[str, tuple[str, tuple[str, ...] | None]] = {
     "memory": ("record allocator history over the measured steps (a separate pass)", None),
     "memory_max_entries": ("allocator history entries kept by --memory", None),
     "seed": ("random seed for weights and tokens", None),
+    "model_factory": ("your model: package.module:callable or path/to/file.py:callable (class or function "
+                      "returning an nn.Module; the dims fill its parameters by name)", None),
+    "model_args": ("NAME=VALUE for the model factory (JSON literal values; repeatable)", None),
+    "loss": ("package.module:fn computing the loss from (model output, targets); default: cross-entropy of "
+             "the logits", None),
 }
 
 
@@ -42,12 +47,17 @@ class OneLineParser(argparse.ArgumentParser):
         sys.exit(2)
 
 
+FLAG_NAMES = {"model_args": "--model-arg"}  # repeatable: one NAME=VALUE each
+
+
 def flag(field_name: str) -> str:
-    return "--" + field_name.replace("_", "-")
+    return FLAG_NAMES.get(field_name) or "--" + field_name.replace("_", "-")
 
 
 def _field_type(field: dataclasses.Field) -> type:
     annotation = str(field.type)
+    if annotation.startswith("tuple"):
+        return tuple
     return bool if annotation == "bool" else int if "int" in annotation else str
 
 
@@ -56,13 +66,17 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
         help_text, choices = OPTION_HELP[field.name]
         if _field_type(field) is bool:
             parser.add_argument(flag(field.name), dest=field.name, action="store_true", help=help_text)
+        elif _field_type(field) is tuple:
+            parser.add_argument(flag(field.name), dest=field.name, action="append", metavar="NAME=VALUE",
+                                help=help_text)
         else:
             parser.add_argument(flag(field.name), dest=field.name, type=_field_type(field),
                                 choices=choices, default=field.default, help=help_text)
 
 
 def config_from_args(args: argparse.Namespace) -> RunConfig:
-    return RunConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(RunConfig)})
+    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(RunConfig)}
+    return RunConfig(**values | {"model_args": tuple(values["model_args"] or ())})
 
 
 def config_to_args(cfg: RunConfig) -> list[str]:
@@ -72,5 +86,8 @@ def config_to_args(cfg: RunConfig) -> list[str]:
         value = getattr(cfg, field.name)
         if value == field.default:
             continue
-        args += [flag(field.name)] if value is True else [flag(field.name), str(value)]
+        if isinstance(value, tuple):
+            args += [part for item in value for part in (flag(field.name), item)]
+        else:
+            args += [flag(field.name)] if value is True else [flag(field.name), str(value)]
     return args

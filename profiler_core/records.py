@@ -68,7 +68,7 @@ class PassRecord(TypedDict, total=False):
 
 
 class Throughput(TypedDict):
-    flops_per_step: int
+    flops_per_step: int | None  # None for a user's model until its FLOPs are counted
     precision_used: str
     peak_tflops: float | None
     tokens_per_s: float | None

@@ -50,7 +50,7 @@ def runs_root(explicit: str | None = None) -> Path:
 
 
 def slug(cfg: RunConfig) -> str:
-    parts = [cfg.model, f"ctx{cfg.ctx}", f"b{cfg.batch}", cfg.mode, cfg.dtype, cfg.attention]
+    parts = [cfg.model_name, f"ctx{cfg.ctx}", f"b{cfg.batch}", cfg.mode, cfg.dtype, cfg.attention]
     if cfg.compile:
         parts.append("compiled")
     return "-".join(parts).replace("/", "_")

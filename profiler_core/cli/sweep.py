@@ -26,6 +26,8 @@ def add_sweep_options(parser) -> None:
         help_text = OPTION_HELP[field.name][0] + " (comma-separated values)"
         if field.type == "bool":
             parser.add_argument(flag(field.name), dest=field.name, nargs="?", const="true", help=help_text)
+        elif str(field.type).startswith("tuple"):  # the same for every cell, not an axis
+            parser.add_argument(flag(field.name), dest=field.name, action="append", help=OPTION_HELP[field.name][0])
         else:
             parser.add_argument(flag(field.name), dest=field.name, help=help_text)
     parser.add_argument("--resume", type=Path, help="continue a sweep directory (finished cells are skipped)")
@@ -58,7 +60,7 @@ def grid_from_args(args) -> dict[str, list]:
     for field in dataclasses.fields(RunConfig):
         text = getattr(args, field.name)
         if text is not None:
-            grid[field.name] = _values(field, text)
+            grid[field.name] = [tuple(text)] if isinstance(text, list) else _values(field, text)
     return grid
 
 

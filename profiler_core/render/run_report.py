@@ -6,6 +6,7 @@ from pathlib import Path
 from rich.table import Table
 
 from models.presets import PRESETS, count_params, forward_flops, human_count
+from profiler_core.config import model_label
 from profiler_core.records import RunSummary
 from profiler_core.render.units import format_bytes, format_ms, optional, significant
 
@@ -13,7 +14,7 @@ from profiler_core.render.units import format_bytes, format_ms, optional, signif
 def phase_table(summary: RunSummary) -> Table:
     """Per-phase statistics in milliseconds (the unit in the header keeps the table 80 columns wide)."""
     cfg = summary["config"]
-    title = (f"{cfg['model']} · ctx {cfg['ctx']} · batch {cfg['batch']} · {cfg['mode']} · {cfg['dtype']}"
+    title = (f"{model_label(cfg['model'], cfg.get('model_factory'))} · ctx {cfg['ctx']} · batch {cfg['batch']} · {cfg['mode']} · {cfg['dtype']}"
              f" · {cfg['attention']}{' · compiled' if cfg['compile'] else ''} · {summary['env'].get('device_name')}")
     peaks = summary.get("peak_memory_bytes") or {}
     table = Table(title=title, title_justify="left")

@@ -82,6 +82,16 @@ class Runner:
         emit(events.STAGE, name="build")
         self.work = build_workload(self.cfg, device)
         self.tools = StepInstruments(device)
+        if self.work.model_info:
+            self.record_user_model(self.work.model_info)
+
+    def record_user_model(self, info: dict) -> None:
+        """The user's model in the manifest (what reproduces it) and in a notice the CLI and app print."""
+        manifest = rundir.read_json(self.run_dir / rundir.MANIFEST) or {}
+        rundir.write_json(self.run_dir / rundir.MANIFEST, manifest | {"model": info})
+        where = f"{info.get('file', info['factory'])} (sha256 {info['sha256'][:12]})" if "sha256" in info else info["factory"]
+        emit(events.NOTICE, message=f"model {info['class']} from {where}: {info['params']:,} parameters, "
+                                    f"kwargs {info['kwargs']}")
 
     def one_step(self, kind: str, index: int) -> StepRecord:
         tools = self.tools
@@ -126,7 +136,9 @@ class Runner:
 
     def finish(self, status: str, error: RunError | None = None) -> RunSummary:
         _ignore_stop_signals()  # failures other than a cancel end here too: no signal may cut the summary short
-        summary = build_summary(self.cfg, self.env, self.steps, status, str(self.run_dir), self.compile_s, error)
+        info = getattr(getattr(self, "work", None), "model_info", None)
+        summary = build_summary(self.cfg, self.env, self.steps, status, str(self.run_dir), self.compile_s, error,
+                                params=info["params"] if info else None)
         if self.history:
             self.history.dump_and_stop()  # still recording after an OOM: the snapshot shows what led up to it
             if self.history.path.exists():

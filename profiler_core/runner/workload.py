@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -11,6 +13,7 @@ from einops import rearrange
 from models.transformer import TransformerLM
 from profiler_core.config import AUTOCAST_DTYPES as AUTOCAST_DTYPE_NAMES
 from profiler_core.config import ConfigError, RunConfig
+from profiler_core.runner.user_model import build_user_model, load_callable, logits_of
 
 AUTOCAST_DTYPES = {name: getattr(torch, torch_name) for name, torch_name in AUTOCAST_DTYPE_NAMES.items()}
 
@@ -52,6 +55,8 @@ class Workload:
     scaler: torch.amp.GradScaler | None
     tokens: torch.Tensor
     targets: torch.Tensor
+    loss_fn: Callable[[Any, torch.Tensor], torch.Tensor] | None = None
+    model_info: dict[str, Any] | None = None  # the user's model: what the manifest records
 
     def autocast(self) -> contextlib.AbstractContextManager:
         if self.cfg.dtype in AUTOCAST_DTYPES:
@@ -62,7 +67,10 @@ class Workload:
         """Model forward plus the loss; without autograd in forward mode."""
         grad_mode = torch.no_grad() if self.cfg.mode == "forward" else contextlib.nullcontext()
         with grad_mode, self.autocast():
-            logits = self.model(self.tokens)  # (B, T, V)
+            output = self.model(self.tokens)
+            if self.loss_fn is not None:
+                return self.loss_fn(output, self.targets)
+            logits = output if self.cfg.model_factory is None else logits_of(output)  # (B, T, V)
             return F.cross_entropy(rearrange(logits, "b t v -> (b t) v"), rearrange(self.targets, "b t -> (b t)"))
 
     def backward(self, loss: torch.Tensor) -> None:
@@ -86,14 +94,16 @@ def build_workload(cfg: RunConfig, device: torch.device) -> Workload:
     torch.set_float32_matmul_precision(cfg.matmul_precision)
     spec = cfg.spec()
     with device:  # initialize on the device: a 2.7B model's init on the CPU takes longer than its steps
-        model = TransformerLM(spec, cfg.context_length, cfg.attention)
+        model, info = (TransformerLM(spec, cfg.context_length, cfg.attention), None) if cfg.model_factory is None \
+            else build_user_model(cfg)
+    loss_fn = load_callable(cfg.loss, "--loss")[0] if cfg.loss else None
     if cfg.mode == "forward":
         model.requires_grad_(False)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4) if cfg.mode == "train" else None
     scaler = torch.amp.GradScaler(device.type) if cfg.dtype == "fp16" and cfg.mode != "forward" else None
     if cfg.compile:
         model = torch.compile(model)  # type: ignore[assignment]  # an OptimizedModule; the stubs say a Callable
-    shape = (cfg.batch, cfg.ctx)
-    tokens = torch.randint(spec.vocab, shape, device=device)
-    targets = torch.randint(spec.vocab, shape, device=device)
-    return Workload(cfg, device, model, optimizer, scaler, tokens, targets)
+    shape, vocab = (cfg.batch, cfg.ctx), info["vocab_size"] if info else spec.vocab
+    tokens = torch.randint(vocab, shape, device=device)
+    targets = torch.randint(vocab, shape, device=device)
+    return Workload(cfg, device, model, optimizer, scaler, tokens, targets, loss_fn, info)

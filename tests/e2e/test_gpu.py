@@ -98,3 +98,17 @@ def test_oom_with_memory_capture_dumps_the_failing_step(cli_env):
     assert code == 1 and summary["status"] == "oom", stderr
     memory = summary["memory"]
     assert memory["status"] == "oom" and (Path(summary["run_dir"]) / memory["snapshot"]).is_file()
+
+
+def test_external_model_on_cuda_with_kernel_tables_and_memory(cli_env):
+    """The user's own model (tests/data/models, a GPT-2 style with .logits output) through every pass."""
+    from pathlib import Path
+
+    gpt = Path(__file__).resolve().parents[1] / "data" / "models" / "nanogpt_style" / "gpt.py"
+    code, summary, stderr = sysprof_json(["--model", "small", "--model-factory", f"{gpt}:build", "--dtype", "bf16",
+                                          "--warmup", "3", "--steps", "5", "--profiler", "torch", "--memory"],
+                                         cli_env)
+    assert code == 0, stderr
+    assert summary["env"]["device_type"] == "cuda" and summary["mfu"] is None  # FLOPs not counted yet
+    assert summary["profile"]["status"] == "ok" and summary["memory"]["status"] == "ok"
+    assert summary["peak_memory_bytes"]["backward"] > summary["params"] * 4

@@ -1,0 +1,153 @@
+"""The user's own model: `--model-factory module:callable` or `path/to/file.py:callable` (runner side only).
+
+User code is imported and called only here, inside the runner process, so a model that fails to import or
+raises can fail a run but never the app or the CLI. What the user got wrong before anything ran (no such file,
+module or attribute, a parameter nobody can fill, something that is not an nn.Module) is a ConfigError: one line,
+exit 2. An exception raised by the user's own code is left as it is: the runner reports it in one line and keeps
+its full traceback in the run directory's stderr.log.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from profiler_core.config import RunConfig
+from profiler_core.errors import ConfigError
+
+# Where each of the tool's dimensions may appear in a factory's signature: the CS336 names first, then the
+# spellings of other codebases (nanoGPT, Hugging Face, llama-style).
+DIMENSION_NAMES: dict[str, tuple[str, ...]] = {
+    "vocab_size": ("vocab_size", "n_vocab", "vocab", "num_embeddings"),
+    "context_length": ("context_length", "block_size", "max_seq_len", "max_position_embeddings", "seq_len",
+                       "n_positions", "n_ctx", "max_len"),
+    "d_model": ("d_model", "n_embd", "dim", "hidden_size", "embed_dim", "emb_dim", "d_embed"),
+    "num_layers": ("num_layers", "n_layer", "n_layers", "num_hidden_layers", "depth"),
+    "num_heads": ("num_heads", "n_head", "n_heads", "num_attention_heads"),
+    "d_ff": ("d_ff", "ffn_dim", "intermediate_size", "d_hidden", "hidden_dim", "mlp_dim"),
+    "rope_theta": ("rope_theta", "theta"),
+}
+ROPE_THETA = 10_000.0  # the CS336 default, offered to factories that ask for it
+
+
+def tool_dimensions(cfg: RunConfig) -> dict[str, Any]:
+    spec = cfg.spec()
+    return {"vocab_size": spec.vocab, "context_length": cfg.context_length, "d_model": spec.d_model,
+            "num_layers": spec.layers, "num_heads": spec.heads, "d_ff": spec.d_ff, "rope_theta": ROPE_THETA}
+
+
+def parse_model_args(items: tuple[str, ...]) -> dict[str, Any]:
+    """`key=value` items; values are JSON literals (1, 0.1, true, null, [1, 2]), anything else a string."""
+    parsed: dict[str, Any] = {}
+    for item in items:
+        key, _, text = item.partition("=")
+        try:
+            parsed[key.strip()] = json.loads(text)
+        except json.JSONDecodeError:
+            parsed[key.strip()] = text
+    return parsed
+
+
+def load_callable(spec: str, what: str) -> tuple[Callable[..., Any], dict[str, str]]:
+    """The callable a `module:name` or `file.py:name` spec points at, and where it came from."""
+    target, _, name = spec.rpartition(":")
+    module, origin = _import_target(target, what)
+    found = getattr(module, name, None)
+    if found is None:
+        raise ConfigError(f"{what} {spec}: {target} has no attribute {name!r}")
+    if not callable(found):
+        raise ConfigError(f"{what} {spec}: {name} is a {type(found).__name__}, not a class or function")
+    return found, origin
+
+
+def _import_target(target: str, what: str) -> tuple[Any, dict[str, str]]:
+    if target.endswith(".py"):
+        return _import_file(Path(target).expanduser(), what)
+    try:
+        module = importlib.import_module(target)
+    except ModuleNotFoundError as exc:
+        if exc.name and target.startswith(exc.name):  # the spec's own module, not one it imports
+            raise ConfigError(f"{what}: no module named {exc.name!r} (is it installed or on PYTHONPATH?)") from None
+        raise
+    return module, _origin(getattr(module, "__file__", None))
+
+
+def _import_file(path: Path, what: str) -> tuple[Any, dict[str, str]]:
+    if not path.is_file():
+        raise ConfigError(f"{what}: no such file {path}")
+    sys.path.insert(0, str(path.resolve().parent))  # the file's own imports of its neighbours work
+    module_spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert module_spec is not None and module_spec.loader is not None  # a .py file always has a source loader
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[path.stem] = module
+    module_spec.loader.exec_module(module)  # the user's code runs here; its errors keep their traceback
+    return module, _origin(str(path))
+
+
+def _origin(file: str | None) -> dict[str, str]:
+    if not file:
+        return {}
+    path = Path(file).resolve()
+    return {"file": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+
+
+def factory_kwargs(factory: Callable[..., Any], dimensions: dict[str, Any], overrides: dict[str, Any],
+                   spec: str) -> dict[str, Any]:
+    """Keyword arguments for the factory: its parameters that name a dimension, then --model-arg overrides."""
+    parameters = inspect.signature(factory).parameters
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+    unknown = sorted(key for key in overrides if key not in parameters and not takes_any)
+    if unknown:
+        raise ConfigError(f"model factory {spec} takes no parameter {', '.join(unknown)} (it takes "
+                          f"{', '.join(parameters) or 'none'})")
+    kwargs = {name: dimensions[dim] for dim, names in DIMENSION_NAMES.items() for name in names if name in parameters}
+    kwargs.update(overrides)
+    missing = [name for name, p in parameters.items() if name not in kwargs and p.default is inspect.Parameter.empty
+               and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    if missing:
+        raise ConfigError(f"model factory {spec}: cannot fill {', '.join(missing)}; pass them with "
+                          f"--model-arg NAME=VALUE")
+    return kwargs
+
+
+def vocabulary(kwargs: dict[str, Any], dimensions: dict[str, Any]) -> int:
+    """The vocabulary the model was built with: token ids are drawn below it."""
+    given = [kwargs[name] for name in DIMENSION_NAMES["vocab_size"] if isinstance(kwargs.get(name), int)]
+    return given[0] if given else dimensions["vocab_size"]
+
+
+def build_user_model(cfg: RunConfig) -> tuple[torch.nn.Module, dict[str, Any]]:
+    """The user's model (on the current default device) and what the manifest records about it."""
+    assert cfg.model_factory is not None  # only called for a run with a factory
+    factory, origin = load_callable(cfg.model_factory, "--model-factory")
+    dimensions = tool_dimensions(cfg)
+    kwargs = factory_kwargs(factory, dimensions, parse_model_args(cfg.model_args), cfg.model_factory)
+    model = factory(**kwargs)
+    if not isinstance(model, torch.nn.Module):
+        raise ConfigError(f"model factory {cfg.model_factory} returned a {type(model).__name__}, "
+                          "not a torch.nn.Module")
+    params = sum(p.numel() for p in model.parameters())
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    return model, {"factory": cfg.model_factory, **origin, "kwargs": kwargs, "class": type(model).__qualname__,
+                   "params": params, "trainable_params": trainable, "vocab_size": vocabulary(kwargs, dimensions),
+                   "torch_version": torch.__version__}
+
+
+def logits_of(output: object) -> torch.Tensor:
+    """A model's logits: the tensor itself, the first element of a tuple, or `.logits` (Hugging Face style)."""
+    if isinstance(output, (tuple, list)) and output:
+        output = output[0]
+    output = getattr(output, "logits", output)
+    if not isinstance(output, torch.Tensor) or output.dim() != 3:
+        shape = f" of shape {tuple(output.shape)}" if isinstance(output, torch.Tensor) else ""
+        raise TypeError(f"the model returned a {type(output).__name__}{shape}; expected logits (batch, ctx, vocab): "
+                        "a tensor, a tuple starting with one, or an object with .logits (or give --loss)")
+    return output

@@ -1,0 +1,103 @@
+"""`--model-factory`: the user's own model, timed by the real runner on the CPU (a GPT-2-style model in
+tests/data/models, imported by path with a neighbour module), and every way of pointing at it wrongly."""
+from __future__ import annotations
+
+import inspect
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from profiler_core.config import RunConfig, config_problems
+from profiler_core.errors import ConfigError
+from profiler_core.runner.user_model import DIMENSION_NAMES, factory_kwargs, parse_model_args
+
+ROOT = Path(__file__).resolve().parents[2]
+GPT = ROOT / "tests" / "data" / "models" / "nanogpt_style" / "gpt.py"
+SMALL_RUN = ["--model", "tiny", "--device", "cpu", "--ctx", "32", "--batch", "2", "--warmup", "1", "--steps", "2"]
+
+
+def sysprof(args, env):
+    return subprocess.run([sys.executable, "-m", "profiler_core", *args], env=env, capture_output=True, text=True,
+                          timeout=180, cwd=ROOT)
+
+
+def test_external_model_is_timed_and_recorded(cli_env, tmp_path):
+    result = sysprof(["run", *SMALL_RUN, "--model-factory", f"{GPT}:build", "--model-arg", "n_layer=1", "--json"],
+                     cli_env)
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    manifest = json.loads((Path(summary["run_dir"]) / "manifest.json").read_text())
+    model = manifest["model"]
+    # nanoGPT's names filled from the tiny preset's dims; the override wins.
+    assert model["kwargs"] == {"vocab_size": 10000, "block_size": 32, "n_embd": 128, "n_layer": 1, "n_head": 4}
+    assert model["class"] == "GPT" and model["file"] == str(GPT) and len(model["sha256"]) == 64
+    # the real count of this model (tied head counted once), not the built-in model's formula
+    assert summary["params"] == model["params"] == 10000 * 128 + 32 * 128 + 1 * (12 * 128 * 128 + 13 * 128) + 2 * 128
+    assert summary["phases"]["step"]["n"] == 2 and summary["mfu"] is None and summary["tokens_per_s"] > 0
+    assert "--model-factory" in manifest["command"] and "--model-arg n_layer=1" in manifest["command"]
+    assert "model GPT from" in result.stderr  # printed, so the run can be reproduced
+
+
+@pytest.mark.parametrize("factory, args, reason", [
+    ("tests/data/models/nanogpt_style/nope.py:build", [], "no such file"),
+    ("not_a_package_anywhere.models:build", [], "no module named 'not_a_package_anywhere'"),
+    (f"{GPT}:missing", [], "has no attribute 'missing'"),
+    (f"{GPT}:GPTConfig", [], "returned a GPTConfig, not a torch.nn.Module"),  # every parameter filled, wrong kind
+    (f"{GPT}:needs_more", [], "cannot fill n_experts"),
+    (f"{GPT}:build", ["--model-arg", "n_experts=4"], "takes no parameter n_experts"),
+    (f"{GPT}:not_a_module", [], "returned a dict, not a torch.nn.Module"),
+    ("build", [], "model_factory must be module:callable"),
+])
+def test_bad_factories_are_one_line_exit_2_and_leave_nothing(cli_env, tmp_path, factory, args, reason):
+    result = sysprof(["run", *SMALL_RUN, "--model-factory", factory, *args], cli_env)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert reason in lines[-1] and "Traceback" not in result.stderr
+    assert not any((tmp_path / "runs").glob("*/manifest.json"))  # nothing ran: no run directory left
+
+
+def test_a_model_that_raises_fails_the_run_and_keeps_its_traceback(cli_env, tmp_path):
+    result = sysprof(["run", *SMALL_RUN, "--model-factory", f"{GPT}:broken", "--json"], cli_env)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["status"] == "failed"
+    assert summary["error"]["message"] == "ValueError: shapes do not line up in Broken.forward"
+    assert summary["error"]["phase"] == "forward"
+    log = (Path(summary["run_dir"]) / "stderr.log").read_text()
+    assert "Traceback" in log and "gpt.py" in log  # the full traceback of the user's code, kept
+
+
+def test_own_loss_and_a_sweep_over_the_external_model(cli_env, tmp_path):
+    result = sysprof(["sweep", *SMALL_RUN, "--ctx", "16,32", "--model-factory", f"{GPT}:build", "--model-arg",
+                      "n_layer=1", "--loss", f"{GPT}:token_loss", "--json"], cli_env)
+    assert result.returncode == 0, result.stderr
+    cells = json.loads(result.stdout)["cells"]
+    assert [c["status"] for c in cells] == ["ok", "ok"] and [c["config"]["ctx"] for c in cells] == [16, 32]
+    assert all(c["config"]["model_args"] == ["n_layer=1"] and c["config"]["loss"].endswith(":token_loss")
+               for c in cells)
+
+
+def test_kwargs_come_from_the_signature():
+    def cs336(vocab_size, context_length, d_model, num_layers, num_heads, d_ff, rope_theta=1.0):
+        return None
+
+    dims = {"vocab_size": 7, "context_length": 8, "d_model": 16, "num_layers": 2, "num_heads": 4, "d_ff": 32,
+            "rope_theta": 10000.0}
+    assert factory_kwargs(cs336, dims, {}, "m:f") == dims
+    assert factory_kwargs(cs336, dims, {"d_ff": 64}, "m:f")["d_ff"] == 64
+    with pytest.raises(ConfigError, match="cannot fill extra"):
+        factory_kwargs(lambda vocab_size, extra: None, dims, {}, "m:f")
+    assert factory_kwargs(lambda **kw: None, dims, {"anything": 1}, "m:f") == {"anything": 1}
+    assert all(name in inspect.signature(cs336).parameters for name in DIMENSION_NAMES)
+
+
+def test_model_args_are_json_literals_else_text():
+    assert parse_model_args(("a=1", "b=0.5", "c=true", "d=[1, 2]", "e=gelu", "f=null")) == {
+        "a": 1, "b": 0.5, "c": True, "d": [1, 2], "e": "gelu", "f": None}
+    assert config_problems(RunConfig(model_args=("a=1",))) == {"model_args": "--model-arg needs --model-factory"}
+    assert "NAME=VALUE" in config_problems(RunConfig(model_factory="m:f", model_args=("oops",)))["model_args"]
+    cfg = RunConfig(model_factory="m:f", model_args=("a=1",))
+    assert RunConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg and cfg.model_name == "m.f"

@@ -17,6 +17,7 @@ from profiler_core.config import (
     DTYPES,
     MATMUL_PRECISIONS,
     MODES,
+    OPTIMIZER_IMPLS,
     PROFILERS,
     RunConfig,
     config_problems,
@@ -47,7 +48,7 @@ def study_tables(study_dir: Path) -> dict[str, list[dict]]:
 
 
 __all__ = [
-    "ATTENTIONS", "CANCEL_GRACE_S", "CUSTOM", "DEVICES", "DIM_FIELDS", "DTYPES", "MATMUL_PRECISIONS", "MODES",
+    "ATTENTIONS", "CANCEL_GRACE_S", "CUSTOM", "DEVICES", "DIM_FIELDS", "DTYPES", "MATMUL_PRECISIONS", "MODES", "OPTIMIZER_IMPLS",
     "NOISE_SIGMAS", "PRESETS", "PROFILERS", "ConfigError", "ExportError", "GpuTelemetry", "NvmlSampler",
     "OneLineParser", "RunConfig", "RunDirError", "StudyError", "SysprofError", "compare_summaries",
     "config_problems", "count_params", "decode_line", "events", "finish_event", "gpu_count", "human_count",

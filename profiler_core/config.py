@@ -13,6 +13,9 @@ MATMUL_PRECISIONS = ("highest", "high", "medium")
 ATTENTIONS = ("naive", "sdpa")
 DEVICES = ("auto", "cuda", "cpu", "mps")
 PROFILERS = ("none", "nsys", "torch", "auto")
+# How torch's Adam/AdamW update the weights: its default (foreach on CUDA), one fused kernel, foreach, a loop.
+OPTIMIZER_IMPLS = ("default", "fused", "foreach", "loop")
+DEFAULT_OPTIMIZER = "torch.optim.AdamW"
 CUSTOM = "custom"
 DIM_FIELDS = ("d_model", "d_ff", "layers", "heads", "vocab")
 
@@ -54,6 +57,9 @@ class RunConfig:
     model_factory: str | None = None  # "package.module:callable" or "path/to/file.py:callable"
     model_args: tuple[str, ...] = ()  # "key=value" (JSON literal values): added to or overriding the dims
     loss: str | None = None  # "package.module:fn" called as fn(model_output, targets) -> loss
+    optimizer: str = DEFAULT_OPTIMIZER  # "package.module.Class" or "package.module:Class" (lr 1e-4 unless given)
+    optimizer_args: tuple[str, ...] = ()  # "key=value" keyword arguments of the optimizer
+    optimizer_impl: str = "default"
 
     @property
     def model_name(self) -> str:
@@ -79,8 +85,9 @@ class RunConfig:
         unknown = sorted(set(values) - known)
         if unknown:
             raise ConfigError(f"unknown config field(s): {', '.join(unknown)}")
-        if isinstance(values.get("model_args"), list):  # JSON has no tuples
-            values = {**values, "model_args": tuple(values["model_args"])}
+        for name in ("model_args", "optimizer_args"):  # JSON has no tuples
+            if isinstance(values.get(name), list):
+                values = {**values, name: tuple(values[name])}
         return cls(**values)
 
 
@@ -121,7 +128,8 @@ def config_problems(cfg: RunConfig) -> dict[str, str]:
     if cfg.warmup is None or not isinstance(cfg.warmup, int) or cfg.warmup < 0:
         found["warmup"] = f"warmup must be 0 or more; got {cfg.warmup!r}"
     for name, allowed in (("mode", MODES), ("dtype", DTYPES), ("matmul_precision", MATMUL_PRECISIONS),
-                          ("attention", ATTENTIONS), ("device", DEVICES), ("profiler", PROFILERS)):
+                          ("attention", ATTENTIONS), ("device", DEVICES), ("profiler", PROFILERS),
+                          ("optimizer_impl", OPTIMIZER_IMPLS)):
         found[name] = _choice(name, getattr(cfg, name), allowed)
     found.update(_user_code_problems(cfg))
     problems = {k: v for k, v in found.items() if v}
@@ -139,11 +147,23 @@ def _spec_problem(name: str, spec: str | None) -> str | None:
 
 def _user_code_problems(cfg: RunConfig) -> dict[str, str | None]:
     """The shape of --model-factory, --model-arg and --loss; whether they import is the runner's to find out."""
-    malformed = [item for item in cfg.model_args if "=" not in item or not item.partition("=")[0].isidentifier()]
-    args_problem = (f"--model-arg takes NAME=VALUE; got {malformed[0]!r}" if malformed else
-                    "--model-arg needs --model-factory" if cfg.model_args and not cfg.model_factory else None)
+    args_problem = _pairs_problem("--model-arg", cfg.model_args) or (
+        "--model-arg needs --model-factory" if cfg.model_args and not cfg.model_factory else None)
     return {"model_factory": _spec_problem("model_factory", cfg.model_factory),
-            "loss": _spec_problem("loss", cfg.loss), "model_args": args_problem}
+            "loss": _spec_problem("loss", cfg.loss), "model_args": args_problem,
+            "optimizer_args": _pairs_problem("--optimizer-arg", cfg.optimizer_args),
+            "optimizer_impl": _impl_problem(cfg)}
+
+
+def _impl_problem(cfg: RunConfig) -> str | None:
+    if cfg.optimizer_impl == "default" or cfg.optimizer.startswith("torch.optim"):
+        return None
+    return f"--optimizer-impl {cfg.optimizer_impl} is for torch.optim's optimizers (fused: Adam, AdamW, SGD)"
+
+
+def _pairs_problem(option: str, items: tuple[str, ...]) -> str | None:
+    malformed = [item for item in items if "=" not in item or not item.partition("=")[0].isidentifier()]
+    return f"{option} takes NAME=VALUE; got {malformed[0]!r}" if malformed else None
 
 
 def _capture_problems(cfg: RunConfig) -> dict[str, str]:

@@ -6,7 +6,16 @@ import dataclasses
 import sys
 from typing import NoReturn
 
-from profiler_core.config import ATTENTIONS, DEVICES, DTYPES, MATMUL_PRECISIONS, MODES, PROFILERS, RunConfig
+from profiler_core.config import (
+    ATTENTIONS,
+    DEVICES,
+    DTYPES,
+    MATMUL_PRECISIONS,
+    MODES,
+    OPTIMIZER_IMPLS,
+    PROFILERS,
+    RunConfig,
+)
 
 # field -> (help, choices); type and default come from RunConfig itself.
 OPTION_HELP: dict[str, tuple[str, tuple[str, ...] | None]] = {
@@ -34,6 +43,9 @@ OPTION_HELP: dict[str, tuple[str, tuple[str, ...] | None]] = {
     "model_factory": ("your model: package.module:callable or path/to/file.py:callable (class or function "
                       "returning an nn.Module; the dims fill its parameters by name)", None),
     "model_args": ("NAME=VALUE for the model factory (JSON literal values; repeatable)", None),
+    "optimizer": ("optimizer class: package.module.Class or package.module:Class (lr 1e-4 unless given)", None),
+    "optimizer_args": ("NAME=VALUE keyword argument of the optimizer (JSON literal values; repeatable)", None),
+    "optimizer_impl": ("torch Adam/AdamW update: default (foreach on CUDA), fused, foreach, loop", OPTIMIZER_IMPLS),
     "loss": ("package.module:fn computing the loss from (model output, targets); default: cross-entropy of "
              "the logits", None),
 }
@@ -47,7 +59,7 @@ class OneLineParser(argparse.ArgumentParser):
         sys.exit(2)
 
 
-FLAG_NAMES = {"model_args": "--model-arg"}  # repeatable: one NAME=VALUE each
+FLAG_NAMES = {"model_args": "--model-arg", "optimizer_args": "--optimizer-arg"}  # repeatable: one NAME=VALUE each
 
 
 def flag(field_name: str) -> str:
@@ -76,7 +88,8 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
 
 def config_from_args(args: argparse.Namespace) -> RunConfig:
     values = {f.name: getattr(args, f.name) for f in dataclasses.fields(RunConfig)}
-    return RunConfig(**values | {"model_args": tuple(values["model_args"] or ())})
+    pairs = {name: tuple(values[name] or ()) for name in FLAG_NAMES}
+    return RunConfig(**values | pairs)
 
 
 def config_to_args(cfg: RunConfig) -> list[str]:

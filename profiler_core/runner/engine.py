@@ -82,13 +82,16 @@ class Runner:
         emit(events.STAGE, name="build")
         self.work = build_workload(self.cfg, device)
         self.tools = StepInstruments(device)
+        self.record_in_manifest(model=self.work.model_info, optimizer=self.work.optimizer_info)
         if self.work.model_info:
-            self.record_user_model(self.work.model_info)
+            self.announce_user_model(self.work.model_info)
 
-    def record_user_model(self, info: dict) -> None:
-        """The user's model in the manifest (what reproduces it) and in a notice the CLI and app print."""
+    def record_in_manifest(self, **entries: dict | None) -> None:
+        """What was built (the user's model, the optimizer): enough to reproduce it, beside the config."""
         manifest = rundir.read_json(self.run_dir / rundir.MANIFEST) or {}
-        rundir.write_json(self.run_dir / rundir.MANIFEST, manifest | {"model": info})
+        rundir.write_json(self.run_dir / rundir.MANIFEST, manifest | {k: v for k, v in entries.items() if v})
+
+    def announce_user_model(self, info: dict) -> None:
         where = f"{info.get('file', info['factory'])} (sha256 {info['sha256'][:12]})" if "sha256" in info else info["factory"]
         emit(events.NOTICE, message=f"model {info['class']} from {where}: {info['params']:,} parameters, "
                                     f"kwargs {info['kwargs']}")

@@ -141,6 +141,25 @@ def build_user_model(cfg: RunConfig) -> tuple[torch.nn.Module, dict[str, Any]]:
                    "torch_version": torch.__version__}
 
 
+IMPL_FLAGS = {"default": {}, "fused": {"fused": True}, "foreach": {"foreach": True}, "loop": {"foreach": False}}
+DEFAULT_LR = 1e-4
+
+
+def build_optimizer(cfg: RunConfig, parameters: Any) -> tuple[torch.optim.Optimizer, dict[str, Any]]:
+    """The optimizer the config names, over the model's parameters, and what the manifest records about it."""
+    spec = cfg.optimizer if ":" in cfg.optimizer else ":".join(cfg.optimizer.rsplit(".", 1))
+    optimizer_class, origin = load_callable(spec, "--optimizer")
+    kwargs = {"lr": DEFAULT_LR, **parse_model_args(cfg.optimizer_args), **IMPL_FLAGS[cfg.optimizer_impl]}
+    try:
+        optimizer = optimizer_class(parameters, **kwargs)
+    except (TypeError, ValueError, RuntimeError) as exc:  # unknown argument, bad value, fused where unsupported
+        raise ConfigError(f"optimizer {cfg.optimizer} rejects {kwargs}: {str(exc).splitlines()[0]}") from None
+    if not all(callable(getattr(optimizer, name, None)) for name in ("step", "zero_grad")):
+        raise ConfigError(f"optimizer {cfg.optimizer} made a {type(optimizer).__name__} without step() and zero_grad()")
+    return optimizer, {"optimizer": cfg.optimizer, "class": type(optimizer).__qualname__, "kwargs": kwargs,
+                       "impl": cfg.optimizer_impl, **origin}
+
+
 def logits_of(output: object) -> torch.Tensor:
     """A model's logits: the tensor itself, the first element of a tuple, or `.logits` (Hugging Face style)."""
     if isinstance(output, (tuple, list)) and output:

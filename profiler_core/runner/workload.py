@@ -13,7 +13,7 @@ from einops import rearrange
 from models.transformer import TransformerLM
 from profiler_core.config import AUTOCAST_DTYPES as AUTOCAST_DTYPE_NAMES
 from profiler_core.config import ConfigError, RunConfig
-from profiler_core.runner.user_model import build_user_model, load_callable, logits_of
+from profiler_core.runner.user_model import build_optimizer, build_user_model, load_callable, logits_of
 
 AUTOCAST_DTYPES = {name: getattr(torch, torch_name) for name, torch_name in AUTOCAST_DTYPE_NAMES.items()}
 
@@ -57,6 +57,7 @@ class Workload:
     targets: torch.Tensor
     loss_fn: Callable[[Any, torch.Tensor], torch.Tensor] | None = None
     model_info: dict[str, Any] | None = None  # the user's model: what the manifest records
+    optimizer_info: dict[str, Any] | None = None
 
     def autocast(self) -> contextlib.AbstractContextManager:
         if self.cfg.dtype in AUTOCAST_DTYPES:
@@ -99,11 +100,11 @@ def build_workload(cfg: RunConfig, device: torch.device) -> Workload:
     loss_fn = load_callable(cfg.loss, "--loss")[0] if cfg.loss else None
     if cfg.mode == "forward":
         model.requires_grad_(False)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4) if cfg.mode == "train" else None
+    optimizer, optimizer_info = build_optimizer(cfg, model.parameters()) if cfg.mode == "train" else (None, None)
     scaler = torch.amp.GradScaler(device.type) if cfg.dtype == "fp16" and cfg.mode != "forward" else None
     if cfg.compile:
         model = torch.compile(model)  # type: ignore[assignment]  # an OptimizedModule; the stubs say a Callable
     shape, vocab = (cfg.batch, cfg.ctx), info["vocab_size"] if info else spec.vocab
     tokens = torch.randint(vocab, shape, device=device)
     targets = torch.randint(vocab, shape, device=device)
-    return Workload(cfg, device, model, optimizer, scaler, tokens, targets, loss_fn, info)
+    return Workload(cfg, device, model, optimizer, scaler, tokens, targets, loss_fn, info, optimizer_info)

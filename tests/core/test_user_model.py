@@ -80,6 +80,33 @@ def test_own_loss_and_a_sweep_over_the_external_model(cli_env, tmp_path):
                for c in cells)
 
 
+@pytest.mark.parametrize("options, expected", [
+    (["--optimizer-impl", "fused"], {"class": "AdamW", "kwargs": {"lr": 1e-4, "fused": True}}),
+    (["--optimizer-impl", "loop"], {"class": "AdamW", "kwargs": {"lr": 1e-4, "foreach": False}}),
+    (["--optimizer", "torch.optim.SGD", "--optimizer-arg", "momentum=0.9"],
+     {"class": "SGD", "kwargs": {"lr": 1e-4, "momentum": 0.9}}),
+    (["--optimizer", f"{GPT}:PlainSGD", "--optimizer-arg", "lr=0.01"], {"class": "PlainSGD", "kwargs": {"lr": 0.01}}),
+])
+def test_optimizer_choice_is_run_and_recorded(cli_env, options, expected):
+    result = sysprof(["run", *SMALL_RUN, *options, "--json"], cli_env)
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    recorded = json.loads((Path(summary["run_dir"]) / "manifest.json").read_text())["optimizer"]
+    assert {key: recorded[key] for key in expected} == expected and summary["phases"]["optimizer"]["n"] == 2
+
+
+@pytest.mark.parametrize("options, reason", [
+    (["--optimizer", "torch.optim.SGD", "--optimizer-arg", "bogus=1"], "rejects"),
+    (["--optimizer", "torch.optim.NoSuchOptimizer"], "has no attribute 'NoSuchOptimizer'"),
+    (["--optimizer", f"{GPT}:PlainSGD", "--optimizer-impl", "fused"], "--optimizer-impl fused is for torch.optim"),
+    (["--optimizer-arg", "lr"], "--optimizer-arg takes NAME=VALUE"),
+])
+def test_bad_optimizers_are_one_line_exit_2(cli_env, options, reason):
+    result = sysprof(["run", *SMALL_RUN, *options], cli_env)
+    assert result.returncode == 2 and reason in result.stderr.strip().splitlines()[-1]
+    assert "Traceback" not in result.stderr
+
+
 def test_kwargs_come_from_the_signature():
     def cs336(vocab_size, context_length, d_model, num_layers, num_heads, d_ff, rope_theta=1.0):
         return None

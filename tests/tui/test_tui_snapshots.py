@@ -22,8 +22,11 @@ def saved_app(*names: str) -> SysprofApp:
 
 
 async def loaded(pilot) -> None:
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
+    # A refresh can start a worker (a pane built when first shown loads its data after it): wait for the
+    # workers more than once, or a loaded machine takes the picture before the table is there.
+    for _ in range(3):
+        await pilot.pause()
+        await pilot.app.workers.wait_for_complete()
     await pilot.pause()
 
 

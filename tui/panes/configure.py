@@ -16,6 +16,7 @@ from profiler_core.api import (
     DTYPES,
     MATMUL_PRECISIONS,
     MODES,
+    OPTIMIZER_IMPLS,
     PRESETS,
     PROFILERS,
     RunConfig,
@@ -28,7 +29,7 @@ from profiler_core.render.run_report import format_bytes
 from tui.panes.base import Pane
 
 CHOICES = {"mode": MODES, "dtype": DTYPES, "matmul_precision": MATMUL_PRECISIONS, "attention": ATTENTIONS,
-           "device": DEVICES, "profiler": PROFILERS}
+           "device": DEVICES, "profiler": PROFILERS, "optimizer_impl": OPTIMIZER_IMPLS}
 INTEGERS = ("ctx", "batch", "warmup", "steps")
 CHECKBOXES = {"compile": "torch.compile", "memory": "memory capture (CUDA)"}
 PREDICTED_ITEMS = (("parameters", "parameters_bytes"), ("gradients", "gradients_bytes"),

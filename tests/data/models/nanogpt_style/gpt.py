@@ -73,3 +73,17 @@ def token_loss(output: Output, targets: torch.Tensor) -> torch.Tensor:
     """For --loss: the model's own loss from its output object (here: cross-entropy, flattened its own way)."""
     logits = output.logits
     return nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+
+class PlainSGD(torch.optim.Optimizer):
+    """For --optimizer: a student's own optimizer (SGD without momentum), with its own learning-rate argument."""
+
+    def __init__(self, params, lr: float = 1e-3):
+        super().__init__(params, {"lr": lr})
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is not None:
+                    p.add_(p.grad, alpha=-group["lr"])

@@ -44,6 +44,9 @@ def memory_analysis(cfg: RunConfig, snapshot: Path) -> dict:
     spec = cfg.spec()
     hint = {"batch": cfg.batch, "heads": spec.heads, "ctx": cfg.ctx, "bytes_per_element": DTYPE_BYTES[cfg.dtype]}
     analysis = analyze_snapshot(snapshot, shape_hint=hint)
+    if cfg.model_factory is not None:  # the closed-form prediction is the built-in model's: no table beats a wrong one
+        analysis["notes"] = [*analysis.get("notes", []), "no predicted memory for your own model (yet)"]
+        return analysis
     analysis["predicted"] = predict_run_memory(cfg)
     analysis["predicted_vs_measured"] = compare_predicted(analysis["predicted"], analysis["max_by_category"])
     return analysis

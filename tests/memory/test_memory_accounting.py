@@ -67,3 +67,16 @@ def test_prediction_matches_the_real_snapshot(analysis):
         assert rows[item]["ratio"] == 1.0, rows[item]
     # naive attention keeps more than one T×T tensor per layer at some moment (forward: scores+scaled+masked)
     assert rows["attention_scores"]["ratio"] > 1.0
+
+
+def test_the_stored_prediction_is_the_built_in_models_only(snapshot_path):
+    """The memory pass stores a predicted-vs-measured table for the built-in model, none for a user's model
+    (the closed form describes the built-in one; the app shows what is stored)."""
+    from profiler_core.config import RunConfig
+    from profiler_core.session.analysis import memory_analysis
+
+    built_in = memory_analysis(RunConfig(model="small", ctx=256, batch=4), snapshot_path)
+    assert [row["item"] for row in built_in["predicted_vs_measured"]][:3] == ["parameters", "gradients",
+                                                                             "optimizer_state"]
+    own = memory_analysis(RunConfig(model="small", ctx=256, batch=4, model_factory="pkg.model:build"), snapshot_path)
+    assert "predicted_vs_measured" not in own and "no predicted memory for your own model (yet)" in own["notes"]

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.cells import cell_len
 from textual.binding import Binding
 from textual.widgets import DataTable
 from textual.widgets.data_table import RowKey
@@ -29,11 +30,13 @@ class MarkableTable(DataTable):
         formatters, widths = formatters or {}, widths or {}
         self.clear(columns=True)
         self.records, self.marked = list(records), set()
+        rows = [[formatters.get(key, _text)(record.get(key)) for key in columns] for record in self.records]
         self.add_column(" ", key="mark", width=1)
-        for key, label in columns.items():
-            self.add_column(label, key=key, width=widths.get(key))
-        for index, record in enumerate(self.records):
-            cells = [formatters.get(key, _text)(record.get(key)) for key in columns]
+        for position, (key, label) in enumerate(columns.items()):
+            # Sized here rather than on the table's next idle pass, so the first frame already has its widths.
+            fitted = max([cell_len(label), *(cell_len(row[position]) for row in rows)])
+            self.add_column(label, key=key, width=widths.get(key, fitted))
+        for index, cells in enumerate(rows):
             self.add_row("", *cells, key=str(index))
 
     def action_toggle_mark(self) -> None:

@@ -99,3 +99,23 @@ def test_downsampling_fills_empty_buckets_with_the_level_in_force():
     result = downsample_timeline(times, levels, start_level=0, max_points=2)
     assert result["active_bytes"] == [7, 7]  # the silent stretch holds 7, not a gap
     assert downsample_timeline([], np.array([]), start_level=42)["active_bytes"] == [42]
+
+
+def test_replay_ends_where_the_allocator_ended(snapshot):
+    """Baseline plus every recorded event lands exactly on the allocator's own state at the dump: the blocks
+    still allocated in the snapshot's segments, by block size (rounded) and by requested size."""
+    replay = replay_trace(snapshot)
+    blocks = [b for segment in snapshot["segments"] for b in segment["blocks"] if b["state"] == "active_allocated"]
+    assert int(replay.rounded_levels[-1]) == sum(b["size"] for b in blocks)
+    assert int(replay.levels[-1]) == sum(b.get("requested_size", b["size"]) for b in blocks)
+
+
+def test_a_block_allocated_before_recording_and_freed_during_it_counts_in_both_baselines():
+    """The fixture frees no pre-recording block, so this builds the smallest snapshot that does: one 100-byte
+    block (a 512-byte allocator block) from before recording, freed by the trace, and one still alive."""
+    snapshot = {"segments": [{"device": 0, "total_size": 2 << 20, "blocks": [
+                    {"address": 2048, "size": 1024, "requested_size": 1000, "state": "active_allocated"}]}],
+                "device_traces": [[{"action": "free_completed", "addr": 1024, "size": 100, "frames": []}]]}
+    replay = replay_trace(snapshot)
+    assert replay.baseline_bytes == 1000 + 100 and replay.rounded_baseline_bytes == 1024 + 512
+    assert int(replay.levels[-1]) == 1000 and int(replay.rounded_levels[-1]) == 1024

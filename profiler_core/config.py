@@ -60,6 +60,9 @@ class RunConfig:
     optimizer: str = DEFAULT_OPTIMIZER  # "package.module.Class" or "package.module:Class" (lr 1e-4 unless given)
     optimizer_args: tuple[str, ...] = ()  # "key=value" keyword arguments of the optimizer
     optimizer_impl: str = "default"
+    # Per-module NVTX ranges (and allocator tags) down to this depth in the profiled and memory passes; never in
+    # the clean timing pass, whose numbers the hooks would slow. 0: off.
+    nvtx_modules: int = 0
 
     @property
     def model_name(self) -> str:
@@ -132,6 +135,7 @@ def config_problems(cfg: RunConfig) -> dict[str, str]:
                           ("optimizer_impl", OPTIMIZER_IMPLS)):
         found[name] = _choice(name, getattr(cfg, name), allowed)
     found.update(_user_code_problems(cfg))
+    found["nvtx_modules"] = _nvtx_modules_problem(cfg)
     problems = {k: v for k, v in found.items() if v}
     if not problems:
         problems.update(_shape_problems(cfg) or _capture_problems(cfg))
@@ -153,6 +157,14 @@ def _user_code_problems(cfg: RunConfig) -> dict[str, str | None]:
             "loss": _spec_problem("loss", cfg.loss), "model_args": args_problem,
             "optimizer_args": _pairs_problem("--optimizer-arg", cfg.optimizer_args),
             "optimizer_impl": _impl_problem(cfg)}
+
+
+def _nvtx_modules_problem(cfg: RunConfig) -> str | None:
+    if not isinstance(cfg.nvtx_modules, int) or isinstance(cfg.nvtx_modules, bool) or cfg.nvtx_modules < 0:
+        return f"nvtx_modules must be 0 (off) or a module depth; got {cfg.nvtx_modules!r}"
+    if cfg.nvtx_modules and cfg.compile:
+        return "--nvtx-modules needs eager modules: torch.compile fuses them, so their hooks would not fire per module"
+    return None
 
 
 def _impl_problem(cfg: RunConfig) -> str | None:

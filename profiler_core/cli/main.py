@@ -21,7 +21,9 @@ from profiler_core.options import OneLineParser, add_config_options, config_from
 from profiler_core.records import RunSummary
 from profiler_core.render import run_report as report
 from profiler_core.render.analysis_report import print_analysis
+from profiler_core.render.inspect_report import print_inspect
 from profiler_core.session.backends import choose_backend
+from profiler_core.session.inspecting import inspect_model
 from profiler_core.session.passes import Session
 
 stderr_console = Console(stderr=True, highlight=False)
@@ -50,6 +52,12 @@ def build_parser() -> OneLineParser:
     compare.add_argument("run_a", type=Path)
     compare.add_argument("run_b", type=Path)
     compare.add_argument("--json", action="store_true")
+    inspect = commands.add_parser("inspect", help="parameters, modules, counted FLOPs and predicted memory of a "
+                                                  "model built on the meta device (nothing runs)")
+    add_config_options(inspect)
+    inspect.add_argument("--depth", type=int, default=3, help="module table depth (default 3)")
+    inspect.add_argument("--runs-dir", help="where a failing model's traceback is kept (default $SYSPROF_RUNS or ./runs)")
+    inspect.add_argument("--json", action="store_true")
     models = commands.add_parser("models", help="list presets with exact parameter counts")
     models.add_argument("--json", action="store_true")
     return parser
@@ -111,6 +119,18 @@ def command_analyze(args) -> int:
     return 0
 
 
+def command_inspect(args) -> int:
+    cfg = validate(config_from_args(args))
+    if args.depth < 1:
+        raise UsageError(f"--depth must be 1 or more; got {args.depth}")
+    inspected = inspect_model(cfg, args.depth, rundir.runs_root(args.runs_dir))
+    if args.json:
+        print(json.dumps(inspected))
+    else:
+        print_inspect(Console(), inspected)
+    return 0
+
+
 def command_models(args) -> int:
     if args.json:
         print(json.dumps(report.models_json()))
@@ -140,7 +160,7 @@ def command_compare(args) -> int:
     return 0
 
 
-COMMANDS = {"run": command_run, "models": command_models, "analyze": command_analyze, "sweep": command_sweep,
+COMMANDS = {"run": command_run, "inspect": command_inspect, "models": command_models, "analyze": command_analyze, "sweep": command_sweep,
             "study": command_study, "compare": command_compare, "export": command_export}
 
 

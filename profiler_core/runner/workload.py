@@ -46,6 +46,15 @@ def _autocast_works(device: torch.device, dtype: torch.dtype) -> bool:
         return False
 
 
+def loss_of(output: Any, targets: torch.Tensor, loss_fn: Callable[[Any, torch.Tensor], torch.Tensor] | None,
+            users_model: bool) -> torch.Tensor:
+    """The user's --loss, else cross-entropy of the logits against the shifted targets."""
+    if loss_fn is not None:
+        return loss_fn(output, targets)
+    logits = logits_of(output) if users_model else output  # (B, T, V)
+    return F.cross_entropy(rearrange(logits, "b t v -> (b t) v"), rearrange(targets, "b t -> (b t)"))
+
+
 @dataclass
 class Workload:
     cfg: RunConfig
@@ -68,11 +77,7 @@ class Workload:
         """Model forward plus the loss; without autograd in forward mode."""
         grad_mode = torch.no_grad() if self.cfg.mode == "forward" else contextlib.nullcontext()
         with grad_mode, self.autocast():
-            output = self.model(self.tokens)
-            if self.loss_fn is not None:
-                return self.loss_fn(output, self.targets)
-            logits = output if self.cfg.model_factory is None else logits_of(output)  # (B, T, V)
-            return F.cross_entropy(rearrange(logits, "b t v -> (b t) v"), rearrange(self.targets, "b t -> (b t)"))
+            return loss_of(self.model(self.tokens), self.targets, self.loss_fn, self.cfg.model_factory is not None)
 
     def backward(self, loss: torch.Tensor) -> None:
         (self.scaler.scale(loss) if self.scaler else loss).backward()

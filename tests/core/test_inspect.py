@@ -10,10 +10,19 @@ from pathlib import Path
 
 import pytest
 import torch
+from torch.utils.flop_counter import FlopCounterMode
 
 from models.presets import count_params, step_flops
 from profiler_core.config import RunConfig
-from profiler_core.runner.inspect_model import SavedBytes, counted_step_flops, inspect_config, module_rows
+from profiler_core.runner.inspect_model import (
+    FlopCounter,
+    SavedBytes,
+    build_on_meta,
+    counted_step_flops,
+    inspect_config,
+    meta_batch,
+    module_rows,
+)
 from profiler_core.runner.user_model import build_user_model
 from profiler_core.runner.workload import build_workload
 
@@ -36,6 +45,26 @@ def test_counted_flops_equal_the_closed_form_of_the_built_in_model(overrides):
     assert report["params"]["total"] == count_params(cfg.spec())
     backward = report["flops"]["backward"]
     assert backward is None if cfg.mode == "forward" else backward == 2 * report["flops"]["forward"]
+
+
+@pytest.mark.parametrize("config", [
+    {"attention": "naive"}, {"attention": "sdpa"},
+    {"model_factory": f"{GPT}:build"}, {"model_factory": f"{GPT}:build", "dtype": "bf16", "mode": "forward"},
+])
+def test_the_light_counter_gives_flop_counter_modes_totals(config):
+    """The inspector skips FlopCounterMode's decomposition of uncounted ops (seconds on 2.7B): same totals."""
+    cfg = RunConfig(**TINY | config)
+    totals = []
+    for counter in (FlopCounter(), FlopCounterMode(display=False)):
+        model = build_on_meta(cfg)[0]
+        tokens, _ = meta_batch(cfg)
+        with counter:
+            output = model(tokens)
+            logits = output if isinstance(output, torch.Tensor) else output.logits
+            if cfg.mode != "forward":
+                logits.float().sum().backward()
+        totals.append(counter.total if isinstance(counter, FlopCounter) else counter.get_total_flops())
+    assert totals[0] == totals[1] > 0
 
 
 def test_meta_counts_equal_a_real_cpu_model_and_optimizer():

@@ -13,6 +13,7 @@ from einops import rearrange
 from models.transformer import TransformerLM
 from profiler_core.config import AUTOCAST_DTYPES as AUTOCAST_DTYPE_NAMES
 from profiler_core.config import ConfigError, RunConfig
+from profiler_core.runner.model_checks import check_placement, check_vocabulary
 from profiler_core.runner.user_model import build_optimizer, build_user_model, load_callable, logits_of
 
 AUTOCAST_DTYPES = {name: getattr(torch, torch_name) for name, torch_name in AUTOCAST_DTYPE_NAMES.items()}
@@ -102,6 +103,10 @@ def build_workload(cfg: RunConfig, device: torch.device) -> Workload:
     with device:  # initialize on the device: a 2.7B model's init on the CPU takes longer than its steps
         model, info = (TransformerLM(spec, cfg.context_length, cfg.attention), None) if cfg.model_factory is None \
             else build_user_model(cfg)
+    vocab = info["vocab_size"] if info else spec.vocab
+    if info:
+        check_placement(model, device)
+        check_vocabulary(model, vocab)
     loss_fn = load_callable(cfg.loss, "--loss")[0] if cfg.loss else None
     if cfg.mode == "forward":
         model.requires_grad_(False)
@@ -109,7 +114,7 @@ def build_workload(cfg: RunConfig, device: torch.device) -> Workload:
     scaler = torch.amp.GradScaler(device.type) if cfg.dtype == "fp16" and cfg.mode != "forward" else None
     if cfg.compile:
         model = torch.compile(model)  # type: ignore[assignment]  # an OptimizedModule; the stubs say a Callable
-    shape, vocab = (cfg.batch, cfg.ctx), info["vocab_size"] if info else spec.vocab
+    shape = (cfg.batch, cfg.ctx)
     tokens = torch.randint(vocab, shape, device=device)
     targets = torch.randint(vocab, shape, device=device)
     return Workload(cfg, device, model, optimizer, scaler, tokens, targets, loss_fn, info, optimizer_info)

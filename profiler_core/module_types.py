@@ -1,0 +1,60 @@
+"""Module categories (attention, mlp, norm, embedding, head, other) from a module's path and class name, for any
+model. Torch-free: the runner names its modules with it, the kernel and memory analyzers read them back.
+
+A module's own category comes from ordered keyword rules, first on its class name, then on the last part of its
+path: the class says more than the attribute name (`post_attention_layernorm` is an RMSNorm, not attention).
+Rotary position tables are no category of their own, so their work counts for the attention that calls them.
+What a kernel or an allocation belongs to is its deepest enclosing module with a category other than `other`:
+the Linear `layers.0.attn.q_proj` counts as attention, `blocks.0.mlp.0` as mlp.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+ATTENTION, MLP, NORM, EMBEDDING, HEAD, OTHER = "attention", "mlp", "norm", "embedding", "head", "other"
+CATEGORIES = (ATTENTION, MLP, NORM, EMBEDDING, HEAD, OTHER)
+
+# Names that would match a rule below but hold no category (RoPE tables are called from inside attention).
+_NEUTRAL = re.compile(r"rotary|^rope($|_)")
+# (category, pattern on the lower-case class name, pattern on the lower-case last path part); first match wins.
+_RULES = (
+    (ATTENTION, re.compile(r"attn|attention"), re.compile(r"attn|attention")),
+    (MLP, re.compile(r"mlp|ffn|feed_?forward|swiglu|geglu"), re.compile(r"mlp|ffn|feed_?forward")),
+    (NORM, re.compile(r"norm"), re.compile(r"norm|^ln(\d|_|$)")),
+    (EMBEDDING, re.compile(r"embedding"), re.compile(r"emb|^wte$|^wpe$")),
+    (HEAD, re.compile(r"lmhead|unembed"), re.compile(r"^(lm_head|head|unembed|unembedding)$")),
+)
+# Llama's top-level projection is `output`; deeper down (BERT's `attention.output`) the word means anything.
+_TOP_LEVEL_HEAD = re.compile(r"^output$")
+
+
+def module_depth(path: str) -> int:
+    """`transformer.h.0.attn` → 4; the root module ("") → 0."""
+    return len(path.split(".")) if path else 0
+
+
+def category_of(path: str, type_name: str) -> str:
+    """The module's own category from its class name, else the last part of its path; `other` when neither says."""
+    type_text, part = type_name.lower(), path.rsplit(".", 1)[-1].lower()
+    if _NEUTRAL.search(type_text) or _NEUTRAL.search(part):
+        return OTHER
+    for text, pick in ((type_text, 1), (part, 2)):
+        for rule in _RULES:
+            if text and rule[pick].search(text):
+                return rule[0]
+    return HEAD if module_depth(path) == 1 and _TOP_LEVEL_HEAD.match(part) else OTHER
+
+
+def module_category(path: str, types: Mapping[str, str]) -> str:
+    """The category of the deepest module on `path`'s chain (itself, then its parents) that has one.
+
+    `types` maps module paths to class names where known; a parent missing from it is judged by its name alone.
+    """
+    parts = path.split(".") if path else []
+    for end in range(len(parts), 0, -1):
+        prefix = ".".join(parts[:end])
+        category = category_of(prefix, types.get(prefix, ""))
+        if category != OTHER:
+            return category
+    return OTHER

@@ -17,13 +17,20 @@ CATEGORIES = (ATTENTION, MLP, NORM, EMBEDDING, HEAD, OTHER)
 
 # Names that would match a rule below but hold no category (RoPE tables are called from inside attention).
 _NEUTRAL = re.compile(r"rotary|^rope($|_)")
-# (category, pattern on the lower-case class name, pattern on the lower-case last path part); first match wins.
-_RULES = (
-    (ATTENTION, re.compile(r"attn|attention"), re.compile(r"attn|attention")),
-    (MLP, re.compile(r"mlp|ffn|feed_?forward|swiglu|geglu"), re.compile(r"mlp|ffn|feed_?forward")),
-    (NORM, re.compile(r"norm"), re.compile(r"norm|^ln(\d|_|$)")),
-    (EMBEDDING, re.compile(r"embedding"), re.compile(r"emb|^wte$|^wpe$")),
-    (HEAD, re.compile(r"lmhead|unembed"), re.compile(r"^(lm_head|head|unembed|unembedding)$")),
+# Ordered keyword rules, first match wins: on the lower-case class name, then on the lower-case last path part.
+_TYPE_RULES = (
+    (ATTENTION, re.compile(r"attn|attention")),
+    (MLP, re.compile(r"mlp|ffn|feed_?forward|swiglu|geglu")),
+    (NORM, re.compile(r"norm")),
+    (EMBEDDING, re.compile(r"embedding")),
+    (HEAD, re.compile(r"lmhead|unembed")),
+)
+_PART_RULES = (
+    (ATTENTION, re.compile(r"attn|attention")),
+    (MLP, re.compile(r"mlp|ffn|feed_?forward")),
+    (NORM, re.compile(r"norm|^ln(\d|_|$)")),
+    (EMBEDDING, re.compile(r"emb|^wte$|^wpe$")),
+    (HEAD, re.compile(r"^(lm_head|head|unembed|unembedding)$")),
 )
 # Llama's top-level projection is `output`; deeper down (BERT's `attention.output`) the word means anything.
 _TOP_LEVEL_HEAD = re.compile(r"^output$")
@@ -39,11 +46,12 @@ def category_of(path: str, type_name: str) -> str:
     type_text, part = type_name.lower(), path.rsplit(".", 1)[-1].lower()
     if _NEUTRAL.search(type_text) or _NEUTRAL.search(part):
         return OTHER
-    for text, pick in ((type_text, 1), (part, 2)):
-        for rule in _RULES:
-            if text and rule[pick].search(text):
-                return rule[0]
-    return HEAD if module_depth(path) == 1 and _TOP_LEVEL_HEAD.match(part) else OTHER
+    found = _first_match(type_text, _TYPE_RULES) or _first_match(part, _PART_RULES)
+    return found or (HEAD if module_depth(path) == 1 and _TOP_LEVEL_HEAD.match(part) else OTHER)
+
+
+def _first_match(text: str, rules: tuple[tuple[str, re.Pattern[str]], ...]) -> str | None:
+    return next((category for category, pattern in rules if text and pattern.search(text)), None)
 
 
 def module_category(path: str, types: Mapping[str, str]) -> str:

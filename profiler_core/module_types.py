@@ -14,6 +14,9 @@ from collections.abc import Mapping
 
 ATTENTION, MLP, NORM, EMBEDDING, HEAD, OTHER = "attention", "mlp", "norm", "embedding", "head", "other"
 CATEGORIES = (ATTENTION, MLP, NORM, EMBEDDING, HEAD, OTHER)
+# Work outside every module range: the loss, the optimizer step, the root module's own code; in memory also
+# everything allocated before recording (the weights, the optimizer's state).
+NO_MODULE = "no module"
 
 # Names that would match a rule below but hold no category (RoPE tables are called from inside attention).
 _NEUTRAL = re.compile(r"rotary|^rope($|_)")

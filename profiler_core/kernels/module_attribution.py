@@ -21,10 +21,7 @@ import pandas as pd
 
 from models.phases import is_tool_range, parse_module_range
 from profiler_core.kernels.intervals import NO_RANGE, innermost_range, outermost_range
-from profiler_core.module_types import module_category
-
-NO_MODULE = "no module"  # kernels launched outside every module range (loss, optimizer, the root's own work)
-
+from profiler_core.module_types import NO_MODULE, module_category
 
 Lookup = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 

@@ -14,8 +14,7 @@ import pandas as pd
 from models.phases import ATTRIBUTED_PHASES, BACKWARD, FORWARD
 from profiler_core.kernels.attribution import KernelAttribution
 from profiler_core.kernels.intervals import NO_RANGE
-from profiler_core.kernels.module_attribution import NO_MODULE
-from profiler_core.module_types import CATEGORIES
+from profiler_core.module_types import CATEGORIES, NO_MODULE
 
 TOP_MODULES = 15
 ROW_CATEGORIES = (*CATEGORIES, NO_MODULE)

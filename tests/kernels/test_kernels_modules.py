@@ -14,10 +14,11 @@ import pytest
 from models.phases import module_range
 from profiler_core.kernels import attribute_kernels
 from profiler_core.kernels.intervals import NO_RANGE, innermost_range, nesting_levels, outermost_range
-from profiler_core.kernels.module_attribution import NO_MODULE, label_modules
+from profiler_core.kernels.module_attribution import label_modules
 from profiler_core.kernels.module_stats import ABSENT_NOTE, category_rows, module_summary
 from profiler_core.kernels.summary import analyze_attribution
 from profiler_core.kernels.torch_trace import attribute_torch_trace
+from profiler_core.module_types import NO_MODULE
 
 FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
 TRACES = Path(__file__).resolve().parents[1] / "data" / "traces"

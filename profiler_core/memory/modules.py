@@ -22,7 +22,7 @@ from .replay import Allocation, Replay
 
 MODULE_CATEGORIES = (*CATEGORIES, NO_MODULE)
 NO_METADATA = "this snapshot's torch records no allocation metadata: no memory by module type"
-UNTAGGED = "no allocation carries a module tag: run with --nvtx-modules N and --memory to group memory by module type"
+UNTAGGED = "no allocation carries a module tag: run with --nvtx-modules N and --memory"
 
 
 def module_types_beside(snapshot: str | os.PathLike) -> dict[str, str]:

@@ -227,3 +227,13 @@ def test_runner_fails_the_pass_in_one_line_when_the_hooks_cannot_wrap_the_model(
     assert engine.execute(engine.Runner(cfg, tmp_path, capture="nsys")) == 1
     error = json.loads((tmp_path / "summary.json").read_text())["error"]
     assert error["kind"] == "config" and error["message"].startswith("--nvtx-modules:")
+
+
+def test_the_flag_without_a_capture_pass_says_so(tmp_path):
+    from profiler_core.cli.main import execute_run
+
+    seen: list[dict] = []
+    summary = execute_run(RunConfig(**TINY, nvtx_modules=2), str(tmp_path), on_event=seen.append)
+    assert summary["status"] == "ok"
+    assert any("--nvtx-modules adds ranges in the profiled and memory passes" in e.get("message", "") for e in seen)
+    assert not list(tmp_path.rglob("modules.json"))  # the clean pass never hooks

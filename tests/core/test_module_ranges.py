@@ -7,6 +7,8 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -237,3 +239,12 @@ def test_the_flag_without_a_capture_pass_says_so(tmp_path):
     assert summary["status"] == "ok"
     assert any("--nvtx-modules adds ranges in the profiled and memory passes" in e.get("message", "") for e in seen)
     assert not list(tmp_path.rglob("modules.json"))  # the clean pass never hooks
+
+
+def test_the_hook_cost_benchmark_runs_on_the_cpu():
+    result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "module_hooks.py"), "--device", "cpu",
+                             "--model", "tiny", "--ctx", "16", "--batch", "2", "--rounds", "1", "--steps", "2"],
+                            capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    rows = [line for line in result.stdout.splitlines() if line.startswith("| ") and "×" in line]
+    assert [row.split(" | ")[0] for row in rows] == ["| off", "| module ranges", "| ranges + memory tags"]

@@ -33,3 +33,27 @@ def step_range(index: int) -> str:
 ATTENTION_RANGE = "scaled dot product attention"
 ATTENTION_SCORES, ATTENTION_SOFTMAX, ATTENTION_OUTPUT = "computing attention scores", "computing softmax", "final matmul"
 ATTENTION_PARTS = (ATTENTION_SCORES, ATTENTION_SOFTMAX, ATTENTION_OUTPUT)
+
+
+# Per-module ranges (--nvtx-modules): "module:<dotted path>:<class name>", e.g.
+# "module:layers.0.attn:CausalSelfAttention". The same text tags the module's allocations in a memory snapshot,
+# so one parser reads both back. Paths and class names never hold a ":".
+MODULE_RANGE_PREFIX = "module:"
+
+
+def module_range(path: str, type_name: str) -> str:
+    return f"{MODULE_RANGE_PREFIX}{path}:{type_name}"
+
+
+def parse_module_range(name: str) -> tuple[str, str] | None:
+    """(path, class name) of a module range or memory tag; None for any other text."""
+    if not name.startswith(MODULE_RANGE_PREFIX):
+        return None
+    path, separator, type_name = name[len(MODULE_RANGE_PREFIX):].rpartition(":")
+    return (path, type_name) if separator and path else None
+
+
+def is_tool_range(name: str) -> bool:
+    """Whether sysprof itself opens ranges of this name (anything else in a profile is the user's own range)."""
+    return (name in PHASE_OF_RANGE or name in (WARMUP_RANGE, COMPILE_RANGE, ATTENTION_RANGE, *ATTENTION_PARTS)
+            or STEP_RANGE.match(name) is not None or name.startswith(MODULE_RANGE_PREFIX))

@@ -6,9 +6,11 @@ directories, and JSON(L) readers and writers that never leave half a file. Reada
                             summary.json         status and statistics, written last
                             stderr.log           the runner's stderr
                             profiled/            the profiled pass (a run directory of its own): profile.nsys-rep,
-                                                 profile.sqlite, stats/*.csv or torch_trace.json
+                                                 profile.sqlite, stats/*.csv or torch_trace.json, and with
+                                                 --nvtx-modules modules.json (module path → class, category)
                             kernels/             analysis.json, phase_kernels.csv
                             memory/              the memory pass: memory_snapshot.pickle, analysis.json
+                                                 (and modules.json with --nvtx-modules)
                             exports/             tables the app exported
     runs/<timestamp>-sweep-<name>/sweep.json     a sweep's or study's plan; cells/<NNN>-<slug>/ one run each
     runs/<timestamp>-attention/study.json        the attention study's plan; cells.jsonl one result per cell
@@ -33,6 +35,7 @@ MANIFEST, STEPS, SUMMARY, STDERR = "manifest.json", "steps.jsonl", "summary.json
 PROFILED_DIR, MEMORY_DIR, KERNELS_DIR, EXPORTS_DIR = "profiled", "memory", "kernels", "exports"
 TORCH_TRACE, MEMORY_SNAPSHOT = "torch_trace.json", "memory_snapshot.pickle"
 ANALYSIS, PHASE_KERNELS = "analysis.json", "phase_kernels.csv"
+MODULES = "modules.json"  # the hooked modules of a pass run with --nvtx-modules: path → class, category, parameters
 # What nsys leaves in the profiled pass's directory.
 NSYS_OUTPUT = "profile"  # nsys -o and nsys stats -o base name
 NSYS_REPORT, NSYS_SQLITE, NSYS_STATS_DIR = "profile.nsys-rep", "profile.sqlite", "stats"

@@ -10,11 +10,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from profiler_core.api import rundir
+from profiler_core.render.module_tables import kernel_module_rows, type_label
 
 if TYPE_CHECKING:
     import pandas as pd
 
 ALL_PHASES = "all"
+KERNEL_TABLES = ("kernels", "module types")  # what `t` cycles through on the Kernels screen
 SORT_COLUMNS = ("total_ns", "pct_of_phase", "instances", "avg_ns", "med_ns", "min_ns", "max_ns", "std_ns",
                 "name", "class", "phase")
 
@@ -79,3 +81,8 @@ def load_kernel_data(kernels_dir: Path) -> KernelData:
         return data
     data.phases = (ALL_PHASES, *dict.fromkeys(data.table["phase"]))
     return data
+
+
+def module_type_rows(analysis: dict, phase: str) -> list[dict]:
+    """The module-type table of one phase (or all), each row with the label the screen shows (sub-rows indented)."""
+    return [row | {"type": type_label(row)} for row in kernel_module_rows(analysis) if phase in (ALL_PHASES, row["phase"])]

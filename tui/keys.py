@@ -44,8 +44,8 @@ PANE_KEYS = (
     Key("S", "reverse_sort", "Reverse", "Reverse the sort order", scope="Kernels"),
     Key("slash", "focus_filter", "Filter", "Filter kernels by name", scope="Kernels"),
     Key("p", "next_phase", "Phase", "Restrict to the next phase / attention sub-range", scope="Kernels"),
-    Key("t", "next_table", "Table", "Next table (Memory: allocations, categories, predicted; Studies: results, "
-        "pivot, lab tables)", scope="Memory, Studies"),
+    Key("t", "next_table", "Table", "Next table (Kernels: kernels, module types; Memory: allocations, categories, "
+        "module types, predicted; Studies: results, pivot, lab tables)", scope="Kernels, Memory, Studies"),
     Key("enter", "open_run", "Open", "Open the run under the cursor", scope="Runs"),
     Key("c", "compare", "Compare", "Compare the two marked runs (B/A per phase with a noise verdict)", scope="Runs"),
     Key("g", "refresh", "Rescan", "Rescan the runs root", scope="Runs"),

@@ -6,8 +6,9 @@ import json
 from pathlib import Path
 
 from profiler_core.api import rundir
+from profiler_core.render.module_tables import memory_module_rows
 
-MEMORY_TABLES = ("top allocations", "categories", "predicted vs measured")
+MEMORY_TABLES = ("top allocations", "categories", "predicted vs measured", "module types")
 
 
 def load_memory_analysis(memory_dir: Path) -> tuple[dict | None, str | None]:
@@ -51,4 +52,6 @@ def memory_table(name: str, analysis: dict) -> list[dict]:
         return list(analysis.get("top_allocations") or [])
     if name == "categories":
         return category_rows(analysis)
+    if name == "module types":
+        return memory_module_rows(analysis)
     return list(analysis.get("predicted_vs_measured") or [])

@@ -10,6 +10,7 @@ from typing import Any
 from profiler_core import rundir
 from profiler_core.config import ConfigError
 from profiler_core.render import export
+from profiler_core.render.module_tables import kernel_module_rows, memory_module_rows
 from profiler_core.studies.catalog import study_kind
 
 FORMATS = {"md": "markdown", "csv": "csv", "json": "json", "tex": "latex"}
@@ -24,7 +25,8 @@ def add_export_options(parser) -> None:
 
 
 def run_tables(run_dir: Path) -> dict[str, list[dict]]:
-    """phases, steps, and, where the passes ran, kernels and the largest allocations."""
+    """phases, steps, and, where the passes ran, kernels and the largest allocations (and by module type with
+    --nvtx-modules)."""
     record = rundir.load_run(run_dir)
     summary: Mapping[str, Any] = record.summary or {}
     phases = summary.get("phases") or {}
@@ -35,9 +37,14 @@ def run_tables(run_dir: Path) -> dict[str, list[dict]]:
         import pandas as pd
 
         tables["kernels"] = pd.read_csv(kernels).to_dict("records")
+    module_rows = kernel_module_rows(rundir.read_json(run_dir / rundir.KERNELS_DIR / rundir.ANALYSIS) or {})
+    if module_rows:
+        tables["module types"] = module_rows
     memory = rundir.read_json(run_dir / rundir.MEMORY_DIR / rundir.ANALYSIS) or {}
     if memory.get("top_allocations"):
         tables["top allocations"] = memory["top_allocations"]
+    if memory_module_rows(memory):
+        tables["memory by module type"] = memory_module_rows(memory)
     return tables
 
 

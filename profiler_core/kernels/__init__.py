@@ -11,7 +11,7 @@ Names load on first use, so importing the package (the session does, to name a b
 from profiler_core.lazy import lazy_exports
 
 _EXPORTS = {
-    "KernelAttribution": "attribution", "attribute_kernels": "attribution", "containing_range": "attribution",
+    "KernelAttribution": "attribution", "attribute_kernels": "attribution", "containing_range": "intervals",
     "find_main_thread": "attribution", "KERNEL_CLASSES": "classify", "classify_kernel": "classify",
     "classify_kernels": "classify", "attribution_from_stats_dir": "nsys_stats.attribution",
     "find_report_file": "nsys_stats.csv_reader", "read_stats_csv": "nsys_stats.csv_reader",

@@ -8,9 +8,11 @@ Instead each kernel is joined to the CUDA API call that launched it
 thread's* range that contains that call's start time.  The main thread is the one
 that pushed the `step N` ranges.
 
-Interval lookup is a sorted `searchsorted`, so a million kernels cost well under a
-second.  Ranges of one kind (phases, steps, attention parts) are assumed not to
-nest within each other, which holds for the runner's ranges.
+Interval lookup is a sorted `searchsorted` (intervals.py), so a million kernels
+cost well under a second.  Ranges of one kind (phases, steps, attention parts)
+are assumed not to nest within each other, which holds for the runner's ranges.
+Module ranges (--nvtx-modules) are looked up on the launching thread instead
+(module_attribution.py).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ import pandas as pd
 from models.phases import ATTENTION_PARTS, ATTENTION_RANGE, ATTRIBUTED_PHASES, OTHER, PHASE_OF_RANGE, STEP_RANGE
 from profiler_core.errors import KernelReportError
 from profiler_core.kernels.classify import classify_kernel
+from profiler_core.kernels.intervals import NO_RANGE, containing_range
+from profiler_core.kernels.module_attribution import label_modules
 from profiler_core.kernels.nsys.sqlite_tables import (
     load_kernels,
     load_launch_calls,
@@ -34,8 +38,6 @@ from profiler_core.kernels.nsys.sqlite_tables import (
     open_nsys_sqlite,
 )
 
-NO_RANGE = -1
-
 
 @dataclass(frozen=True)
 class KernelAttribution:
@@ -43,8 +45,10 @@ class KernelAttribution:
 
     `kernels` columns: start, end, duration, name_id, short_id, correlation_id,
     api_start (-1 if no launch call found), launch_tid, class, phase, step (-1 if
-    none), in_attention (bool), attention_part ("" if none).
+    none), in_attention (bool), attention_part ("" if none), module ("" if none),
+    module_category, sub_range ("" if none).
     `main_ranges`: the main thread's ranges with columns start, end, name.
+    `module_ranges`: how many module ranges the profile held (0: run without --nvtx-modules).
     """
 
     kernels: pd.DataFrame
@@ -54,6 +58,7 @@ class KernelAttribution:
     thread_names: dict[int, str] = field(default_factory=dict)
     main_tid: int | None = None
     notes: list[str] = field(default_factory=list)
+    module_ranges: int = 0
 
 
 def attribute_kernels(sqlite_path: str | Path) -> KernelAttribution:
@@ -77,8 +82,9 @@ def attribute_kernels(sqlite_path: str | Path) -> KernelAttribution:
     short_names = strings.reindex(kernels["short_id"].unique()).fillna("<unknown kernel>")
     kernels["class"] = _classes(kernels["name_id"], names)
     _label_kernels(kernels, main_ranges)
+    module_ranges = label_modules(kernels, ranges)
     return KernelAttribution(kernels, main_ranges.reset_index(drop=True), names, short_names,
-                             thread_names, main_tid, notes)
+                             thread_names, main_tid, notes, module_ranges)
 
 
 def find_main_thread(ranges: pd.DataFrame) -> int | None:
@@ -87,22 +93,6 @@ def find_main_thread(ranges: pd.DataFrame) -> int | None:
         if wanted.any():
             return int(ranges.loc[wanted, "global_tid"].mode().iloc[0])
     return None
-
-
-def containing_range(times: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Index of the range (starts[i] <= t <= ends[i]) holding each time, or NO_RANGE.
-
-    Ranges must not overlap each other; among overlapping ones the latest-starting
-    range is the only one considered.
-    """
-    if len(starts) == 0:
-        return np.full(len(times), NO_RANGE)
-    order = np.argsort(starts, kind="stable")
-    sorted_starts, sorted_ends = starts[order], ends[order]
-    position = np.searchsorted(sorted_starts, times, side="right") - 1
-    safe = np.clip(position, 0, None)
-    inside = (position >= 0) & (times <= sorted_ends[safe])
-    return np.where(inside, order[safe], NO_RANGE)
 
 
 def _kernels_with_launch_calls(conn) -> pd.DataFrame:

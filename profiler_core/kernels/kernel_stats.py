@@ -19,10 +19,8 @@ from models.phases import (
     PHASE_OF_RANGE,
     STEP_RANGE,
 )
-from profiler_core.kernels.attribution import (
-    NO_RANGE,
-    KernelAttribution,
-)
+from profiler_core.kernels.attribution import KernelAttribution
+from profiler_core.kernels.intervals import NO_RANGE
 
 TOP_NON_GEMM = 5
 

@@ -3,7 +3,8 @@
 Keys the contract fixes: source, kernels[{name, class, instances, total_ns,
 avg_ns, med_ns, min_ns, max_ns, std_ns}], phases{forward|backward|optimizer|other:
 {gpu_ns, kernels, by_class}}, gemm_fraction{phase}.  Added here: source_kind,
-phases.*.{wall_ns, busy_pct, ...}, attention, steps, totals, notes.
+phases.*.{wall_ns, busy_pct, ...}, attention, steps, totals, notes, and modules
+(GPU time by module type with --nvtx-modules; module_stats.py).
 
 busy_pct = GPU time of the phase's kernels / wall time of its NVTX ranges.  It
 can pass 100 when the CPU runs ahead and kernels finish after the range closed
@@ -28,6 +29,7 @@ from profiler_core.kernels.kernel_stats import (
     phase_summaries,
     step_summaries,
 )
+from profiler_core.kernels.module_stats import module_summary
 from profiler_core.kernels.nsys_stats.attribution import attribution_from_stats_dir, phase_kernel_rows_from_stats_dir
 from profiler_core.kernels.nsys_stats.csv_reader import find_report_file, read_stats_csv
 
@@ -51,6 +53,7 @@ def analyze_attribution(attribution: KernelAttribution, source: str, source_kind
         "gemm_fraction": {phase: phases[phase]["gemm_fraction"] for phase in ATTRIBUTED_PHASES},
         "attention": attention_summary(attribution),
         "steps": step_summaries(attribution),
+        "modules": module_summary(attribution),
         "totals": {
             "gpu_ns": int(kernels["duration"].sum()),
             "gpu_union_ns": busy_union_ns(kernels["start"].to_numpy(), kernels["end"].to_numpy()),

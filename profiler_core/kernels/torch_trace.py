@@ -13,7 +13,9 @@ import numpy as np
 import pandas as pd
 
 from profiler_core.errors import KernelReportError
-from profiler_core.kernels.attribution import NO_RANGE, KernelAttribution, _classes, _label_kernels, find_main_thread
+from profiler_core.kernels.attribution import KernelAttribution, _classes, _label_kernels, find_main_thread
+from profiler_core.kernels.intervals import NO_RANGE
+from profiler_core.kernels.module_attribution import label_modules
 
 LAUNCH_CATEGORIES = ("cuda_runtime", "cuda_driver")
 US_TO_NS = 1000
@@ -71,5 +73,7 @@ def attribute_torch_trace(path: str | Path) -> KernelAttribution:
     main_ranges = ranges[ranges["global_tid"] == main_tid] if main_tid is not None else ranges.iloc[:0]
     kernels["class"] = _classes(kernels["name_id"], names)
     _label_kernels(kernels, main_ranges)
+    module_ranges = label_modules(kernels, ranges)
     notes = [] if main_tid is not None else ["no 'step N' ranges in the trace: every kernel is 'other'"]
-    return KernelAttribution(kernels, main_ranges.reset_index(drop=True), names, names, {}, main_tid, notes)
+    return KernelAttribution(kernels, main_ranges.reset_index(drop=True), names, names, {}, main_tid, notes,
+                             module_ranges)

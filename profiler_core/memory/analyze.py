@@ -1,6 +1,8 @@
 """One call from a snapshot file to the JSON document `sysprof analyze SNAPSHOT --json` prints.
 
 Contract keys (DESIGN.md §2; never rename): peak_allocated_bytes, top_allocations, by_category.
+Added here: the peak's moment, max_by_category, a timeline, and `modules` (memory by module type with
+--nvtx-modules; modules.py).
 All byte counts are requested tensor sizes unless the key says `rounded` (see replay.py).
 """
 
@@ -9,6 +11,7 @@ from __future__ import annotations
 import os
 
 from .categories import bytes_by_category, classify_allocations, max_by_category
+from .modules import module_memory, module_types_beside
 from .phases import BEFORE_RECORDING
 from .replay import Allocation, Replay, replay_trace
 from .snapshot import load_snapshot
@@ -92,9 +95,15 @@ def _notes(replay: Replay, facts: dict, peak: dict) -> list[str]:
 
 
 def analyze_snapshot(path_or_loaded: str | os.PathLike | dict, top_n: int = 20, *, device: int | None = None,
-                     shape_hint: dict | None = None, max_points: int = DEFAULT_MAX_POINTS) -> dict:
-    """Peak, what is alive at the peak (by category and largest blocks), and a plottable timeline."""
+                     shape_hint: dict | None = None, max_points: int = DEFAULT_MAX_POINTS,
+                     module_types: dict[str, str] | None = None) -> dict:
+    """Peak, what is alive at the peak (by category and largest blocks), and a plottable timeline.
+
+    module_types (module path → class name) default to the modules.json beside a snapshot file, if any.
+    """
     snapshot = path_or_loaded if isinstance(path_or_loaded, dict) else load_snapshot(path_or_loaded)
+    if module_types is None:
+        module_types = {} if isinstance(path_or_loaded, dict) else module_types_beside(path_or_loaded)
     replay = replay_trace(snapshot, device)
     categories, facts = classify_allocations(replay, _hinted_t2_sizes(shape_hint))
     peak = _peak_summary(replay)
@@ -117,5 +126,6 @@ def analyze_snapshot(path_or_loaded: str | os.PathLike | dict, top_n: int = 20, 
         "device": replay.device,
         "attention_score_sizes": facts["attention_score_sizes"],
         "optimizer": facts["optimizer"],
+        "modules": module_memory(replay, peak_index, module_types),
         "notes": _notes(replay, facts, peak),
     }

@@ -127,18 +127,20 @@ def classify_allocations(replay: Replay, hinted_t2_sizes: set[int] | None = None
     return categories, facts
 
 
-def bytes_by_category(allocations: list[Allocation], categories: list[str]) -> dict[str, int]:
-    totals = dict.fromkeys(CATEGORIES, 0)
+def bytes_by_category(allocations: list[Allocation], categories: list[str],
+                      names: tuple[str, ...] = CATEGORIES) -> dict[str, int]:
+    """Bytes per category name (any labelling: these categories, or module types)."""
+    totals = dict.fromkeys(names, 0)
     for alloc, category in zip(allocations, categories):
         totals[category] += alloc.size
     return totals
 
 
-def max_by_category(replay: Replay, categories: list[str]) -> dict[str, int]:
+def max_by_category(replay: Replay, categories: list[str], names: tuple[str, ...] = CATEGORIES) -> dict[str, int]:
     """Highest bytes each category reached at any point of the trace (each at its own moment)."""
     n_events = len(replay.levels)
     result = {}
-    for category in CATEGORIES:
+    for category in names:
         members = [a for a, c in zip(replay.allocations, categories) if c == category]
         initial = sum(a.size for a in members if a.from_baseline)
         deltas = np.zeros(n_events + 1, dtype=np.int64)

@@ -48,6 +48,7 @@ class Allocation:
     stack: StackSummary = field(default=EMPTY_STACK)  # where it was allocated
     free_stack: StackSummary = field(default=EMPTY_STACK)
     block_size: int | None = None  # allocator block size when known (baseline blocks)
+    tag: str = ""  # allocator metadata at the alloc: the innermost module's range name with --nvtx-modules
 
     @property
     def from_baseline(self) -> bool:
@@ -74,6 +75,7 @@ class Replay:
     steps: list[int]
     marks: list[PhaseMark]
     notes: list[str]
+    tags_recorded: bool = False  # whether the trace's entries carry allocator metadata at all (newer torch)
 
     @property
     def peak_index(self) -> int:
@@ -120,7 +122,8 @@ def _walk_trace(trace: list[dict], stacks: StackCache, phases: list[str], steps:
         if action == "alloc":
             address = int(event.get("addr", -1))  # alloc and free entries name their block; a torn one reads -1
             open_by_address[address] = Allocation(address, size, index, None, phases[index], None, steps[index],
-                                                  None, stacks.summary(event.get("frames")))
+                                                  None, stacks.summary(event.get("frames")),
+                                                  tag=event.get("user_metadata") or "")
             deltas[index], rounded_deltas[index] = size, rounded(size)
         elif action in FREE_DONE_ACTIONS:
             address = int(event.get("addr", -1))
@@ -174,6 +177,7 @@ def replay_trace(snapshot: dict, device: int | None = None) -> Replay:
         device=device,
         times_us=[event.get("time_us") for event in trace],
         phases=phases, steps=steps, marks=marks, notes=notes,
+        tags_recorded=any("user_metadata" in event for event in trace[:1]),
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 from rich.table import Table
 
 from models.phases import ATTRIBUTED_PHASES
+from profiler_core.render.module_tables import print_module_tables
 from profiler_core.render.units import NA, format_bytes, ns_to_ms
 
 
@@ -35,6 +36,7 @@ def top_kernels(analysis: dict, limit: int = 15) -> Table:
 def print_kernel_analysis(console, analysis: dict) -> None:
     console.print(phase_kernel_summary(analysis))
     console.print(top_kernels(analysis))
+    print_module_tables(console, analysis, "kernels")
     for note in analysis.get("notes", []):
         console.print(f"[yellow]note:[/] {note}")
 
@@ -86,6 +88,7 @@ def print_memory_analysis(console, analysis: dict) -> None:
     for alloc in analysis["top_allocations"][:10]:
         top.add_row(format_bytes(alloc["size_bytes"]), str(alloc["phase"]), alloc["category"], str(alloc["frame"]))
     console.print(top)
+    print_module_tables(console, analysis, "memory")
 
 
 def print_analysis(console, analysis: dict) -> None:

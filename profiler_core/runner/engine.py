@@ -26,6 +26,7 @@ from profiler_core.records import RunError, RunSummary, StepRecord
 from profiler_core.runner.capture import MemoryHistory, measured_capture
 from profiler_core.runner.environment import collect_env
 from profiler_core.runner.inspect_model import counted_step_flops
+from profiler_core.runner.module_ranges import ModuleRanges, describe_modules, install_module_ranges, tags_supported
 from profiler_core.runner.timing import StepInstruments, run_step, synchronize
 from profiler_core.runner.workload import build_workload, check_dtype_support, resolve_device
 
@@ -66,6 +67,7 @@ class Runner:
         self.env: dict = {}
         self.compile_s: float | None = None
         self.tools: StepInstruments | None = None
+        self.module_ranges: ModuleRanges | None = None
 
     def start(self) -> None:
         device = resolve_device(self.cfg.device)
@@ -87,6 +89,7 @@ class Runner:
             self.count_user_model_flops(self.work.model_info)
             self.announce_user_model(self.work.model_info)
         self.record_in_manifest(model=self.work.model_info, optimizer=self.work.optimizer_info)
+        self.install_module_ranges()
 
     def count_user_model_flops(self, info: dict) -> None:
         """The closed form is the built-in model's: the user's FLOPs are counted, on a meta copy, for its MFU."""
@@ -94,6 +97,21 @@ class Runner:
         if why_not:
             emit(events.NOTICE, message=why_not)
         emit(events.MODEL, params=info["params"], flops_per_step=info["flops_per_step"])
+
+    def install_module_ranges(self) -> None:
+        """--nvtx-modules: hooks in the capture passes only (install_module_ranges refuses the clean one)."""
+        depth = self.cfg.nvtx_modules
+        self.module_ranges = install_module_ranges(self.work.model, depth, self.capture)
+        if self.module_ranges is None:
+            return
+        modules = describe_modules(self.work.model, depth)
+        rundir.write_json(self.run_dir / rundir.MODULES, {"depth": depth, "modules": modules})
+        tags = "; allocations tagged by module" if self.capture == "memory" and tags_supported() else ""
+        emit(events.NOTICE, message=f"module ranges on {len(modules)} modules down to depth {depth}{tags} "
+                                    "(their hooks slow this pass only, never the clean timing)")
+        if self.capture == "memory" and not tags_supported():
+            emit(events.NOTICE, message=f"torch {torch.__version__} cannot tag allocations "
+                                        "(no torch.cuda.memory._set_memory_metadata): no memory by module type")
 
     def record_in_manifest(self, **entries: dict | None) -> None:
         """What was built (the user's model, the optimizer): enough to reproduce it, beside the config."""
@@ -113,6 +131,15 @@ class Runner:
         except torch.OutOfMemoryError as exc:
             peak = torch.cuda.max_memory_allocated() if self.work.device.type == "cuda" else None
             raise StepFailure(events.OOM, str(exc).splitlines()[0], tools.current_phase, peak) from None
+        except RuntimeError as exc:
+            reason = self.module_ranges.explain(exc) if self.module_ranges else None
+            if reason is None:
+                raise
+            print(f"{type(exc).__name__}: {exc}", file=sys.stderr)  # the original, for stderr.log
+            raise StepFailure(events.CONFIG, reason, tools.current_phase, None) from None
+        finally:
+            if self.module_ranges:
+                self.module_ranges.end_step()
         record |= {"kind": kind, "index": index}
         self.steps.append(record)
         rundir.append_jsonl(self.run_dir / rundir.STEPS, record)

@@ -36,6 +36,8 @@ class Session:
         self.cfg, self.run_dir, self.on_event, self.backend = cfg, run_dir, on_event, backend
 
     def run(self) -> RunSummary:
+        if self.cfg.nvtx_modules and not self.backend and not self.cfg.memory:
+            self.notice("--nvtx-modules adds ranges in the profiled and memory passes only: add --profiler or --memory")
         summary = self.run_pass(None, self.run_dir, "none")
         try:
             if self.backend and summary["status"] == events.OK:

@@ -55,12 +55,21 @@ def test_kernels_filtered_backward(snap_compare):
     assert snap(snap_compare, saved_app("small-h200-analyses"), "3", "slash", *"elementwise", "enter", "p", "p")
 
 
+def test_kernels_module_types_without_module_ranges(snap_compare):
+    """The run had no --nvtx-modules: the module-type table says in one line how to get it."""
+    assert snap(snap_compare, saved_app("small-h200-analyses"), "3", "t")
+
+
 def test_memory(snap_compare):
     assert snap(snap_compare, saved_app("small-h200-analyses"), "4")
 
 
 def test_memory_predicted_vs_measured(snap_compare):
     assert snap(snap_compare, saved_app("small-h200-analyses"), "4", "t", "t")
+
+
+def test_memory_module_types_without_tags(snap_compare):
+    assert snap(snap_compare, saved_app("small-h200-analyses"), "4", "t", "t", "t")
 
 
 def test_runs_compare(snap_compare):

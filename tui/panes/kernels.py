@@ -13,8 +13,9 @@ from textual.containers import Horizontal
 from textual.reactive import reactive
 from textual.widgets import DataTable, Input, Static
 
-from profiler_core.render.units import NA, fixed, ns_as_ms, ns_as_us
-from tui.kernel_data import KernelData, KernelView, apply_view, load_kernel_data
+from profiler_core.render.module_tables import KERNEL_ROW_FIELDS, absent_line
+from profiler_core.render.units import NA, blank_or, fixed, ns_as_ms, ns_as_us
+from tui.kernel_data import KERNEL_TABLES, KernelData, KernelView, apply_view, load_kernel_data, module_type_rows
 from tui.keys import pane_bindings
 from tui.live_numbers import profiled_numbers
 from tui.panes.base import ExportTable, Pane
@@ -27,6 +28,9 @@ COLUMNS = {"phase": "phase", "name": "kernel", "class": "class", "instances": "n
            "max_ns": "max µs", "std_ns": "std µs"}
 FORMATTERS = {"total_ns": ns_as_ms, "pct_of_phase": fixed(1), **{k: ns_as_us for k in
                                                                  ("avg_ns", "med_ns", "min_ns", "max_ns", "std_ns")}}
+MODULE_COLUMNS = {"phase": "phase", "type": "module type", "gpu_ms_per_step": "ms/step", "gpu_ns": "total ms",
+                  "kernels": "kernels", "share": "% phase"}
+MODULE_FORMATTERS = {"gpu_ms_per_step": fixed(3), "gpu_ns": ns_as_ms, "share": blank_or(lambda v: f"{100 * v:.1f}")}
 
 
 def backend_line(profile: Mapping[str, Any] | None, analysis: dict) -> str:
@@ -85,6 +89,7 @@ class KernelsPane(Pane):
     BINDINGS = pane_bindings("Kernels")
     view: reactive[KernelView] = reactive(KernelView, always_update=True, init=False)
     data: reactive[KernelData | None] = reactive(None, always_update=True, init=False)
+    table_name: reactive[str] = reactive(KERNEL_TABLES[0], init=False)
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -121,11 +126,18 @@ class KernelsPane(Pane):
             phases.update(phase_breakdown(data.analysis))
         self.view = KernelView()
 
+    def watch_table_name(self, name: str) -> None:
+        self.query_one("#kernel-filter").display = name == "kernels"  # names filter kernels, not module types
+        self.view = self.view  # redraw the table under the same phase
+
     def watch_view(self, view: KernelView) -> None:
         data, table = self.data, self.query_one("#kernel-table", MarkableTable)
         if data is None or data.table is None:
             self.view_rows = None
             table.show(COLUMNS, [])
+            return
+        if self.table_name == "module types":
+            self.show_module_types(data, view)
             return
         self.view_rows = apply_view(data.table, view)
         table.show(COLUMNS, self.view_rows.head(MAX_SHOWN_ROWS).to_dict("records"), FORMATTERS,
@@ -133,8 +145,17 @@ class KernelsPane(Pane):
         arrow = "↓" if view.descending else "↑"
         self.query_one("#kernel-view", Static).update(
             f"phase [b]{view.phase}[/b] (p) · sort [b]{COLUMNS.get(view.sort_by, view.sort_by)} {arrow}[/b] (s) · "
-            f"{len(self.view_rows)} of {len(data.table)} rows")
+            f"{len(self.view_rows)} of {len(data.table)} rows · t: module types")
         self.query_one("#kernel-details", Static).update(kernel_details(table.cursor_record()))
+
+    def show_module_types(self, data: KernelData, view: KernelView) -> None:
+        """GPU time by module type (--nvtx-modules), the user's ranges as sub-rows; one line when there is none."""
+        rows = module_type_rows(data.analysis, view.phase)
+        self.query_one("#kernel-table", MarkableTable).show(MODULE_COLUMNS, rows, MODULE_FORMATTERS,
+                                                            widths={"phase": 9, "type": 28})
+        line = f"phase [b]{view.phase}[/b] (p)" if rows else absent_line(data.analysis.get("modules"))
+        self.query_one("#kernel-view", Static).update(f"[b]module types[/b] · t: kernels · {line}")
+        self.query_one("#kernel-details", Static).update("")
 
     @on(Input.Changed, "#kernel-filter")
     def filter_changed(self, event: Input.Changed) -> None:
@@ -154,6 +175,9 @@ class KernelsPane(Pane):
         record = self.query_one("#kernel-table", MarkableTable).cursor_record()
         self.query_one("#kernel-details", Static).update(kernel_details(record))
 
+    def action_next_table(self) -> None:
+        self.table_name = KERNEL_TABLES[(KERNEL_TABLES.index(self.table_name) + 1) % len(KERNEL_TABLES)]
+
     def action_next_sort(self) -> None:
         self.view = self.view.next_sort()
 
@@ -170,6 +194,9 @@ class KernelsPane(Pane):
 
     def export_table(self) -> ExportTable | None:
         table = self.query_one("#kernel-table", MarkableTable)
+        if self.table_name == "module types" and self.data is not None and self.data.table is not None:
+            records = [{key: row.get(key) for key in KERNEL_ROW_FIELDS} for row in table.selected_records()]
+            return ExportTable("module_types", records)
         if self.view_rows is None:
             return None
         records = table.selected_records() if table.marked else self.view_rows.to_dict("records")

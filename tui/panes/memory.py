@@ -1,4 +1,4 @@
-"""Memory: peaks per phase, the active-memory timeline with phase marks, and three tables."""
+"""Memory: peaks per phase, the active-memory timeline with phase marks, and four tables."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,6 +11,7 @@ from textual.widgets import Sparkline, Static
 
 from profiler_core.api import rundir
 from profiler_core.render.analysis_report import phase_mark_line
+from profiler_core.render.module_tables import absent_line
 from profiler_core.render.units import bytes_cell, fixed
 from tui.keys import pane_bindings
 from tui.memory_data import MEMORY_TABLES, load_memory_analysis, memory_table, peaks_by_phase
@@ -25,9 +26,12 @@ TABLE_COLUMNS = {
     "categories": {"category": "category", "at_peak_bytes": "alive at peak", "max_bytes": "max over trace"},
     "predicted vs measured": {"item": "item", "predicted_bytes": "predicted", "measured_bytes": "measured",
                               "ratio": "measured/pred", "explanation": "why they differ"},
+    "module types": {"category": "module type", "at_peak_bytes": "alive at peak", "max_bytes": "max over trace",
+                     "largest_bytes": "largest", "largest_phase": "phase", "largest_module": "module",
+                     "largest_frame": "frame"},
 }
 FORMATTERS = {"size_bytes": bytes_cell, "at_peak_bytes": bytes_cell, "max_bytes": bytes_cell, "predicted_bytes": bytes_cell,
-              "measured_bytes": bytes_cell, "ratio": fixed(2), "allocated_at_ms": fixed(1)}
+              "measured_bytes": bytes_cell, "ratio": fixed(2), "allocated_at_ms": fixed(1), "largest_bytes": bytes_cell}
 
 
 def summary_text(analysis: dict, snapshot: Path) -> str:
@@ -100,8 +104,10 @@ class MemoryPane(Pane):
         self.query_one("#memory-table", MarkableTable).show(TABLE_COLUMNS[name], records, FORMATTERS,
                                                             widths={"frame": 28, "explanation": 40})
         others = [n for n in MEMORY_TABLES if n != name]
-        self.query_one("#memory-table-title", Static).update(
-            f"[b]{name}[/b] · t: {' / '.join(others)}")
+        hint = f"t: {' / '.join(others)}"
+        if name == "module types" and not records:  # how to get the table comes before the keys
+            hint = f"{absent_line((self.analysis or {}).get('modules'))} · t: {others[0]}"
+        self.query_one("#memory-table-title", Static).update(f"[b]{name}[/b] · {hint}")
 
     def action_next_table(self) -> None:
         self.table_name = MEMORY_TABLES[(MEMORY_TABLES.index(self.table_name) + 1) % len(MEMORY_TABLES)]

@@ -94,7 +94,10 @@ def load_nvtx_ranges(conn: sqlite3.Connection) -> pd.DataFrame:
     if "textId" in available and "StringIds" in table_names(conn):
         name_sql, join_sql = "COALESCE(e.text, s.value)", "LEFT JOIN StringIds s ON s.id = e.textId"
     type_ids = ",".join(str(i) for i in _nvtx_range_type_ids(conn))
-    sql = (f"SELECT e.start, e.end, {name_sql}, e.globalTid FROM {NVTX_TABLE} e {join_sql} "
+    # Start/end ranges (the autograd thread's module ranges) may be ended by another thread; the starting one
+    # is the thread that ran the module. Exports that leave globalTid empty for them name the ending thread.
+    tid_sql = "COALESCE(e.globalTid, e.endGlobalTid)" if "endGlobalTid" in available else "e.globalTid"
+    sql = (f"SELECT e.start, e.end, {name_sql}, {tid_sql} FROM {NVTX_TABLE} e {join_sql} "
            f"WHERE e.end IS NOT NULL AND e.eventType IN ({type_ids})")
     ranges = pd.DataFrame(conn.execute(sql).fetchall(), columns=columns)
     ranges["name"] = ranges["name"].fillna("").astype(str)

@@ -60,6 +60,13 @@ def broken(vocab_size: int, n_embd: int) -> nn.Module:
     return Broken()
 
 
+def in_place(vocab_size: int, n_embd: int) -> nn.Module:
+    """For tests: a model whose ReLU changes the previous module's output in place, which PyTorch's full backward
+    hooks (--nvtx-modules) refuse."""
+    return nn.Sequential(nn.Embedding(vocab_size, n_embd), nn.Linear(n_embd, n_embd), nn.ReLU(inplace=True),
+                         nn.Linear(n_embd, vocab_size))
+
+
 def needs_more(vocab_size: int, n_embd: int, n_experts: int) -> nn.Module:
     """For tests: a parameter sysprof cannot fill from its dims."""
     return nn.Linear(n_embd, vocab_size)

@@ -9,10 +9,17 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from profiler_core.config import RunConfig, config_problems
 from profiler_core.errors import ConfigError
-from profiler_core.runner.user_model import DIMENSION_NAMES, factory_kwargs, parse_model_args
+from profiler_core.runner.user_model import (
+    DIMENSION_NAMES,
+    attention_note,
+    build_user_model,
+    factory_kwargs,
+    parse_model_args,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 GPT = ROOT / "tests" / "data" / "models" / "nanogpt_style" / "gpt.py"
@@ -32,7 +39,8 @@ def test_external_model_is_timed_and_recorded(cli_env, tmp_path):
     manifest = json.loads((Path(summary["run_dir"]) / "manifest.json").read_text())
     model = manifest["model"]
     # nanoGPT's names filled from the tiny preset's dims; the override wins.
-    assert model["kwargs"] == {"vocab_size": 10000, "block_size": 32, "n_embd": 128, "n_layer": 1, "n_head": 4}
+    assert model["kwargs"] == {"vocab_size": 10000, "block_size": 32, "n_embd": 128, "n_layer": 1, "n_head": 4,
+                               "attention": "naive"}
     assert model["class"] == "GPT" and model["file"] == str(GPT) and len(model["sha256"]) == 64
     # the real count of this model (tied head counted once), not the built-in model's formula
     assert summary["params"] == model["params"] == 10000 * 128 + 32 * 128 + 1 * (12 * 128 * 128 + 13 * 128) + 2 * 128
@@ -119,6 +127,29 @@ def test_kwargs_come_from_the_signature():
         factory_kwargs(lambda vocab_size, extra: None, dims, {}, "m:f")
     assert factory_kwargs(lambda **kw: None, dims, {"anything": 1}, "m:f") == {"anything": 1}
     assert all(name in inspect.signature(cs336).parameters for name in DIMENSION_NAMES)
+
+
+def test_attention_choice_reaches_a_factory_that_takes_it_in_its_own_spelling():
+    dims = {"vocab_size": 7, "d_model": 16, "attention": "naive"}
+    assert factory_kwargs(lambda vocab_size, attention: None, dims, {}, "m:f")["attention"] == "naive"
+    assert factory_kwargs(lambda d_model, attn_impl="x": None, dims, {}, "m:f")["attn_impl"] == "naive"
+    assert factory_kwargs(lambda d_model, attn_implementation: None, dims, {}, "m:f")["attn_implementation"] == "eager"
+    assert factory_kwargs(lambda d_model, attention: None, dims, {"attention": "flash"}, "m:f")["attention"] == "flash"
+    assert "attention" not in factory_kwargs(lambda vocab_size: None, dims, {}, "m:f")
+    assert attention_note(RunConfig(model_factory="m:f", attention="sdpa"), {"vocab_size": 7}).startswith(
+        "--attention sdpa does not reach m:f")
+    assert attention_note(RunConfig(model_factory="m:f", attention="sdpa"), {"attn_impl": "sdpa"}) is None
+    assert attention_note(RunConfig(model_factory="m:f"), {}) is None  # the default asks for nothing
+
+
+def test_the_worked_example_switches_its_attention_with_the_same_result():
+    models = [build_user_model(RunConfig(model="tiny", ctx=16, model_factory=f"{GPT}:build", attention=choice,
+                                         model_args=("n_layer=1",)))[0] for choice in ("naive", "sdpa")]
+    models[1].load_state_dict(models[0].state_dict())
+    tokens = torch.randint(0, 10000, (2, 16))
+    naive, sdpa = (model(tokens).logits for model in models)
+    torch.testing.assert_close(naive, sdpa, rtol=1e-4, atol=1e-4)
+    assert models[0].blocks[0].attn.attention == "naive" and models[1].blocks[0].attn.attention == "sdpa"
 
 
 def test_model_args_are_json_literals_else_text():

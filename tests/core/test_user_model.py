@@ -88,6 +88,27 @@ def test_own_loss_and_a_sweep_over_the_external_model(cli_env, tmp_path):
                for c in cells)
 
 
+def test_model_args_file_fills_every_cell_and_the_attention_axis_reaches_the_model(cli_env, tmp_path):
+    (tmp_path / "gpt.yaml").write_text("n_layer: 1\nn_head: 8\ndropout: 0.0\n")
+    result = sysprof(["sweep", *SMALL_RUN, "--model-factory", f"{GPT}:build", "--model-args", str(tmp_path / "gpt.yaml"),
+                      "--model-arg", "n_head=2", "--attention", "naive,sdpa", "--json"], cli_env)
+    assert result.returncode == 0, result.stderr
+    cells = json.loads(result.stdout)["cells"]
+    assert all(c["config"]["model_args"] == ["n_layer=1", "dropout=0.0", "n_head=2"] for c in cells)
+    kwargs = [json.loads((Path(c["run_dir"]) / "manifest.json").read_text())["model"]["kwargs"] for c in cells]
+    assert [k["attention"] for k in kwargs] == ["naive", "sdpa"] and {k["n_head"] for k in kwargs} == {2}
+
+
+@pytest.mark.parametrize("command", [["run"], ["sweep"], ["study", "compile"]])
+def test_a_bad_model_args_file_is_one_line_exit_2(cli_env, tmp_path, command):
+    (tmp_path / "args.yaml").write_text("- n_layer\n- 1\n")
+    result = sysprof([*command, *SMALL_RUN, "--model-factory", f"{GPT}:build", "--model-args",
+                      str(tmp_path / "args.yaml")], cli_env)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1].endswith("expected a mapping of NAME: VALUE, got a list")
+    assert not (tmp_path / "runs").exists()
+
+
 @pytest.mark.parametrize("options, expected", [
     (["--optimizer-impl", "fused"], {"class": "AdamW", "kwargs": {"lr": 1e-4, "fused": True}}),
     (["--optimizer-impl", "loop"], {"class": "AdamW", "kwargs": {"lr": 1e-4, "foreach": False}}),

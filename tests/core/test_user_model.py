@@ -180,3 +180,15 @@ def test_model_args_are_json_literals_else_text():
     assert "NAME=VALUE" in config_problems(RunConfig(model_factory="m:f", model_args=("oops",)))["model_args"]
     cfg = RunConfig(model_factory="m:f", model_args=("a=1",))
     assert RunConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg and cfg.model_name == "m.f"
+
+
+def test_compare_names_the_factory_model_of_each_run(cli_env, factory_run):
+    builtin = ROOT / "tests" / "data" / "runs" / "tiny-ctx32"
+    result = sysprof(["compare", str(builtin), str(factory_run), "--json"], cli_env)
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert (document["a_model"], document["b_model"]) == ("tiny", "gpt.build (tiny)")
+    assert [row["phase"] for row in document["phases"]] == ["forward", "backward", "optimizer", "step"]
+    text = sysprof(["compare", str(builtin), str(factory_run)], cli_env)
+    title = f"B = {factory_run.name} (gpt.build (tiny)) against A = tiny-ctx32 (tiny)"
+    assert text.returncode == 0 and title in " ".join(text.stdout.split())  # the title wraps at the table's width

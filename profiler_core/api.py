@@ -21,6 +21,8 @@ from profiler_core.config import (
     PROFILERS,
     RunConfig,
     config_problems,
+    model_column,
+    model_label,
 )
 from profiler_core.errors import ConfigError, ExportError, RunDirError, StudyError, SysprofError
 from profiler_core.events import decode_line, finish_event
@@ -54,7 +56,7 @@ __all__ = [
     "OneLineParser", "RunConfig", "RunDirError", "StudyError", "SysprofError", "compare_summaries",
     "config_problems", "count_params", "decode_line", "events", "finish_event", "gpu_count", "human_count",
     "inspect_argv", "read_inspect_output",
-    "list_studies", "mark_killed", "median_ms", "PhaseStats", "RunError", "RunSummary",
+    "list_studies", "mark_killed", "model_column", "model_label", "median_ms", "PhaseStats", "RunError", "RunSummary",
     "StepRecord", "phase_stats", "predict_run_memory", "rundir", "session_argv", "signal_group",
     "study_argv", "study_kind", "study_record", "study_tables", "throughput",
 ]

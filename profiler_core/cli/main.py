@@ -15,7 +15,7 @@ from profiler_core.cli.export import add_export_options, command_export
 from profiler_core.cli.studies import add_study_parsers, command_study
 from profiler_core.cli.sweep import add_sweep_options, command_sweep
 from profiler_core.compare import compare_summaries
-from profiler_core.config import RunConfig, validate
+from profiler_core.config import RunConfig, model_column, validate
 from profiler_core.errors import SysprofError, UsageError
 from profiler_core.options import OneLineParser, add_config_options, config_from_args
 from profiler_core.records import RunSummary
@@ -153,10 +153,13 @@ def command_compare(args) -> int:
     rows = compare_summaries(summary_a, summary_b)
     if not rows:
         raise UsageError("the two runs have no phase in common")
+    model_a, model_b = (model_column(summary["config"]) for summary in (summary_a, summary_b))
     if args.json:
-        print(json.dumps({"a": str(args.run_a), "b": str(args.run_b), "phases": rows}))
+        print(json.dumps({"a": str(args.run_a), "b": str(args.run_b), "a_model": model_a, "b_model": model_b,
+                          "phases": rows}))
     else:
-        report.print_rows(Console(), rows, f"B = {args.run_b.name} against A = {args.run_a.name}")
+        report.print_rows(Console(), rows, f"B = {args.run_b.name} ({model_b}) against A = {args.run_a.name} "
+                                           f"({model_a})")
     return 0
 
 

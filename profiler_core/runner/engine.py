@@ -28,6 +28,7 @@ from profiler_core.runner.environment import collect_env
 from profiler_core.runner.inspect_model import counted_step_flops
 from profiler_core.runner.module_ranges import ModuleRanges, describe_modules, install_module_ranges, tags_supported
 from profiler_core.runner.timing import StepInstruments, run_step, synchronize
+from profiler_core.runner.user_model import attention_note
 from profiler_core.runner.workload import build_workload, check_dtype_support, resolve_device
 
 
@@ -122,6 +123,9 @@ class Runner:
         where = f"{info.get('file', info['factory'])} (sha256 {info['sha256'][:12]})" if "sha256" in info else info["factory"]
         emit(events.NOTICE, message=f"model {info['class']} from {where}: {info['params']:,} parameters, "
                                     f"kwargs {info['kwargs']}")
+        unused_attention = attention_note(self.cfg, info["kwargs"])
+        if unused_attention:
+            emit(events.NOTICE, message=unused_attention)
 
     def one_step(self, kind: str, index: int) -> StepRecord:
         tools = self.tools

@@ -213,7 +213,7 @@ def test_runner_writes_modules_json_in_a_capture_pass_only(recorded_runner, tmp_
     assert engine.execute(engine.Runner(cfg, tmp_path / "profiled", capture="nsys")) == 0
     modules = json.loads((tmp_path / "profiled" / "modules.json").read_text())
     assert modules["depth"] == 3
-    assert modules["modules"]["blocks.0.attn"] == {"type": "MultiheadAttention", "own_category": "attention",
+    assert modules["modules"]["blocks.0.attn"] == {"type": "CausalSelfAttention", "own_category": "attention",
                                                    "category": "attention", "params": 4 * 128 * 128 + 4 * 128}
     assert [modules["modules"][p]["category"] for p in ("blocks.0.mlp", "blocks.0.ln_1", "blocks.0", "wte")] == [
         "mlp", "norm", "other", "embedding"]

@@ -181,7 +181,9 @@ class SysprofApp(TableExportActions, App):
             self.call_after_refresh(self.query_one("#pane-studies", StudiesPane).open_study, path)
         else:
             self.open_run(path)
-            self.action_show_pane("live")
+            # After the refresh the new run state causes (panes rebuild their tables): switched before it, the
+            # tab change was sometimes lost.
+            self.call_after_refresh(self.action_show_pane, "live")
 
     @on(RunsPane.Open)
     def run_chosen(self, message: RunsPane.Open) -> None:

@@ -124,6 +124,10 @@ async def test_runs_screen_lists_newest_first_opens_and_compares():
         chosen = table.cursor_record()["name"]
         await settle(app, pilot, "enter")
         assert app.run_state.run_dir.endswith(chosen)
+        for _ in range(50):  # the Live pane may still be switching in under a loaded suite
+            if app.query_one("#panes").active == "live":
+                break
+            await pilot.pause(0.1)
         assert app.query_one("#panes").active == "live"
 
 
@@ -206,7 +210,8 @@ async def test_configure_marks_invalid_fields_inline_and_disables_run(tmp_path):
 
 
 async def test_quit_during_a_run_asks_and_cancel_leaves_no_process(tmp_path):
-    app = SysprofApp(runs_dir=str(tmp_path), argv_factory=fake_factory("--delay", "0.5"), initial=TINY,
+    # Each event 3 s apart: under a loaded suite the run must still be going when ctrl+g arrives.
+    app = SysprofApp(runs_dir=str(tmp_path), argv_factory=fake_factory("--delay", "3"), initial=TINY,
                      sample_gpu=False)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("ctrl+r")

@@ -12,6 +12,7 @@ from profiler_core.compare import NOISE_SIGMAS, compare_summaries
 from profiler_core.config import (
     ATTENTIONS,
     CUSTOM,
+    DEFAULT_OPTIMIZER,
     DEVICES,
     DIM_FIELDS,
     DTYPES,
@@ -51,7 +52,7 @@ def study_tables(study_dir: Path) -> dict[str, list[dict]]:
 
 
 __all__ = [
-    "ATTENTIONS", "CANCEL_GRACE_S", "CUSTOM", "DEVICES", "DIM_FIELDS", "DTYPES", "MATMUL_PRECISIONS", "MODES", "OPTIMIZER_IMPLS",
+    "ATTENTIONS", "CANCEL_GRACE_S", "CUSTOM", "DEFAULT_OPTIMIZER", "DEVICES", "DIM_FIELDS", "DTYPES", "MATMUL_PRECISIONS", "MODES", "OPTIMIZER_IMPLS",
     "NOISE_SIGMAS", "PRESETS", "PROFILERS", "ConfigError", "ExportError", "GpuTelemetry", "NvmlSampler",
     "OneLineParser", "RunConfig", "RunDirError", "StudyError", "SysprofError", "compare_summaries",
     "config_problems", "count_params", "decode_line", "events", "finish_event", "gpu_count", "human_count",

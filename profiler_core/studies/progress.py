@@ -15,11 +15,14 @@ from profiler_core.config import RunConfig, model_label
 
 
 def config_label(config: dict) -> str:
-    """The fields that differ from the defaults: what tells one cell from another."""
+    """The fields that differ from the defaults: what tells one cell from another (a config read back from JSON
+    holds lists where RunConfig holds tuples)."""
     defaults, shown = RunConfig().to_dict(), dict(config)
     if shown.get("model_factory"):  # the user's model by its label, as directories name it, not by its path
         shown["model"] = model_label(shown["model"], shown.pop("model_factory"))
-    return " ".join(f"{k}={v}" for k, v in shown.items() if v != defaults.get(k)) or "defaults"
+    changed = {k: v for k, v in shown.items() if (tuple(v) if isinstance(v, list) else v) != defaults.get(k)}
+    return " ".join(f"{k}={','.join(v) if isinstance(v, (list, tuple)) else v}"  # model_args=n_layer=1,bias=false
+                    for k, v in changed.items()) or "defaults"
 
 
 class Progress:

@@ -28,6 +28,7 @@ def test_every_sweep_axis_applies_to_a_factory_model():
     assert sweep.cell_dir(Path("s"), 0, configs[0]).name == "000-gpt.build-ctx16-b1-train-fp32-naive"
     label = config_label(configs[-1].to_dict())
     assert label.startswith("model=gpt.build d_model=64 ") and "attention=sdpa" in label and "gpt.py" not in label
+    assert label.endswith(" model_args=n_layer=1")
 
 
 def test_a_factory_sweep_fills_its_parameters_from_each_cell(tmp_path):

@@ -1,4 +1,5 @@
 """SVG snapshots of every screen at 80×24 (GPU-free: saved runs from real data, no telemetry, no clock)."""
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -41,6 +42,14 @@ def snap(snap_compare, app, *keys) -> bool:
 
 def test_configure(snap_compare):
     assert snap(snap_compare, saved_app())
+
+
+def test_configure_own_model(snap_compare):
+    """A factory instead of the built-in model: what its dims fill, no built-in count or memory prediction."""
+    app = saved_app()
+    app.initial = replace(TINY, model_factory="tests/data/models/nanogpt_style/gpt.py:build",
+                          model_args=("n_layer=1",))
+    assert snap(snap_compare, app)
 
 
 def test_live_saved_run(snap_compare):

@@ -1,5 +1,8 @@
-"""Configure: every RunConfig field, the true parameter count, predicted memory, and why Run is disabled."""
+"""Configure: every RunConfig field, the true parameter count, predicted memory, and why Run is disabled; the
+user's own model and optimizer as specs (config_fields), with a file picker for the factory."""
 from __future__ import annotations
+
+from pathlib import Path
 
 from rich.table import Table
 from textual import on
@@ -23,10 +26,21 @@ from profiler_core.api import (
     config_problems,
     count_params,
     human_count,
+    model_label,
     predict_run_memory,
 )
 from profiler_core.render.run_report import format_bytes
+from tui.factory_picker import FactoryPicker
+from tui.keys import pane_bindings
 from tui.panes.base import Pane
+from tui.panes.config_fields import (
+    CODE_FIELDS,
+    FACTORY_FIELDS,
+    code_rows,
+    factory_file_problem,
+    read_code_field,
+    read_integer,
+)
 
 CHOICES = {"mode": MODES, "dtype": DTYPES, "matmul_precision": MATMUL_PRECISIONS, "attention": ATTENTIONS,
            "device": DEVICES, "profiler": PROFILERS, "optimizer_impl": OPTIMIZER_IMPLS}
@@ -37,22 +51,19 @@ PREDICTED_ITEMS = (("parameters", "parameters_bytes"), ("gradients", "gradients_
                    ("attention scores", "attention_scores_all_layers_bytes"), ("logits", "logits_bytes"))
 
 
-def read_integer(text: str) -> int | str | None:
-    """'' → None (take the preset's), digits → int, anything else stays text for config_problems to name."""
-    text = text.strip()
-    if not text:
-        return None
-    return int(text) if text.lstrip("-").isdigit() else text
-
-
 def model_text(cfg: RunConfig | None) -> str:
+    """What the form knows about the model. The built-in model's count is exact; a factory's model is known only
+    once built, in the runner, so its text says what the dims will fill instead of a count."""
     if cfg is None:
         return ""
     spec = cfg.spec()
-    params = count_params(spec)
-    return (f"[b]{spec.name}[/b]: {params:,} parameters ({human_count(params)})\n"
-            f"d_model {spec.d_model} · d_ff {spec.d_ff} · layers {spec.layers} · heads {spec.heads} · "
+    dims = (f"d_model {spec.d_model} · d_ff {spec.d_ff} · layers {spec.layers} · heads {spec.heads} · "
             f"vocab {spec.vocab}")
+    if cfg.model_factory:
+        return (f"[b]{model_label(cfg.model, cfg.model_factory)}[/b]: your model; the {spec.name} dims fill its "
+                f"parameters by name (model_args override them), the runner counts its parameters\n{dims}")
+    params = count_params(spec)
+    return f"[b]{spec.name}[/b]: {params:,} parameters ({human_count(params)})\n{dims}"
 
 
 def predicted_table(cfg: RunConfig) -> Table:
@@ -70,6 +81,8 @@ def predicted_table(cfg: RunConfig) -> Table:
 
 
 class ConfigurePane(Pane):
+    BINDINGS = pane_bindings("Configure")
+
     class Changed(Message):
         """The form changed: the config it builds (None when it cannot) and every problem by field."""
 
@@ -89,7 +102,7 @@ class ConfigurePane(Pane):
                 with Grid(id="config-form"):
                     yield from self.field_rows(cfg)
             with Vertical(id="config-side"):
-                yield Static(id="model-info")
+                yield Static(id="model-info")  # the model as the form knows it (a live inspect would go here)
                 yield Static(id="predicted-memory")
                 yield Static(id="config-error")
                 yield Button("Run (ctrl+r)", id="run", variant="primary", compact=True)
@@ -98,6 +111,7 @@ class ConfigurePane(Pane):
         presets = [(f"{name} ({human_count(count_params(spec))})", name) for name, spec in PRESETS.items()]
         yield Label("model")
         yield Select(presets + [(CUSTOM, CUSTOM)], value=cfg.model, allow_blank=False, id="model", compact=True)
+        yield from code_rows(cfg, FACTORY_FIELDS)
         base = PRESETS.get(cfg.model, PRESETS["small"])
         for name in (*DIM_FIELDS, *INTEGERS):
             value = getattr(cfg, name)
@@ -111,11 +125,14 @@ class ConfigurePane(Pane):
         for name, label in CHECKBOXES.items():
             yield Label(name)
             yield Checkbox(label, getattr(cfg, name), id=name, compact=True)
+        yield from code_rows(cfg, CODE_FIELDS)
 
     def values(self) -> dict:
         values: dict = {name: self.query_one(f"#{name}", Checkbox).value for name in CHECKBOXES}
         values.update({select.id: select.value for select in self.query(Select)})
-        values.update({field.id: read_integer(field.value) for field in self.query(Input)})
+        for field in self.query(Input):
+            code = field.id in FACTORY_FIELDS + CODE_FIELDS
+            values[str(field.id)] = read_code_field(str(field.id), field.value) if code else read_integer(field.value)
         return values
 
     def on_mount(self) -> None:
@@ -125,19 +142,30 @@ class ConfigurePane(Pane):
     @on(Select.Changed)
     @on(Checkbox.Changed)
     def check(self) -> None:
-        try:
-            cfg = RunConfig.from_dict(self.values())
-            problems = config_problems(cfg)
-        except (TypeError, ValueError) as exc:
-            cfg, problems = None, {"model": str(exc)}
+        cfg, problems = self.checked_config()
         for field in self.query("#config-form Input, #config-form Select"):
             field.set_class(field.id in problems, "-invalid")
             field.tooltip = problems.get(field.id) if field.id is not None else None
         self.query_one("#config-error", Static).update("\n".join(f"{k}: {v}" for k, v in problems.items()))
-        self.query_one("#model-info", Static).update(model_text(cfg) if "model" not in problems else "")
-        self.query_one("#predicted-memory", Static).update(predicted_table(cfg) if cfg and not problems else "")
+        model_known = not {"model", "model_factory"} & problems.keys()
+        self.query_one("#model-info", Static).update(model_text(cfg) if model_known else "")
+        # the prediction is the built-in model's formula: it would describe another model than a factory's
+        predicted = predicted_table(cfg) if cfg is not None and not problems and not cfg.model_factory else ""
+        self.query_one("#predicted-memory", Static).update(predicted)
         self.update_run_button(problems)
         self.post_message(self.Changed(cfg if not problems else None, problems))
+
+    def checked_config(self) -> tuple[RunConfig | None, dict[str, str]]:
+        """The form's config (None when it cannot be built) and every problem by field."""
+        try:
+            cfg = RunConfig.from_dict(self.values())
+            problems = config_problems(cfg)
+        except (TypeError, ValueError) as exc:
+            return None, {"model": str(exc)}
+        missing_file = factory_file_problem(cfg.model_factory)
+        if missing_file and "model_factory" not in problems:
+            problems["model_factory"] = missing_file
+        return cfg, problems
 
     def update_run_button(self, problems: dict | None = None) -> None:
         if problems is not None:
@@ -146,3 +174,12 @@ class ConfigurePane(Pane):
 
     def watch_run_state(self) -> None:
         self.update_run_button()
+
+    @on(Button.Pressed, "#pick-factory")
+    def action_pick_factory(self) -> None:
+        self.app.push_screen(FactoryPicker(Path.cwd()), self.factory_picked)
+
+    def factory_picked(self, spec: str | None) -> None:
+        if spec:
+            self.query_one("#model_factory", Input).value = spec  # Input.Changed checks the form again
+            self.query_one("#model_args", Input).focus()

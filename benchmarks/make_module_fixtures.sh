@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Real profiler output of --nvtx-modules, for the CPU tests (tests/*/test_*_module_fixture.py). Needs a CUDA GPU
+# and Nsight Systems; run from the project root after `source .gpu/env.sh` (which exports SYSPROF_NSYS):
+#
+#   OUT=/path/to/folder bash benchmarks/make_module_fixtures.sh [--check]
+#
+# Two runs of the nanoGPT-style example (tests/data/models) with the tiny preset's dims (d_model 128, 2 layers,
+# 4 heads, ctx 128, batch 4), 2 warm-up + 3 measured steps, module ranges down to depth 3: one with nsys and the
+# memory pass, one with torch.profiler. Writes $OUT/module_ranges/: copy that folder to tests/data/module_ranges/.
+# Large files are xz-compressed; nothing is edited. --check runs the fixture tests against the new folder.
+set -euo pipefail
+out="${OUT:?set OUT to the folder to write into}/module_ranges"
+runs=$(mktemp -d)
+mkdir -p "$out"
+common=(--model tiny --ctx 128 --batch 4 --warmup 2 --steps 3 --nvtx-modules 3 --runs-dir "$runs"
+        --model-factory tests/data/models/nanogpt_style/gpt.py:build)
+
+run_dir_of() { python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["run_dir"])' "$1"; }
+
+python3 -m profiler_core run "${common[@]}" --profiler nsys --memory --json > "$out/run_nsys.json" \
+  2> "$out/run_nsys.stderr.txt" || echo "nsys run exited $? (its JSON says why)"
+python3 -m profiler_core run "${common[@]}" --profiler torch --json > "$out/run_torch.json" \
+  2> "$out/run_torch.stderr.txt" || echo "torch run exited $? (its JSON says why)"
+
+nsys_run=$(run_dir_of "$out/run_nsys.json")
+torch_run=$(run_dir_of "$out/run_torch.json")
+xz -9 -c "$nsys_run/profiled/profile.sqlite" > "$out/profile.sqlite.xz"
+xz -9 -c "$nsys_run/memory/memory_snapshot.pickle" > "$out/memory_snapshot.pickle.xz"
+xz -9 -c "$torch_run/profiled/torch_trace.json" > "$out/torch_trace.json.xz"
+cp "$nsys_run/memory/modules.json" "$out/modules.json"  # the same model and depth in every pass
+cp "$nsys_run/kernels/analysis.json" "$out/nsys_kernels_analysis.json"
+cp "$nsys_run/memory/analysis.json" "$out/memory_analysis.json"
+cp "$torch_run/kernels/analysis.json" "$out/torch_kernels_analysis.json"
+cp "$nsys_run/manifest.json" "$out/manifest.json"
+for pass in profiled memory; do cp "$nsys_run/$pass/stderr.log" "$out/nsys_run_${pass}_stderr.log"; done
+cp "$torch_run/profiled/stderr.log" "$out/torch_run_profiled_stderr.log"
+python3 -m profiler_core analyze "$nsys_run" > "$out/analyze_nsys.txt" 2>&1 || true
+python3 -m profiler_core analyze "$torch_run" > "$out/analyze_torch.txt" 2>&1 || true
+{
+  echo "made $(date -u +%Y-%m-%d) by benchmarks/make_module_fixtures.sh at commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+  python3 -c 'import torch; print("torch", torch.__version__)'
+  "${SYSPROF_NSYS:-nsys}" --version
+} > "$out/provenance.txt" 2>&1
+ls -la "$out"
+
+if [[ "${1:-}" == "--check" ]]; then
+  rm -rf tests/data/module_ranges && cp -r "$out" tests/data/module_ranges
+  python3 -m pytest -q -p no:cacheprovider tests/kernels/test_kernels_module_fixture.py \
+    tests/memory/test_memory_module_fixture.py
+fi

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from tui_helpers import settle
 
+from profiler_core.cli.export import run_tables
 from profiler_core.kernels import attribute_kernels
 from profiler_core.kernels.summary import analyze_attribution, phase_kernel_table
 from profiler_core.memory import analyze_snapshot
@@ -51,3 +52,9 @@ async def test_module_type_tables_show_and_export(run_dir):
         await settle(app, pilot, "4", "t", "t", "t")
         memory = app.query_one("#memory-table").records
         assert {"attention", "mlp"} <= {r["category"] for r in memory}
+
+
+def test_sysprof_export_lists_the_module_type_tables(run_dir):
+    tables = run_tables(run_dir)
+    assert {"module types", "memory by module type"} <= set(tables)
+    assert {row["category"] for row in tables["memory by module type"]} >= {"attention", "mlp"}

@@ -69,11 +69,15 @@ class RotaryEmbedding(nn.Module):
 
     def __init__(self, d_head: int, max_seq_len: int, theta: float = 10_000.0):
         super().__init__()
-        inv_freq = theta ** (-torch.arange(0, d_head, 2, dtype=torch.float32) / d_head)
-        angles = torch.outer(torch.arange(max_seq_len, dtype=torch.float32), inv_freq)  # (T_max, d_head/2)
+        # The tables are computed on the CPU and moved to the default device: on the meta device (inspect)
+        # torch.arange goes through a Python decomposition that imports torch._dynamo, seconds for a few floats.
+        cpu = torch.device("cpu")
+        inv_freq = theta ** (-torch.arange(0, d_head, 2, dtype=torch.float32, device=cpu) / d_head)
+        angles = torch.outer(torch.arange(max_seq_len, dtype=torch.float32, device=cpu), inv_freq)  # (T_max, d_head/2)
         # Buffers, not parameters, and not saved: they are derived from the shape.
-        self.register_buffer("cos", angles.cos(), persistent=False)
-        self.register_buffer("sin", angles.sin(), persistent=False)
+        target = torch.get_default_device()
+        self.register_buffer("cos", angles.cos().to(target), persistent=False)
+        self.register_buffer("sin", angles.sin().to(target), persistent=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Rotate (..., T, d_head) by positions 0..T-1; slicing the tables is a view, not a gather kernel."""

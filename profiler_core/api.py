@@ -21,6 +21,8 @@ from profiler_core.config import (
     PROFILERS,
     RunConfig,
     config_problems,
+    model_column,
+    model_label,
 )
 from profiler_core.errors import ConfigError, ExportError, RunDirError, StudyError, SysprofError
 from profiler_core.events import decode_line, finish_event
@@ -29,6 +31,7 @@ from profiler_core.metrics import phase_stats, throughput
 from profiler_core.nvml import GpuTelemetry, NvmlSampler, gpu_count
 from profiler_core.options import OneLineParser
 from profiler_core.records import PhaseStats, RunError, RunSummary, StepRecord, median_ms
+from profiler_core.session.inspecting import inspect_argv, read_inspect_output
 from profiler_core.session.process import CANCEL_GRACE_S, mark_killed, session_argv, signal_group
 from profiler_core.studies.catalog import list_studies, study_kind, study_record
 
@@ -52,7 +55,8 @@ __all__ = [
     "NOISE_SIGMAS", "PRESETS", "PROFILERS", "ConfigError", "ExportError", "GpuTelemetry", "NvmlSampler",
     "OneLineParser", "RunConfig", "RunDirError", "StudyError", "SysprofError", "compare_summaries",
     "config_problems", "count_params", "decode_line", "events", "finish_event", "gpu_count", "human_count",
-    "list_studies", "mark_killed", "median_ms", "PhaseStats", "RunError", "RunSummary",
+    "inspect_argv", "read_inspect_output",
+    "list_studies", "mark_killed", "model_column", "model_label", "median_ms", "PhaseStats", "RunError", "RunSummary",
     "StepRecord", "phase_stats", "predict_run_memory", "rundir", "session_argv", "signal_group",
     "study_argv", "study_kind", "study_record", "study_tables", "throughput",
 ]

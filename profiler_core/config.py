@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from models.presets import PRESETS, ModelSpec
 from profiler_core.errors import ConfigError
@@ -100,6 +102,13 @@ def model_label(model: str, factory: str | None) -> str:
         return model
     target, _, name = factory.rpartition(":")
     return f"{target.rsplit('/', 1)[-1].removesuffix('.py').rsplit('.', 1)[-1]}.{name}"
+
+
+def model_column(config: Mapping[str, Any]) -> str:
+    """What a table's model column reads for a config (a dict, as saved): the preset, or the factory's label with
+    the preset whose dims fill its parameters, so two sizes of one factory stay two rows."""
+    label = model_label(config["model"], config.get("model_factory"))
+    return f"{label} ({config['model']})" if config.get("model_factory") else label
 
 
 def _choice(name: str, value: str, allowed: tuple[str, ...]) -> str | None:

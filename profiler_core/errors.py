@@ -74,3 +74,10 @@ class StudyFailed(SysprofError):
     failed run."""
 
     exit_code = 1
+
+
+class InspectFailed(SysprofError):
+    """The user's model raised while it was built or counted on the meta device (its traceback is kept)."""
+
+    title = "Inspect"
+    exit_code = 1

@@ -9,7 +9,8 @@ the run directory and the event names the path. Three pipes speak this protocol:
   ({"event": "study", "kind", "dir", "cells", "pending"} once the directory exists; {"event": "cell", "index",
   "label", "done", "pending", "eta_s"} when a sweep cell starts; {"event": "cell_done", "index", "label",
   "status", "done", "pending", "eta_s"} when a cell ends);
-- a study's helper process (attention benchmark, precision lab) → the study driver: HELPER_EVENTS.
+- a study's helper process (attention benchmark, precision lab) → the study driver, and the model inspector
+  (`runner.inspect_model`) → `sysprof inspect` and the Configure screen: HELPER_EVENTS.
 """
 from __future__ import annotations
 
@@ -20,16 +21,17 @@ from profiler_core.records import Event, RunSummary
 SCHEMA_VERSION = 1
 
 HELLO, STAGE, COMPILE, NOTICE, ANALYSIS = "hello", "stage", "compile", "notice", "analysis"
+MODEL = "model"  # {"params", "flops_per_step"} of the model built (the user's: FLOPs counted on a meta copy)
 WARMUP_STEP, STEP = "warmup_step", "step"
 FINISHED, FAILED = "finished", "failed"  # the last event of a run: exactly one of them
-RUN_EVENTS = (HELLO, STAGE, COMPILE, WARMUP_STEP, STEP, NOTICE, ANALYSIS, FINISHED, FAILED)
+RUN_EVENTS = (HELLO, STAGE, MODEL, COMPILE, WARMUP_STEP, STEP, NOTICE, ANALYSIS, FINISHED, FAILED)
 END_EVENTS = (FINISHED, FAILED)
 
 STUDY, CELL, CELL_DONE = "study", "cell", "cell_done"
 STUDY_EVENTS = (STUDY, CELL, CELL_DONE)
 
-CELL_RESULT, LAB_RESULT = "cell_result", "lab_result"
-HELPER_EVENTS = (CELL_RESULT, LAB_RESULT)
+CELL_RESULT, LAB_RESULT, INSPECT = "cell_result", "lab_result", "inspect"
+HELPER_EVENTS = (CELL_RESULT, LAB_RESULT, INSPECT)
 
 EVENT_KINDS = RUN_EVENTS + STUDY_EVENTS + HELPER_EVENTS
 

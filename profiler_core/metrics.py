@@ -84,10 +84,13 @@ def peak_memory_by_phase(measured_steps: list[StepRecord], key: PeakKey = "peak_
     return peaks
 
 
-def throughput(cfg: RunConfig, env: dict, median_step_ms: float | None) -> Throughput:
-    """tokens/s, achieved TFLOP/s and MFU from the median step; MFU is None without a known peak, and TFLOP/s
-    and MFU are None for the user's own model until its FLOPs are counted (the formula is the built-in one's)."""
-    flops = step_flops(cfg.spec(), cfg.batch, cfg.ctx, cfg.mode) if cfg.model_factory is None else None
+def throughput(cfg: RunConfig, env: dict, median_step_ms: float | None, flops: int | None = None) -> Throughput:
+    """tokens/s, achieved TFLOP/s and MFU from the median step; MFU is None without a known peak.
+
+    `flops`: the user's model's FLOPs per step, counted by the runner (the closed form is the built-in model's);
+    without them a user's model gets no TFLOP/s and no MFU."""
+    if cfg.model_factory is None:
+        flops = step_flops(cfg.spec(), cfg.batch, cfg.ctx, cfg.mode)
     precision = matmul_precision_used(cfg.dtype, env.get("float32_matmul_precision", cfg.matmul_precision))
     peak = peak_tflops(env.get("device_name"), precision) if env.get("device_type") == "cuda" else None
     if not median_step_ms:
@@ -102,8 +105,8 @@ def throughput(cfg: RunConfig, env: dict, median_step_ms: float | None) -> Throu
 
 def build_summary(cfg: RunConfig, env: dict, steps: list[StepRecord], status: str, run_dir: str,
                   compile_s: float | None = None, error: RunError | None = None,
-                  params: int | None = None) -> RunSummary:
-    """The run's summary; `params` is the user's model's count (the built-in one's is computed exactly)."""
+                  params: int | None = None, flops: int | None = None) -> RunSummary:
+    """The run's summary; `params` and `flops` are the user's model's counts (the built-in one's are exact)."""
     measured = [s for s in steps if s.get("kind") == "measured"]
     phases = phase_stats(measured) if measured else {}
     summary = RunSummary(
@@ -111,7 +114,7 @@ def build_summary(cfg: RunConfig, env: dict, steps: list[StepRecord], status: st
         phases=phases, warmup_ms=[s["wall_ms"] for s in steps if s.get("kind") == "warmup"], compile_s=compile_s,
         peak_memory_bytes=peak_memory_by_phase(measured),
         peak_reserved_bytes=peak_memory_by_phase(measured, "peak_reserved_bytes"),
-        **throughput(cfg, env, median_ms({"phases": phases})),
+        **throughput(cfg, env, median_ms({"phases": phases}), flops),
     )
     if error:
         summary["error"] = error

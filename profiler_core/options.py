@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+from pathlib import Path
 from typing import NoReturn
 
 from profiler_core.config import (
@@ -16,6 +17,7 @@ from profiler_core.config import (
     PROFILERS,
     RunConfig,
 )
+from profiler_core.model_args_file import read_model_args
 
 # field -> (help, choices); type and default come from RunConfig itself.
 OPTION_HELP: dict[str, tuple[str, tuple[str, ...] | None]] = {
@@ -86,11 +88,26 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
         else:
             parser.add_argument(flag(field.name), dest=field.name, type=_field_type(field),
                                 choices=choices, default=field.default, help=help_text)
+    add_model_args_file_option(parser)
+
+
+def add_model_args_file_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model-args", dest="model_args_file", type=Path, metavar="FILE",
+                        help="a JSON or YAML mapping of the model factory's arguments (--model-arg items override it)")
+
+
+def model_args(args: argparse.Namespace) -> tuple[str, ...]:
+    """--model-args FILE's items, then the --model-arg items, which override the file's (the file's item of a
+    name given explicitly is left out, so the command that reproduces the run names each argument once)."""
+    explicit = tuple(args.model_args or ())
+    from_file = read_model_args(args.model_args_file) if getattr(args, "model_args_file", None) else ()
+    overridden = {item.partition("=")[0].strip() for item in explicit}
+    return tuple(item for item in from_file if item.partition("=")[0] not in overridden) + explicit
 
 
 def config_from_args(args: argparse.Namespace) -> RunConfig:
     values = {f.name: getattr(args, f.name) for f in dataclasses.fields(RunConfig)}
-    pairs = {name: tuple(values[name] or ()) for name in FLAG_NAMES}
+    pairs = {name: tuple(values[name] or ()) for name in FLAG_NAMES} | {"model_args": model_args(args)}
     return RunConfig(**values | pairs)
 
 

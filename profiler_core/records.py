@@ -115,6 +115,21 @@ class KernelAnalysis(TypedDict, total=False):
     notes: list[str]
 
 
+class InspectReport(TypedDict):
+    """`sysprof inspect --json` and the Configure screen: the model built on the meta device (runner/inspect_model)."""
+
+    model: str
+    model_class: str
+    factory: dict[str, Any] | None  # the user's model: what the run manifest would record
+    params: dict[str, int]  # total, trainable, embedding, non_embedding
+    modules: list[dict[str, Any]]  # name (indices folded to *), type, depth, count, params, share
+    flops: dict[str, int | None] | None  # forward, backward, step (FlopCounterMode); None: not countable
+    closed_form_flops: int | None  # the built-in model's formula (models/presets.step_flops)
+    memory: dict[str, int]  # weights_bytes, gradients_bytes, optimizer_state_bytes, activations_bytes
+    notes: list[str]
+    seconds: float
+
+
 class Event(TypedDict, total=False):
     """Any event (events.EVENT_KINDS); the keys besides "event" depend on its kind."""
 

@@ -74,3 +74,20 @@ def cli_env(tmp_path) -> dict:
     env = dict(os.environ, PYTHONPATH=str(ROOT), SYSPROF_RUNS=str(tmp_path / "runs"))
     env.pop("NO_COLOR", None)
     return env
+
+
+@pytest.fixture(scope="session")
+def factory_run(tmp_path_factory) -> Path:
+    """A real CPU run of the worked example's GPT-2-style model (tests/data/models), made once per session."""
+    import json
+    import subprocess
+
+    runs = tmp_path_factory.mktemp("factory-runs")
+    gpt = TEST_DATA / "models" / "nanogpt_style" / "gpt.py"
+    options = ["--model", "tiny", "--device", "cpu", "--ctx", "32", "--batch", "2", "--warmup", "1", "--steps", "3",
+               "--model-factory", f"{gpt}:build", "--model-arg", "n_layer=1"]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    result = subprocess.run([sys.executable, "-m", "profiler_core", "run", *options, "--runs-dir", str(runs), "--json"],
+                            env=env, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    return Path(json.loads(result.stdout)["run_dir"])

@@ -27,7 +27,7 @@ def running_throughput(state: RunState) -> Mapping[str, Any]:
         return {}
     try:
         cfg = RunConfig.from_dict(state.config)
-        return throughput(cfg, state.env or {}, median)
+        return throughput(cfg, state.env or {}, median, state.flops_per_step)
     except (TypeError, ValueError):  # a config written by another version: no live throughput
         return {}
 

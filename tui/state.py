@@ -30,6 +30,7 @@ class RunState:
     stage_total: int | None = None
     planned_steps: int = 0
     compile_s: float | None = None
+    flops_per_step: int | None = None  # the user's model's, counted by the runner (the built-in one's is exact)
     notices: tuple[str, ...] = ()
     analyses: tuple[tuple[str, str], ...] = ()  # (kind, path) in arrival order
     summary: RunSummary | None = None
@@ -105,6 +106,7 @@ _HANDLERS: dict[str, Callable[[RunState, Mapping[str, Any]], RunState]] = {
     events.HELLO: _hello,
     events.STAGE: _stage,
     events.COMPILE: lambda state, event: replace(state, compile_s=event["seconds"]),
+    events.MODEL: lambda state, event: replace(state, flops_per_step=event.get("flops_per_step")),
     events.WARMUP_STEP: _step,
     events.STEP: _step,
     events.NOTICE: _notice,

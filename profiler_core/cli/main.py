@@ -15,13 +15,15 @@ from profiler_core.cli.export import add_export_options, command_export
 from profiler_core.cli.studies import add_study_parsers, command_study
 from profiler_core.cli.sweep import add_sweep_options, command_sweep
 from profiler_core.compare import compare_summaries
-from profiler_core.config import RunConfig, validate
+from profiler_core.config import RunConfig, model_column, validate
 from profiler_core.errors import SysprofError, UsageError
 from profiler_core.options import OneLineParser, add_config_options, config_from_args
 from profiler_core.records import RunSummary
 from profiler_core.render import run_report as report
 from profiler_core.render.analysis_report import print_analysis
+from profiler_core.render.inspect_report import print_inspect
 from profiler_core.session.backends import choose_backend
+from profiler_core.session.inspecting import inspect_model
 from profiler_core.session.passes import Session
 
 stderr_console = Console(stderr=True, highlight=False)
@@ -50,6 +52,12 @@ def build_parser() -> OneLineParser:
     compare.add_argument("run_a", type=Path)
     compare.add_argument("run_b", type=Path)
     compare.add_argument("--json", action="store_true")
+    inspect = commands.add_parser("inspect", help="parameters, modules, counted FLOPs and predicted memory of a "
+                                                  "model built on the meta device (nothing runs)")
+    add_config_options(inspect)
+    inspect.add_argument("--depth", type=int, default=3, help="module table depth (default 3)")
+    inspect.add_argument("--runs-dir", help="where a failing model's traceback is kept (default $SYSPROF_RUNS or ./runs)")
+    inspect.add_argument("--json", action="store_true")
     models = commands.add_parser("models", help="list presets with exact parameter counts")
     models.add_argument("--json", action="store_true")
     return parser
@@ -111,6 +119,18 @@ def command_analyze(args) -> int:
     return 0
 
 
+def command_inspect(args) -> int:
+    cfg = validate(config_from_args(args))
+    if args.depth < 1:
+        raise UsageError(f"--depth must be 1 or more; got {args.depth}")
+    inspected = inspect_model(cfg, args.depth, rundir.runs_root(args.runs_dir))
+    if args.json:
+        print(json.dumps(inspected))
+    else:
+        print_inspect(Console(), inspected)
+    return 0
+
+
 def command_models(args) -> int:
     if args.json:
         print(json.dumps(report.models_json()))
@@ -133,14 +153,17 @@ def command_compare(args) -> int:
     rows = compare_summaries(summary_a, summary_b)
     if not rows:
         raise UsageError("the two runs have no phase in common")
+    model_a, model_b = (model_column(summary["config"]) for summary in (summary_a, summary_b))
     if args.json:
-        print(json.dumps({"a": str(args.run_a), "b": str(args.run_b), "phases": rows}))
+        print(json.dumps({"a": str(args.run_a), "b": str(args.run_b), "a_model": model_a, "b_model": model_b,
+                          "phases": rows}))
     else:
-        report.print_rows(Console(), rows, f"B = {args.run_b.name} against A = {args.run_a.name}")
+        report.print_rows(Console(), rows, f"B = {args.run_b.name} ({model_b}) against A = {args.run_a.name} "
+                                           f"({model_a})")
     return 0
 
 
-COMMANDS = {"run": command_run, "models": command_models, "analyze": command_analyze, "sweep": command_sweep,
+COMMANDS = {"run": command_run, "inspect": command_inspect, "models": command_models, "analyze": command_analyze, "sweep": command_sweep,
             "study": command_study, "compare": command_compare, "export": command_export}
 
 

@@ -1,6 +1,7 @@
 """`sysprof study warmup|compile|precision|attention`: the seed reports' tables, one command each."""
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 import subprocess
@@ -35,12 +36,13 @@ def add_study_parsers(commands) -> None:
         add_config_options(parser)
         _common(parser)
     study.choices["warmup"].add_argument("--warmups", default="0,1,2,5")
-    study.choices["precision"].add_argument("--models", default="small")
+    study.choices["precision"].add_argument("--models", help="comma-separated presets (default: --model's)")
     bench = study.add_parser("attention", help="attention microbenchmark: eager, compiled, SDPA")
     for option, default in (("--impl", "eager,compiled,sdpa"), ("--d", "16,32,64,128"),
                             ("--seq", "256,1024,4096,8192,16384"), ("--batch", "8"), ("--iters", "100"),
                             ("--dtype", "fp32")):
         bench.add_argument(option, default=default)
+    bench.add_argument("--model-factory", help=argparse.SUPPRESS)  # accepted only to refuse it with the reason
     _common(bench)
 
 
@@ -119,7 +121,7 @@ def study_precision(args) -> int:
     base, started = config_from_args(args), _start(args)
     variants = [("fp32", "highest"), ("fp32", "high"), ("bf16", "highest")]
     configs = [dataclasses.replace(base, model=model, dtype=dtype, matmul_precision=precision)
-               for model in args.models.split(",") for dtype, precision in variants]
+               for model in (args.models or base.model).split(",") for dtype, precision in variants]
     lab = _precision_lab(base.device)
     save_lab = lambda study_dir: rundir.write_json(study_dir / rundir.PRECISION_LAB, lab)  # noqa: E731
     study_dir = _run_configs(args, "precision", configs, ["model", "dtype", "matmul_precision"], save_lab)
@@ -136,6 +138,9 @@ def _precision_lab(device: str) -> dict:
 
 
 def study_attention(args) -> int:
+    if args.model_factory:
+        raise ConfigError("the attention study times the built-in attention alone, not a model; for yours, sweep "
+                          "--attention naive,sdpa with --model-factory (the factory takes an attention parameter)")
     started = _start(args)
     batch, iters = (_positive(args.batch, "--batch"), _positive(args.iters, "--iters"))
     if gpu_count() == 0:

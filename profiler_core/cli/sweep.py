@@ -10,7 +10,7 @@ from rich.console import Console
 
 from profiler_core import events, rundir
 from profiler_core.config import ConfigError, RunConfig
-from profiler_core.options import OPTION_HELP, flag
+from profiler_core.options import OPTION_HELP, add_model_args_file_option, flag, model_args
 from profiler_core.render import export
 from profiler_core.render.run_report import print_rows
 from profiler_core.session.backends import choose_backend
@@ -30,6 +30,7 @@ def add_sweep_options(parser) -> None:
             parser.add_argument(flag(field.name), dest=field.name, action="append", help=OPTION_HELP[field.name][0])
         else:
             parser.add_argument(flag(field.name), dest=field.name, help=help_text)
+    add_model_args_file_option(parser)
     parser.add_argument("--resume", type=Path, help="continue a sweep directory (finished cells are skipped)")
     parser.add_argument("--runs-dir", help="where the sweep directory goes (default $SYSPROF_RUNS or ./runs)")
     parser.add_argument("--name", default="grid", help="suffix of the sweep directory's name")
@@ -61,6 +62,8 @@ def grid_from_args(args) -> dict[str, list]:
         text = getattr(args, field.name)
         if text is not None:
             grid[field.name] = [tuple(text)] if isinstance(text, list) else _values(field, text)
+    if args.model_args_file:  # the same for every cell: not an axis
+        grid["model_args"] = [model_args(args)]
     return grid
 
 

@@ -25,8 +25,10 @@ from profiler_core.options import config_to_args
 from profiler_core.records import RunError, RunSummary, StepRecord
 from profiler_core.runner.capture import MemoryHistory, measured_capture
 from profiler_core.runner.environment import collect_env
+from profiler_core.runner.inspect_model import counted_step_flops
 from profiler_core.runner.module_ranges import ModuleRanges, describe_modules, install_module_ranges, tags_supported
 from profiler_core.runner.timing import StepInstruments, run_step, synchronize
+from profiler_core.runner.user_model import attention_note
 from profiler_core.runner.workload import build_workload, check_dtype_support, resolve_device
 
 
@@ -84,10 +86,18 @@ class Runner:
         emit(events.STAGE, name="build")
         self.work = build_workload(self.cfg, device)
         self.tools = StepInstruments(device)
-        self.record_in_manifest(model=self.work.model_info, optimizer=self.work.optimizer_info)
         if self.work.model_info:
+            self.count_user_model_flops(self.work.model_info)
             self.announce_user_model(self.work.model_info)
+        self.record_in_manifest(model=self.work.model_info, optimizer=self.work.optimizer_info)
         self.install_module_ranges()
+
+    def count_user_model_flops(self, info: dict) -> None:
+        """The closed form is the built-in model's: the user's FLOPs are counted, on a meta copy, for its MFU."""
+        info["flops_per_step"], why_not = counted_step_flops(self.cfg)
+        if why_not:
+            emit(events.NOTICE, message=why_not)
+        emit(events.MODEL, params=info["params"], flops_per_step=info["flops_per_step"])
 
     def install_module_ranges(self) -> None:
         """--nvtx-modules: hooks in the capture passes only (install_module_ranges refuses the clean one)."""
@@ -113,6 +123,9 @@ class Runner:
         where = f"{info.get('file', info['factory'])} (sha256 {info['sha256'][:12]})" if "sha256" in info else info["factory"]
         emit(events.NOTICE, message=f"model {info['class']} from {where}: {info['params']:,} parameters, "
                                     f"kwargs {info['kwargs']}")
+        unused_attention = attention_note(self.cfg, info["kwargs"])
+        if unused_attention:
+            emit(events.NOTICE, message=unused_attention)
 
     def one_step(self, kind: str, index: int) -> StepRecord:
         tools = self.tools
@@ -168,7 +181,8 @@ class Runner:
         _ignore_stop_signals()  # failures other than a cancel end here too: no signal may cut the summary short
         info = getattr(getattr(self, "work", None), "model_info", None)
         summary = build_summary(self.cfg, self.env, self.steps, status, str(self.run_dir), self.compile_s, error,
-                                params=info["params"] if info else None)
+                                params=info["params"] if info else None,
+                                flops=info.get("flops_per_step") if info else None)
         if self.history:
             self.history.dump_and_stop()  # still recording after an OOM: the snapshot shows what led up to it
             if self.history.path.exists():

@@ -14,7 +14,7 @@ import importlib.util
 import inspect
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -36,12 +36,18 @@ DIMENSION_NAMES: dict[str, tuple[str, ...]] = {
     "rope_theta": ("rope_theta", "theta"),
 }
 ROPE_THETA = 10_000.0  # the CS336 default, offered to factories that ask for it
+# The tool's --attention (naive|sdpa) goes to a factory parameter of one of these names, in that parameter's own
+# spelling, so a sweep's attention axis switches the user's attention too. Hugging Face's attn_implementation
+# calls the materialized-scores path "eager" and rejects "naive".
+ATTENTION_NAMES: dict[str, dict[str, str]] = {"attention": {}, "attn_impl": {}, "attention_impl": {},
+                                              "attn_implementation": {"naive": "eager"}}
 
 
 def tool_dimensions(cfg: RunConfig) -> dict[str, Any]:
     spec = cfg.spec()
     return {"vocab_size": spec.vocab, "context_length": cfg.context_length, "d_model": spec.d_model,
-            "num_layers": spec.layers, "num_heads": spec.heads, "d_ff": spec.d_ff, "rope_theta": ROPE_THETA}
+            "num_layers": spec.layers, "num_heads": spec.heads, "d_ff": spec.d_ff, "rope_theta": ROPE_THETA,
+            "attention": cfg.attention}
 
 
 def parse_model_args(items: tuple[str, ...]) -> dict[str, Any]:
@@ -109,6 +115,7 @@ def factory_kwargs(factory: Callable[..., Any], dimensions: dict[str, Any], over
         raise ConfigError(f"model factory {spec} takes no parameter {', '.join(unknown)} (it takes "
                           f"{', '.join(parameters) or 'none'})")
     kwargs = {name: dimensions[dim] for dim, names in DIMENSION_NAMES.items() for name in names if name in parameters}
+    kwargs.update(_attention_kwargs(parameters, dimensions.get("attention")))
     kwargs.update(overrides)
     missing = [name for name, p in parameters.items() if name not in kwargs and p.default is inspect.Parameter.empty
                and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
@@ -116,6 +123,21 @@ def factory_kwargs(factory: Callable[..., Any], dimensions: dict[str, Any], over
         raise ConfigError(f"model factory {spec}: cannot fill {', '.join(missing)}; pass them with "
                           f"--model-arg NAME=VALUE")
     return kwargs
+
+
+def _attention_kwargs(parameters: Mapping[str, inspect.Parameter], choice: str | None) -> dict[str, str]:
+    if choice is None:
+        return {}
+    return {name: spelling.get(choice, choice) for name, spelling in ATTENTION_NAMES.items() if name in parameters}
+
+
+def attention_note(cfg: RunConfig, kwargs: dict[str, Any]) -> str | None:
+    """Why --attention changes nothing for this factory, when it does not (a sweep's attention axis then
+    repeats the same model)."""
+    if cfg.attention == RunConfig().attention or any(name in kwargs for name in ATTENTION_NAMES):
+        return None
+    return (f"--attention {cfg.attention} does not reach {cfg.model_factory}: it takes no parameter named "
+            f"{', '.join(ATTENTION_NAMES)}; the model keeps its own attention")
 
 
 def vocabulary(kwargs: dict[str, Any], dimensions: dict[str, Any]) -> int:

@@ -13,6 +13,7 @@ from einops import rearrange
 from models.transformer import TransformerLM
 from profiler_core.config import AUTOCAST_DTYPES as AUTOCAST_DTYPE_NAMES
 from profiler_core.config import ConfigError, RunConfig
+from profiler_core.runner.model_checks import check_placement, check_vocabulary
 from profiler_core.runner.user_model import build_optimizer, build_user_model, load_callable, logits_of
 
 AUTOCAST_DTYPES = {name: getattr(torch, torch_name) for name, torch_name in AUTOCAST_DTYPE_NAMES.items()}
@@ -46,6 +47,15 @@ def _autocast_works(device: torch.device, dtype: torch.dtype) -> bool:
         return False
 
 
+def loss_of(output: Any, targets: torch.Tensor, loss_fn: Callable[[Any, torch.Tensor], torch.Tensor] | None,
+            users_model: bool) -> torch.Tensor:
+    """The user's --loss, else cross-entropy of the logits against the shifted targets."""
+    if loss_fn is not None:
+        return loss_fn(output, targets)
+    logits = logits_of(output) if users_model else output  # (B, T, V)
+    return F.cross_entropy(rearrange(logits, "b t v -> (b t) v"), rearrange(targets, "b t -> (b t)"))
+
+
 @dataclass
 class Workload:
     cfg: RunConfig
@@ -68,11 +78,7 @@ class Workload:
         """Model forward plus the loss; without autograd in forward mode."""
         grad_mode = torch.no_grad() if self.cfg.mode == "forward" else contextlib.nullcontext()
         with grad_mode, self.autocast():
-            output = self.model(self.tokens)
-            if self.loss_fn is not None:
-                return self.loss_fn(output, self.targets)
-            logits = output if self.cfg.model_factory is None else logits_of(output)  # (B, T, V)
-            return F.cross_entropy(rearrange(logits, "b t v -> (b t) v"), rearrange(self.targets, "b t -> (b t)"))
+            return loss_of(self.model(self.tokens), self.targets, self.loss_fn, self.cfg.model_factory is not None)
 
     def backward(self, loss: torch.Tensor) -> None:
         (self.scaler.scale(loss) if self.scaler else loss).backward()
@@ -97,6 +103,10 @@ def build_workload(cfg: RunConfig, device: torch.device) -> Workload:
     with device:  # initialize on the device: a 2.7B model's init on the CPU takes longer than its steps
         model, info = (TransformerLM(spec, cfg.context_length, cfg.attention), None) if cfg.model_factory is None \
             else build_user_model(cfg)
+    vocab = info["vocab_size"] if info else spec.vocab
+    if info:
+        check_placement(model, device)
+        check_vocabulary(model, vocab)
     loss_fn = load_callable(cfg.loss, "--loss")[0] if cfg.loss else None
     if cfg.mode == "forward":
         model.requires_grad_(False)
@@ -104,7 +114,7 @@ def build_workload(cfg: RunConfig, device: torch.device) -> Workload:
     scaler = torch.amp.GradScaler(device.type) if cfg.dtype == "fp16" and cfg.mode != "forward" else None
     if cfg.compile:
         model = torch.compile(model)  # type: ignore[assignment]  # an OptimizedModule; the stubs say a Callable
-    shape, vocab = (cfg.batch, cfg.ctx), info["vocab_size"] if info else spec.vocab
+    shape = (cfg.batch, cfg.ctx)
     tokens = torch.randint(vocab, shape, device=device)
     targets = torch.randint(vocab, shape, device=device)
     return Workload(cfg, device, model, optimizer, scaler, tokens, targets, loss_fn, info, optimizer_info)

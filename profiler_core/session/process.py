@@ -42,8 +42,9 @@ def mark_killed(run_dir: Path, cfg: RunConfig, returncode: int | None) -> RunSum
     error: RunError = {"kind": events.KILLED, "message": f"runner exited with code {returncode} before finishing",
                        "phase": None, "peak_allocated_bytes": None}
     steps = rundir.read_steps(run_dir)
+    model = manifest.get("model") or {}
     summary = build_summary(cfg, manifest.get("env", {}), steps, events.FAILED_STATUS, str(run_dir), error=error,
-                            params=(manifest.get("model") or {}).get("params"))
+                            params=model.get("params"), flops=model.get("flops_per_step"))
     rundir.write_json(run_dir / rundir.SUMMARY, summary)
     return summary
 

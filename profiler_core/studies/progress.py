@@ -11,13 +11,15 @@ from pathlib import Path
 from rich.console import Console
 
 from profiler_core import events
-from profiler_core.config import RunConfig
+from profiler_core.config import RunConfig, model_label
 
 
 def config_label(config: dict) -> str:
     """The fields that differ from the defaults: what tells one cell from another."""
-    defaults = RunConfig().to_dict()
-    return " ".join(f"{k}={v}" for k, v in config.items() if v != defaults.get(k)) or "defaults"
+    defaults, shown = RunConfig().to_dict(), dict(config)
+    if shown.get("model_factory"):  # the user's model by its label, as directories name it, not by its path
+        shown["model"] = model_label(shown["model"], shown.pop("model_factory"))
+    return " ".join(f"{k}={v}" for k, v in shown.items() if v != defaults.get(k)) or "defaults"
 
 
 class Progress:

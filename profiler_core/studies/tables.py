@@ -7,6 +7,7 @@ from typing import Any
 
 from models.presets import PRESETS
 from profiler_core import events, rundir
+from profiler_core.config import model_column
 from profiler_core.metrics import summarize_ms
 from profiler_core.records import PhaseStats
 from profiler_core.studies.sweep import cell_dir, cell_summary, load_plan
@@ -30,7 +31,8 @@ def cell_row(cfg: dict, summary: dict | None, steps: list[dict]) -> dict:
     summary = summary or {"status": events.PENDING}
     phases = summary.get("phases") or {}
     d_model = cfg.get("d_model") or PRESETS.get(cfg["model"], PRESETS["small"]).d_model
-    row = {name: cfg.get(name) for name in CONFIG_COLUMNS} | {"d_model": d_model, "status": summary["status"]}
+    row = {name: cfg.get(name) for name in CONFIG_COLUMNS} | {"model": model_column(cfg), "d_model": d_model,
+                                                              "status": summary["status"]}
     row |= {name: value for name, value in cfg.items() if name not in row}  # any field a sweep may vary
     device = (summary.get("env") or {}).get("device_name")
     row["device"] = device or cfg.get("device")

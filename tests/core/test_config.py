@@ -1,3 +1,5 @@
+import re
+
 import pytest
 
 from profiler_core.config import ConfigError, RunConfig, config_problems, validate
@@ -55,3 +57,37 @@ def test_cli_options_round_trip():
     add_config_options(parser)
     cfg = RunConfig(model="tiny", ctx=64, compile=True, dtype="bf16", warmup=0)
     assert config_from_args(parser.parse_args(config_to_args(cfg))) == cfg
+
+
+def parse_run_options(*argv: str) -> RunConfig:
+    parser = OneLineParser(prog="t")
+    add_config_options(parser)
+    return config_from_args(parser.parse_args(list(argv)))
+
+
+@pytest.mark.parametrize("name, text", [
+    ("args.yaml", "n_layer: 2\nactivation: gelu\nsizes: [1, 2]\nbias: false\n"),
+    ("args.json", '{"n_layer": 2, "activation": "gelu", "sizes": [1, 2], "bias": false}'),
+])
+def test_model_args_file_expands_before_the_explicit_items(tmp_path, name, text):
+    (tmp_path / name).write_text(text)
+    cfg = parse_run_options("--model-factory", "m:f", "--model-args", str(tmp_path / name), "--model-arg", "bias=true")
+    # JSON-encoded values (the runner reads JSON literals); an explicit item replaces the file's of that name
+    assert cfg.model_args == ('n_layer=2', 'activation="gelu"', "sizes=[1, 2]", "bias=true")
+    assert "--model-args" not in config_to_args(cfg)  # the config holds the items, never the file's path
+
+
+@pytest.mark.parametrize("name, text, reason", [
+    ("missing.yaml", None, "cannot read"),
+    ("list.json", "[1, 2]", "expected a mapping of NAME: VALUE, got a list"),
+    ("broken.json", "{n_layer: 2", "is not valid JSON"),
+    ("broken.yaml", "n_layer: [2\n", "is not valid YAML"),
+    ("scalar.yaml", "just text", "got a str"),
+    ("key.yaml", "n-layer: 2\n", "key 'n-layer' is not a parameter name"),
+    ("date.yaml", "when: 2025-01-01\n", "the value of when (date) is not a JSON value"),
+])
+def test_model_args_file_mistakes_are_config_errors(tmp_path, name, text, reason):
+    if text is not None:
+        (tmp_path / name).write_text(text)
+    with pytest.raises(ConfigError, match=re.escape(reason)):
+        parse_run_options("--model-factory", "m:f", "--model-args", str(tmp_path / name))

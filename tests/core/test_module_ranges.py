@@ -213,7 +213,7 @@ def test_runner_writes_modules_json_in_a_capture_pass_only(recorded_runner, tmp_
     assert engine.execute(engine.Runner(cfg, tmp_path / "profiled", capture="nsys")) == 0
     modules = json.loads((tmp_path / "profiled" / "modules.json").read_text())
     assert modules["depth"] == 3
-    assert modules["modules"]["blocks.0.attn"] == {"type": "MultiheadAttention", "own_category": "attention",
+    assert modules["modules"]["blocks.0.attn"] == {"type": "CausalSelfAttention", "own_category": "attention",
                                                    "category": "attention", "params": 4 * 128 * 128 + 4 * 128}
     assert [modules["modules"][p]["category"] for p in ("blocks.0.mlp", "blocks.0.ln_1", "blocks.0", "wte")] == [
         "mlp", "norm", "other", "embedding"]
@@ -267,4 +267,4 @@ def test_under_torch_profiler_the_ranges_are_mirrored_as_record_function_ranges(
     names = [e["name"] for e in load_trace_events(tmp_path / "trace.json") if e.get("cat") == "user_annotation"]
     forward = expected_names(work.model, 3)
     assert forward <= set(names)
-    assert names.count(module_range("blocks.0.attn", "MultiheadAttention")) == 2  # its forward and its backward
+    assert names.count(module_range("blocks.0.attn", "CausalSelfAttention")) == 2  # its forward and its backward

@@ -9,10 +9,17 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from profiler_core.config import RunConfig, config_problems
 from profiler_core.errors import ConfigError
-from profiler_core.runner.user_model import DIMENSION_NAMES, factory_kwargs, parse_model_args
+from profiler_core.runner.user_model import (
+    DIMENSION_NAMES,
+    attention_note,
+    build_user_model,
+    factory_kwargs,
+    parse_model_args,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 GPT = ROOT / "tests" / "data" / "models" / "nanogpt_style" / "gpt.py"
@@ -32,7 +39,8 @@ def test_external_model_is_timed_and_recorded(cli_env, tmp_path):
     manifest = json.loads((Path(summary["run_dir"]) / "manifest.json").read_text())
     model = manifest["model"]
     # nanoGPT's names filled from the tiny preset's dims; the override wins.
-    assert model["kwargs"] == {"vocab_size": 10000, "block_size": 32, "n_embd": 128, "n_layer": 1, "n_head": 4}
+    assert model["kwargs"] == {"vocab_size": 10000, "block_size": 32, "n_embd": 128, "n_layer": 1, "n_head": 4,
+                               "attention": "naive"}
     assert model["class"] == "GPT" and model["file"] == str(GPT) and len(model["sha256"]) == 64
     # the real count of this model (tied head counted once), not the built-in model's formula
     assert summary["params"] == model["params"] == 10000 * 128 + 32 * 128 + 1 * (12 * 128 * 128 + 13 * 128) + 2 * 128
@@ -80,6 +88,27 @@ def test_own_loss_and_a_sweep_over_the_external_model(cli_env, tmp_path):
                for c in cells)
 
 
+def test_model_args_file_fills_every_cell_and_the_attention_axis_reaches_the_model(cli_env, tmp_path):
+    (tmp_path / "gpt.yaml").write_text("n_layer: 1\nn_head: 8\ndropout: 0.0\n")
+    result = sysprof(["sweep", *SMALL_RUN, "--model-factory", f"{GPT}:build", "--model-args", str(tmp_path / "gpt.yaml"),
+                      "--model-arg", "n_head=2", "--attention", "naive,sdpa", "--json"], cli_env)
+    assert result.returncode == 0, result.stderr
+    cells = json.loads(result.stdout)["cells"]
+    assert all(c["config"]["model_args"] == ["n_layer=1", "dropout=0.0", "n_head=2"] for c in cells)
+    kwargs = [json.loads((Path(c["run_dir"]) / "manifest.json").read_text())["model"]["kwargs"] for c in cells]
+    assert [k["attention"] for k in kwargs] == ["naive", "sdpa"] and {k["n_head"] for k in kwargs} == {2}
+
+
+@pytest.mark.parametrize("command", [["run"], ["sweep"], ["study", "compile"]])
+def test_a_bad_model_args_file_is_one_line_exit_2(cli_env, tmp_path, command):
+    (tmp_path / "args.yaml").write_text("- n_layer\n- 1\n")
+    result = sysprof([*command, *SMALL_RUN, "--model-factory", f"{GPT}:build", "--model-args",
+                      str(tmp_path / "args.yaml")], cli_env)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1].endswith("expected a mapping of NAME: VALUE, got a list")
+    assert not (tmp_path / "runs").exists()
+
+
 @pytest.mark.parametrize("options, expected", [
     (["--optimizer-impl", "fused"], {"class": "AdamW", "kwargs": {"lr": 1e-4, "fused": True}}),
     (["--optimizer-impl", "loop"], {"class": "AdamW", "kwargs": {"lr": 1e-4, "foreach": False}}),
@@ -121,6 +150,29 @@ def test_kwargs_come_from_the_signature():
     assert all(name in inspect.signature(cs336).parameters for name in DIMENSION_NAMES)
 
 
+def test_attention_choice_reaches_a_factory_that_takes_it_in_its_own_spelling():
+    dims = {"vocab_size": 7, "d_model": 16, "attention": "naive"}
+    assert factory_kwargs(lambda vocab_size, attention: None, dims, {}, "m:f")["attention"] == "naive"
+    assert factory_kwargs(lambda d_model, attn_impl="x": None, dims, {}, "m:f")["attn_impl"] == "naive"
+    assert factory_kwargs(lambda d_model, attn_implementation: None, dims, {}, "m:f")["attn_implementation"] == "eager"
+    assert factory_kwargs(lambda d_model, attention: None, dims, {"attention": "flash"}, "m:f")["attention"] == "flash"
+    assert "attention" not in factory_kwargs(lambda vocab_size: None, dims, {}, "m:f")
+    assert attention_note(RunConfig(model_factory="m:f", attention="sdpa"), {"vocab_size": 7}).startswith(
+        "--attention sdpa does not reach m:f")
+    assert attention_note(RunConfig(model_factory="m:f", attention="sdpa"), {"attn_impl": "sdpa"}) is None
+    assert attention_note(RunConfig(model_factory="m:f"), {}) is None  # the default asks for nothing
+
+
+def test_the_worked_example_switches_its_attention_with_the_same_result():
+    models = [build_user_model(RunConfig(model="tiny", ctx=16, model_factory=f"{GPT}:build", attention=choice,
+                                         model_args=("n_layer=1",)))[0] for choice in ("naive", "sdpa")]
+    models[1].load_state_dict(models[0].state_dict())
+    tokens = torch.randint(0, 10000, (2, 16))
+    naive, sdpa = (model(tokens).logits for model in models)
+    torch.testing.assert_close(naive, sdpa, rtol=1e-4, atol=1e-4)
+    assert models[0].blocks[0].attn.attention == "naive" and models[1].blocks[0].attn.attention == "sdpa"
+
+
 def test_model_args_are_json_literals_else_text():
     assert parse_model_args(("a=1", "b=0.5", "c=true", "d=[1, 2]", "e=gelu", "f=null")) == {
         "a": 1, "b": 0.5, "c": True, "d": [1, 2], "e": "gelu", "f": None}
@@ -128,3 +180,15 @@ def test_model_args_are_json_literals_else_text():
     assert "NAME=VALUE" in config_problems(RunConfig(model_factory="m:f", model_args=("oops",)))["model_args"]
     cfg = RunConfig(model_factory="m:f", model_args=("a=1",))
     assert RunConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg and cfg.model_name == "m.f"
+
+
+def test_compare_names_the_factory_model_of_each_run(cli_env, factory_run):
+    builtin = ROOT / "tests" / "data" / "runs" / "tiny-ctx32"
+    result = sysprof(["compare", str(builtin), str(factory_run), "--json"], cli_env)
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert (document["a_model"], document["b_model"]) == ("tiny", "gpt.build (tiny)")
+    assert [row["phase"] for row in document["phases"]] == ["forward", "backward", "optimizer", "step"]
+    text = sysprof(["compare", str(builtin), str(factory_run)], cli_env)
+    title = f"B = {factory_run.name} (gpt.build (tiny)) against A = tiny-ctx32 (tiny)"
+    assert text.returncode == 0 and title in " ".join(text.stdout.split())  # the title wraps at the table's width

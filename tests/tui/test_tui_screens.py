@@ -127,6 +127,23 @@ async def test_runs_screen_lists_newest_first_opens_and_compares():
         assert app.query_one("#panes").active == "live"
 
 
+async def test_runs_screen_names_a_factory_run_by_its_model_compares_and_opens_it(factory_run):
+    app = offline_app(factory_run)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(app, pilot, "5")
+        table = app.query_one("#runs-table")
+        names = [r["name"] for r in table.records]
+        assert table.records[names.index(factory_run.name)]["model"] == "gpt.build (tiny)"
+        await settle(app, pilot, *["down"] * names.index(factory_run.name), "space")
+        await settle(app, pilot, *["up"] * names.index(factory_run.name), *["down"] * names.index("tiny-ctx32"),
+                     "space", "c")
+        assert "(gpt.build (tiny))" in str(app.query_one("#compare-title").render())
+        assert len(app.query_one("#pane-runs").comparison) == 4
+        await settle(app, pilot, *["up"] * names.index("tiny-ctx32"), *["down"] * names.index(factory_run.name),
+                     "enter")
+        assert app.run_state.run_dir.endswith(factory_run.name) and app.run_state.stage == "finished"
+
+
 async def test_export_kernels_to_markdown_and_unwritable_path(tmp_path):
     app = offline_app(ANALYSED)
     async with app.run_test(size=(100, 30)) as pilot:

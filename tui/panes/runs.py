@@ -11,7 +11,15 @@ from textual.app import ComposeResult
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
-from profiler_core.api import NOISE_SIGMAS, compare_summaries, list_studies, median_ms, rundir, study_kind
+from profiler_core.api import (
+    NOISE_SIGMAS,
+    compare_summaries,
+    list_studies,
+    median_ms,
+    model_column,
+    rundir,
+    study_kind,
+)
 from profiler_core.render.units import fixed, format_ms
 from tui.keys import pane_bindings
 from tui.panes.base import ExportTable, Pane
@@ -34,7 +42,8 @@ def run_record(path: Path) -> dict:
         return {"name": path.name, "path": str(path), "status": "unreadable", "error": str(exc), "started": 0}
     config = record.manifest.get("config", {})
     summary: Mapping[str, Any] = record.summary or {}
-    return {"name": path.name, "path": str(path), "status": record.status, "model": config.get("model"),
+    model = model_column(config) if "model" in config else None
+    return {"name": path.name, "path": str(path), "status": record.status, "model": model,
             "ctx": config.get("ctx"), "batch": config.get("batch"), "dtype": config.get("dtype"),
             "device": (record.manifest.get("env") or {}).get("device_type"),
             "step_median_ms": median_ms(summary),
@@ -111,8 +120,9 @@ class RunsPane(Pane):
             self.notify("Compare takes two runs; open a study (enter) to see its tables.", severity="warning")
             return
         self.comparison = compare_summaries(run_a.get("summary") or {}, run_b.get("summary") or {})
+        name_a, name_b = (f"{run['name']} ({run.get('model')})" for run in (run_a, run_b))
         self.query_one("#compare-title", Static).update(
-            f"A = {run_a['name']} · B = {run_b['name']} · verdict: |ΔB−A| > {NOISE_SIGMAS:g}·√(σA²+σB²) "
+            f"A = {name_a} · B = {name_b} · verdict: |ΔB−A| > {NOISE_SIGMAS:g}·√(σA²+σB²) "
             "of the per-step spread, else within noise")
         self.query_one("#compare-table", MarkableTable).show(COMPARE_COLUMNS, self.comparison, FORMATTERS)
         self.add_class("-comparing")

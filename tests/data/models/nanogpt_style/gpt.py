@@ -1,6 +1,7 @@
 """A GPT-2-style model in another style than the built-in one: its own config object, learned positions,
-GELU MLP, tied head, and an output object with `.logits` (as Hugging Face models return). The factory
-`build` takes nanoGPT's parameter names; sysprof fills them from its dims (--model-factory FILE:build)."""
+GELU MLP, tied head, nanoGPT's attention switch (softmax written out, or scaled_dot_product_attention), and an
+output object with `.logits` (as Hugging Face models return). The factory `build` takes nanoGPT's parameter
+names; sysprof fills them from its dims and its --attention choice (--model-factory FILE:build)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ class GPTConfig:
     n_head: int
     n_embd: int
     dropout: float = 0.0
+    attention: str = "sdpa"  # "naive": the scores materialized; "sdpa": F.scaled_dot_product_attention
 
 
 @dataclass
@@ -31,7 +33,8 @@ class GPT(nn.Module):
         super().__init__()
         self.wte = nn.Embedding(config.vocab_size, config.n_embd)
         self.wpe = nn.Embedding(config.block_size, config.n_embd)
-        self.blocks = nn.ModuleList(Block(config.n_embd, config.n_head) for _ in range(config.n_layer))
+        self.blocks = nn.ModuleList(Block(config.n_embd, config.n_head, config.block_size, config.attention)
+                                    for _ in range(config.n_layer))
         self.ln_f = nn.LayerNorm(config.n_embd)
         self.head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
         self.head.weight = self.wte.weight  # tied
@@ -44,8 +47,9 @@ class GPT(nn.Module):
         return Output(self.head(self.ln_f(x)))
 
 
-def build(vocab_size: int, block_size: int, n_layer: int, n_head: int, n_embd: int, dropout: float = 0.0) -> GPT:
-    return GPT(GPTConfig(vocab_size, block_size, n_layer, n_head, n_embd, dropout))
+def build(vocab_size: int, block_size: int, n_layer: int, n_head: int, n_embd: int, dropout: float = 0.0,
+          attention: str = "sdpa") -> GPT:
+    return GPT(GPTConfig(vocab_size, block_size, n_layer, n_head, n_embd, dropout, attention))
 
 
 def broken(vocab_size: int, n_embd: int) -> nn.Module:

@@ -1,0 +1,52 @@
+"""`sysprof inspect` and the Configure screen's model numbers: the inspector process (runner/inspect_model),
+started and read from here, so neither the CLI nor the app imports torch or the user's code."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from profiler_core import events, rundir
+from profiler_core.config import RunConfig
+from profiler_core.errors import ConfigError, InspectFailed
+from profiler_core.records import InspectReport
+
+INSPECT_TIMEOUT_S = 300.0  # a large user model on the meta device: minutes at worst, never forever
+
+
+def inspect_argv(cfg: RunConfig, depth: int) -> list[str]:
+    return [sys.executable, "-m", "profiler_core.runner.inspect_model", "--config-json", json.dumps(cfg.to_dict()),
+            "--depth", str(depth)]
+
+
+def read_inspect_output(stdout: str, stderr: str, returncode: int, runs_root: Path) -> InspectReport:
+    """The report, or the inspector's one-line reason as an error (exit 2: the config; 1: the model raised)."""
+    found = events.decode_lines(stdout, events.HELPER_EVENTS + (events.FAILED,))
+    if found and found[-1]["event"] == events.INSPECT:
+        return found[-1]["report"]
+    failure = found[-1] if found else {"kind": "error", "message": f"inspector exited with code {returncode}"}
+    if failure.get("kind") == events.CONFIG:
+        raise ConfigError(failure["message"])
+    log = _keep_stderr(stderr, runs_root)
+    raise InspectFailed(f"{failure['message']}" + (f" (traceback in {log})" if log else ""))
+
+
+def _keep_stderr(stderr: str, runs_root: Path) -> Path | None:
+    if not stderr.strip():
+        return None
+    try:
+        runs_root.mkdir(parents=True, exist_ok=True)
+        log = runs_root / rundir.INSPECT_STDERR
+        log.write_text(stderr)
+        return log
+    except OSError:  # an unwritable runs root must not hide the reason itself
+        return None
+
+
+def inspect_model(cfg: RunConfig, depth: int, runs_root: Path, timeout_s: float = INSPECT_TIMEOUT_S) -> InspectReport:
+    try:
+        done = subprocess.run(inspect_argv(cfg, depth), capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise InspectFailed(f"inspecting the model took more than {timeout_s:.0f} s") from None
+    return read_inspect_output(done.stdout, done.stderr, done.returncode, runs_root)

@@ -1,0 +1,93 @@
+"""Sweeps and studies over the user's own model (--model-factory): every sweep axis applies to it, cells and
+tables name it by its label, the compile and precision studies take it, the attention study refuses it."""
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from profiler_core.cli import studies as studies_cli
+from profiler_core.cli.main import main
+from profiler_core.session import passes as session_module
+from profiler_core.studies import sweep
+from profiler_core.studies.progress import config_label
+from profiler_core.studies.results import study_tables
+from profiler_core.studies.tables import sweep_rows
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+GPT = f"{DATA / 'models' / 'nanogpt_style' / 'gpt.py'}:build"
+FACTORY = {"model": ["tiny"], "model_factory": [GPT], "model_args": [("n_layer=1",)], "device": ["cpu"],
+           "warmup": [0], "steps": [2]}
+
+
+def test_every_sweep_axis_applies_to_a_factory_model():
+    grid = FACTORY | {"d_model": [32, 64], "ctx": [16, 32], "batch": [1, 2], "dtype": ["fp32", "bf16"],
+                      "compile": [False, True], "attention": ["naive", "sdpa"]}
+    configs = sweep.expand(grid)  # no cell refused: the dims fill the factory's parameters by name
+    assert len(configs) == 64 and all(cfg.model_factory == GPT for cfg in configs)
+    assert sweep.cell_dir(Path("s"), 0, configs[0]).name == "000-gpt.build-ctx16-b1-train-fp32-naive"
+    label = config_label(configs[-1].to_dict())
+    assert label.startswith("model=gpt.build d_model=64 ") and "attention=sdpa" in label and "gpt.py" not in label
+
+
+def test_a_factory_sweep_fills_its_parameters_from_each_cell(tmp_path):
+    """Real runs on the CPU: the d_model axis reaches the factory's n_embd, and ctx, batch, dtype and attention
+    the model and its batch; the rows name the factory and the preset whose dims it takes."""
+    grid = FACTORY | {"d_model": [32, 64], "ctx": [24], "batch": [3], "dtype": ["bf16"], "attention": ["sdpa"]}
+    sweep_dir = sweep.create(tmp_path, "t", sweep.expand(grid), ["d_model"])
+    summaries = sweep.run(sweep_dir, lambda event: None)
+    assert [s["status"] for s in summaries] == ["ok", "ok"]
+    kwargs = [json.loads((Path(s["run_dir"]) / "manifest.json").read_text())["model"]["kwargs"] for s in summaries]
+    assert [k["n_embd"] for k in kwargs] == [32, 64]
+    assert all(k["block_size"] == 24 and k["attention"] == "sdpa" and k["n_layer"] == 1 for k in kwargs)
+    rows = sweep_rows(sweep_dir)
+    assert [(r["model"], r["d_model"], r["dtype"], r["batch"]) for r in rows] == [
+        ("gpt.build (tiny)", 32, "bf16", 3), ("gpt.build (tiny)", 64, "bf16", 3)]
+
+
+@pytest.fixture
+def replayed_cells(monkeypatch):
+    """Every cell replays a real tiny CPU run: what is tested here is the study's plan and tables."""
+    def argv(cfg, run_dir, capture="none"):
+        return [sys.executable, str(DATA / "fake_runner.py"), str(DATA / "events" / "tiny_cpu_train.jsonl"),
+                "--run-dir", str(run_dir)]
+    monkeypatch.setattr(session_module, "runner_argv", argv)
+    monkeypatch.setattr(studies_cli, "_precision_lab", lambda device: {})
+
+
+def only_study(root: Path) -> Path:
+    (study_dir,) = root.iterdir()
+    return study_dir
+
+
+def test_the_compile_study_takes_a_factory(tmp_path, replayed_cells, capsys):
+    options = ["--model", "tiny", "--device", "cpu", "--model-factory", GPT, "--model-arg", "n_layer=1"]
+    assert main(["study", "compile", *options, "--runs-dir", str(tmp_path), "--json"]) == 0
+    study_dir = only_study(tmp_path)
+    plan = json.loads((study_dir / "sweep.json").read_text())
+    assert [(c["mode"], c["compile"], c["model_factory"]) for c in plan["cells"]] == [
+        ("forward", False, GPT), ("forward", True, GPT), ("train", False, GPT), ("train", True, GPT)]
+    assert [row["model"] for row in study_tables(study_dir)["torch.compile study"]] == ["gpt.build (tiny)"] * 2
+    assert all(path.name.split("-", 1)[1].startswith("gpt.build-") for path in (study_dir / "cells").iterdir())
+
+
+def test_the_precision_study_keeps_each_size_of_a_factory_apart(tmp_path, replayed_cells):
+    options = ["--device", "cpu", "--model-factory", GPT, "--models", "tiny,small"]
+    assert main(["study", "precision", *options, "--runs-dir", str(tmp_path), "--json"]) == 0
+    table = study_tables(only_study(tmp_path))["fp32 vs tf32 vs bf16 step time"]
+    assert [row["model"] for row in table] == ["gpt.build (tiny)", "gpt.build (small)"]
+    assert all(row["fp32 speedup"] == 1.0 for row in table)
+
+
+def test_precision_study_defaults_to_the_model_given(tmp_path, replayed_cells):
+    """Without --models it times --model's preset (it used to time "small" whatever --model said)."""
+    assert main(["study", "precision", "--model", "tiny", "--device", "cpu", "--runs-dir", str(tmp_path)]) == 0
+    plan = json.loads((only_study(tmp_path) / "sweep.json").read_text())
+    assert {cell["model"] for cell in plan["cells"]} == {"tiny"}
+
+
+def test_the_attention_study_refuses_a_factory_in_one_line(tmp_path, capsys):
+    assert main(["study", "attention", "--model-factory", GPT, "--runs-dir", str(tmp_path)]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "times the built-in attention alone" in error and "Traceback" not in error
+    assert not any(tmp_path.iterdir())  # refused before any study directory was made

@@ -1,0 +1,72 @@
+"""The model as the runner would build it: inspected on the meta device in its own process (never in the app,
+which must not import torch or the user's code), a moment after the Configure form stops changing."""
+from __future__ import annotations
+
+import asyncio
+import signal
+from pathlib import Path
+
+from rich.console import Group
+from rich.text import Text
+from textual import work
+from textual.timer import Timer
+from textual.widgets import Static
+
+from profiler_core.api import RunConfig, SysprofError, inspect_argv, read_inspect_output, signal_group
+from profiler_core.render.inspect_report import flops_lines, memory_table, modules_table, params_line
+
+SETTLE_S = 0.6  # typing "2048" must start one inspector, not four
+MODULE_DEPTH = 2
+
+
+def report_renderable(report) -> Group:
+    lines = [Text(params_line(report)), *(Text(line) for line in flops_lines(report))]
+    notes = [Text(f"note: {note}", style="yellow") for note in report["notes"]]
+    return Group(*lines, memory_table(report), modules_table(report), *notes)
+
+
+class InspectPanel(Static):
+    def __init__(self, runs_root: Path, **kwargs):
+        super().__init__(**kwargs)
+        self.runs_root = runs_root
+        self.pending: RunConfig | None = None
+        self.timer: Timer | None = None
+        self.shown: RunConfig | None = None  # the config the panel describes now
+
+    def request(self, cfg: RunConfig | None) -> None:
+        """Inspect cfg once the form settles; None (the form is invalid) clears the panel."""
+        if cfg == self.shown and cfg is not None:
+            return
+        self.pending = cfg
+        if self.timer is not None:
+            self.timer.stop()
+        if cfg is None:
+            self.workers.cancel_group(self, "inspect")
+            self.shown = None
+            self.update("")
+            return
+        self.timer = self.set_timer(SETTLE_S, self.start)
+
+    def start(self) -> None:
+        if self.pending is not None:
+            self.inspect(self.pending)
+
+    @work(exclusive=True, exit_on_error=False, group="inspect")
+    async def inspect(self, cfg: RunConfig) -> None:
+        self.update(Text(f"inspecting {cfg.model_name} on the meta device…", style="dim"))
+        process = await asyncio.create_subprocess_exec(
+            *inspect_argv(cfg, MODULE_DEPTH), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            start_new_session=True)
+        try:
+            stdout, stderr = await process.communicate()
+        except asyncio.CancelledError:  # the form changed again: this answer is stale, and so is its process
+            signal_group(process.pid, signal.SIGKILL)
+            raise
+        try:
+            report = read_inspect_output(stdout.decode(errors="replace"), stderr.decode(errors="replace"),
+                                         process.returncode or 0, self.runs_root)
+        except SysprofError as exc:
+            self.update(Text(f"inspect: {exc}", style="red"))
+        else:
+            self.update(report_renderable(report))
+        self.shown = cfg

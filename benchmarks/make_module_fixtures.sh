@@ -15,7 +15,13 @@ mkdir -p "$out"
 common=(--model tiny --ctx 128 --batch 4 --warmup 2 --steps 3 --nvtx-modules 3 --runs-dir "$runs"
         --model-factory tests/data/models/nanogpt_style/gpt.py:build)
 
-run_dir_of() { python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["run_dir"])' "$1"; }
+run_dir_of() { python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["run_dir"])' "$1" || echo "no-run"; }
+# A pass that failed leaves files out: say which, keep going, so its logs still come back.
+pack() {  # xz -9 with Python's lzma: no xz binary needed
+  [[ -f "$1" ]] || { echo "missing: $1"; return 0; }
+  python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(open(sys.argv[1], "rb"), lzma.open(sys.argv[2], "wb", preset=9))' "$1" "$2"
+}
+keep() { if [[ -f "$1" ]]; then cp "$1" "$2"; else echo "missing: $1"; fi; }
 
 python3 -m profiler_core run "${common[@]}" --profiler nsys --memory --json > "$out/run_nsys.json" \
   2> "$out/run_nsys.stderr.txt" || echo "nsys run exited $? (its JSON says why)"
@@ -24,24 +30,37 @@ python3 -m profiler_core run "${common[@]}" --profiler torch --json > "$out/run_
 
 nsys_run=$(run_dir_of "$out/run_nsys.json")
 torch_run=$(run_dir_of "$out/run_torch.json")
-xz -9 -c "$nsys_run/profiled/profile.sqlite" > "$out/profile.sqlite.xz"
-xz -9 -c "$nsys_run/memory/memory_snapshot.pickle" > "$out/memory_snapshot.pickle.xz"
-xz -9 -c "$torch_run/profiled/torch_trace.json" > "$out/torch_trace.json.xz"
-cp "$nsys_run/memory/modules.json" "$out/modules.json"  # the same model and depth in every pass
-cp "$nsys_run/kernels/analysis.json" "$out/nsys_kernels_analysis.json"
-cp "$nsys_run/memory/analysis.json" "$out/memory_analysis.json"
-cp "$torch_run/kernels/analysis.json" "$out/torch_kernels_analysis.json"
-cp "$nsys_run/manifest.json" "$out/manifest.json"
-for pass in profiled memory; do cp "$nsys_run/$pass/stderr.log" "$out/nsys_run_${pass}_stderr.log"; done
-cp "$torch_run/profiled/stderr.log" "$out/torch_run_profiled_stderr.log"
+pack "$nsys_run/profiled/profile.sqlite" "$out/profile.sqlite.xz"
+pack "$nsys_run/memory/memory_snapshot.pickle" "$out/memory_snapshot.pickle.xz"
+pack "$torch_run/profiled/torch_trace.json" "$out/torch_trace.json.xz"
+keep "$nsys_run/memory/modules.json" "$out/modules.json"  # the same model and depth in every pass
+keep "$nsys_run/kernels/analysis.json" "$out/nsys_kernels_analysis.json"
+keep "$nsys_run/memory/analysis.json" "$out/memory_analysis.json"
+keep "$torch_run/kernels/analysis.json" "$out/torch_kernels_analysis.json"
+keep "$nsys_run/manifest.json" "$out/manifest.json"
+for pass in profiled memory; do keep "$nsys_run/$pass/stderr.log" "$out/nsys_run_${pass}_stderr.log"; done
+keep "$torch_run/profiled/stderr.log" "$out/torch_run_profiled_stderr.log"
 python3 -m profiler_core analyze "$nsys_run" > "$out/analyze_nsys.txt" 2>&1 || true
 python3 -m profiler_core analyze "$torch_run" > "$out/analyze_torch.txt" 2>&1 || true
 {
-  echo "made $(date -u +%Y-%m-%d) by benchmarks/make_module_fixtures.sh at commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
-  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-  python3 -c 'import torch; print("torch", torch.__version__)'
-  "${SYSPROF_NSYS:-nsys}" --version
-} > "$out/provenance.txt" 2>&1
+  echo "# Real --nvtx-modules output"
+  echo
+  echo "Made by benchmarks/make_module_fixtures.sh (commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown),"
+  echo "$(date -u +%Y-%m-%d)) on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1),"
+  echo "$(python3 -c 'import torch; print("torch", torch.__version__)'), $("${SYSPROF_NSYS:-nsys}" --version 2>&1 | head -1)."
+  echo "Nothing here is edited. The nanoGPT-style example (tests/data/models) with the tiny preset's dims, ctx 128,"
+  echo "batch 4, fp32 train, 2 warm-up + 3 measured steps, --nvtx-modules 3:"
+  echo
+  echo "| file | what |"
+  echo "|---|---|"
+  echo "| profile.sqlite.xz | the profiled pass's nsys export (--profiler nsys) |"
+  echo "| memory_snapshot.pickle.xz | the memory pass's allocator snapshot, allocations tagged by module |"
+  echo "| modules.json | the hooked modules (path, class, type, parameters) as the passes wrote them |"
+  echo "| torch_trace.json.xz | a second run's torch.profiler trace (--profiler torch) |"
+  echo "| manifest.json, run_*.json | the nsys run's manifest; both runs' sysprof run --json |"
+  echo "| *_analysis.json, analyze_*.txt | what sysprof made of them at that commit (for reading, not for tests) |"
+  echo "| *.log, *.stderr.txt | the passes' stderr |"
+} > "$out/README.md"
 ls -la "$out"
 
 if [[ "${1:-}" == "--check" ]]; then

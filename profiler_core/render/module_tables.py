@@ -66,8 +66,14 @@ def memory_module_table(memory: dict) -> Table:
     for row in memory_module_rows(memory):
         table.add_row(row["category"], format_bytes(row["at_peak_bytes"]), format_bytes(row["max_bytes"]),
                       format_bytes(row["largest_bytes"]), str(row["largest_phase"] or ""),
-                      str(row["largest_frame"] or ""))
+                      _where(row))
     return table
+
+
+def _where(row: dict) -> str:
+    """The allocation's user frame; backward allocations have none (the autograd thread runs no Python), so their
+    module's path instead."""
+    return str(row["largest_frame"] or row["largest_module"] or "")
 
 
 def print_module_tables(console, analysis: dict, kind: str) -> None:

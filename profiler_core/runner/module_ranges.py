@@ -84,7 +84,7 @@ def hooked_modules(model: nn.Module, depth: int) -> list[tuple[str, nn.Module]]:
     return [(path, module) for path, module in model.named_modules() if 0 < module_depth(path) <= depth]
 
 
-@dataclass
+@dataclass(eq=False)  # entries are told apart by identity: two may hold equal fields
 class _Pending:
     """A backward range waiting for its module's parameter gradients (see the module docstring)."""
     module: nn.Module
@@ -92,8 +92,10 @@ class _Pending:
     remaining: int
 
 
-@dataclass
+@dataclass(eq=False)
 class ModuleRanges:
+    """The hooks of one model and what they left open; the runner calls end_step() after every step."""
+
     calls: RangeCalls
     tagging: bool = False
     names: dict[nn.Module, str] = field(default_factory=dict)

@@ -38,6 +38,8 @@ def test_analyze_sqlite_json_contract(cli_env, fixture_sqlite):
 def test_analyze_human_tables(cli_env, fixture_sqlite):
     result = sysprof(["analyze", str(fixture_sqlite)], cli_env)
     assert result.returncode == 0 and "GPU kernels by phase" in result.stdout and "backward" in result.stdout
+    # recorded without --nvtx-modules: one line instead of the module-type table
+    assert "by module type: no module ranges in this profile: run with --nvtx-modules N" in result.stdout
 
 
 def test_analyze_stats_dir_notes_the_undercount(cli_env, shared_fixtures):

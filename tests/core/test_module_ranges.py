@@ -248,3 +248,23 @@ def test_the_hook_cost_benchmark_runs_on_the_cpu():
     assert result.returncode == 0, result.stderr
     rows = [line for line in result.stdout.splitlines() if line.startswith("| ") and "×" in line]
     assert [row.split(" | ")[0] for row in rows] == ["| off", "| module ranges", "| ranges + memory tags"]
+
+
+def test_under_torch_profiler_the_ranges_are_mirrored_as_record_function_ranges(monkeypatch, tmp_path):
+    """What the torch backend reads back: user_annotation events named like the NVTX ranges (the NVTX calls
+    themselves are stubbed: a CPU build of torch has none)."""
+    from profiler_core.kernels.torch_trace import load_trace_events
+    from profiler_core.runner.module_ranges import CudaRangeCalls
+
+    for name, stub in (("range_push", lambda name: 0), ("range_pop", lambda: 0), ("range_start", lambda name: 7),
+                       ("range_end", lambda range_id: None)):
+        monkeypatch.setattr(torch.cuda.nvtx, name, stub)
+    work = workload("nanogpt_style")
+    ranges = install_module_ranges(work.model, 3, "torch", calls=CudaRangeCalls(mirror=True, tag_memory=False))
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profiler:
+        run_steps(work, ranges, steps=1)
+    profiler.export_chrome_trace(str(tmp_path / "trace.json"))
+    names = [e["name"] for e in load_trace_events(tmp_path / "trace.json") if e.get("cat") == "user_annotation"]
+    forward = expected_names(work.model, 3)
+    assert forward <= set(names)
+    assert names.count(module_range("blocks.0.attn", "CausalSelfAttention")) == 2  # its forward and its backward

@@ -113,3 +113,50 @@ def test_external_model_on_cuda_with_kernel_tables_and_memory(cli_env):
     assert summary["flops_per_step"] > 0 and 0 < summary["mfu"] < 1  # FLOPs counted on a meta copy of the model
     assert summary["profile"]["status"] == "ok" and summary["memory"]["status"] == "ok"
     assert summary["peak_memory_bytes"]["backward"] > summary["params"] * 4
+
+
+MODULE_RUN = ["--model", "tiny", "--ctx", "128", "--batch", "4", "--warmup", "2", "--steps", "3", "--nvtx-modules", "3"]
+
+
+def _module_rows(analysis, phase):
+    return {row["category"] for row in analysis["modules"]["rows"] if row["phase"] == phase and not row["sub_range"]}
+
+
+def test_module_ranges_group_kernels_and_memory_by_module_type(cli_env):
+    """--nvtx-modules on the nanoGPT-style example: kernels of forward and backward (the autograd thread's ranges)
+    and the memory pass's allocations grouped by module type; the clean pass stays unhooked."""
+    from pathlib import Path
+
+    gpt = Path(__file__).resolve().parents[1] / "data" / "models" / "nanogpt_style" / "gpt.py"
+    code, summary, stderr = sysprof_json([*MODULE_RUN, "--model-factory", f"{gpt}:build", "--profiler", "nsys",
+                                          "--memory"], cli_env)
+    assert code == 0, stderr
+    run_dir = Path(summary["run_dir"])
+    assert summary["profile"]["status"] == "ok" and "error" not in summary["profile"], summary["profile"]
+    assert not (run_dir / "modules.json").exists() and (run_dir / "profiled" / "modules.json").is_file()
+    kernels = json.loads((run_dir / summary["profile"]["kernels"]).read_text())
+    assert kernels["modules"]["ranges"] > 0, kernels["modules"]
+    for phase in ("forward", "backward"):
+        assert {"attention", "mlp", "norm", "embedding", "head"} <= _module_rows(kernels, phase), phase
+    forward_subs = {row["sub_range"] for row in kernels["modules"]["rows"] if row["category"] == "mlp"}
+    assert "up projection and gelu" in forward_subs  # the example's own NVTX range, a sub-row of mlp
+    memory = json.loads((run_dir / summary["memory"]["analysis"]).read_text())
+    modules = memory["modules"]
+    assert modules.get("tagged_allocations", 0) > 0, modules
+    assert modules["max_bytes"]["attention"] > 0 and modules["max_bytes"]["mlp"] > 0
+    assert {"attention", "mlp"} <= {row["category"] for row in modules["largest"]}
+
+
+def test_module_ranges_under_torch_profiler(cli_env):
+    """The same ranges mirrored as record_function ranges: forward always; backward where torch.profiler records
+    the autograd thread's ranges (else the analysis says it lacks them)."""
+    from pathlib import Path
+
+    gpt = Path(__file__).resolve().parents[1] / "data" / "models" / "nanogpt_style" / "gpt.py"
+    code, summary, stderr = sysprof_json([*MODULE_RUN, "--model-factory", f"{gpt}:build", "--profiler", "torch"],
+                                         cli_env)
+    assert code == 0, stderr
+    kernels = json.loads((Path(summary["run_dir"]) / summary["profile"]["kernels"]).read_text())
+    assert {"attention", "mlp"} <= _module_rows(kernels, "forward"), kernels["modules"]
+    backward = _module_rows(kernels, "backward")
+    assert {"attention", "mlp"} <= backward or any("autograd thread" in n for n in kernels["modules"]["notes"])

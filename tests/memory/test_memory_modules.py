@@ -49,3 +49,17 @@ def test_modules_json_beside_the_snapshot_gives_class_names(tmp_path):
     (tmp_path / "modules.json").write_text("{torn")
     assert module_types_beside(tmp_path / "memory_snapshot.pickle") == {}
     assert module_types_beside(tmp_path / "elsewhere" / "memory_snapshot.pickle") == {}
+
+
+def test_the_terminal_table_names_a_backward_allocation_by_its_module():
+    from rich.console import Console
+
+    from profiler_core.render.module_tables import print_module_tables
+
+    largest = [{"category": "embedding", "size_bytes": 5 << 20, "phase": "backward", "step": 0, "frame": None,
+                "module": "wte"}]
+    analysis = {"modules": {"at_peak_bytes": {"embedding": 0}, "max_bytes": {"embedding": 10 << 20},
+                            "largest": largest}}
+    console = Console(width=100, record=True)
+    print_module_tables(console, analysis, "memory")
+    assert "│ wte" in console.export_text()

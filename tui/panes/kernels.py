@@ -172,8 +172,9 @@ class KernelsPane(Pane):
 
     @on(DataTable.RowHighlighted)
     def row_highlighted(self) -> None:
-        record = self.query_one("#kernel-table", MarkableTable).cursor_record()
-        self.query_one("#kernel-details", Static).update(kernel_details(record))
+        if self.table_name == "kernels":  # module-type rows need no details line: the row says it all
+            record = self.query_one("#kernel-table", MarkableTable).cursor_record()
+            self.query_one("#kernel-details", Static).update(kernel_details(record))
 
     def action_next_table(self) -> None:
         self.table_name = KERNEL_TABLES[(KERNEL_TABLES.index(self.table_name) + 1) % len(KERNEL_TABLES)]

@@ -102,7 +102,7 @@ class MemoryPane(Pane):
     def watch_table_name(self, name: str) -> None:
         records = memory_table(name, self.analysis) if self.analysis else []
         self.query_one("#memory-table", MarkableTable).show(TABLE_COLUMNS[name], records, FORMATTERS,
-                                                            widths={"frame": 28, "explanation": 40})
+                                                            widths={"frame": 28, "explanation": 40, "largest_frame": 28})
         others = [n for n in MEMORY_TABLES if n != name]
         hint = f"t: {' / '.join(others)}"
         if name == "module types" and not records:  # how to get the table comes before the keys

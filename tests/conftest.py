@@ -91,3 +91,15 @@ def factory_run(tmp_path_factory) -> Path:
                             env=env, capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert result.returncode == 0, result.stderr
     return Path(json.loads(result.stdout)["run_dir"])
+
+
+@pytest.fixture(autouse=True)
+def _restore_stop_signals():
+    """A runner executed in-process ignores SIGINT/SIGTERM once it writes its summary; without this, later tests'
+    child processes would inherit the ignored SIGINT and outlive a cancel (as the app's quit test once showed)."""
+    import signal
+
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    for sig, handler in saved.items():
+        signal.signal(sig, handler)

@@ -13,6 +13,7 @@ its parameter and module tables; the FLOPs and activations say why they are miss
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -163,8 +164,7 @@ def optimizer_state_bytes(cfg: RunConfig, model: torch.nn.Module) -> int:
 
 
 def _with_loop_impl(cfg: RunConfig) -> RunConfig:
-    impl = "loop" if cfg.optimizer_impl != "default" else "default"
-    return RunConfig.from_dict(cfg.to_dict() | {"optimizer_impl": impl})
+    return dataclasses.replace(cfg, optimizer_impl="loop" if cfg.optimizer_impl != "default" else "default")
 
 
 def _tensors(state: dict) -> Iterator[torch.Tensor]:

@@ -66,11 +66,13 @@ class SysprofApp(TableExportActions, App):
 
     def __init__(self, runs_dir: str | None = None, argv_factory: ArgvFactory = default_argv,
                  open_runs: list[Path] | None = None, initial: RunConfig | None = None,
-                 settings_path: Path | None = None, sample_gpu: bool = True):
+                 settings_path: Path | None = None, sample_gpu: bool = True, live_inspect: bool = False):
+        """live_inspect: Configure inspects the model in a torch process as the form changes (the entry point
+        turns it on; tests that do not look at it leave it off, so their frames do not wait on a process)."""
         super().__init__()
         self.runs_root = rundir.runs_root(runs_dir)
         self.argv_factory, self.open_runs, self.sample_gpu = argv_factory, open_runs or [], sample_gpu
-        self.settings_path = settings_path
+        self.settings_path, self.live_inspect = settings_path, live_inspect
         remembered, self.settings_notice = load_last_config(settings_path) if initial is None else (None, None)
         self.initial = initial or remembered or default_config()
         self.pending: tuple[RunConfig | None, dict] = (None, {"config": "not checked yet"})
@@ -80,7 +82,8 @@ class SysprofApp(TableExportActions, App):
         yield Header()
         initial = "live" if self.open_runs else "configure"
         panes = {
-            "configure": lambda: ConfigurePane(self.initial, id="pane-configure").data_bind(SysprofApp.run_state),
+            "configure": lambda: ConfigurePane(self.initial, self.runs_root, self.live_inspect,
+                                               id="pane-configure").data_bind(SysprofApp.run_state),
             "live": lambda: LivePane(id="pane-live").data_bind(SysprofApp.run_state, SysprofApp.telemetry),
             "kernels": lambda: KernelsPane(id="pane-kernels").data_bind(SysprofApp.run_state),
             "memory": lambda: MemoryPane(id="pane-memory").data_bind(SysprofApp.run_state),
@@ -272,4 +275,5 @@ def entry_point(argv: list[str] | None = None) -> None:
     from tui.cli import parse_args
 
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    SysprofApp(runs_dir=args.runs_dir, open_runs=args.run_dirs, settings_path=default_settings_path()).run()
+    SysprofApp(runs_dir=args.runs_dir, open_runs=args.run_dirs, settings_path=default_settings_path(),
+               live_inspect=True).run()

@@ -7,7 +7,7 @@ from pathlib import Path
 from rich.table import Table
 from textual import on
 from textual.app import ComposeResult
-from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
+from textual.containers import Grid, Horizontal, VerticalScroll
 from textual.message import Message
 from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
@@ -41,6 +41,7 @@ from tui.panes.config_fields import (
     read_code_field,
     read_integer,
 )
+from tui.panes.inspect_panel import InspectPanel
 
 CHOICES = {"mode": MODES, "dtype": DTYPES, "matmul_precision": MATMUL_PRECISIONS, "attention": ATTENTIONS,
            "device": DEVICES, "profiler": PROFILERS, "optimizer_impl": OPTIMIZER_IMPLS}
@@ -90,10 +91,12 @@ class ConfigurePane(Pane):
             super().__init__()
             self.config, self.problems = config, problems
 
-    def __init__(self, initial: RunConfig, **kwargs):
+    def __init__(self, initial: RunConfig, runs_root: Path, live_inspect: bool = False, **kwargs):
         super().__init__(**kwargs)
-        self.initial = initial
+        self.initial, self.runs_root, self.live_inspect = initial, runs_root, live_inspect
         self.has_problems = False
+        self.checked: RunConfig | None = None  # the last config the form built without problems
+        self.was_running = False
 
     def compose(self) -> ComposeResult:
         cfg = self.initial
@@ -101,11 +104,12 @@ class ConfigurePane(Pane):
             with VerticalScroll(id="config-scroll"):
                 with Grid(id="config-form"):
                     yield from self.field_rows(cfg)
-            with Vertical(id="config-side"):
-                yield Static(id="model-info")  # the model as the form knows it (a live inspect would go here)
+            with VerticalScroll(id="config-side"):
+                yield Static(id="model-info")  # the model as the form knows it
                 yield Static(id="predicted-memory")
                 yield Static(id="config-error")
                 yield Button("Run (ctrl+r)", id="run", variant="primary", compact=True)
+                yield InspectPanel(self.runs_root, id="inspect-panel").set_class(not self.live_inspect, "-off")
 
     def field_rows(self, cfg: RunConfig) -> ComposeResult:
         presets = [(f"{name} ({human_count(count_params(spec))})", name) for name, spec in PRESETS.items()]
@@ -153,7 +157,19 @@ class ConfigurePane(Pane):
         predicted = predicted_table(cfg) if cfg is not None and not problems and not cfg.model_factory else ""
         self.query_one("#predicted-memory", Static).update(predicted)
         self.update_run_button(problems)
-        self.post_message(self.Changed(cfg if not problems else None, problems))
+        self.checked = cfg if not problems else None
+        self.inspect_form()
+        self.post_message(self.Changed(self.checked, problems))
+
+    def inspect_form(self) -> None:
+        """The model as the runner will build it, counted on the meta device in an inspector process."""
+        if not self.live_inspect:
+            return
+        panel = self.query_one(InspectPanel)
+        if self.run_state.running:  # an inspector would take CPU from the steps being measured
+            panel.hold("inspect waits until the run finishes")
+        else:
+            panel.request(self.checked)
 
     def checked_config(self) -> tuple[RunConfig | None, dict[str, str]]:
         """The form's config (None when it cannot be built) and every problem by field."""
@@ -174,6 +190,9 @@ class ConfigurePane(Pane):
 
     def watch_run_state(self) -> None:
         self.update_run_button()
+        if self.run_state.running != self.was_running:  # every step updates run_state: act on changes only
+            self.was_running = self.run_state.running
+            self.inspect_form()
 
     @on(Button.Pressed, "#pick-factory")
     def action_pick_factory(self) -> None:

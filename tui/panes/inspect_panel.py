@@ -29,27 +29,34 @@ class InspectPanel(Static):
     def __init__(self, runs_root: Path, **kwargs):
         super().__init__(**kwargs)
         self.runs_root = runs_root
-        self.pending: RunConfig | None = None
+        self.wanted: RunConfig | None = None  # the config shown, being inspected or waiting for the form to settle
         self.timer: Timer | None = None
-        self.shown: RunConfig | None = None  # the config the panel describes now
 
     def request(self, cfg: RunConfig | None) -> None:
         """Inspect cfg once the form settles; None (the form is invalid) clears the panel."""
-        if cfg == self.shown and cfg is not None:
+        if cfg is not None and cfg == self.wanted:
             return
-        self.pending = cfg
+        self.stop()
+        self.wanted = cfg
+        if cfg is None:
+            self.update("")
+        else:
+            self.timer = self.set_timer(SETTLE_S, self.start)
+
+    def hold(self, reason: str) -> None:
+        """Stop inspecting (and kill a running inspector) until the next request; say why."""
+        self.stop()
+        self.wanted = None
+        self.update(Text(reason, style="dim"))
+
+    def stop(self) -> None:
         if self.timer is not None:
             self.timer.stop()
-        if cfg is None:
-            self.workers.cancel_group(self, "inspect")
-            self.shown = None
-            self.update("")
-            return
-        self.timer = self.set_timer(SETTLE_S, self.start)
+        self.workers.cancel_group(self, "inspect")
 
     def start(self) -> None:
-        if self.pending is not None:
-            self.inspect(self.pending)
+        if self.wanted is not None:
+            self.inspect(self.wanted)
 
     @work(exclusive=True, exit_on_error=False, group="inspect")
     async def inspect(self, cfg: RunConfig) -> None:
@@ -69,4 +76,3 @@ class InspectPanel(Static):
             self.update(Text(f"inspect: {exc}", style="red"))
         else:
             self.update(report_renderable(report))
-        self.shown = cfg

@@ -1,0 +1,70 @@
+"""Configure's live inspect: the real inspector process (torch on the meta device) runs when the form settles,
+never in the app's own process, and a model that raises shows its one-line reason."""
+import asyncio
+from pathlib import Path
+
+from tui_helpers import settle, text
+
+from profiler_core.config import RunConfig
+from tui.app import SysprofApp
+from tui.panes.inspect_panel import InspectPanel
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+TINY = RunConfig(model="tiny", ctx=32, batch=2, warmup=2, steps=3, device="cpu")
+INSPECTOR_S = 60  # the inspector imports torch: seconds on a loaded CI machine
+
+
+def panel_text(app) -> str:
+    """What the screen shows right of the form (the panel is the side column's last widget)."""
+    side = app.query_one("#config-side")
+    return "\n".join(line[side.region.x:] for line in text(app).splitlines()[side.region.y:])
+
+
+async def wait_for(app, pilot, needle: str) -> str:
+    for _ in range(INSPECTOR_S * 10):
+        await pilot.pause(0.1)
+        if needle in panel_text(app):
+            return panel_text(app)
+    raise AssertionError(f"{needle!r} never shown; the panel says {panel_text(app)!r}")
+
+
+def three_blocks_folded(line: str) -> bool:
+    cells = [cell.strip() for cell in line.split("│")]
+    return "layers.*" in cells and "3" in cells
+
+
+async def test_the_panel_inspects_the_form_and_follows_its_changes(tmp_path):
+    app = SysprofApp(runs_dir=str(tmp_path / "runs"), initial=TINY, sample_gpu=False, live_inspect=True)
+    async with app.run_test(size=(140, 60)) as pilot:
+        shown = await wait_for(app, pilot, "FlopCounterMode")
+        assert "tiny (TransformerLM)" in shown and "counted and closed form equal" in shown
+        app.query_one("#layers").value = "3"
+        for _ in range(INSPECTOR_S * 10):  # the form settles, a second inspector runs, its table replaces the first
+            await pilot.pause(0.1)
+            if any(three_blocks_folded(line) for line in panel_text(app).splitlines()):
+                break
+        else:
+            raise AssertionError(f"the 3-layer model was never shown: {panel_text(app)!r}")
+
+
+async def test_an_invalid_form_clears_the_panel_and_a_raising_model_says_why(tmp_path):
+    (tmp_path / "broken.py").write_text("def build(vocab_size):\n    raise ValueError('no such layer')\n")
+    app = SysprofApp(runs_dir=str(tmp_path / "runs"), initial=TINY, sample_gpu=False, live_inspect=True)
+    async with app.run_test(size=(140, 60)) as pilot:
+        await wait_for(app, pilot, "FlopCounterMode")
+        app.query_one("#ctx").value = "0"
+        await settle(app, pilot)
+        await asyncio.sleep(1)
+        assert "FlopCounterMode" not in panel_text(app)
+        app.query_one("#ctx").value = "32"
+        app.query_one("#model_factory").value = f"{tmp_path / 'broken.py'}:build"
+        shown = await wait_for(app, pilot, "inspect:")
+        assert "ValueError: no such layer" in shown
+    assert (tmp_path / "runs" / "inspect-stderr.log").is_file()
+
+
+async def test_a_run_holds_the_inspector_and_off_means_no_panel(tmp_path):
+    app = SysprofApp(runs_dir=str(tmp_path / "runs"), initial=TINY, sample_gpu=False)
+    async with app.run_test(size=(140, 60)) as pilot:
+        await settle(app, pilot)
+        assert not app.query_one(InspectPanel).display

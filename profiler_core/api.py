@@ -11,6 +11,7 @@ from profiler_core import events, rundir
 from profiler_core.compare import NOISE_SIGMAS, compare_summaries
 from profiler_core.config import (
     ATTENTIONS,
+    COMPILE_MODES,
     CUSTOM,
     DEFAULT_OPTIMIZER,
     DEVICES,
@@ -52,7 +53,7 @@ def study_tables(study_dir: Path) -> dict[str, list[dict]]:
 
 
 __all__ = [
-    "ATTENTIONS", "CANCEL_GRACE_S", "CUSTOM", "DEFAULT_OPTIMIZER", "DEVICES", "DIM_FIELDS", "DTYPES", "MATMUL_PRECISIONS", "MODES", "OPTIMIZER_IMPLS",
+    "ATTENTIONS", "CANCEL_GRACE_S", "CUSTOM", "DEFAULT_OPTIMIZER", "DEVICES", "DIM_FIELDS", "DTYPES", "MATMUL_PRECISIONS", "MODES", "OPTIMIZER_IMPLS", "COMPILE_MODES",
     "NOISE_SIGMAS", "PRESETS", "PROFILERS", "ConfigError", "ExportError", "GpuTelemetry", "NvmlSampler",
     "OneLineParser", "RunConfig", "RunDirError", "StudyError", "SysprofError", "compare_summaries",
     "config_problems", "count_params", "decode_line", "events", "finish_event", "gpu_count", "human_count",

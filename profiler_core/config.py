@@ -17,6 +17,9 @@ DEVICES = ("auto", "cuda", "cpu", "mps")
 PROFILERS = ("none", "nsys", "torch", "auto")
 # How torch's Adam/AdamW update the weights: its default (foreach on CUDA), one fused kernel, foreach, a loop.
 OPTIMIZER_IMPLS = ("default", "fused", "foreach", "loop")
+# torch.compile modes; the two that ask for CUDA graphs are checked for whether inductor used them.
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+CUDA_GRAPH_MODES = ("reduce-overhead", "max-autotune")
 DEFAULT_OPTIMIZER = "torch.optim.AdamW"
 CUSTOM = "custom"
 DIM_FIELDS = ("d_model", "d_ff", "layers", "heads", "vocab")
@@ -47,6 +50,7 @@ class RunConfig:
     dtype: str = "fp32"
     matmul_precision: str = "highest"
     compile: bool = False
+    compile_mode: str = "default"
     attention: str = "naive"
     warmup: int = 5
     steps: int = 10
@@ -141,8 +145,10 @@ def config_problems(cfg: RunConfig) -> dict[str, str]:
         found["warmup"] = f"warmup must be 0 or more; got {cfg.warmup!r}"
     for name, allowed in (("mode", MODES), ("dtype", DTYPES), ("matmul_precision", MATMUL_PRECISIONS),
                           ("attention", ATTENTIONS), ("device", DEVICES), ("profiler", PROFILERS),
-                          ("optimizer_impl", OPTIMIZER_IMPLS)):
+                          ("optimizer_impl", OPTIMIZER_IMPLS), ("compile_mode", COMPILE_MODES)):
         found[name] = _choice(name, getattr(cfg, name), allowed)
+    if cfg.compile_mode != "default" and not cfg.compile and not found["compile_mode"]:
+        found["compile_mode"] = f"--compile-mode {cfg.compile_mode} needs --compile"
     found.update(_user_code_problems(cfg))
     found["nvtx_modules"] = _nvtx_modules_problem(cfg)
     problems = {k: v for k, v in found.items() if v}

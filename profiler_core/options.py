@@ -9,6 +9,7 @@ from typing import NoReturn
 
 from profiler_core.config import (
     ATTENTIONS,
+    COMPILE_MODES,
     DEVICES,
     DTYPES,
     MATMUL_PRECISIONS,
@@ -34,6 +35,8 @@ OPTION_HELP: dict[str, tuple[str, tuple[str, ...] | None]] = {
     "dtype": ("fp32, or bf16/fp16 autocast (fp16 with a grad scaler)", DTYPES),
     "matmul_precision": ("fp32 matmuls: highest = strict fp32, high = TF32", MATMUL_PRECISIONS),
     "compile": ("torch.compile the model (compile time reported separately)", None),
+    "compile_mode": ("torch.compile mode; reduce-overhead and max-autotune ask for CUDA graphs (the summary says "
+                     "whether inductor used them)", COMPILE_MODES),
     "attention": ("naive (materialized scores) or sdpa", ATTENTIONS),
     "warmup": ("warm-up steps before measuring", None),
     "steps": ("measured steps", None),

@@ -87,6 +87,7 @@ class RunSummary(Throughput, total=False):
     phases: dict[str, PhaseStats]  # models.phases.TIMED_PHASES that ran
     warmup_ms: list[float]
     compile_s: float | None
+    compile: dict[str, Any]  # mode, and with a mode that asks for CUDA graphs whether inductor used them
     peak_memory_bytes: dict[str, int]
     peak_reserved_bytes: dict[str, int]
     error: RunError

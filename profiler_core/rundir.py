@@ -56,7 +56,7 @@ def runs_root(explicit: str | None = None) -> Path:
 def slug(cfg: RunConfig) -> str:
     parts = [cfg.model_name, f"ctx{cfg.ctx}", f"b{cfg.batch}", cfg.mode, cfg.dtype, cfg.attention]
     if cfg.compile:
-        parts.append("compiled")
+        parts.append("compiled" if cfg.compile_mode == "default" else f"compiled-{cfg.compile_mode}")
     return "-".join(parts).replace("/", "_")
 
 

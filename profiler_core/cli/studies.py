@@ -112,7 +112,8 @@ def study_warmup(args) -> int:
 
 def study_compile(args) -> int:
     base, started = config_from_args(args), _start(args)
-    configs = [dataclasses.replace(base, mode=mode, compile=compiled)
+    configs = [dataclasses.replace(base, mode=mode, compile=compiled,
+                                   compile_mode=base.compile_mode if compiled else "default")
                for mode in ("forward", "train") for compiled in (False, True)]
     return emit_tables(args, _run_configs(args, "compile", configs, ["mode", "compile"]), started)
 

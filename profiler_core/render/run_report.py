@@ -36,6 +36,8 @@ def throughput_line(summary: RunSummary) -> str:
              f"MFU {optional(summary.get('mfu'), '.1%')}"]
     if summary.get("compile_s") is not None:
         parts.append(f"compile {summary['compile_s']:.1f} s (not in step times)")
+    if summary.get("compile"):
+        parts.append(f"compile mode {summary['compile']['mode']}, CUDA graphs {summary['compile']['cuda_graphs']}")
     if summary.get("warmup_ms"):
         parts.append("warm-up " + ", ".join(format_ms(ms) for ms in summary["warmup_ms"]))
     return " · ".join(parts)

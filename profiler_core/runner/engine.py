@@ -29,7 +29,7 @@ from profiler_core.runner.inspect_model import counted_step_flops
 from profiler_core.runner.module_ranges import ModuleRanges, describe_modules, install_module_ranges, tags_supported
 from profiler_core.runner.timing import StepInstruments, run_step, synchronize
 from profiler_core.runner.user_model import attention_note
-from profiler_core.runner.workload import build_workload, check_dtype_support, resolve_device
+from profiler_core.runner.workload import build_workload, check_dtype_support, cuda_graph_report, resolve_device
 
 
 class Cancelled(Exception):
@@ -184,6 +184,10 @@ class Runner:
         summary = build_summary(self.cfg, self.env, self.steps, status, str(self.run_dir), self.compile_s, error,
                                 params=info["params"] if info else None,
                                 flops=info.get("flops_per_step") if info else None)
+        work = getattr(self, "work", None)
+        compiled = cuda_graph_report(self.cfg, work.device) if work is not None else None
+        if compiled:
+            summary["compile"] = compiled
         if self.history:
             self.history.dump_and_stop()  # still recording after an OOM: the snapshot shows what led up to it
             if self.history.path.exists():

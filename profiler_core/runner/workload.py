@@ -12,7 +12,7 @@ from einops import rearrange
 
 from models.transformer import TransformerLM
 from profiler_core.config import AUTOCAST_DTYPES as AUTOCAST_DTYPE_NAMES
-from profiler_core.config import ConfigError, RunConfig
+from profiler_core.config import CUDA_GRAPH_MODES, ConfigError, RunConfig
 from profiler_core.runner.model_checks import check_placement, check_vocabulary
 from profiler_core.runner.user_model import build_optimizer, build_user_model, load_callable, logits_of
 
@@ -96,6 +96,22 @@ class Workload:
         self.model.zero_grad(set_to_none=True)
 
 
+def cuda_graph_report(cfg: RunConfig, device: torch.device) -> dict | None:
+    """Whether a compile mode that asks for CUDA graphs got them: inductor counts each graph it could not capture
+    (graph inputs mutated, CPU tensors, dynamic shapes…) in counters["inductor"]["cudagraph_skips"]."""
+    if not cfg.compile:
+        return None
+    if cfg.compile_mode not in CUDA_GRAPH_MODES:
+        return {"mode": cfg.compile_mode, "cuda_graphs": "not asked"}
+    if device.type != "cuda":
+        return {"mode": cfg.compile_mode, "cuda_graphs": f"none on {device.type}"}
+    from torch._dynamo.utils import counters
+
+    skips = counters["inductor"]["cudagraph_skips"]
+    return {"mode": cfg.compile_mode, "cudagraph_skips": skips,
+            "cuda_graphs": "used" if not skips else f"skipped for {skips} graph(s) (TORCH_LOGS=perf_hints says why)"}
+
+
 def build_workload(cfg: RunConfig, device: torch.device) -> Workload:
     torch.manual_seed(cfg.seed)
     torch.set_float32_matmul_precision(cfg.matmul_precision)
@@ -113,7 +129,8 @@ def build_workload(cfg: RunConfig, device: torch.device) -> Workload:
     optimizer, optimizer_info = build_optimizer(cfg, model.parameters()) if cfg.mode == "train" else (None, None)
     scaler = torch.amp.GradScaler(device.type) if cfg.dtype == "fp16" and cfg.mode != "forward" else None
     if cfg.compile:
-        model = torch.compile(model)  # type: ignore[assignment]  # an OptimizedModule; the stubs say a Callable
+        mode = None if cfg.compile_mode == "default" else cfg.compile_mode
+        model = torch.compile(model, mode=mode)  # type: ignore[assignment]  # an OptimizedModule, not a Callable
     shape = (cfg.batch, cfg.ctx)
     tokens = torch.randint(vocab, shape, device=device)
     targets = torch.randint(vocab, shape, device=device)

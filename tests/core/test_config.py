@@ -25,6 +25,8 @@ from profiler_core.options import OneLineParser, add_config_options, config_from
     ({"model": "custom", "d_model": 64}, "d_ff", "a custom model needs --d-ff"),
     ({"device": "cpu", "profiler": "nsys"}, "profiler", "kernel tables need CUDA kernels"),
     ({"device": "cpu", "memory": True}, "memory", "allocator history is a CUDA feature"),
+    ({"compile_mode": "fastest"}, "compile_mode", "compile_mode must be one of default, reduce-overhead"),
+    ({"compile_mode": "reduce-overhead"}, "compile_mode", "--compile-mode reduce-overhead needs --compile"),
 ])
 def test_each_invalid_value_gets_its_one_line_reason(changes, field, reason):
     problems = config_problems(RunConfig(**changes))
@@ -91,3 +93,17 @@ def test_model_args_file_mistakes_are_config_errors(tmp_path, name, text, reason
         (tmp_path / name).write_text(text)
     with pytest.raises(ConfigError, match=re.escape(reason)):
         parse_run_options("--model-factory", "m:f", "--model-args", str(tmp_path / name))
+
+
+def test_a_compile_mode_names_its_run_and_says_whether_it_asked_for_cuda_graphs():
+    import torch
+
+    from profiler_core.rundir import slug
+    from profiler_core.runner.workload import cuda_graph_report
+
+    cfg = RunConfig(model="tiny", compile=True, compile_mode="reduce-overhead")
+    assert slug(cfg).endswith("-compiled-reduce-overhead") and slug(RunConfig(compile=True)).endswith("-compiled")
+    assert cuda_graph_report(cfg, torch.device("cpu")) == {"mode": "reduce-overhead", "cuda_graphs": "none on cpu"}
+    assert cuda_graph_report(RunConfig(compile=True, compile_mode="max-autotune-no-cudagraphs"),
+                             torch.device("cpu"))["cuda_graphs"] == "not asked"
+    assert cuda_graph_report(RunConfig(), torch.device("cpu")) is None  # eager: nothing to say

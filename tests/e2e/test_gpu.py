@@ -34,6 +34,14 @@ def test_compile_time_is_reported_apart_from_steps(cli_env):
     assert summary["phases"]["step"]["max_ms"] < summary["compile_s"] * 1e3
 
 
+@pytest.mark.parametrize("mode, graphs", [("reduce-overhead", "used"), ("max-autotune-no-cudagraphs", "not asked")])
+def test_compile_mode_reports_whether_cuda_graphs_were_used(cli_env, mode, graphs):
+    code, summary, stderr = sysprof_json(["--model", "tiny", "--compile", "--compile-mode", mode, "--dtype", "bf16",
+                                          "--warmup", "2", "--steps", "3"], cli_env)
+    assert code == 0, stderr
+    assert summary["compile"]["mode"] == mode and summary["compile"]["cuda_graphs"] == graphs
+
+
 def test_oom_is_a_result_not_a_crash(cli_env):
     code, summary, stderr = sysprof_json(["--model", "2.7B", "--ctx", "4096", "--max-ctx", "4096", "--batch", "64",
                                           "--warmup", "0", "--steps", "1"], cli_env)

@@ -13,6 +13,7 @@ from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
 from profiler_core.api import (
     ATTENTIONS,
+    COMPILE_MODES,
     CUSTOM,
     DEVICES,
     DIM_FIELDS,
@@ -44,7 +45,7 @@ from tui.panes.config_fields import (
 from tui.panes.inspect_panel import InspectPanel
 
 CHOICES = {"mode": MODES, "dtype": DTYPES, "matmul_precision": MATMUL_PRECISIONS, "attention": ATTENTIONS,
-           "device": DEVICES, "profiler": PROFILERS, "optimizer_impl": OPTIMIZER_IMPLS}
+           "device": DEVICES, "profiler": PROFILERS, "optimizer_impl": OPTIMIZER_IMPLS, "compile_mode": COMPILE_MODES}
 INTEGERS = ("ctx", "batch", "warmup", "steps")
 CHECKBOXES = {"compile": "torch.compile", "memory": "memory capture (CUDA)"}
 PREDICTED_ITEMS = (("parameters", "parameters_bytes"), ("gradients", "gradients_bytes"),

@@ -7,7 +7,7 @@
 # Two runs of the nanoGPT-style example (tests/data/models) with the tiny preset's dims (d_model 128, 2 layers,
 # 4 heads, ctx 128, batch 4), 2 warm-up + 3 measured steps, module ranges down to depth 3: one with nsys and the
 # memory pass, one with torch.profiler. Writes $OUT/module_ranges/: copy that folder to tests/data/module_ranges/.
-# Large files are xz-compressed; nothing is edited. --check runs the fixture tests against the new folder.
+# Large files are xz-compressed; only paths are edited (shorten_fixture_paths.py). --check runs the fixture tests against the new folder.
 set -euo pipefail
 out="${OUT:?set OUT to the folder to write into}/module_ranges"
 runs=$(mktemp -d)
@@ -48,7 +48,9 @@ python3 -m profiler_core analyze "$torch_run" > "$out/analyze_torch.txt" 2>&1 ||
   echo "Made by benchmarks/make_module_fixtures.sh (commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown),"
   echo "$(date -u +%Y-%m-%d)) on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1),"
   echo "$(python3 -c 'import torch; print("torch", torch.__version__)'), $("${SYSPROF_NSYS:-nsys}" --version 2>&1 | head -1)."
-  echo "Nothing here is edited. The nanoGPT-style example (tests/data/models) with the tiny preset's dims, ctx 128,"
+  echo "Only paths are edited: benchmarks/shorten_fixture_paths.py replaced the checkout's absolute path with"
+  echo "\`<checkout>\` and the nsys export's copies of the machine's environment variables with a placeholder."
+  echo "The nanoGPT-style example (tests/data/models) with the tiny preset's dims, ctx 128,"
   echo "batch 4, fp32 train, 2 warm-up + 3 measured steps, --nvtx-modules 3:"
   echo
   echo "| file | what |"
@@ -61,6 +63,7 @@ python3 -m profiler_core analyze "$torch_run" > "$out/analyze_torch.txt" 2>&1 ||
   echo "| *_analysis.json, analyze_*.txt | what sysprof made of them at that commit (for reading, not for tests) |"
   echo "| *.log, *.stderr.txt | the passes' stderr |"
 } > "$out/README.md"
+python3 benchmarks/shorten_fixture_paths.py "$out" "$PWD"
 ls -la "$out"
 
 if [[ "${1:-}" == "--check" ]]; then

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from models.presets import PRESETS, count_params, human_count
 from profiler_core import events, rundir
-from profiler_core.compare import NOISE_SIGMAS, compare_summaries
+from profiler_core.compare import ALPHA, MIN_EFFECT, NOISE_SIGMAS, SUGGESTED_REPEATS, compare_summaries
 from profiler_core.config import (
     ATTENTIONS,
     CUSTOM,
@@ -53,7 +53,7 @@ def study_tables(study_dir: Path) -> dict[str, list[dict]]:
 
 __all__ = [
     "ATTENTIONS", "CANCEL_GRACE_S", "CUSTOM", "DEFAULT_OPTIMIZER", "DEVICES", "DIM_FIELDS", "DTYPES", "MATMUL_PRECISIONS", "MODES", "OPTIMIZER_IMPLS",
-    "NOISE_SIGMAS", "PRESETS", "PROFILERS", "ConfigError", "ExportError", "GpuTelemetry", "NvmlSampler",
+    "ALPHA", "MIN_EFFECT", "NOISE_SIGMAS", "SUGGESTED_REPEATS", "PRESETS", "PROFILERS", "ConfigError", "ExportError", "GpuTelemetry", "NvmlSampler",
     "OneLineParser", "RunConfig", "RunDirError", "StudyError", "SysprofError", "compare_summaries",
     "config_problems", "count_params", "decode_line", "events", "finish_event", "gpu_count", "human_count",
     "inspect_argv", "read_inspect_output",

@@ -131,6 +131,7 @@ class RunSummary(Throughput, total=False):
     # A group summary (N processes of one config, metrics.aggregate_processes): phases are then medians over them.
     between: dict[str, BetweenStats]  # phase or "tokens_per_s" → spread between the processes
     repeats: RepeatsRecord
+    warnings: list[dict[str, Any]]  # stability.warnings_for_summary with the readings taken while the steps ran
 
 
 class KernelPhase(TypedDict, total=False):

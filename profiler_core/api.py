@@ -8,7 +8,7 @@ from pathlib import Path
 
 from models.presets import PRESETS, count_params, human_count
 from profiler_core import events, rundir
-from profiler_core.compare import NOISE_SIGMAS, compare_summaries
+from profiler_core.compare import ALPHA, MIN_EFFECT, NOISE_SIGMAS, SUGGESTED_REPEATS, compare_summaries
 from profiler_core.config import (
     ATTENTIONS,
     COMPILE_MODES,
@@ -35,6 +35,7 @@ from profiler_core.options import OneLineParser
 from profiler_core.records import PhaseStats, RunError, RunSummary, StepRecord, median_ms
 from profiler_core.session.inspecting import inspect_argv, read_inspect_output
 from profiler_core.session.process import CANCEL_GRACE_S, mark_killed, session_argv, signal_group
+from profiler_core.stability import warnings_for_summary
 from profiler_core.studies.catalog import list_studies, study_kind, study_record
 
 
@@ -54,11 +55,11 @@ def study_tables(study_dir: Path) -> dict[str, list[dict]]:
 
 __all__ = [
     "ATTENTIONS", "CANCEL_GRACE_S", "CUSTOM", "DEFAULT_OPTIMIZER", "DEVICES", "DIM_FIELDS", "DTYPES", "MATMUL_PRECISIONS", "MODES", "OPTIMIZER_IMPLS", "COMPILE_MODES",
-    "NOISE_SIGMAS", "PRESETS", "PROFILERS", "ConfigError", "ExportError", "GpuTelemetry", "NvmlSampler",
+    "ALPHA", "MIN_EFFECT", "NOISE_SIGMAS", "SUGGESTED_REPEATS", "PRESETS", "PROFILERS", "ConfigError", "ExportError", "GpuTelemetry", "NvmlSampler",
     "OneLineParser", "RunConfig", "RunDirError", "StudyError", "SysprofError", "compare_summaries",
     "config_problems", "count_params", "decode_line", "events", "finish_event", "gpu_count", "human_count",
     "inspect_argv", "read_inspect_output",
     "list_studies", "mark_killed", "model_column", "model_label", "median_ms", "PhaseStats", "RunError", "RunSummary",
     "StepRecord", "phase_stats", "predict_run_memory", "rundir", "session_argv", "signal_group",
-    "study_argv", "study_kind", "study_record", "study_tables", "throughput",
+    "study_argv", "study_kind", "study_record", "study_tables", "throughput", "warnings_for_summary",
 ]

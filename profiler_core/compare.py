@@ -1,55 +1,201 @@
-"""Compare two runs phase by phase: the ratio of medians and whether the gap is bigger than the noise.
+"""Compare two runs (or two groups of repeated processes) phase by phase and for throughput: the ratio B/A of the
+medians, its 95% interval, and a verdict that must pass two gates.
 
-Verdict rule (documented in the Help screen and tested): B is "faster" or "slower" than A only when
+Why two gates on per-process medians: on a shared 2×H200 host one config (small, bf16, train, 30 steps) run in six
+fresh processes gave step medians of 36.2, 39.2, 50.4, 38.3, 36.6 and 40.3 ms, a 39% spread between processes while
+each run's own std was small. The earlier rule, |median B − median A| > 2·√(std A² + std B²) over the steps of one
+run, called 4 of those 15 same-config pairs faster or slower: a within-run std cannot see run-to-run noise (clocks,
+other tenants, allocator and autotuning state). So each process's median is one observation, and B is "faster" or
+"slower" than A only when
 
-    |median_B − median_A| > NOISE_SIGMAS · sqrt(std_A² + std_B²)
+1. significance: a test on the per-process medians finds a difference at α = 0.05 — Mann–Whitney U (two-sided,
+   exact for small samples, no normality assumed) with ≥ 4 processes per side; Welch's t-test on the logarithms with
+   2–3 (a rank test cannot reach p < 0.05 with 3 per side: its smallest two-sided p is 0.1); and
+2. effect: |B/A − 1| ≥ the minimum effect = max(--min-effect, default 2%, and the measured between-process spread,
+   the larger side's robust CV 0.7413·IQR/median): a gap smaller than what moves between two processes of one
+   config is not one a user can act on (for the six medians above the spread is 5.7%).
 
-where std is the sample standard deviation of that phase over each run's measured steps. Two runs of the
-same configuration differ by about sqrt(2)·std per step; 2σ of that keeps "same config, different run"
-inside "within noise" most of the time without hiding real speedups of a few per cent on quiet GPUs.
-With fewer than 2 steps in either run there is no spread to compare against: "too few steps".
+Otherwise the verdict is "within noise", with the gate that stopped it as the reason. The ratio's 95% interval is a
+percentile bootstrap of median(B)/median(A) with a fixed seed (the same runs give the same interval). With one
+process on a side there is no run-to-run spread to test against: the verdict falls back on the within-run rule above
+(and the minimum effect), and its reason says so and recommends --repeats.
 """
 from __future__ import annotations
 
 import math
+import statistics
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from models.phases import TIMED_PHASES
+from models.phases import STEP, TIMED_PHASES
+from profiler_core.metrics import between_process_stats, process_medians, process_throughputs
 
-NOISE_SIGMAS = 2.0
+ALPHA = 0.05
+MIN_EFFECT = 0.02
+NOISE_SIGMAS = 2.0  # the within-run rule, for one process per side
+RANK_TEST_PROCESSES = 4  # per side, for Mann–Whitney U; 2–3 take Welch's t on the logs
+SUGGESTED_REPEATS = 5
+BOOTSTRAP_SEED, BOOTSTRAP_RESAMPLES = 14, 9999
+FASTER, SLOWER, WITHIN_NOISE, TOO_FEW_STEPS, MISSING = "faster", "slower", "within noise", "too few steps", "missing"
+THROUGHPUT_ROW = "tokens/s"
+# Config fields that change the passes after the clean one, or how many processes ran, not the steps measured.
+PASS_FIELDS = ("profiler", "memory", "memory_max_entries", "nvtx_modules", "repeats")
 
 
 def noise_threshold_ms(stats_a: Mapping[str, Any], stats_b: Mapping[str, Any]) -> float:
     return NOISE_SIGMAS * math.hypot(stats_a.get("std_ms") or 0.0, stats_b.get("std_ms") or 0.0)
 
 
-def verdict(stats_a: Mapping[str, Any], stats_b: Mapping[str, Any]) -> str:
-    """"faster" / "slower" (B relative to A), "within noise", or "too few steps"."""
+def within_run_verdict(stats_a: Mapping[str, Any], stats_b: Mapping[str, Any]) -> str:
+    """The one-process rule on two PhaseStats: "faster" / "slower" (B's median lower / higher than A's by more than
+    2·√(std A² + std B²)), "within noise", or "too few steps" (no spread below 2 steps)."""
     if min(stats_a.get("n") or 0, stats_b.get("n") or 0) < 2:
-        return "too few steps"
+        return TOO_FEW_STEPS
     difference = stats_b["median_ms"] - stats_a["median_ms"]
     if abs(difference) <= noise_threshold_ms(stats_a, stats_b):
-        return "within noise"
-    return "faster" if difference < 0 else "slower"
+        return WITHIN_NOISE
+    return FASTER if difference < 0 else SLOWER
 
 
-def compare_phase(phase: str, stats_a: Mapping[str, Any], stats_b: Mapping[str, Any]) -> dict:
-    median_a, median_b = stats_a.get("median_ms"), stats_b.get("median_ms")
+def significance(values_a: list[float], values_b: list[float]) -> tuple[str, float | None]:
+    """(test, two-sided p) on per-process values, ≥ 2 per side; p is None when neither side varies and they agree."""
+    import numpy as np
+    from scipy import stats
+
+    with warnings.catch_warnings():  # near-identical samples: scipy warns, the p-value is still right
+        warnings.simplefilter("ignore", RuntimeWarning)
+        if min(len(values_a), len(values_b)) >= RANK_TEST_PROCESSES:
+            return "Mann-Whitney U", float(stats.mannwhitneyu(values_a, values_b, alternative="two-sided").pvalue)
+        positive = min(values_a + values_b) > 0  # times and rates are; logs make a ratio a difference
+        a, b = (np.log(v) if positive else np.asarray(v) for v in (values_a, values_b))
+        p = float(stats.ttest_ind(a, b, equal_var=False).pvalue)
+    return "Welch t (log)", None if math.isnan(p) else p
+
+
+def ratio_interval(values_a: list[float], values_b: list[float]) -> tuple[float | None, float | None]:
+    """95% percentile-bootstrap interval of median(B)/median(A), resampling each side on its own (fixed seed)."""
+    import numpy as np
+    from scipy import stats
+
+    def median_ratio(a, b, axis=-1):
+        return np.median(b, axis=axis) / np.median(a, axis=axis)
+
+    with warnings.catch_warnings():  # identical resamples: "degenerate" warning, the interval is still the point
+        warnings.simplefilter("ignore")
+        result = stats.bootstrap((values_a, values_b), median_ratio, vectorized=True, method="percentile",
+                                 n_resamples=BOOTSTRAP_RESAMPLES, rng=np.random.default_rng(BOOTSTRAP_SEED))
+    low, high = (float(bound) for bound in result.confidence_interval)
+    return (None, None) if math.isnan(low) or math.isnan(high) else (low, high)
+
+
+def effect_floor(values_a: list[float], values_b: list[float], min_effect: float) -> tuple[float, str]:
+    """The minimum effect and where it comes from: --min-effect, or the larger measured between-process spread."""
+    spreads = [s for v in (values_a, values_b) if (s := between_process_stats(v)["robust_cv_pct"]) is not None]
+    spread = max(spreads, default=0.0) / 100
+    return (spread, "between-process spread") if spread > min_effect else (min_effect, "--min-effect")
+
+
+def _direction(ratio: float, higher_is_better: bool) -> str:
+    return FASTER if (ratio > 1) == higher_is_better else SLOWER
+
+
+def verdict(values_a: list[float], values_b: list[float], min_effect: float = MIN_EFFECT,
+            higher_is_better: bool = False) -> dict[str, Any]:
+    """The two-gate verdict on per-process values (≥ 2 per side): verdict, reason, test, p_value, the ratio's
+    interval and the minimum effect used. higher_is_better: a rate (tokens/s), where a higher B is faster."""
+    ratio = statistics.median(values_b) / statistics.median(values_a)
+    test, p_value = significance(values_a, values_b)
+    floor, source = effect_floor(values_a, values_b, min_effect)
+    effect = abs(ratio - 1)
+    if p_value is None or p_value >= ALPHA:
+        answer = WITHIN_NOISE, "not significant, " + ("no spread" if p_value is None else f"p={p_value:.2g}")
+    elif effect < floor:
+        answer = WITHIN_NOISE, f"effect {effect:.1%} < {floor:.1%} ({source})"
+    else:
+        answer = _direction(ratio, higher_is_better), f"p={p_value:.2g}, effect {effect:.1%} ≥ {floor:.1%}"
+    ci_low, ci_high = ratio_interval(values_a, values_b)
+    return {"verdict": answer[0], "reason": answer[1], "test": test, "p_value": p_value, "ci_low": ci_low,
+            "ci_high": ci_high, "min_effect": floor}
+
+
+def one_process_verdict(stats_a: Mapping[str, Any], stats_b: Mapping[str, Any], n_a: int, n_b: int,
+                        min_effect: float = MIN_EFFECT, higher_is_better: bool = False) -> dict[str, Any]:
+    """One process on a side: the within-run rule and the minimum effect, with a reason that says what is unknown."""
+    which = "1 process per side" if n_a == n_b == 1 else f"1 process in {'A' if n_a == 1 else 'B'}"
+    note = f"{which}: run-to-run noise unknown; use --repeats {SUGGESTED_REPEATS}"
+    answer, effect = within_run_verdict(stats_a, stats_b), abs(stats_b["median_ms"] / stats_a["median_ms"] - 1)
+    if answer == WITHIN_NOISE:
+        note += f"; gap ≤ {NOISE_SIGMAS:g}σ of the steps"
+    elif effect < min_effect:
+        answer, note = WITHIN_NOISE, f"{note}; effect {effect:.1%} < {min_effect:.1%} (--min-effect)"
+    elif higher_is_better:
+        answer = FASTER if answer == SLOWER else SLOWER
+    return {"verdict": answer, "reason": note, "test": f"within-run {NOISE_SIGMAS:g}σ", "p_value": None,
+            "ci_low": None, "ci_high": None, "min_effect": min_effect}
+
+
+def _judge(stats_a: Mapping[str, Any], stats_b: Mapping[str, Any], values_a: list[float], values_b: list[float],
+           min_effect: float, higher_is_better: bool) -> dict[str, Any]:
+    if not values_a or not values_b:
+        return {"verdict": MISSING, "reason": f"not measured in {'A' if not values_a else 'B'}"}
+    if min(stats_a.get("n") or 0, stats_b.get("n") or 0) < 2:
+        return {"verdict": TOO_FEW_STEPS, "reason": "fewer than 2 measured steps"}
+    if min(len(values_a), len(values_b)) < 2:
+        return one_process_verdict(stats_a, stats_b, len(values_a), len(values_b), min_effect, higher_is_better)
+    return verdict(values_a, values_b, min_effect, higher_is_better)
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
+
+
+def compare_values(name: str, stats_a: Mapping[str, Any], stats_b: Mapping[str, Any], values_a: list[float],
+                   values_b: list[float], min_effect: float = MIN_EFFECT, unit: str = "ms") -> dict:
+    """One row: medians, B/A and its interval, processes per side, the verdict and its reason.
+
+    speedup_a_over_b is how many times faster B is: A/B for times, B/A for a rate (unit other than ms)."""
+    is_time = unit == "ms"
+    median_a, median_b = (statistics.median(v) if v else None for v in (values_a, values_b))
     ratio = median_b / median_a if median_a and median_b is not None else None
-    return {
-        "phase": phase,
-        "a_median_ms": median_a,
-        "b_median_ms": median_b,
-        "ratio_b_over_a": None if ratio is None else round(ratio, 4),
-        "speedup_a_over_b": None if not ratio else round(1 / ratio, 4),
-        "noise_ms": round(noise_threshold_ms(stats_a, stats_b), 4),
-        "verdict": verdict(stats_a, stats_b) if ratio is not None else "missing",
-    }
+    speedup = None if not ratio else 1 / ratio if is_time else ratio
+    row: dict[str, Any] = {
+        "phase": name, "unit": unit, "a_median": median_a, "b_median": median_b,
+        "a_median_ms": median_a if is_time else None, "b_median_ms": median_b if is_time else None,
+        "ratio_b_over_a": _rounded(ratio), "speedup_a_over_b": _rounded(speedup), "n_a": len(values_a),
+        "n_b": len(values_b), "ci_low": None, "ci_high": None, "p_value": None, "test": None, "min_effect": min_effect,
+        "noise_ms": round(noise_threshold_ms(stats_a, stats_b), 4) if is_time else None}
+    row.update(_judge(stats_a, stats_b, values_a, values_b, min_effect, higher_is_better=not is_time))
+    for key in ("ci_low", "ci_high", "min_effect"):
+        row[key] = _rounded(row[key])
+    return row
 
 
-def compare_summaries(summary_a: Mapping[str, Any], summary_b: Mapping[str, Any]) -> list[dict]:
-    """One row per phase present in both runs (the step row last); a RunSummary or any summary read from disk."""
+def _throughput_stats(summary: Mapping[str, Any], throughputs: list[float]) -> dict[str, Any]:
+    """tokens/s in PhaseStats' shape for the one-process rule: the step's relative spread carried over."""
+    step = (summary.get("phases") or {}).get(STEP) or {}
+    rate = statistics.median(throughputs) if throughputs else None
+    relative = (step.get("std_ms") or 0.0) / step["median_ms"] if step.get("median_ms") else 0.0
+    return {"median_ms": rate, "std_ms": None if rate is None else rate * relative, "n": step.get("n") or 0}
+
+
+def compare_summaries(summary_a: Mapping[str, Any], summary_b: Mapping[str, Any],
+                      min_effect: float = MIN_EFFECT) -> list[dict]:
+    """One row per phase present in both (the step row after the phases), then tokens/s when both carry it.
+
+    A summary: a RunSummary, a group summary (metrics.aggregate_processes) or any summary read from disk."""
     phases_a, phases_b = summary_a.get("phases") or {}, summary_b.get("phases") or {}
-    return [compare_phase(phase, phases_a[phase], phases_b[phase])
+    rows = [compare_values(phase, phases_a[phase], phases_b[phase], process_medians(summary_a, phase),
+                           process_medians(summary_b, phase), min_effect)
             for phase in TIMED_PHASES if phase in phases_a and phase in phases_b]
+    rates_a, rates_b = process_throughputs(summary_a), process_throughputs(summary_b)
+    if rates_a and rates_b:
+        rows.append(compare_values(THROUGHPUT_ROW, _throughput_stats(summary_a, rates_a),
+                                   _throughput_stats(summary_b, rates_b), rates_a, rates_b, min_effect, "tokens/s"))
+    return rows
+
+
+def config_differences(config_a: Mapping[str, Any], config_b: Mapping[str, Any]) -> dict[str, tuple[Any, Any]]:
+    """Config fields whose values differ (A's, B's), leaving out those that only shape the extra passes."""
+    fields = [f for f in {**config_a, **config_b} if f not in PASS_FIELDS]
+    return {f: (config_a.get(f), config_b.get(f)) for f in fields if config_a.get(f) != config_b.get(f)}

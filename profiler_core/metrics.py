@@ -1,4 +1,5 @@
-"""Numbers about steps: per-phase statistics, throughput, MFU against the GPU's dense peak, the run summary.
+"""Numbers about steps: per-phase statistics, throughput, MFU against the GPU's dense peak, the run summary, and
+the statistics across the processes of one config (a group of repeats).
 
 Pure Python, rebuildable offline from steps.jsonl (the app computes its live numbers with the same functions).
 Peak figures are NVIDIA's datasheet dense (non-sparse) numbers. A GPU not listed gets None (shown as N/A):
@@ -7,12 +8,23 @@ an MFU against a guessed peak would be a made-up number.
 from __future__ import annotations
 
 import statistics
-from typing import Literal
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
 
-from models.phases import PHASES, STEP
+from models.phases import PHASES, STEP, TIMED_PHASES
 from models.presets import count_params, step_flops
 from profiler_core.config import AUTOCAST_DTYPES, FP32_MATMULS, RunConfig
-from profiler_core.records import PhaseStats, RunError, RunSummary, StepRecord, Throughput, median_ms
+from profiler_core.events import OK
+from profiler_core.records import (
+    BetweenStats,
+    PhaseStats,
+    ProcessRecord,
+    RunError,
+    RunSummary,
+    StepRecord,
+    Throughput,
+    median_ms,
+)
 
 STAT_KEYS = tuple(PhaseStats.__annotations__)
 
@@ -119,3 +131,89 @@ def build_summary(cfg: RunConfig, env: dict, steps: list[StepRecord], status: st
     if error:
         summary["error"] = error
     return summary
+
+
+# Between processes. Each process's median is one observation: a within-run std cannot see what changes from one
+# process to the next (clocks, other tenants, allocator and autotuning state), so spread is measured across them.
+IQR_TO_STD = 0.7413  # IQR × this = std of a normal distribution with that IQR: a CV that one outlier cannot inflate
+THROUGHPUT = "tokens_per_s"
+
+
+def between_process_stats(values: list[float]) -> BetweenStats:
+    """Median, range, quartiles and CVs of per-process values; the spread is None (unknown) below 2 processes."""
+    n = len(values)
+    middle = statistics.median(values) if n else None
+    q1 = q3 = cv_pct = robust_cv_pct = None
+    if n > 1 and middle is not None:
+        q1, _, q3 = statistics.quantiles(values, n=4, method="inclusive")  # numpy's default (linear) quartiles
+        mean = statistics.fmean(values)
+        cv_pct = statistics.stdev(values) / mean * 100 if mean > 0 else None
+        robust_cv_pct = IQR_TO_STD * (q3 - q1) / middle * 100 if middle > 0 else None
+    return BetweenStats(n=n, values=list(values), median=middle, min=min(values) if n else None,
+                        max=max(values) if n else None, q1=q1, q3=q3, iqr=None if q1 is None or q3 is None else q3 - q1,
+                        cv_pct=cv_pct, robust_cv_pct=robust_cv_pct)
+
+
+def _median_of(values: Iterable[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.median(present) if present else None
+
+
+def group_phase_stats(per_process: list[PhaseStats]) -> PhaseStats:
+    """A phase over processes, in PhaseStats' shape so every reader keeps working: median_ms is the median of the
+    per-process medians, std_ms and cv the median within-run ones, min/max the range of the medians."""
+    medians = [s["median_ms"] for s in per_process if s["median_ms"] is not None]
+    means = [s["mean_ms"] for s in per_process if s["mean_ms"] is not None]
+    return PhaseStats(mean_ms=statistics.fmean(means) if means else None,
+                      std_ms=_median_of([s["std_ms"] for s in per_process]),
+                      median_ms=_median_of(medians), min_ms=min(medians, default=None),
+                      max_ms=max(medians, default=None), cv=_median_of([s["cv"] for s in per_process]),
+                      n=sum(s["n"] for s in per_process))
+
+
+def process_record(summary: Mapping[str, Any]) -> ProcessRecord:
+    phases = summary.get("phases") or {}
+    return ProcessRecord(status=summary.get("status", "unknown"),
+                         phases={phase: stats.get("median_ms") for phase, stats in phases.items()},
+                         std_ms={phase: stats.get("std_ms") for phase, stats in phases.items()},
+                         tokens_per_s=summary.get(THROUGHPUT))
+
+
+def aggregate_processes(summaries: list[RunSummary], requested: int | None = None) -> dict[str, Any]:
+    """The statistics of a group summary from its processes' summaries (only those that finished ok count):
+    phases, between (phase or tokens_per_s → BetweenStats), repeats (the per-process medians compare needs), and
+    tokens_per_s, tflops, mfu as medians over the processes. requested: N asked for (default: as many as given)."""
+    ok = [s for s in summaries if s.get("status") == OK]
+    per_phase = {phase: [s["phases"][phase] for s in ok if phase in (s.get("phases") or {})] for phase in TIMED_PHASES}
+    per_phase = {phase: stats for phase, stats in per_phase.items() if stats}
+    between = {phase: between_process_stats([m for s in stats if (m := s["median_ms"]) is not None])
+               for phase, stats in per_phase.items()}
+    throughputs = [t for s in ok if (t := s.get("tokens_per_s")) is not None]
+    between[THROUGHPUT] = between_process_stats(throughputs)
+    return {"phases": {phase: group_phase_stats(stats) for phase, stats in per_phase.items()}, "between": between,
+            "repeats": {"n": requested or len(summaries), "ok": len(ok), "failed": len(summaries) - len(ok),
+                        "processes": [process_record(s) for s in summaries]},
+            THROUGHPUT: _median_of(throughputs), "tflops": _median_of([s.get("tflops") for s in ok]),
+            "mfu": _median_of([s.get("mfu") for s in ok])}
+
+
+def _ok_processes(summary: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
+    repeats = summary.get("repeats")
+    return None if not repeats else [p for p in repeats.get("processes") or [] if p.get("status") == OK]
+
+
+def process_medians(summary: Mapping[str, Any], phase: str) -> list[float]:
+    """A phase's per-process medians (run order): from a group summary's repeats, else the single run's median."""
+    processes = _ok_processes(summary)
+    if processes is None:
+        single = median_ms(summary, phase)
+        return [] if single is None else [single]
+    return [p["phases"][phase] for p in processes if (p.get("phases") or {}).get(phase) is not None]
+
+
+def process_throughputs(summary: Mapping[str, Any]) -> list[float]:
+    """tokens/s per process (run order), like process_medians."""
+    processes = _ok_processes(summary)
+    if processes is None:
+        return [] if summary.get(THROUGHPUT) is None else [summary[THROUGHPUT]]
+    return [p[THROUGHPUT] for p in processes if p.get(THROUGHPUT) is not None]

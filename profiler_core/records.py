@@ -23,6 +23,41 @@ class PhaseStats(TypedDict):
     n: int
 
 
+class BetweenStats(TypedDict):
+    """The spread between processes of one config: statistics of their per-process medians (or throughputs).
+
+    Spread needs two processes: with one, q1/q3/iqr/cv_pct/robust_cv_pct are None (unknown, not 0)."""
+
+    n: int
+    values: list[float]  # per process, in run order
+    median: float | None
+    min: float | None
+    max: float | None
+    q1: float | None
+    q3: float | None
+    iqr: float | None
+    cv_pct: float | None  # sample std / mean × 100
+    robust_cv_pct: float | None  # 0.7413·IQR / median × 100 (the std of a normal distribution with that IQR)
+
+
+class ProcessRecord(TypedDict):
+    """One runner process of a group (summary["repeats"]["processes"]): what compare needs of it."""
+
+    status: str
+    phases: dict[str, float | None]  # phase → that process's median_ms
+    std_ms: dict[str, float | None]  # phase → its within-run std
+    tokens_per_s: float | None
+
+
+class RepeatsRecord(TypedDict):
+    """summary["repeats"] of a group summary: N processes of one config, k of them finished ok."""
+
+    n: int
+    ok: int
+    failed: int
+    processes: list[ProcessRecord]
+
+
 class StepRecord(TypedDict, total=False):
     """One line of steps.jsonl and the payload of a step or warmup_step event."""
 
@@ -94,6 +129,10 @@ class RunSummary(Throughput, total=False):
     profile: PassRecord
     memory: PassRecord
     memory_snapshot: str
+    # A group summary (N processes of one config, metrics.aggregate_processes): phases are then medians over them.
+    between: dict[str, BetweenStats]  # phase or "tokens_per_s" → spread between the processes
+    repeats: RepeatsRecord
+    warnings: list[dict[str, Any]]  # stability.warnings_for_summary with the readings taken while the steps ran
 
 
 class KernelPhase(TypedDict, total=False):

@@ -1,6 +1,7 @@
 """`sysprof`: the headless CLI. Exit 0 on success, 2 on invalid input (one line on stderr), 1 on a failed run."""
 from __future__ import annotations
 
+import argparse
 import json
 import shutil
 import signal
@@ -14,13 +15,14 @@ from profiler_core.analyze import analyze_path
 from profiler_core.cli.export import add_export_options, command_export
 from profiler_core.cli.studies import add_study_parsers, command_study
 from profiler_core.cli.sweep import add_sweep_options, command_sweep
-from profiler_core.compare import compare_summaries
+from profiler_core.compare import ALPHA, MIN_EFFECT, compare_summaries, config_differences
 from profiler_core.config import RunConfig, model_column, validate
 from profiler_core.errors import SysprofError, UsageError
 from profiler_core.options import OneLineParser, add_config_options, config_from_args
 from profiler_core.records import RunSummary
 from profiler_core.render import run_report as report
 from profiler_core.render.analysis_report import print_analysis
+from profiler_core.render.compare_report import print_compare
 from profiler_core.render.inspect_report import print_inspect
 from profiler_core.session.backends import choose_backend
 from profiler_core.session.inspecting import inspect_model
@@ -29,6 +31,17 @@ from profiler_core.session.passes import Session
 stderr_console = Console(stderr=True, highlight=False)
 
 
+
+
+def min_effect_fraction(text: str) -> float:
+    """--min-effect: a fraction strictly between 0 and 1 (0.02 = 2%)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be a fraction between 0 and 1 (0.02 = 2%), got {text!r}")
+    return value
 
 
 def build_parser() -> OneLineParser:
@@ -48,9 +61,14 @@ def build_parser() -> OneLineParser:
     add_study_parsers(commands)
     add_export_options(commands.add_parser("export", help="any table of a run or study directory as CSV, "
                                                           "Markdown, JSON or LaTeX"))
-    compare = commands.add_parser("compare", help="phase by phase, B against A, with a noise-aware verdict")
+    compare = commands.add_parser("compare", help="phase by phase and tokens/s, B against A: the ratio with its "
+                                                  "interval and a verdict that must beat run-to-run noise")
     compare.add_argument("run_a", type=Path)
     compare.add_argument("run_b", type=Path)
+    compare.add_argument("--min-effect", type=min_effect_fraction, default=MIN_EFFECT, metavar="FRACTION",
+                         help=f"smallest change called faster/slower (default {MIN_EFFECT:g}; raised to the "
+                              "measured between-process spread when larger)")
+    compare.add_argument("--force", action="store_true", help="compare runs whose configs differ")
     compare.add_argument("--json", action="store_true")
     inspect = commands.add_parser("inspect", help="parameters, modules, counted FLOPs and predicted memory of a "
                                                   "model built on the meta device (nothing runs)")
@@ -147,19 +165,33 @@ def _finished(path: Path, summary: RunSummary | None) -> RunSummary:
     return summary
 
 
+def _differences_text(differences: dict) -> str:
+    return ", ".join(f"{field} {a} ≠ {b}" for field, (a, b) in differences.items())
+
+
 def command_compare(args) -> int:
+    if args.run_a.resolve() == args.run_b.resolve():
+        raise UsageError(f"{args.run_a} is both A and B; compare two different runs")
     summaries = [rundir.load_run(path).summary for path in (args.run_a, args.run_b)]
     summary_a, summary_b = (_finished(path, summary) for path, summary in zip((args.run_a, args.run_b), summaries))
-    rows = compare_summaries(summary_a, summary_b)
+    differences = config_differences(summary_a.get("config") or {}, summary_b.get("config") or {})
+    if differences and not args.force:
+        raise UsageError(f"the runs' configs differ: {_differences_text(differences)}; add --force to compare anyway")
+    rows = compare_summaries(summary_a, summary_b, args.min_effect)
     if not rows:
         raise UsageError("the two runs have no phase in common")
     model_a, model_b = (model_column(summary["config"]) for summary in (summary_a, summary_b))
     if args.json:
         print(json.dumps({"a": str(args.run_a), "b": str(args.run_b), "a_model": model_a, "b_model": model_b,
-                          "phases": rows}))
-    else:
-        report.print_rows(Console(), rows, f"B = {args.run_b.name} ({model_b}) against A = {args.run_a.name} "
-                                           f"({model_a})")
+                          "min_effect": args.min_effect, "alpha": ALPHA,
+                          "config_differences": {f: list(pair) for f, pair in differences.items()}, "phases": rows},
+                         default=str))
+        return 0
+    notes = [f"minimum effect {args.min_effect:.1%} (raised to the between-process spread where larger), α {ALPHA:g}"]
+    if differences:
+        notes.append(f"note: the configs differ ({_differences_text(differences)}); compared as asked (--force)")
+    print_compare(Console(), rows, f"B = {args.run_b.name} ({model_b}) against A = {args.run_a.name} ({model_a})",
+                  notes)
     return 0
 
 

@@ -1,8 +1,11 @@
 """Human-readable tables for the terminal (rich); the JSON form is the summary itself."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
+from rich.markup import escape
 from rich.table import Table
 
 from models.presets import PRESETS, count_params, forward_flops, human_count
@@ -71,10 +74,20 @@ def profile_line(summary: RunSummary) -> str | None:
     return text + (f"; [red]{profile['error']}[/]" if profile.get("error") else "")
 
 
+def print_warnings(console, warnings: Sequence[dict[str, Any]]) -> None:
+    """Instability warnings (profiler_core.stability) under a run's numbers, one line each: cause and remedy."""
+    for warning in warnings:
+        console.print(f"[yellow]warning:[/] {escape(warning['message'])}")
+
+
 def print_run(console, summary: RunSummary) -> None:
-    """The human report of `sysprof run`: phase stats, throughput, then what the extra passes produced."""
+    """The human report of `sysprof run`: phase stats, throughput, warnings, then what the extra passes produced.
+
+    Warnings: those the run stored (with the host and GPU readings taken while it ran), else those its summary and
+    steps alone show."""
     from profiler_core.render.analysis_report import print_kernel_analysis, print_memory_analysis
-    from profiler_core.rundir import read_json
+    from profiler_core.rundir import read_json, read_steps
+    from profiler_core.stability import warnings_for_summary
 
     console.print(phase_table(summary))
     console.print(throughput_line(summary))
@@ -84,6 +97,8 @@ def print_run(console, summary: RunSummary) -> None:
     if profile_line(summary):
         console.print(profile_line(summary))
     run_dir = Path(summary["run_dir"])
+    stored = summary.get("warnings")
+    print_warnings(console, warnings_for_summary(summary, read_steps(run_dir)) if stored is None else stored)
     for path, printer in (((summary.get("profile") or {}).get("kernels"), print_kernel_analysis),
                           ((summary.get("memory") or {}).get("analysis"), print_memory_analysis)):
         analysis = read_json(run_dir / path) if path else None

@@ -2,6 +2,7 @@
 import json
 import lzma
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -137,6 +138,9 @@ def test_compare_refuses_unfinished_runs(cli_env, tmp_path):
     good = json.loads(sysprof(["run", "--model", "tiny", "--device", "cpu", "--ctx", "16", "--warmup", "0",
                                "--steps", "2", "--json"], cli_env).stdout)["run_dir"]
     result = sysprof(["compare", good, good, "--json"], cli_env)
+    assert result.returncode == 2 and "is both A and B" in result.stderr  # a run against itself tells nothing
+    twin = shutil.copytree(good, tmp_path / "twin")
+    result = sysprof(["compare", good, str(twin), "--json"], cli_env)
     assert result.returncode == 0
     assert {row["verdict"] for row in json.loads(result.stdout)["phases"]} == {"within noise"}
     bad = tmp_path / "not-a-run"

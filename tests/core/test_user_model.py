@@ -184,11 +184,13 @@ def test_model_args_are_json_literals_else_text():
 
 def test_compare_names_the_factory_model_of_each_run(cli_env, factory_run):
     builtin = ROOT / "tests" / "data" / "runs" / "tiny-ctx32"
-    result = sysprof(["compare", str(builtin), str(factory_run), "--json"], cli_env)
+    refused = sysprof(["compare", str(builtin), str(factory_run)], cli_env)
+    assert refused.returncode == 2 and "configs differ: " in refused.stderr and "model_factory None ≠ " in refused.stderr
+    result = sysprof(["compare", str(builtin), str(factory_run), "--json", "--force"], cli_env)
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
     assert (document["a_model"], document["b_model"]) == ("tiny", "gpt.build (tiny)")
-    assert [row["phase"] for row in document["phases"]] == ["forward", "backward", "optimizer", "step"]
-    text = sysprof(["compare", str(builtin), str(factory_run)], cli_env)
+    assert [row["phase"] for row in document["phases"]] == ["forward", "backward", "optimizer", "step", "tokens/s"]
+    text = sysprof(["compare", str(builtin), str(factory_run), "--force"], cli_env)
     title = f"B = {factory_run.name} (gpt.build (tiny)) against A = tiny-ctx32 (tiny)"
-    assert text.returncode == 0 and title in " ".join(text.stdout.split())  # the title wraps at the table's width
+    assert text.returncode == 0 and title in text.stdout.splitlines()[0]

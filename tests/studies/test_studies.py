@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from profiler_core.compare import compare_summaries, verdict
+from profiler_core.compare import compare_summaries, within_run_verdict
 from profiler_core.config import ConfigError
 from profiler_core.session import passes as session_module
 from profiler_core.studies import sweep
@@ -147,11 +147,16 @@ def test_a_failed_precision_lab_is_a_failed_study_exit_1(tmp_path, monkeypatch, 
     assert not any(tmp_path.iterdir())  # the lab runs first: no study directory was made
 
 
-def test_verdict_rule():
+def test_one_process_verdict_rule():
+    """One process per side: the within-run rule (gap > 2·√(σA²+σB²)) and the minimum effect, flagged as such."""
     a = {"median_ms": 100.0, "std_ms": 1.0, "n": 10}
-    assert verdict(a, {"median_ms": 97.5, "std_ms": 1.0, "n": 10}) == "within noise"  # 2.5 < 2·√2
-    assert verdict(a, {"median_ms": 96.0, "std_ms": 1.0, "n": 10}) == "faster"
-    assert verdict(a, {"median_ms": 104.0, "std_ms": 1.0, "n": 10}) == "slower"
-    assert verdict(a, {"median_ms": 50.0, "std_ms": 0.0, "n": 1}) == "too few steps"
+    assert within_run_verdict(a, {"median_ms": 97.5, "std_ms": 1.0, "n": 10}) == "within noise"  # 2.5 < 2·√2
+    assert within_run_verdict(a, {"median_ms": 96.0, "std_ms": 1.0, "n": 10}) == "faster"
+    assert within_run_verdict(a, {"median_ms": 104.0, "std_ms": 1.0, "n": 10}) == "slower"
+    assert within_run_verdict(a, {"median_ms": 50.0, "std_ms": 0.0, "n": 1}) == "too few steps"
     rows = compare_summaries({"phases": {"step": a}}, {"phases": {"step": {"median_ms": 50.0, "std_ms": 1.0, "n": 10}}})
     assert rows[0]["ratio_b_over_a"] == 0.5 and rows[0]["verdict"] == "faster"
+    quiet = {"median_ms": 100.0, "std_ms": 0.1, "n": 10}
+    [row] = compare_summaries({"phases": {"step": quiet}}, {"phases": {"step": {**quiet, "median_ms": 99.0}}})
+    assert row["verdict"] == "within noise"  # beyond 2σ of the steps, but 1% < the 2% minimum effect
+    assert row["reason"].endswith("; effect 1.0% < 2.0% (--min-effect)")

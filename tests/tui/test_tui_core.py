@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from profiler_core.compare import compare_summaries, verdict
+from profiler_core.compare import compare_summaries, within_run_verdict
 from profiler_core.events import decode_line
 from profiler_core.nvml import GpuTelemetry, NvmlSampler, decode_throttle_reasons
 from profiler_core.render.analysis_report import phase_mark_line
@@ -47,19 +47,24 @@ def test_saved_run_reopens_as_a_finished_state():
     assert state.stage == "finished" and len(state.steps) == 3 and state.summary["profile"]["backend"] == "nsys"
 
 
-def test_verdict_needs_the_gap_to_exceed_twice_the_combined_spread():
-    assert verdict(stats(10.0, 0.1), stats(9.0, 0.1)) == "faster"
-    assert verdict(stats(10.0, 0.1), stats(11.0, 0.1)) == "slower"
-    assert verdict(stats(10.0, 1.0), stats(11.0, 1.0)) == "within noise"  # 1.0 < 2·√2
-    assert verdict(stats(10.0, 0.0, n=1), stats(20.0, 0.0)) == "too few steps"
+def test_one_process_per_side_keeps_the_within_run_rule_and_says_noise_is_unknown():
+    assert within_run_verdict(stats(10.0, 0.1), stats(9.0, 0.1)) == "faster"
+    assert within_run_verdict(stats(10.0, 0.1), stats(11.0, 0.1)) == "slower"
+    assert within_run_verdict(stats(10.0, 1.0), stats(11.0, 1.0)) == "within noise"  # 1.0 < 2·√2
+    assert within_run_verdict(stats(10.0, 0.0, n=1), stats(20.0, 0.0)) == "too few steps"
+    [row] = compare_summaries({"phases": {"step": stats(10.0, 0.1)}}, {"phases": {"step": stats(9.0, 0.1)}})
+    assert (row["verdict"], row["n_a"], row["n_b"]) == ("faster", 1, 1)
+    assert row["reason"] == "1 process per side: run-to-run noise unknown; use --repeats 5"
+    assert row["p_value"] is None and row["ci_low"] is None and row["test"] == "within-run 2σ"
 
 
 def test_compare_real_saved_runs_ratio_is_b_over_a():
     summaries = [json.loads((RUNS / name / "summary.json").read_text()) for name in ("tiny-ctx32", "tiny-ctx64")]
     rows = compare_summaries(*summaries)
-    step = rows[-1]
-    assert step["phase"] == "step"
+    step, rate = rows[-2:]
+    assert (step["phase"], rate["phase"]) == ("step", "tokens/s")
     assert step["ratio_b_over_a"] == pytest.approx(step["b_median_ms"] / step["a_median_ms"], abs=1e-4)
+    assert rate["ratio_b_over_a"] == pytest.approx(summaries[1]["tokens_per_s"] / summaries[0]["tokens_per_s"], abs=1e-4)
 
 
 TABLE = [{"name": "a_b & c|d", "total_ns": 1500, "pct": 12.5}, {"name": "50% #1", "total_ns": 2, "pct": None}]

@@ -119,8 +119,11 @@ async def test_runs_screen_lists_newest_first_opens_and_compares():
         names = [r["name"] for r in table.records]
         await settle(app, pilot, *["down"] * names.index("tiny-ctx32"), "space", "up", "space", "c")
         rows = app.query_one("#pane-runs").comparison
-        assert [r["phase"] for r in rows] == ["forward", "backward", "optimizer", "step"]
+        assert [r["phase"] for r in rows] == ["forward", "backward", "optimizer", "step", "tokens/s"]
         assert all(r["verdict"] in ("faster", "slower", "within noise") for r in rows)
+        assert all(r["reason"].startswith("1 process per side: run-to-run noise unknown") for r in rows)
+        exported = app.query_one("#pane-runs").export_table().records
+        assert exported == rows  # the display cells stay out of the export
         chosen = table.cursor_record()["name"]
         await settle(app, pilot, "enter")
         assert app.run_state.run_dir.endswith(chosen)
@@ -142,7 +145,7 @@ async def test_runs_screen_names_a_factory_run_by_its_model_compares_and_opens_i
         await settle(app, pilot, *["up"] * names.index(factory_run.name), *["down"] * names.index("tiny-ctx32"),
                      "space", "c")
         assert "(gpt.build (tiny))" in str(app.query_one("#compare-title").render())
-        assert len(app.query_one("#pane-runs").comparison) == 4
+        assert len(app.query_one("#pane-runs").comparison) == 5  # 4 phases and tokens/s
         await settle(app, pilot, *["up"] * names.index("tiny-ctx32"), *["down"] * names.index(factory_run.name),
                      "enter")
         assert app.run_state.run_dir.endswith(factory_run.name) and app.run_state.stage == "finished"

@@ -6,15 +6,17 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from profiler_core.api import NOISE_SIGMAS
+from profiler_core.api import ALPHA, MIN_EFFECT, NOISE_SIGMAS, SUGGESTED_REPEATS
 from tui.keys import GLOBAL_KEYS, PANE_KEYS, key_label
 from tui.panes.base import Pane
 
 NOTES = (
     "Text fields keep plain letters and digits: ctrl/F-keys work everywhere; press Esc to leave a field.",
     "Every action is also in the command palette (ctrl+p).",
-    f"Compare verdict: B is faster/slower than A only when |median B − median A| > {NOISE_SIGMAS:g}·√(std A² + "
-    "std B²) (per-step spread of each run); otherwise 'within noise'.",
+    f"Compare verdict: B is faster/slower than A only when a test on the processes' medians finds a difference "
+    f"(p < {ALPHA:g}) and B/A differs from 1 by ≥ {MIN_EFFECT:.0%} and by ≥ the spread between processes; otherwise "
+    f"'within noise' and why. One process per side: only the steps' {NOISE_SIGMAS:g}σ is known (run-to-run noise is "
+    f"not): use --repeats {SUGGESTED_REPEATS}.",
     "Copy uses OSC 52; inside tmux set `set -g set-clipboard on` (or `allow-passthrough on`).",
     "Profiled-pass step times are shown apart (profiled median, inflation), never as the step times.",
 )

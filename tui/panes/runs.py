@@ -12,7 +12,8 @@ from textual.message import Message
 from textual.widgets import DataTable, Static
 
 from profiler_core.api import (
-    NOISE_SIGMAS,
+    ALPHA,
+    MIN_EFFECT,
     compare_summaries,
     list_studies,
     median_ms,
@@ -20,7 +21,8 @@ from profiler_core.api import (
     rundir,
     study_kind,
 )
-from profiler_core.render.units import fixed, format_ms
+from profiler_core.render.compare_report import row_cells
+from profiler_core.render.units import format_ms
 from tui.keys import pane_bindings
 from tui.panes.base import ExportTable, Pane
 from tui.run_files import short_path
@@ -28,10 +30,17 @@ from tui.tables import MarkableTable
 
 RUN_COLUMNS = {"name": "run", "status": "status", "model": "model", "ctx": "ctx", "batch": "batch",
                "dtype": "dtype", "device": "device", "step_median_ms": "median step"}
-COMPARE_COLUMNS = {"phase": "phase", "a_median_ms": "A median", "b_median_ms": "B median",
-                   "ratio_b_over_a": "B/A", "noise_ms": "noise ±", "verdict": "verdict"}
+# A compare row's display cells (render.compare_report) ride along under these keys; export leaves them out.
+TEXT_KEYS = ("a_text", "b_text", "ratio_text", "n_text")
+COMPARE_COLUMNS = {"phase": "phase", "a_text": "A", "b_text": "B", "ratio_text": "B/A [95% CI]", "n_text": "n",
+                   "verdict": "verdict", "reason": "reason"}
 MS = lambda value: "" if value is None else format_ms(value)  # noqa: E731
-FORMATTERS = {"step_median_ms": MS, "a_median_ms": MS, "b_median_ms": MS, "noise_ms": MS, "ratio_b_over_a": fixed(3)}
+FORMATTERS = {"step_median_ms": MS}
+
+
+def compare_record(row: dict) -> dict:
+    """A compare row with its display cells (the interval joins two fields, tokens/s is not in ms)."""
+    return {**row, **dict(zip(TEXT_KEYS, row_cells(row)[1:5]))}
 
 
 def run_record(path: Path) -> dict:
@@ -122,13 +131,15 @@ class RunsPane(Pane):
         self.comparison = compare_summaries(run_a.get("summary") or {}, run_b.get("summary") or {})
         name_a, name_b = (f"{run['name']} ({run.get('model')})" for run in (run_a, run_b))
         self.query_one("#compare-title", Static).update(
-            f"A = {name_a} · B = {name_b} · verdict: |ΔB−A| > {NOISE_SIGMAS:g}·√(σA²+σB²) "
-            "of the per-step spread, else within noise")
-        self.query_one("#compare-table", MarkableTable).show(COMPARE_COLUMNS, self.comparison, FORMATTERS)
+            f"A = {name_a} · B = {name_b} · faster/slower: p < {ALPHA:g} over the processes' medians and a change "
+            f"≥ {MIN_EFFECT:.0%} and ≥ their spread, else within noise")
+        records = [compare_record(row) for row in self.comparison]
+        self.query_one("#compare-table", MarkableTable).show(COMPARE_COLUMNS, records)
         self.add_class("-comparing")
 
     def export_table(self) -> ExportTable | None:
         if self.comparison:
-            return ExportTable("comparison", self.query_one("#compare-table", MarkableTable).selected_records())
+            rows = self.query_one("#compare-table", MarkableTable).selected_records()
+            return ExportTable("comparison", [{k: v for k, v in r.items() if k not in TEXT_KEYS} for r in rows])
         records = self.query_one("#runs-table", MarkableTable).selected_records()
         return ExportTable("runs", [{k: v for k, v in r.items() if k != "summary"} for r in records])

@@ -59,6 +59,9 @@ class RunConfig:
     memory: bool = False
     memory_max_entries: int = 200_000  # allocator history entries kept by the memory pass
     seed: int = 0
+    # Fresh runner processes measuring this config (session/repeats): the spread between them is the noise a
+    # verdict must beat. 1: one process, whose run-to-run noise is unknown.
+    repeats: int = 1
     # The user's own model instead of the built-in one; the dims above fill its parameters by name.
     model_factory: str | None = None  # "package.module:callable" or "path/to/file.py:callable"
     model_args: tuple[str, ...] = ()  # "key=value" (JSON literal values): added to or overriding the dims
@@ -141,6 +144,7 @@ def config_problems(cfg: RunConfig) -> dict[str, str]:
                 found[name] = f"a custom model needs --{name.replace('_', '-')}"
     for name, value in _sizes(cfg):
         found.setdefault(name, _positive(name, value))
+    found["repeats"] = _repeats_problem(cfg.repeats)
     if cfg.warmup is None or not isinstance(cfg.warmup, int) or cfg.warmup < 0:
         found["warmup"] = f"warmup must be 0 or more; got {cfg.warmup!r}"
     for name, allowed in (("mode", MODES), ("dtype", DTYPES), ("matmul_precision", MATMUL_PRECISIONS),
@@ -155,6 +159,15 @@ def config_problems(cfg: RunConfig) -> dict[str, str]:
     if not problems:
         problems.update(_shape_problems(cfg) or _capture_problems(cfg))
     return problems
+
+
+MAX_REPEATS = 100
+
+
+def _repeats_problem(repeats: object) -> str | None:
+    if not isinstance(repeats, int) or isinstance(repeats, bool) or not 1 <= repeats <= MAX_REPEATS:
+        return f"repeats must be 1 to {MAX_REPEATS} fresh processes; got {repeats!r}"
+    return None
 
 
 def _spec_problem(name: str, spec: str | None) -> str | None:

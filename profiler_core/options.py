@@ -45,6 +45,8 @@ OPTION_HELP: dict[str, tuple[str, tuple[str, ...] | None]] = {
     "memory": ("record allocator history over the measured steps (a separate pass)", None),
     "memory_max_entries": ("allocator history entries kept by --memory", None),
     "seed": ("random seed for weights and tokens", None),
+    "repeats": ("fresh runner processes measuring the config: the spread between them is the run-to-run noise a "
+                "verdict must beat", None),
     "model_factory": ("your model: package.module:callable or path/to/file.py:callable (class or function "
                       "returning an nn.Module; the dims fill its parameters by name)", None),
     "model_args": ("NAME=VALUE for the model factory (JSON literal values; repeatable)", None),

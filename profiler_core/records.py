@@ -49,13 +49,17 @@ class ProcessRecord(TypedDict):
     tokens_per_s: float | None
 
 
-class RepeatsRecord(TypedDict):
-    """summary["repeats"] of a group summary: N processes of one config, k of them finished ok."""
-
+class _Repeats(TypedDict):
     n: int
     ok: int
     failed: int
     processes: list[ProcessRecord]
+
+
+class RepeatsRecord(_Repeats, total=False):
+    """summary["repeats"] of a group summary: N processes of one config, k of them finished ok."""
+
+    dirs: list[str]  # each process's run directory, relative to the group's ("." for the first)
 
 
 class StepRecord(TypedDict, total=False):

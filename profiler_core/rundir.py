@@ -12,6 +12,8 @@ directories, and JSON(L) readers and writers that never leave half a file. Reada
                             memory/              the memory pass: memory_snapshot.pickle, analysis.json
                                                  (and modules.json with --nvtx-modules)
                             exports/             tables the app exported
+                            repeats/NN/          with --repeats N: processes 2..N, each a run directory (clean
+                                                 pass); summary.json then holds statistics over all N
     runs/<timestamp>-sweep-<name>/sweep.json     a sweep's or study's plan; cells/<NNN>-<slug>/ one run each
     runs/<timestamp>-attention/study.json        the attention study's plan; cells.jsonl one result per cell
 """
@@ -35,6 +37,7 @@ MANIFEST, STEPS, SUMMARY, STDERR = "manifest.json", "steps.jsonl", "summary.json
 PROFILED_DIR, MEMORY_DIR, KERNELS_DIR, EXPORTS_DIR = "profiled", "memory", "kernels", "exports"
 TORCH_TRACE, MEMORY_SNAPSHOT = "torch_trace.json", "memory_snapshot.pickle"
 ANALYSIS, PHASE_KERNELS = "analysis.json", "phase_kernels.csv"
+REPEATS_DIR = "repeats"  # processes 2..N of a run with --repeats N (session/repeats)
 MODULES = "modules.json"  # the hooked modules of a pass run with --nvtx-modules: path → class, category, parameters
 # What nsys leaves in the profiled pass's directory.
 NSYS_OUTPUT = "profile"  # nsys -o and nsys stats -o base name
@@ -57,6 +60,8 @@ def slug(cfg: RunConfig) -> str:
     parts = [cfg.model_name, f"ctx{cfg.ctx}", f"b{cfg.batch}", cfg.mode, cfg.dtype, cfg.attention]
     if cfg.compile:
         parts.append("compiled" if cfg.compile_mode == "default" else f"compiled-{cfg.compile_mode}")
+    if cfg.repeats > 1:
+        parts.append(f"x{cfg.repeats}")
     return "-".join(parts).replace("/", "_")
 
 

@@ -26,7 +26,7 @@ from profiler_core.render.compare_report import print_compare
 from profiler_core.render.inspect_report import print_inspect
 from profiler_core.session.backends import choose_backend
 from profiler_core.session.inspecting import inspect_model
-from profiler_core.session.passes import Session
+from profiler_core.session.repeats import RepeatedRun
 
 stderr_console = Console(stderr=True, highlight=False)
 
@@ -111,7 +111,7 @@ def execute_run(cfg: RunConfig, runs_dir: str | None, nsys: str | None = None, o
     run_dir = rundir.new_run_dir(rundir.runs_root(runs_dir), cfg)
     if notice:
         on_event({"event": events.NOTICE, "message": notice})
-    return Session(cfg, run_dir, on_event, backend).run()
+    return RepeatedRun(cfg, run_dir, on_event, backend).run()
 
 
 def command_run(args) -> int:

@@ -32,6 +32,26 @@ def phase_table(summary: RunSummary) -> Table:
     return table
 
 
+def between_table(summary: RunSummary) -> Table:
+    """A group's phases: the median of the per-process medians, the spread between processes (range, IQR, CV)
+    next to the within-process std, which alone cannot see run-to-run noise."""
+    repeats = summary["repeats"]
+    table = Table(title=f"{phase_table(summary).title}\nms over {repeats['ok']} of {repeats['n']} processes: the median "
+                        "of their medians, its spread between them, and the std within one", title_justify="left")
+    table.add_column("phase", no_wrap=True)
+    for column in ("median", "range", "IQR", "CV", "std in run", "procs"):
+        table.add_column(column, justify="right", no_wrap=True)
+    for phase, stats in summary.get("phases", {}).items():
+        between = (summary.get("between") or {}).get(phase)
+        if not between:
+            continue
+        spread = (f"{between['min']:.2f}–{between['max']:.2f}" if between["min"] is not None else "—")
+        table.add_row(phase, optional(between["median"], ".2f"), spread, optional(between["iqr"], ".2f"),
+                      optional(None if between["cv_pct"] is None else between["cv_pct"] / 100, ".1%"),
+                      optional(stats["std_ms"], ".2f"), str(between["n"]))
+    return table
+
+
 def throughput_line(summary: RunSummary) -> str:
     parts = [f"status {summary['status']}",
              f"tokens/s {optional(summary.get('tokens_per_s'), ',.0f')}",
@@ -89,7 +109,7 @@ def print_run(console, summary: RunSummary) -> None:
     from profiler_core.rundir import read_json, read_steps
     from profiler_core.stability import warnings_for_summary
 
-    console.print(phase_table(summary))
+    console.print(between_table(summary) if summary.get("repeats") else phase_table(summary))
     console.print(throughput_line(summary))
     error = summary.get("error")
     if error:

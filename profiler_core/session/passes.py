@@ -144,7 +144,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if notice:
         print_event(events.NOTICE, message=notice)
-    summary = Session(cfg, args.run_dir, lambda event: print(json.dumps(event), flush=True), backend).run()
+    from profiler_core.session.repeats import RepeatedRun  # repeats builds on Session: imported after it
+
+    summary = RepeatedRun(cfg, args.run_dir, lambda event: print(json.dumps(event), flush=True), backend).run()
     event = finish_event(summary)
     print(json.dumps(event), flush=True)
     error = summary.get("error")

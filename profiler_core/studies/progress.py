@@ -67,7 +67,9 @@ class Progress:
             if event["event"] == events.STUDY:
                 self.study(kind, study_dir, event["cells"], event["pending"])
             elif event["event"] == events.CELL:
-                self.cell_started(event["index"], config_label(event["config"]))
+                repeats = event["config"].get("repeats", 1)
+                process = f" · process {event.get('repeat', 1)}/{repeats}" if repeats > 1 else ""
+                self.cell_started(event["index"], config_label(event["config"]) + process)
             elif event["event"] == events.CELL_DONE:
                 self.cell_done(event["index"], event["status"])
         return on_event

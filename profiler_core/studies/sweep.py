@@ -16,7 +16,7 @@ from profiler_core import events, rundir
 from profiler_core.config import ConfigError, RunConfig, config_problems, validate
 from profiler_core.errors import StudyError
 from profiler_core.session.backends import choose_backend
-from profiler_core.session.passes import Session
+from profiler_core.session.repeats import RepeatedRun
 
 
 def expand(grid: dict[str, list]) -> list[RunConfig]:
@@ -74,31 +74,51 @@ def cell_summary(path: Path) -> dict | None:
 
 
 def run(sweep_dir: Path, on_event: Callable[[dict], None], nsys: str | None = None) -> list[dict]:
-    """Run every cell not yet done; returns one summary per cell, in plan order."""
+    """Run every cell not yet done; returns one summary per cell, in plan order.
+
+    With repeats, the processes go round-robin over the cells (every cell's first, then every cell's second, …)
+    so that drift over the sweep (clocks, other tenants) hits every cell alike."""
     configs, _ = load_plan(sweep_dir)
-    pending = [i for i, cfg in enumerate(configs) if _status(sweep_dir, i, cfg) not in events.DONE_STATUSES]
-    on_event({"event": events.STUDY, "cells": len(configs), "pending": len(pending)})
-    started = time.perf_counter()
-    for done, index in enumerate(pending):
-        cfg = configs[index]
-        on_event({"event": events.CELL, "index": index, "config": cfg.to_dict(), "done": done, "pending": len(pending),
-                   "eta_s": _eta(started, done, len(pending))})
-        path = cell_dir(sweep_dir, index, cfg)
-        shutil.rmtree(path, ignore_errors=True)  # an abandoned attempt's steps must not mix into this one
-        path.mkdir(parents=True)
-        backend, _ = choose_backend(cfg.profiler, nsys)
-        summary = Session(cfg, path, lambda event: None, backend).run()
-        on_event({"event": events.CELL_DONE, "index": index, "status": summary["status"]})
-        error = summary.get("error")
-        if error and error.get("kind") == events.CANCELLED:
-            break
+    pending = [i for i, cfg in enumerate(configs) if not cell_done(sweep_dir, i, cfg)]
+    total = sum(configs[i].repeats for i in pending)
+    on_event({"event": events.STUDY, "cells": len(configs), "pending": total})
+    groups = {index: _fresh_group(sweep_dir, index, configs[index], nsys) for index in pending}
+    started, done = time.perf_counter(), 0
+    for round_index in range(max((configs[i].repeats for i in pending), default=0)):
+        for index, group in groups.items():
+            if group.complete:
+                continue
+            on_event({"event": events.CELL, "index": index, "config": configs[index].to_dict(), "done": done,
+                      "pending": total, "repeat": round_index + 1, "eta_s": _eta(started, done, total)})
+            summary = group.run_process(round_index)
+            done += 1
+            status = group.write_summary()["status"] if group.complete else summary["status"]
+            on_event({"event": events.CELL_DONE, "index": index, "status": status})
+            error = summary.get("error")
+            if error and error["kind"] == events.CANCELLED:
+                return _results(sweep_dir, configs)
+    return _results(sweep_dir, configs)
+
+
+def _fresh_group(sweep_dir: Path, index: int, cfg: RunConfig, nsys: str | None) -> RepeatedRun:
+    path = cell_dir(sweep_dir, index, cfg)
+    shutil.rmtree(path, ignore_errors=True)  # an abandoned attempt's steps must not mix into this one
+    path.mkdir(parents=True)
+    backend, _ = choose_backend(cfg.profiler, nsys)
+    return RepeatedRun(cfg, path, lambda event: None, backend)
+
+
+def cell_done(sweep_dir: Path, index: int, cfg: RunConfig) -> bool:
+    """Done: ok or oom, and with repeats every process run (or the group ended early by an OOM)."""
+    summary = cell_summary(cell_dir(sweep_dir, index, cfg))
+    if not summary or summary.get("status") not in events.DONE_STATUSES:
+        return False
+    return cfg.repeats == 1 or "repeats" in summary  # a group's summary is written when it is complete
+
+
+def _results(sweep_dir: Path, configs: list[RunConfig]) -> list[dict]:
     return [cell_summary(cell_dir(sweep_dir, i, cfg)) or {"status": events.PENDING, "config": cfg.to_dict()}
             for i, cfg in enumerate(configs)]
-
-
-def _status(sweep_dir: Path, index: int, cfg: RunConfig) -> str | None:
-    summary = cell_summary(cell_dir(sweep_dir, index, cfg))
-    return summary.get("status") if summary else None
 
 
 def _eta(started: float, done: int, total: int) -> float | None:

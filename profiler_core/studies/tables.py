@@ -43,6 +43,9 @@ def cell_row(cfg: dict, summary: dict | None, steps: list[dict]) -> dict:
     peaks = summary.get("peak_memory_bytes") or {}
     row["peak GiB"] = max(peaks.values()) / 2**30 if peaks else None
     row["first step ms"] = next((s["wall_ms"] for s in steps if s.get("kind") == "measured"), None)
+    between = (summary.get("between") or {}).get("step")  # with repeats: the spread between the processes
+    row["procs"] = between["n"] if between else None
+    row["step CV between %"] = between["cv_pct"] if between else None
     return row
 
 
@@ -71,7 +74,8 @@ def visible_columns(rows: list[dict], varied: list[str]) -> list[str]:
     """The seeds' columns: what varied, then timings and status; constant config columns are dropped."""
     keep = [c for c in (*CONFIG_COLUMNS, *varied) if c in varied or c in ("model", "ctx")]
     timing = [c for c in rows[0] if c.endswith(" ms") and any(r[c] is not None for r in rows)] if rows else []
-    extra = [c for c in ("compile s", "peak GiB") if rows and any(r[c] is not None for r in rows)]
+    extra = [c for c in ("compile s", "peak GiB", "procs", "step CV between %")
+             if rows and any(r[c] is not None for r in rows)]
     return list(dict.fromkeys(keep + ["status"] + timing + extra))
 
 

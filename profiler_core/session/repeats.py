@@ -1,0 +1,114 @@
+"""Repeats: one config measured in N fresh runner processes.
+
+A within-run std cannot see what changes from one process to the next on a shared node (clocks, other tenants,
+allocator and autotuning state): six processes of the same small bf16 step gave medians from 36 to 50 ms while
+each one's own std was small. So a config is a group of processes, and its numbers are statistics over them
+(metrics.aggregate_processes); compare judges the per-process medians.
+
+Layout: the first process is the run directory itself, with the profiled and memory passes it asks for, so every
+viewer reads it as it reads a single run; processes 2..N are clean timing passes in repeats/02 … repeats/NN, each
+an ordinary run directory. summary.json is the group's: the first process's summary with phases, between,
+repeats and the throughput replaced by statistics over the processes that finished.
+
+A process that does not finish ok (an OOM, a crash, a cancel) ends the group: the next one would fail the same
+way, or the user asked to stop. The group keeps what finished and takes that process's status and error.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+
+from profiler_core import events, rundir
+from profiler_core.config import RunConfig
+from profiler_core.metrics import aggregate_processes
+from profiler_core.records import RunSummary, median_ms
+from profiler_core.session.backends import Backend
+from profiler_core.session.passes import Session
+
+EventSink = Callable[[dict], None]
+
+
+def process_dir(run_dir: Path, index: int) -> Path:
+    """Where process `index` (0-based) of a group writes: the run directory itself for the first."""
+    return run_dir if index == 0 else run_dir / rundir.REPEATS_DIR / f"{index + 1:02d}"
+
+
+def clean_only(cfg: RunConfig) -> RunConfig:
+    """A later repeat times the steps again; the profiled and memory passes ran once, with the first process."""
+    return dataclasses.replace(cfg, profiler="none", memory=False)
+
+
+class RepeatedRun:
+    """cfg.repeats processes of one config; run() does them in a row, run_process(i) lets a sweep interleave."""
+
+    def __init__(self, cfg: RunConfig, run_dir: Path, on_event: EventSink, backend: Backend | None = None):
+        self.cfg, self.run_dir, self.on_event, self.backend = cfg, run_dir, on_event, backend
+        self.summaries: list[RunSummary] = []
+
+    @property
+    def stopped(self) -> bool:
+        """True once a process did not finish ok: the group ends there."""
+        return any(summary["status"] != events.OK for summary in self.summaries)
+
+    @property
+    def complete(self) -> bool:
+        return self.stopped or len(self.summaries) >= self.cfg.repeats
+
+    def run(self) -> RunSummary:
+        try:
+            while not self.complete:
+                self.run_process(len(self.summaries))
+        except KeyboardInterrupt:  # between two processes: what finished is the result
+            self.notice("cancelled: the processes that finished are kept")
+            return self.write_summary(cancelled=True)
+        return self.write_summary()
+
+    def run_process(self, index: int) -> RunSummary:
+        if index == 0:
+            summary = Session(self.cfg, self.run_dir, self.on_event, self.backend).run()
+        else:
+            self.notice(f"repeat {index + 1}/{self.cfg.repeats}: a fresh process")
+            path = process_dir(self.run_dir, index)
+            path.mkdir(parents=True, exist_ok=True)
+            summary = Session(clean_only(self.cfg), path, self._quiet).run()
+            step = median_ms(summary)
+            self.notice(f"repeat {index + 1}/{self.cfg.repeats} {summary['status']}"
+                        + (f": step median {step:.2f} ms" if step is not None else ""))
+        self.summaries.append(summary)
+        return summary
+
+    def write_summary(self, cancelled: bool = False) -> RunSummary:
+        """The group's summary.json (a single process's summary, unchanged, when only one was asked for)."""
+        group = group_summary(self.summaries, self.cfg.repeats, cancelled)
+        if self.cfg.repeats > 1:
+            rundir.write_json(self.run_dir / rundir.SUMMARY, group)
+        return group
+
+    def notice(self, message: str) -> None:
+        self.on_event({"event": events.NOTICE, "message": message})
+
+    def _quiet(self, event: dict) -> None:
+        """A later repeat's notices still matter (a failure's reason); its steps and stages would move Live."""
+        if event.get("event") == events.NOTICE:
+            self.on_event(event)
+
+
+def group_summary(summaries: list[RunSummary], requested: int, cancelled: bool = False) -> RunSummary:
+    """The first process's summary with the statistics of all of them; the status of the one that ended it."""
+    first = summaries[0]
+    if requested <= 1:
+        return first
+    group = RunSummary(**first)  # a copy: the first process's own stays intact
+    group.update(aggregate_processes(summaries, requested))  # type: ignore[typeddict-item]
+    ended = next((s for s in summaries if s["status"] != events.OK), None)
+    if ended is not None:
+        group["status"] = ended["status"]
+        if ended.get("error"):
+            group["error"] = ended["error"]
+    elif cancelled:
+        group["status"] = events.FAILED_STATUS
+        group["error"] = {"kind": events.CANCELLED, "message": f"stopped after {len(summaries)} of {requested} "
+                          "processes", "phase": None, "peak_allocated_bytes": None}
+    group["repeats"]["dirs"] = [str(process_dir(Path("."), i)) for i in range(len(summaries))]
+    return group

@@ -1,0 +1,90 @@
+"""--repeats: one config in N fresh runner processes (real runners on CPU), the group summary built from them,
+the group ended by a process that fails, and sweeps that interleave the processes round-robin over their cells."""
+import statistics
+import sys
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from profiler_core import rundir
+from profiler_core.cli.main import main as sysprof_main
+from profiler_core.config import RunConfig
+from profiler_core.render.run_report import print_run
+from profiler_core.session import passes as session_module
+from profiler_core.session.repeats import RepeatedRun, process_dir
+from profiler_core.studies import sweep
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+TINY = RunConfig(model="tiny", ctx=16, batch=2, warmup=0, steps=3, device="cpu")
+
+
+@pytest.fixture
+def second_process_ooms(monkeypatch):
+    """The second process replays the events of a real OOM on the H200 (2.7B, batch 64, ctx 4096)."""
+    real_argv = session_module.runner_argv
+
+    def argv(cfg, run_dir, capture="none"):
+        if Path(run_dir).name != "02":
+            return real_argv(cfg, run_dir, capture)
+        return [sys.executable, str(DATA / "fake_runner.py"), str(DATA / "events" / "oom_h200.jsonl"),
+                "--run-dir", str(run_dir)]
+    monkeypatch.setattr(session_module, "runner_argv", argv)
+
+
+def test_three_processes_make_one_group_whose_statistics_are_over_the_processes(tmp_path):
+    cfg = RunConfig(**{**TINY.to_dict(), "repeats": 3})
+    run_dir = rundir.new_run_dir(tmp_path, cfg)
+    notices = []
+    group = RepeatedRun(cfg, run_dir, lambda event: notices.append(event.get("message"))).run()
+    assert run_dir.name.endswith("-x3") and group["status"] == "ok"
+    assert group["repeats"]["n"] == 3 and group["repeats"]["ok"] == 3
+    assert group["repeats"]["dirs"] == [".", "repeats/02", "repeats/03"]
+    later = [rundir.read_summary(process_dir(run_dir, i)) for i in (1, 2)]
+    medians = [p["phases"]["step"] for p in group["repeats"]["processes"]]
+    assert medians[1:] == [s["phases"]["step"]["median_ms"] for s in later]  # each process's own run directory
+    assert group["phases"]["step"]["median_ms"] == statistics.median(medians)
+    assert group["between"]["step"]["n"] == 3 and group["between"]["step"]["cv_pct"] is not None
+    assert group["phases"]["step"]["n"] == 9  # every measured step of every process
+    assert rundir.read_summary(run_dir) == group  # summary.json is the group's
+    assert len(rundir.read_steps(run_dir)) == 3  # the first process's steps stay where viewers read them
+    assert "repeat 3/3: a fresh process" in notices
+    console = Console(record=True, width=80)
+    print_run(console, group)
+    shown = console.export_text()
+    assert "3 of 3 processes" in shown and "std in run" in shown and "range" in shown
+
+
+def test_a_process_that_fails_ends_the_group_and_gives_it_its_status(tmp_path, second_process_ooms):
+    cfg = RunConfig(**{**TINY.to_dict(), "repeats": 4})
+    group = RepeatedRun(cfg, rundir.new_run_dir(tmp_path, cfg), lambda event: None).run()
+    assert group["status"] == "oom" and group["error"]["kind"] == "oom"
+    assert group["repeats"]["n"] == 4 and group["repeats"]["ok"] == 1 and group["repeats"]["failed"] == 1
+    assert len(group["repeats"]["processes"]) == 2  # no third process after the OOM
+    assert group["between"]["step"]["n"] == 1 and group["between"]["step"]["cv_pct"] is None  # spread unknown
+
+
+def test_a_sweep_interleaves_the_processes_and_resumes_an_incomplete_group(tmp_path):
+    configs = sweep.expand({**{k: [v] for k, v in TINY.to_dict().items()}, "ctx": [16, 24], "repeats": [2]})
+    sweep_dir = sweep.create(tmp_path, "t", configs, ["ctx"])
+    events = []
+    summaries = sweep.run(sweep_dir, events.append)
+    assert events[0] == {"event": "study", "cells": 2, "pending": 4}
+    assert [(e["index"], e["repeat"]) for e in events if e["event"] == "cell"] == [(0, 1), (1, 1), (0, 2), (1, 2)]
+    assert [s["repeats"]["ok"] for s in summaries] == [2, 2]
+    # a sweep stopped after the first round: cell 1 has its first process's summary but no group summary
+    first_only = rundir.read_summary(sweep.cell_dir(sweep_dir, 1, configs[1]))
+    first_only.pop("repeats")
+    rundir.write_json(sweep.cell_dir(sweep_dir, 1, configs[1]) / rundir.SUMMARY, first_only)
+    events.clear()
+    sweep.run(sweep_dir, events.append)
+    assert [(e["index"], e["repeat"]) for e in events if e["event"] == "cell"] == [(1, 1), (1, 2)]
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "101"])
+def test_absurd_repeats_are_a_one_line_usage_error(tmp_path, capsys, value):
+    code = sysprof_main(["run", "--model", "tiny", "--device", "cpu", "--repeats", value,
+                         "--runs-dir", str(tmp_path)])
+    assert code == 2
+    assert capsys.readouterr().err.strip() == f"sysprof: error: repeats must be 1 to 100 fresh processes; got {value}"
+    assert not list(tmp_path.iterdir())  # nothing ran, nothing written

@@ -44,11 +44,15 @@ ArgvFactory = Callable[[RunConfig, Path], list[str]]
 TELEMETRY_PERIOD_S = 0.5  # ≤ 2 Hz: NVML calls are cheap, but the UI thread must never wait on them
 
 
+APP_REPEATS = 3  # the fewest processes that show a spread between them, and a verdict (Welch) can use
+
+
 def default_config() -> RunConfig:
-    """small on a GPU node; tiny on CPU so the first run finishes in seconds."""
+    """small on a GPU node; tiny on CPU so the first run finishes in seconds. Three fresh processes: on a shared
+    node one process's numbers hide run-to-run noise, and compare needs the spread between processes."""
     if gpu_count() > 0:
-        return RunConfig()
-    return RunConfig(model="tiny", ctx=64, warmup=2, steps=5, device="cpu")
+        return RunConfig(repeats=APP_REPEATS)
+    return RunConfig(model="tiny", ctx=64, warmup=2, steps=5, device="cpu", repeats=APP_REPEATS)
 
 
 def default_argv(cfg: RunConfig, run_dir: Path) -> list[str]:

@@ -74,3 +74,21 @@ async def test_real_tiny_run_through_the_real_runner(tmp_path):
         assert app.run_state.stage == "finished", app.run_state.error
         reopened = state_from_run_dir(Path(app.run_state.run_dir))
         assert reopened.summary == app.run_state.summary and len(reopened.steps) == 3
+
+
+async def test_a_run_with_repeats_shows_the_spread_between_its_processes(tmp_path):
+    from dataclasses import replace
+
+    from tui.app import APP_REPEATS, default_config
+
+    assert default_config().repeats == APP_REPEATS > 1  # the app measures in fresh processes by default
+    app = SysprofApp(runs_dir=str(tmp_path), initial=replace(TINY, repeats=2), sample_gpu=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("ctrl+r")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.run_state.stage == "finished", app.run_state.error
+        assert app.run_state.summary["repeats"]["ok"] == 2
+        shown = str(app.query_one("#live-throughput").render())
+        assert "2 processes: step" in shown and "between them, CV" in shown
+        assert "repeat 2/2 ok: step median" in shown  # the second process's notice

@@ -46,7 +46,7 @@ from tui.panes.inspect_panel import InspectPanel
 
 CHOICES = {"mode": MODES, "dtype": DTYPES, "matmul_precision": MATMUL_PRECISIONS, "attention": ATTENTIONS,
            "device": DEVICES, "profiler": PROFILERS, "optimizer_impl": OPTIMIZER_IMPLS, "compile_mode": COMPILE_MODES}
-INTEGERS = ("ctx", "batch", "warmup", "steps")
+INTEGERS = ("ctx", "batch", "warmup", "steps", "repeats")
 CHECKBOXES = {"compile": "torch.compile", "memory": "memory capture (CUDA)"}
 PREDICTED_ITEMS = (("parameters", "parameters_bytes"), ("gradients", "gradients_bytes"),
                    ("AdamW state", "optimizer_state_bytes"), ("activations ≥", "residual_stream_all_layers_bytes"),

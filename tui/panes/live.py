@@ -50,6 +50,10 @@ def throughput_text(state: RunState) -> str:
         compile_s = state.summary.get("compile_s")
     if compile_s is not None:
         lines.append(f"compile {compile_s:.1f} s (not in step times)")
+    between = (state.summary.get("between") or {}).get("step") if state.summary else None
+    if between and between["n"] > 1 and between["cv_pct"] is not None:
+        lines.append(f"{between['n']} processes: step {format_ms(between['min'])}–{format_ms(between['max'])} "
+                     f"between them, CV {between['cv_pct'] / 100:.1%}")
     profiled = profiled_numbers(state)
     if profiled:
         lines.append(f"profiled ({profiled.get('backend')}) median {format_ms(profiled.get('profiled_median_ms'))}"

@@ -127,7 +127,7 @@ async def test_runs_screen_lists_newest_first_opens_and_compares():
         chosen = table.cursor_record()["name"]
         await settle(app, pilot, "enter")
         assert app.run_state.run_dir.endswith(chosen)
-        for _ in range(50):  # the Live pane may still be switching in under a loaded suite
+        for _ in range(300):  # the Live pane may still be switching in under a loaded suite (30 s at most)
             if app.query_one("#panes").active == "live":
                 break
             await pilot.pause(0.1)

@@ -5,6 +5,7 @@ directories, and JSON(L) readers and writers that never leave half a file. Reada
                             steps.jsonl          one line per step, appended and flushed as it finishes
                             summary.json         status and statistics, written last
                             stderr.log           the runner's stderr
+                            telemetry.jsonl      NVML samples (SM clock, throttling) during the measured steps
                             profiled/            the profiled pass (a run directory of its own): profile.nsys-rep,
                                                  profile.sqlite, stats/*.csv or torch_trace.json, and with
                                                  --nvtx-modules modules.json (module path → class, category)
@@ -38,6 +39,7 @@ PROFILED_DIR, MEMORY_DIR, KERNELS_DIR, EXPORTS_DIR = "profiled", "memory", "kern
 TORCH_TRACE, MEMORY_SNAPSHOT = "torch_trace.json", "memory_snapshot.pickle"
 ANALYSIS, PHASE_KERNELS = "analysis.json", "phase_kernels.csv"
 REPEATS_DIR = "repeats"  # processes 2..N of a run with --repeats N (session/repeats)
+TELEMETRY = "telemetry.jsonl"  # NVML samples the session took during the clean pass's measured steps
 MODULES = "modules.json"  # the hooked modules of a pass run with --nvtx-modules: path → class, category, parameters
 # What nsys leaves in the profiled pass's directory.
 NSYS_OUTPUT = "profile"  # nsys -o and nsys stats -o base name

@@ -23,6 +23,7 @@ from profiler_core.records import PassRecord, RunSummary, median_ms
 from profiler_core.session.analysis import analyze_kernels, analyze_memory
 from profiler_core.session.backends import Backend, choose_backend
 from profiler_core.session.process import RunnerProcess, mark_killed, runner_argv
+from profiler_core.session.watch import MeasuredWatch
 
 EventSink = Callable[[dict], None]
 
@@ -38,7 +39,8 @@ class Session:
     def run(self) -> RunSummary:
         if self.cfg.nvtx_modules and not self.backend and not self.cfg.memory:
             self.notice("--nvtx-modules adds ranges in the profiled and memory passes only: add --profiler or --memory")
-        summary = self.run_pass(None, self.run_dir, "none")
+        watch = MeasuredWatch(self.cfg.device)
+        summary = self.run_pass(None, self.run_dir, "none", watch=watch)
         try:
             if self.backend and summary["status"] == events.OK:
                 summary["profile"] = self.profile_pass(summary)
@@ -46,12 +48,15 @@ class Session:
                 summary["memory"] = self.memory_pass(summary)
         except (SessionCancelled, KeyboardInterrupt):  # also during nsys export/stats or snapshot analysis
             self.notice("cancelled: later passes skipped; the clean timing is kept")
+        summary["warnings"] = watch.warnings(summary, rundir.read_steps(self.run_dir))
+        watch.save(self.run_dir)
         rundir.write_json(self.run_dir / rundir.SUMMARY, summary)
         return summary
 
     def run_pass(self, pass_name: str | None, pass_dir: Path, capture: str, cfg: RunConfig | None = None,
-                 wrap: Callable[[list[str]], list[str]] | None = None) -> RunSummary:
-        """One runner process; its events go to on_event (tagged with the pass), its summary is returned."""
+                 wrap: Callable[[list[str]], list[str]] | None = None, watch: MeasuredWatch | None = None) -> RunSummary:
+        """One runner process; its events go to on_event (tagged with the pass), its summary is returned; watch
+        samples the node from the runner's measured stage to its end."""
         cfg = cfg or self.cfg
         pass_dir.mkdir(exist_ok=True)
         argv = runner_argv(cfg, pass_dir, capture)
@@ -59,11 +64,17 @@ class Session:
         summary: RunSummary | None = None
         try:
             for event in process.events():
+                if watch and event["event"] == events.STAGE and event.get("name") == "measured":
+                    watch.start(process.proc.pid)
+                if watch and event["event"] in events.END_EVENTS:
+                    watch.stop()
                 if event["event"] in events.END_EVENTS:
                     summary = event.get("summary")
                     continue  # the session reports the end itself, once
                 self.on_event({**event, "pass": pass_name} if pass_name else event)
         except KeyboardInterrupt:
+            if watch:
+                watch.stop()
             process.interrupt()  # SIGINT (a terminal's Ctrl-C already sent one): it saves its steps and stops
             summary = rundir.read_summary(pass_dir) or mark_killed(pass_dir, cfg, process.proc.returncode)
             if pass_name is None:

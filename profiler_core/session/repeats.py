@@ -16,6 +16,7 @@ way, or the user asked to stop. The group keeps what finished and takes that pro
 from __future__ import annotations
 
 import dataclasses
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -45,6 +46,18 @@ class RepeatedRun:
     def __init__(self, cfg: RunConfig, run_dir: Path, on_event: EventSink, backend: Backend | None = None):
         self.cfg, self.run_dir, self.on_event, self.backend = cfg, run_dir, on_event, backend
         self.summaries: list[RunSummary] = []
+
+    def resume(self) -> RepeatedRun:
+        """Take the processes an interrupted group finished (each with its own ok summary) as done."""
+        for index in range(self.cfg.repeats):
+            summary = _finished_process(self.run_dir, index)
+            if summary is None:
+                break
+            self.summaries.append(summary)
+        for index in range(len(self.summaries), self.cfg.repeats):  # a torn later process starts clean
+            if index:
+                shutil.rmtree(process_dir(self.run_dir, index), ignore_errors=True)
+        return self
 
     @property
     def stopped(self) -> bool:
@@ -94,6 +107,16 @@ class RepeatedRun:
             self.on_event(event)
 
 
+def _finished_process(run_dir: Path, index: int) -> RunSummary | None:
+    try:
+        summary = rundir.read_summary(process_dir(run_dir, index))
+    except rundir.RunDirError:
+        return None  # a torn summary: that process runs again
+    if not summary or summary.get("status") != events.OK or "repeats" in summary:
+        return None
+    return summary
+
+
 def group_summary(summaries: list[RunSummary], requested: int, cancelled: bool = False) -> RunSummary:
     """The first process's summary with the statistics of all of them; the status of the one that ended it."""
     first = summaries[0]
@@ -111,4 +134,16 @@ def group_summary(summaries: list[RunSummary], requested: int, cancelled: bool =
         group["error"] = {"kind": events.CANCELLED, "message": f"stopped after {len(summaries)} of {requested} "
                           "processes", "phase": None, "peak_allocated_bytes": None}
     group["repeats"]["dirs"] = [str(process_dir(Path("."), i)) for i in range(len(summaries))]
+    group["warnings"] = _every_warning(summaries)
     return group
+
+
+def _every_warning(summaries: list[RunSummary]) -> list[dict]:
+    """Each kind of warning once, from the first process that raised it (process k's readings say k)."""
+    seen: dict[str, dict] = {}
+    for index, summary in enumerate(summaries):
+        for warning in summary.get("warnings") or []:
+            if warning["code"] not in seen:
+                where = f"process {index + 1}: " if index else ""
+                seen[warning["code"]] = {**warning, "message": where + warning["message"]}
+    return list(seen.values())

@@ -80,17 +80,21 @@ def run(sweep_dir: Path, on_event: Callable[[dict], None], nsys: str | None = No
     so that drift over the sweep (clocks, other tenants) hits every cell alike."""
     configs, _ = load_plan(sweep_dir)
     pending = [i for i, cfg in enumerate(configs) if not cell_done(sweep_dir, i, cfg)]
-    total = sum(configs[i].repeats for i in pending)
+    groups = {index: _group(sweep_dir, index, configs[index], nsys) for index in pending}
+    for group in groups.values():
+        if group.complete:  # every process finished before the sweep stopped; only the group summary is missing
+            group.write_summary()
+    total = sum(configs[i].repeats - len(groups[i].summaries) for i in pending)
     on_event({"event": events.STUDY, "cells": len(configs), "pending": total})
-    groups = {index: _fresh_group(sweep_dir, index, configs[index], nsys) for index in pending}
     started, done = time.perf_counter(), 0
-    for round_index in range(max((configs[i].repeats for i in pending), default=0)):
+    for _ in range(max((configs[i].repeats for i in pending), default=0)):
         for index, group in groups.items():
             if group.complete:
                 continue
+            process = len(group.summaries)
             on_event({"event": events.CELL, "index": index, "config": configs[index].to_dict(), "done": done,
-                      "pending": total, "repeat": round_index + 1, "eta_s": _eta(started, done, total)})
-            summary = group.run_process(round_index)
+                      "pending": total, "repeat": process + 1, "eta_s": _eta(started, done, total)})
+            summary = group.run_process(process)
             done += 1
             status = group.write_summary()["status"] if group.complete else summary["status"]
             on_event({"event": events.CELL_DONE, "index": index, "status": status})
@@ -100,12 +104,16 @@ def run(sweep_dir: Path, on_event: Callable[[dict], None], nsys: str | None = No
     return _results(sweep_dir, configs)
 
 
-def _fresh_group(sweep_dir: Path, index: int, cfg: RunConfig, nsys: str | None) -> RepeatedRun:
+def _group(sweep_dir: Path, index: int, cfg: RunConfig, nsys: str | None) -> RepeatedRun:
+    """The cell's group: the processes an interrupted sweep finished are kept, the rest run."""
     path = cell_dir(sweep_dir, index, cfg)
+    backend, _ = choose_backend(cfg.profiler, nsys)
+    group = RepeatedRun(cfg, path, lambda event: None, backend)
+    if cfg.repeats > 1 and group.resume().summaries:
+        return group
     shutil.rmtree(path, ignore_errors=True)  # an abandoned attempt's steps must not mix into this one
     path.mkdir(parents=True)
-    backend, _ = choose_backend(cfg.profiler, nsys)
-    return RepeatedRun(cfg, path, lambda event: None, backend)
+    return group
 
 
 def cell_done(sweep_dir: Path, index: int, cfg: RunConfig) -> bool:

@@ -72,13 +72,18 @@ def test_a_sweep_interleaves_the_processes_and_resumes_an_incomplete_group(tmp_p
     assert events[0] == {"event": "study", "cells": 2, "pending": 4}
     assert [(e["index"], e["repeat"]) for e in events if e["event"] == "cell"] == [(0, 1), (1, 1), (0, 2), (1, 2)]
     assert [s["repeats"]["ok"] for s in summaries] == [2, 2]
-    # a sweep stopped after the first round: cell 1 has its first process's summary but no group summary
-    first_only = rundir.read_summary(sweep.cell_dir(sweep_dir, 1, configs[1]))
-    first_only.pop("repeats")
-    rundir.write_json(sweep.cell_dir(sweep_dir, 1, configs[1]) / rundir.SUMMARY, first_only)
+    # a sweep stopped during the second round: cell 1 has its first process (its own summary, no group's yet)
+    # and a torn second one; --resume keeps the first and runs the second again
+    cell = sweep.cell_dir(sweep_dir, 1, configs[1])
+    first_process = {k: v for k, v in rundir.read_summary(cell).items() if k not in ("repeats", "between")}
+    rundir.write_json(cell / rundir.SUMMARY, first_process)
+    (process_dir(cell, 1) / rundir.SUMMARY).unlink()
     events.clear()
-    sweep.run(sweep_dir, events.append)
-    assert [(e["index"], e["repeat"]) for e in events if e["event"] == "cell"] == [(1, 1), (1, 2)]
+    resumed = sweep.run(sweep_dir, events.append)
+    assert events[0] == {"event": "study", "cells": 2, "pending": 1}
+    assert [(e["index"], e["repeat"]) for e in events if e["event"] == "cell"] == [(1, 2)]
+    assert resumed[1]["repeats"]["ok"] == 2 and resumed[1]["repeats"]["processes"][0]["phases"] == \
+        {phase: stats["median_ms"] for phase, stats in first_process["phases"].items()}
 
 
 @pytest.mark.parametrize("value", ["0", "-2", "101"])

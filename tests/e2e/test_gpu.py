@@ -42,6 +42,23 @@ def test_compile_mode_reports_whether_cuda_graphs_were_used(cli_env, mode, graph
     assert summary["compile"]["mode"] == mode and summary["compile"]["cuda_graphs"] == graphs
 
 
+def test_another_process_on_the_gpu_is_a_stored_warning_and_telemetry_is_kept(cli_env):
+    from pathlib import Path
+
+    other = subprocess.Popen([sys.executable, "-c", "import time, torch; x = torch.ones(1, device='cuda'); "
+                              "print('up', flush=True); time.sleep(300)"], stdout=subprocess.PIPE, text=True, env=cli_env)
+    try:
+        assert other.stdout.readline().strip() == "up"
+        code, summary, stderr = sysprof_json(["--model", "tiny", "--warmup", "2", "--steps", "30"], cli_env)
+    finally:
+        other.kill()
+    assert code == 0, stderr
+    shared = [w for w in summary["warnings"] if w["code"] == "gpu_shared"]
+    assert shared and "1 other process(es) on this GPU" in shared[0]["message"], summary["warnings"]
+    samples = (Path(summary["run_dir"]) / "telemetry.jsonl").read_text().splitlines()
+    assert samples and all(json.loads(line)["sm_clock_mhz"] > 0 for line in samples)
+
+
 def test_oom_is_a_result_not_a_crash(cli_env):
     code, summary, stderr = sysprof_json(["--model", "2.7B", "--ctx", "4096", "--max-ctx", "4096", "--batch", "64",
                                           "--warmup", "0", "--steps", "1"], cli_env)

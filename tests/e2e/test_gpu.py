@@ -1,5 +1,6 @@
 """GPU paths, proven on the lent H200 (skipped without CUDA)."""
 import json
+import re
 import subprocess
 import sys
 
@@ -54,7 +55,7 @@ def test_another_process_on_the_gpu_is_a_stored_warning_and_telemetry_is_kept(cl
         other.kill()
     assert code == 0, stderr
     shared = [w for w in summary["warnings"] if w["code"] == "gpu_shared"]
-    assert shared and "1 other process(es) on this GPU" in shared[0]["message"], summary["warnings"]
+    assert shared and re.search(r"\d+ other process\(es\) on this GPU", shared[0]["message"]), summary["warnings"]
     samples = (Path(summary["run_dir"]) / "telemetry.jsonl").read_text().splitlines()
     assert samples and all(json.loads(line)["sm_clock_mhz"] > 0 for line in samples)
 

@@ -1,7 +1,9 @@
 """`sysprof sweep`: the options of `sysprof run`, each taking a comma-separated list of values."""
 from __future__ import annotations
 
+import argparse
 import dataclasses
+import itertools
 import json
 import time
 from pathlib import Path
@@ -26,6 +28,10 @@ def add_sweep_options(parser) -> None:
         help_text = OPTION_HELP[field.name][0] + " (comma-separated values)"
         if field.type == "bool":
             parser.add_argument(flag(field.name), dest=field.name, nargs="?", const="true", help=help_text)
+        elif field.name == "model_args":
+            parser.add_argument(flag(field.name), dest=field.name, action="append", metavar="NAME=VALUE[,VALUE…]",
+                                help="an argument of the model factory; NAME=V1,V2 makes it an axis (a value that is "
+                                     "one JSON literal, like [0.9,0.95], stays one value)")
         elif str(field.type).startswith("tuple"):  # the same for every cell, not an axis
             parser.add_argument(flag(field.name), dest=field.name, action="append", help=OPTION_HELP[field.name][0])
         else:
@@ -56,15 +62,37 @@ def _values(field: dataclasses.Field, text: str) -> list:
     return items
 
 
-def grid_from_args(args) -> dict[str, list]:
+def model_arg_values(item: str) -> list[str]:
+    """NAME=V1,V2 is an axis of NAME=V1 and NAME=V2, unless the whole value is one JSON literal ([0.9,0.95])."""
+    name, _, text = item.partition("=")
+    try:
+        json.loads(text)
+        return [item]
+    except json.JSONDecodeError:
+        return [f"{name}={value.strip()}" for value in text.split(",") if value.strip()] or [item]
+
+
+def model_args_grid(args) -> tuple[list[tuple[str, ...]], list[str]]:
+    """Every combination of the --model-arg axes (after the --model-args file's items, which they override), and
+    the names of the arguments that vary."""
+    axes = [model_arg_values(item) for item in args.model_args or []]
+    combos = [model_args(argparse.Namespace(model_args=list(combo), model_args_file=args.model_args_file))
+              for combo in itertools.product(*axes)]
+    return combos, [values[0].partition("=")[0] for values in axes if len(values) > 1]
+
+
+def grid_from_args(args) -> tuple[dict[str, list], list[str]]:
+    """The sweep's grid and what varies in it (a model argument by its own name)."""
     grid = {}
     for field in dataclasses.fields(RunConfig):
         text = getattr(args, field.name)
-        if text is not None:
+        if text is not None and field.name != "model_args":
             grid[field.name] = [tuple(text)] if isinstance(text, list) else _values(field, text)
-    if args.model_args_file:  # the same for every cell: not an axis
-        grid["model_args"] = [model_args(args)]
-    return grid
+    arg_combos, varied_args = model_args_grid(args)
+    if arg_combos != [()]:
+        grid["model_args"] = arg_combos
+    varied = [name for name, values in grid.items() if len(values) > 1 and name != "model_args"]
+    return grid, varied + varied_args
 
 
 def command_sweep(args) -> int:
@@ -74,8 +102,7 @@ def command_sweep(args) -> int:
         sweep_dir = args.resume
         configs, _ = sweep.load_plan(sweep_dir)
     else:
-        grid = grid_from_args(args)
-        varied = [name for name, values in grid.items() if len(values) > 1]
+        grid, varied = grid_from_args(args)
         configs = sweep.expand(grid)
     for profiler in sorted({cfg.profiler for cfg in configs}):
         choose_backend(profiler, args.nsys)  # a missing nsys fails now, not at the first cell that needs it

@@ -34,6 +34,9 @@ def cell_row(cfg: dict, summary: dict | None, steps: list[dict]) -> dict:
     row = {name: cfg.get(name) for name in CONFIG_COLUMNS} | {"model": model_column(cfg), "d_model": d_model,
                                                               "status": summary["status"]}
     row |= {name: value for name, value in cfg.items() if name not in row}  # any field a sweep may vary
+    for item in cfg.get("model_args") or ():  # a model argument a sweep varies is a column of its own name
+        name, _, value = item.partition("=")
+        row[name if name not in row else f"model_arg.{name}"] = value
     device = (summary.get("env") or {}).get("device_name")
     row["device"] = device or cfg.get("device")
     for label, stats in (("fwd", phases.get("forward")), ("bwd", phases.get("backward")),

@@ -92,3 +92,31 @@ def test_the_attention_study_refuses_a_factory_in_one_line(tmp_path, capsys):
     error = capsys.readouterr().err
     assert error.count("\n") == 1 and "times the built-in attention alone" in error and "Traceback" not in error
     assert not any(tmp_path.iterdir())  # refused before any study directory was made
+
+
+def test_a_model_argument_is_a_sweep_axis_and_a_column_of_its_own_name(tmp_path, capsys):
+    """Real CPU runs: --model-arg n_layer=1,2 makes two cells; the --model-args file's items come first,
+    overridden by an axis of the same name."""
+    (tmp_path / "args.yaml").write_text("n_layer: 3\ndropout: 0.0\n")
+    options = ["--model", "tiny", "--device", "cpu", "--warmup", "0", "--steps", "2", "--ctx", "16",
+               "--model-factory", GPT, "--model-args", str(tmp_path / "args.yaml"), "--model-arg", "n_layer=1,2",
+               "--runs-dir", str(tmp_path / "runs"),
+               "--pivot", "n_layer:dtype", "--value", "step mean ms", "--json"]
+    assert main(["sweep", *options]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert [c["config"]["model_args"] for c in document["cells"]] == [
+        ["dropout=0.0", "n_layer=1"], ["dropout=0.0", "n_layer=2"]]
+    assert document["varied"] == ["n_layer"]
+    kwargs = [json.loads((Path(c["run_dir"]) / "manifest.json").read_text())["model"]["kwargs"]
+              for c in document["cells"]]
+    assert [k["n_layer"] for k in kwargs] == [1, 2] and all(k["dropout"] == 0.0 for k in kwargs)
+    (sweep_dir,) = (tmp_path / "runs").iterdir()
+    assert [row["n_layer"] for row in sweep_rows(sweep_dir)] == ["1", "2"]
+
+
+def test_a_json_literal_with_commas_is_one_value_not_an_axis():
+    from profiler_core.cli.sweep import model_arg_values
+
+    assert model_arg_values("betas=[0.9,0.95]") == ["betas=[0.9,0.95]"]
+    assert model_arg_values("act=gelu,relu") == ["act=gelu", "act=relu"]
+    assert model_arg_values("n_layer=4") == ["n_layer=4"]

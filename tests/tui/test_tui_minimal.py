@@ -92,3 +92,23 @@ async def test_a_run_with_repeats_shows_the_spread_between_its_processes(tmp_pat
         shown = str(app.query_one("#live-throughput").render())
         assert "2 processes: step" in shown and "between them, CV" in shown
         assert "repeat 2/2 ok: step median" in shown  # the second process's notice
+
+
+async def test_live_shows_the_warnings_a_run_stored(tmp_path, monkeypatch):
+    """A real run whose session read a loaded host (the load average injected: a test cannot load a machine on
+    cue), opened offline: Live lists its warnings with their cause and remedy."""
+    import os
+
+    from profiler_core.session.passes import Session
+
+    monkeypatch.setattr(os, "getloadavg", lambda: (os.cpu_count() + 4.0, 0.0, 0.0))
+    run_dir = tmp_path / "run"
+    Session(TINY, run_dir, lambda event: None).run()
+    app = SysprofApp(runs_dir=str(tmp_path), open_runs=[run_dir], sample_gpu=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        for _ in range(50):
+            await pilot.pause(0.1)
+            shown = str(app.query_one("#live-warnings").render())
+            if shown:
+                break
+        assert f"⚠ host CPU load {os.cpu_count() + 4.0:.1f} over {os.cpu_count()} cores" in shown

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from rich.table import Table
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
@@ -61,6 +62,12 @@ def throughput_text(state: RunState) -> str:
     return "\n".join(lines + [f"[dim]{notice}[/dim]" for notice in state.notices[-3:]])
 
 
+def warnings_text(state: RunState) -> Text:
+    """The run's stored warnings (stability: each with its cause and remedy), once it has finished."""
+    warnings = (state.summary.get("warnings") or []) if state.summary else []
+    return Text("\n".join(f"⚠ {warning['message']}" for warning in warnings), style="yellow")
+
+
 class StepChart(Vertical):
     """One sparkline per series (wall, forward, backward, optimizer) over warm-up and measured steps."""
     run_state: reactive[RunState] = reactive(RunState, always_update=True, init=False)
@@ -111,6 +118,7 @@ class LivePane(Pane):
             with Vertical(id="live-right"):
                 yield Static(id="live-stats")
                 yield Static(id="live-throughput")
+                yield Static(id="live-warnings")
         yield Static(" · ".join(f"{k} N/A" for k, _ in telemetry_cells(GpuTelemetry())), id="telemetry")
 
     def watch_run_state(self, state: RunState) -> None:
@@ -123,6 +131,7 @@ class LivePane(Pane):
             bar.update(total=100, progress=100)
         self.query_one("#live-stats", Static).update(stats_table(state))
         self.query_one("#live-throughput", Static).update(throughput_text(state))
+        self.query_one("#live-warnings", Static).update(warnings_text(state))
 
     def watch_telemetry(self, sample: GpuTelemetry) -> None:
         cells = telemetry_cells(sample)

@@ -9,7 +9,7 @@ from profiler_core.errors import StudyError
 from profiler_core.studies import attention
 from profiler_core.studies.catalog import study_kind
 from profiler_core.studies.derived import compile_table, precision_table, warmup_table
-from profiler_core.studies.tables import pivot, sweep_rows, visible_columns
+from profiler_core.studies.tables import pivot, sweep_rows, sweep_summaries, visible_columns
 
 PIVOT_VALUE = "fwd mean ms"
 
@@ -22,11 +22,13 @@ def study_tables(study_dir: Path) -> dict[str, list[dict]]:
     if kind == "attention":
         return _attention_tables(study_dir)
     rows = sweep_rows(study_dir)
-    derived = {"warmup": ("warm-up study", warmup_table), "compile": ("torch.compile study", compile_table),
-               "precision": ("fp32 vs tf32 vs bf16 step time", precision_table)}
+    summaries = sweep_summaries(study_dir)
+    derived = {"warmup": ("warm-up study", lambda: warmup_table(rows)),
+               "compile": ("torch.compile study", lambda: compile_table(rows, summaries)),
+               "precision": ("fp32 vs tf32 vs bf16 step time", lambda: precision_table(rows, summaries))}
     if kind in derived:
         title, build = derived[kind]
-        tables = {title: build(rows)}
+        tables = {title: build()}
         return tables | (_lab_tables(study_dir) if kind == "precision" else {}) | {"cells": _sweep_table(study_dir, rows)}
     return {"sweep results": _sweep_table(study_dir, rows)} | _default_pivot(study_dir, rows)
 

@@ -61,6 +61,12 @@ def sweep_rows(sweep_dir: Path) -> list[dict]:
     return rows
 
 
+def sweep_summaries(sweep_dir: Path) -> list[dict | None]:
+    """Each cell's summary (None before it ran), in plan order: what compare needs beyond a row."""
+    configs, _ = load_plan(sweep_dir)
+    return [cell_summary(cell_dir(sweep_dir, index, cfg)) for index, cfg in enumerate(configs)]
+
+
 def sweep_document(sweep_dir: Path) -> dict:
     """`sysprof sweep --json`: {"cells": [{"config", "status", "phases", ...}]}."""
     configs, varied = load_plan(sweep_dir)

@@ -120,3 +120,30 @@ def test_a_json_literal_with_commas_is_one_value_not_an_axis():
     assert model_arg_values("betas=[0.9,0.95]") == ["betas=[0.9,0.95]"]
     assert model_arg_values("act=gelu,relu") == ["act=gelu", "act=relu"]
     assert model_arg_values("n_layer=4") == ["n_layer=4"]
+
+
+def test_a_study_with_repeats_says_whether_compiled_is_faster_beyond_noise(tmp_path, replayed_cells):
+    """Every process replays the same real run, so eager and compiled are the same numbers: "within noise"."""
+    options = ["--model", "tiny", "--device", "cpu", "--repeats", "2"]
+    assert main(["study", "compile", *options, "--runs-dir", str(tmp_path), "--json"]) == 0
+    study_dir = only_study(tmp_path)
+    assert all((cell / "repeats" / "02" / "summary.json").is_file() for cell in (study_dir / "cells").iterdir())
+    table = study_tables(study_dir)["torch.compile study"]
+    assert [row["compiled vs eager"] for row in table] == ["within noise [1.00–1.00]"] * 2
+    cells = study_tables(study_dir)["cells"]
+    assert all(row["procs"] == 2 and row["step CV between %"] == 0.0 for row in cells)
+
+
+def test_a_verdict_cell_names_the_direction_and_the_interval():
+    from profiler_core.metrics import aggregate_processes
+    from profiler_core.studies.derived import verdict_cell
+
+    def group(*medians):  # test inputs: per-process summaries as the runner writes them, shortened
+        return aggregate_processes([{"status": "ok", "tokens_per_s": 1000 / m, "phases": {"step": {
+            "mean_ms": m, "std_ms": 0.1, "median_ms": m, "min_ms": m, "max_ms": m, "cv": 0.001, "n": 20}}}
+            for m in medians])
+    eager, compiled = group(30.0, 30.4, 29.8, 30.1), group(20.0, 20.3, 19.9, 20.2)
+    assert verdict_cell(eager, compiled, "step").startswith("faster [0.6")
+    one = group(30.0)
+    assert verdict_cell(one, group(20.0), "step").endswith("(1 process: run-to-run noise unknown)")
+    assert verdict_cell(eager, None, "step") is None

@@ -1,6 +1,6 @@
-"""`python -m profiler_core.session`: one whole run (its passes) as a process, for the app (see passes.py)."""
+"""`python -m profiler_core.session`: one whole run (its passes, and its repeats) as a process, for the app."""
 import sys
 
-from profiler_core.session.passes import main
+from profiler_core.session.repeats import main
 
 sys.exit(main())

@@ -2,26 +2,20 @@
 
 Every pass is a fresh runner process writing its own run directory (the clean one is the run directory
 itself; the others are sub-directories), so a profiler or allocator history never touches the clean timing,
-and a crash in a later pass keeps everything before it. Also `python -m profiler_core.session` for the app.
+and a crash in a later pass keeps everything before it. (`python -m profiler_core.session` runs one, with its
+repeats: session/repeats.py.)
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import json
-import signal
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from profiler_core import events, rundir
-from profiler_core.config import ConfigError, RunConfig, validate
-from profiler_core.errors import BackendUnavailable
-from profiler_core.events import emit as print_event
-from profiler_core.events import finish_event
+from profiler_core.config import RunConfig
 from profiler_core.records import PassRecord, RunSummary, median_ms
 from profiler_core.session.analysis import analyze_kernels, analyze_memory
-from profiler_core.session.backends import Backend, choose_backend
+from profiler_core.session.backends import Backend
 from profiler_core.session.process import RunnerProcess, mark_killed, runner_argv
 from profiler_core.session.watch import MeasuredWatch
 
@@ -137,32 +131,3 @@ def _inflation(backend: Backend, clean: RunSummary, profiled: RunSummary) -> Pas
     return {"backend": backend.name, "version": backend.version(), "dir": rundir.PROFILED_DIR,
             "status": profiled["status"], "clean_median_ms": slowdown["clean_median_ms"],
             "profiled_median_ms": slowdown["recorded_median_ms"], "inflation": slowdown["inflation"]}
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="profiler_core.session")
-    parser.add_argument("--run-dir", required=True, type=Path)
-    parser.add_argument("--config-json", required=True)
-    parser.add_argument("--nsys", help="path to nsys (else $SYSPROF_NSYS, PATH, usual install dirs)")
-    args = parser.parse_args(argv)
-    signal.signal(signal.SIGTERM, signal.default_int_handler)  # a closing app asks like Ctrl-C does
-    try:
-        args.run_dir.mkdir(parents=True, exist_ok=True)
-        cfg = validate(RunConfig.from_dict(json.loads(args.config_json)))
-        backend, notice = choose_backend(cfg.profiler, args.nsys)
-    except (ConfigError, BackendUnavailable, ValueError, TypeError, OSError) as exc:
-        print_event(events.FAILED, kind=events.CONFIG, message=str(exc), phase=None, peak_allocated_bytes=None)
-        return 2
-    if notice:
-        print_event(events.NOTICE, message=notice)
-    from profiler_core.session.repeats import RepeatedRun  # repeats builds on Session: imported after it
-
-    summary = RepeatedRun(cfg, args.run_dir, lambda event: print(json.dumps(event), flush=True), backend).run()
-    event = finish_event(summary)
-    print(json.dumps(event), flush=True)
-    error = summary.get("error")
-    return 0 if summary["status"] == events.OK else 2 if error and error.get("kind") == events.CONFIG else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -15,16 +15,22 @@ way, or the user asked to stop. The group keeps what finished and takes that pro
 """
 from __future__ import annotations
 
+import argparse
 import dataclasses
+import json
 import shutil
+import signal
 from collections.abc import Callable
 from pathlib import Path
 
 from profiler_core import events, rundir
-from profiler_core.config import RunConfig
+from profiler_core.config import ConfigError, RunConfig, validate
+from profiler_core.errors import BackendUnavailable
+from profiler_core.events import emit as print_event
+from profiler_core.events import finish_event
 from profiler_core.metrics import aggregate_processes
 from profiler_core.records import RunSummary, median_ms
-from profiler_core.session.backends import Backend
+from profiler_core.session.backends import Backend, choose_backend
 from profiler_core.session.passes import Session
 
 EventSink = Callable[[dict], None]
@@ -147,3 +153,26 @@ def _every_warning(summaries: list[RunSummary]) -> list[dict]:
                 where = f"process {index + 1}: " if index else ""
                 seen[warning["code"]] = {**warning, "message": where + warning["message"]}
     return list(seen.values())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="profiler_core.session")
+    parser.add_argument("--run-dir", required=True, type=Path)
+    parser.add_argument("--config-json", required=True)
+    parser.add_argument("--nsys", help="path to nsys (else $SYSPROF_NSYS, PATH, usual install dirs)")
+    args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # a closing app asks like Ctrl-C does
+    try:
+        args.run_dir.mkdir(parents=True, exist_ok=True)
+        cfg = validate(RunConfig.from_dict(json.loads(args.config_json)))
+        backend, notice = choose_backend(cfg.profiler, args.nsys)
+    except (ConfigError, BackendUnavailable, ValueError, TypeError, OSError) as exc:
+        print_event(events.FAILED, kind=events.CONFIG, message=str(exc), phase=None, peak_allocated_bytes=None)
+        return 2
+    if notice:
+        print_event(events.NOTICE, message=notice)
+    summary = RepeatedRun(cfg, args.run_dir, lambda event: print(json.dumps(event), flush=True), backend).run()
+    event = finish_event(summary)
+    print(json.dumps(event), flush=True)
+    error = summary.get("error")
+    return 0 if summary["status"] == events.OK else 2 if error and error.get("kind") == events.CONFIG else 1

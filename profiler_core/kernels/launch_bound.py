@@ -108,7 +108,7 @@ def phase_figures(kernels: pd.DataFrame, range_of_kernel: np.ndarray) -> dict:
 
 def launch_call_figures(kernels: pd.DataFrame) -> dict:
     """Median launch-call time, share of kernels shorter than their own launch call, median host lead."""
-    launched = kernels[kernels["launch_api"].astype(str).str.match(LAUNCH_CALL) & (kernels["api_end"] != NO_RANGE)]
+    launched = kernels[_is_launch_call(kernels["launch_api"]) & (kernels["api_end"] != NO_RANGE)]
     call_ns = launched["api_end"] - launched["api_start"]
     lead_ns = launched["start"] - launched["api_end"]  # how far ahead of the GPU the host launched it
     return {
@@ -119,6 +119,11 @@ def launch_call_figures(kernels: pd.DataFrame) -> dict:
         "median_kernel_us": _median_us(launched["duration"]),
         "median_host_lead_us": _median_us(lead_ns),
     }
+
+
+def _is_launch_call(api_names: pd.Series) -> pd.Series:
+    names = api_names.astype("category")  # match each distinct name once, not every kernel's
+    return names.isin([name for name in names.cat.categories if LAUNCH_CALL.match(str(name))])
 
 
 def _ns_fields(split: SpanSplit) -> dict[str, int]:

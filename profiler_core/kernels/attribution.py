@@ -44,8 +44,9 @@ class KernelAttribution:
     """Every kernel with its launch call and labels, plus what was learned on the way.
 
     `kernels` columns: start, end, duration, name_id, short_id, correlation_id,
-    api_start (-1 if no launch call found), launch_tid, class, phase, step (-1 if
-    none), in_attention (bool), attention_part ("" if none), module ("" if none),
+    api_start and api_end (-1 if no launch call found), launch_api (the call's
+    name, "" if unknown), launch_tid, class, phase, step (-1 if none),
+    in_attention (bool), attention_part ("" if none), module ("" if none),
     module_category, sub_range ("" if none).
     `main_ranges`: the main thread's ranges with columns start, end, name.
     `module_ranges`: how many module ranges the profile held (0: run without --nvtx-modules).
@@ -68,7 +69,7 @@ def attribute_kernels(sqlite_path: str | Path) -> KernelAttribution:
         kernels = _kernels_with_launch_calls(conn)
         ranges = load_nvtx_ranges(conn)
         ids = np.union1d(kernels["name_id"].unique(), kernels["short_id"].unique())
-        strings = load_strings(conn, ids)
+        strings = load_strings(conn, np.union1d(ids, kernels["api_name_id"].unique()))
         thread_names = load_thread_names(conn)
     except sqlite3.DatabaseError as error:  # truncated copy, disk image malformed, ...
         raise KernelReportError(f"{sqlite_path}: unreadable nsys sqlite ({error})") from None
@@ -81,6 +82,7 @@ def attribute_kernels(sqlite_path: str | Path) -> KernelAttribution:
     names = strings.reindex(kernels["name_id"].unique()).fillna("<unknown kernel>")
     short_names = strings.reindex(kernels["short_id"].unique()).fillna("<unknown kernel>")
     kernels["class"] = _classes(kernels["name_id"], names)
+    kernels["launch_api"] = _launch_api_names(kernels.pop("api_name_id"), strings)
     _label_kernels(kernels, main_ranges)
     module_ranges = label_modules(kernels, ranges)
     return KernelAttribution(kernels, main_ranges.reset_index(drop=True), names, short_names,
@@ -99,7 +101,8 @@ def _kernels_with_launch_calls(conn) -> pd.DataFrame:
     kernels = load_kernels(conn)
     calls = load_launch_calls(conn).drop_duplicates(["global_pid", "correlation_id"])
     kernels = kernels.merge(calls, on=["global_pid", "correlation_id"], how="left", sort=False)
-    kernels["api_start"] = kernels["api_start"].fillna(NO_RANGE).astype(np.int64)
+    for column in ("api_start", "api_end", "api_name_id"):
+        kernels[column] = kernels[column].fillna(NO_RANGE).astype(np.int64)
     kernels["launch_tid"] = kernels["global_tid"].fillna(NO_RANGE).astype(np.int64)
     kernels["duration"] = kernels["end"] - kernels["start"]
     return kernels.drop(columns=["global_tid"])
@@ -125,6 +128,13 @@ def _labels(times: np.ndarray, ranges: pd.DataFrame, labels: pd.Series, default)
     # Kernels with no launch call carry api_start = -1, before every range.
     choices = np.append(labels.to_numpy(dtype=object), default)
     return choices[np.where(index == NO_RANGE, len(labels), index)]
+
+
+def _launch_api_names(api_name_ids: pd.Series, strings: pd.Series) -> pd.Categorical:
+    """The launching call's name per kernel (cudaLaunchKernel_v7000, cuLaunchKernel, ...), "" where unknown."""
+    codes, unique_ids = pd.factorize(api_name_ids)
+    names = strings.reindex(unique_ids).fillna("").to_numpy(dtype=object)
+    return pd.Categorical(names[codes]) if len(codes) else pd.Categorical([])
 
 
 def _classes(name_ids: pd.Series, names: pd.Series) -> pd.Categorical:

@@ -21,6 +21,8 @@ from models.phases import (
 )
 from profiler_core.kernels.attribution import KernelAttribution
 from profiler_core.kernels.intervals import NO_RANGE
+from profiler_core.kernels.launch_bound import launch_figures
+from profiler_core.kernels.launch_verdict import judge
 
 TOP_NON_GEMM = 5
 
@@ -59,17 +61,29 @@ def busy_union_ns(starts: np.ndarray, ends: np.ndarray) -> int:
 
 
 def phase_summaries(attribution: KernelAttribution) -> dict[str, dict]:
-    """gpu_ns, kernels, by_class, wall_ns, busy_pct, ... for each phase."""
+    """gpu_ns, kernels, by_class, wall_ns, busy_pct, launch, ... for each phase.
+
+    busy_pct and launch (launch_bound.py, launch_verdict.py) are over the GPU span of the kernels each phase
+    range launched; the 'other' phase, launched outside every phase range, has neither (None).
+    """
     kernels, ranges = attribution.kernels, attribution.main_ranges
     wall = ranges.assign(phase=ranges["name"].map(PHASE_OF_RANGE)).dropna(subset=["phase"])
     steps = max(kernels.loc[kernels["step"] != NO_RANGE, "step"].nunique(), 1)
+    launch = launch_figures(attribution)
     summaries = {}
     for phase in ATTRIBUTED_PHASES:
         in_phase = kernels[kernels["phase"] == phase]
         phase_wall = wall[wall["phase"] == phase]
         summaries[phase] = _phase_summary(in_phase, phase_wall, attribution.names, steps)
         summaries[phase]["launch_threads"] = _launch_threads(in_phase, attribution.thread_names)
+        summaries[phase] |= _launch_fields(launch.get(phase), summaries[phase]["by_class"])
     return summaries
+
+
+def _launch_fields(figures: dict | None, by_class: dict[str, int]) -> dict:
+    if figures is None:
+        return {"busy_pct": None, "launch": None}
+    return {"busy_pct": figures["busy_pct"], "launch": figures | judge(figures, by_class)}
 
 
 def _phase_summary(kernels: pd.DataFrame, wall: pd.DataFrame, names: pd.Series, steps: int) -> dict:
@@ -85,7 +99,7 @@ def _phase_summary(kernels: pd.DataFrame, wall: pd.DataFrame, names: pd.Series, 
         "by_class": dict(sorted(by_class.items(), key=lambda item: -item[1])),
         "wall_ns": wall_ns,
         "ranges": int(len(wall)),
-        "busy_pct": round(100.0 * union_ns / wall_ns, 2) if wall_ns else None,
+        "busy_pct": None,  # over the GPU span, with `launch` (_launch_fields)
         "gemm_ns": gemm_ns,
         "gemm_fraction": round(gemm_ns / gpu_ns, 4) if gpu_ns else 0.0,
         "kernels_per_step": round(len(kernels) / steps, 2),

@@ -3,12 +3,17 @@
 Keys the contract fixes: source, kernels[{name, class, instances, total_ns,
 avg_ns, med_ns, min_ns, max_ns, std_ns}], phases{forward|backward|optimizer|other:
 {gpu_ns, kernels, by_class}}, gemm_fraction{phase}.  Added here: source_kind,
-phases.*.{wall_ns, busy_pct, ...}, attention, steps, totals, notes, and modules
-(GPU time by module type with --nvtx-modules; module_stats.py).
+phases.*.{wall_ns, busy_pct, launch, ...}, attention, steps, totals, notes, and
+modules (GPU time by module type with --nvtx-modules; module_stats.py).
 
-busy_pct = GPU time of the phase's kernels / wall time of its NVTX ranges.  It
-can pass 100 when the CPU runs ahead and kernels finish after the range closed
-(the optimizer step usually does).
+busy_pct = the share of the phase's GPU span with any of its kernels running: per
+phase range, from the first start to the last end of the kernels that range
+launched (launch_bound.py), added up over the steps.  It never passes 100, also
+for the optimizer, whose kernels mostly run after the host closed its range (the
+old figure, GPU time / the ranges' wall time, read ~145% there).  `launch` holds
+the span's split into busy, host-wait, kernel-wait and other, the launch-call
+figures and the verdict (launch-bound or GPU-bound, reason, remedy); None for
+'other'.  From nsys's CSVs alone (no per-kernel times) both are None.
 """
 
 from __future__ import annotations
@@ -142,7 +147,7 @@ def _fraction(part: int, whole: int) -> float:
 
 
 def _empty_phase() -> dict:
-    return {"gpu_ns": 0, "kernels": 0, "by_class": {}, "wall_ns": 0, "busy_pct": None}
+    return {"gpu_ns": 0, "kernels": 0, "by_class": {}, "wall_ns": 0, "busy_pct": None, "launch": None}
 
 
 def _all_other(kernels: pd.DataFrame) -> dict:

@@ -45,10 +45,13 @@ def _frame(events: list[dict], categories: tuple[str, ...]) -> pd.DataFrame:
 def _kernels(events: list[dict]) -> tuple[pd.DataFrame, pd.Series]:
     kernels = _frame(events, ("kernel",))
     launches = _frame(events, LAUNCH_CATEGORIES).dropna(subset=["correlation_id"])
-    launches = launches.drop_duplicates("correlation_id")[["correlation_id", "start", "tid"]]
-    launches = launches.rename(columns={"start": "api_start", "tid": "launch_tid"})
+    launches = launches.drop_duplicates("correlation_id")[["correlation_id", "start", "end", "tid", "name"]]
+    launches = launches.rename(columns={"start": "api_start", "end": "api_end", "tid": "launch_tid",
+                                        "name": "launch_api"})
     kernels = kernels.merge(launches, on="correlation_id", how="left", sort=False)
-    kernels["api_start"] = kernels["api_start"].fillna(NO_RANGE).astype(np.int64)
+    for column in ("api_start", "api_end"):
+        kernels[column] = kernels[column].fillna(NO_RANGE).astype(np.int64)
+    kernels["launch_api"] = pd.Categorical(kernels["launch_api"].fillna("").astype(str))
     kernels["launch_tid"] = pd.to_numeric(kernels["launch_tid"], errors="coerce").fillna(NO_RANGE).astype(np.int64)
     kernels["duration"] = kernels["end"] - kernels["start"]
     codes, unique_names = pd.factorize(kernels["name"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 from rich.table import Table
 
 from models.phases import ATTRIBUTED_PHASES
+from profiler_core.render.launch_report import print_launch_analysis
 from profiler_core.render.module_tables import print_module_tables
 from profiler_core.render.units import NA, format_bytes, ns_to_ms
 
@@ -35,6 +36,7 @@ def top_kernels(analysis: dict, limit: int = 15) -> Table:
 
 def print_kernel_analysis(console, analysis: dict) -> None:
     console.print(phase_kernel_summary(analysis))
+    print_launch_analysis(console, analysis)
     console.print(top_kernels(analysis))
     print_module_tables(console, analysis, "kernels")
     for note in analysis.get("notes", []):

@@ -32,6 +32,9 @@ def test_analyze_sqlite_json_contract(cli_env, fixture_sqlite):
     analysis = json.loads(result.stdout)
     assert set(analysis) >= {"source", "kernels", "phases", "gemm_fraction"}
     assert analysis["phases"]["backward"]["kernels"] == 5570
+    assert [analysis["phases"][p]["launch"]["verdict"] for p in ("forward", "backward", "optimizer")] == \
+        ["launch-bound", "GPU-bound", "GPU-bound"]
+    assert all(analysis["phases"][p]["busy_pct"] <= 100 for p in ("forward", "backward", "optimizer"))
     assert set(analysis["kernels"][0]) >= {"name", "class", "instances", "total_ns", "avg_ns", "med_ns", "min_ns",
                                           "max_ns", "std_ns"}
 
@@ -39,6 +42,9 @@ def test_analyze_sqlite_json_contract(cli_env, fixture_sqlite):
 def test_analyze_human_tables(cli_env, fixture_sqlite):
     result = sysprof(["analyze", str(fixture_sqlite)], cli_env)
     assert result.returncode == 0 and "GPU kernels by phase" in result.stdout and "backward" in result.stdout
+    assert "Launch-bound or GPU-bound" in result.stdout
+    assert "forward: launch-bound — host-wait 48% of the GPU span ≥ 30%" in result.stdout
+    assert "remedy: bf16 will not help; try CUDA graphs" in result.stdout
     # recorded without --nvtx-modules: one line instead of the module-type table
     assert "by module type: no module ranges in this profile: run with --nvtx-modules N" in result.stdout
 

@@ -58,7 +58,7 @@ async def test_kernel_header_follows_the_run_to_its_inflation_and_shows_per_step
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(app, pilot, "3")
         assert "profiling inflation N/A" in text(app)
-        assert "GPU ms/step" in text(app) and "5 profiled steps" in text(app)
+        assert "ms/step" in text(app) and "5 profiled steps" in text(app)
         forward = app.query_one("#pane-kernels").data.analysis["phases"]["forward"]["gpu_ns"]
         assert f"{forward / 5 / 1e6:,.2f}" in text(app)  # per step: the fixture profiled 5 steps
         summary = dict(app.run_state.summary, profile={"backend": "nsys", "profiled_median_ms": 38.42,
@@ -66,6 +66,18 @@ async def test_kernel_header_follows_the_run_to_its_inflation_and_shows_per_step
         app.run_state = replace(app.run_state, summary=summary)
         await pilot.pause()
         assert "profiling inflation ×1.22" in text(app)
+
+
+async def test_kernel_phases_say_busy_share_and_which_are_launch_bound_with_the_remedy_on_hover():
+    app = offline_app(ANALYSED)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(app, pilot, "3")
+        phases = app.query_one("#kernel-phases")
+        words = [line.split() for line in text(app).splitlines()]
+        first_row = {phase: next(w for w in words if w and w[0] == phase) for phase in ("forward", "optimizer")}
+        assert "busy" in text(app) and "bound" in text(app)
+        assert first_row["forward"][5:7] == ["49%", "launch"] and first_row["optimizer"][5:7] == ["97%", "GPU"]
+        assert "launch-bound — host-wait 48%" in phases.tooltip and "remedy: bf16 will not help" in phases.tooltip
 
 
 async def test_kernel_header_click_sorts_by_that_column():

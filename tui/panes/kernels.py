@@ -1,4 +1,4 @@
-"""Kernels: the per-phase kernel table of a run (sort, filter, phase), class breakdown and GEMM fraction."""
+"""Kernels: the per-phase kernel table of a run (sort, filter, phase), class breakdown, GEMM fraction, launch-bound or GPU-bound."""
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -13,6 +13,7 @@ from textual.containers import Horizontal
 from textual.reactive import reactive
 from textual.widgets import DataTable, Input, Static
 
+from profiler_core.render.launch_report import short_verdict, verdict_lines
 from profiler_core.render.module_tables import KERNEL_ROW_FIELDS, absent_line
 from profiler_core.render.units import NA, blank_or, fixed, ns_as_ms, ns_as_us
 from tui.kernel_data import KERNEL_TABLES, KernelData, KernelView, apply_view, load_kernel_data, module_type_rows
@@ -48,27 +49,30 @@ def backend_line(profile: Mapping[str, Any] | None, analysis: dict) -> str:
 
 
 def phase_breakdown(analysis: dict) -> Table:
-    """Per phase: GPU time per profiled step and in all, kernel count, GEMM fraction and the biggest classes."""
+    """Per phase: GPU time per profiled step and in all, kernel count, GEMM fraction, busy share of its GPU span,
+    launch-bound or GPU-bound (launch_report.py), and the biggest classes."""
     table = Table(box=None, padding=(0, 1), show_edge=False, header_style="bold")
     steps = len(analysis.get("steps") or []) or None
-    for column, width in (("phase", 9), ("GPU ms/step", 11), ("ms total", 8), ("kernels", 7),
-                          ("GEMM", 5), ("top classes", 20)):
-        table.add_column(column, justify="left" if column in ("phase", "top classes") else "right", no_wrap=True, min_width=width,
-                         overflow="ellipsis")
+    for column, width in (("phase", 9), ("ms/step", 7), ("ms total", 8), ("kernels", 7),
+                          ("GEMM", 5), ("busy", 4), ("bound", 6), ("top classes", 12)):
+        table.add_column(column, justify="left" if column in ("phase", "bound", "top classes") else "right",
+                         no_wrap=True, min_width=width, overflow="ellipsis")
     for phase, stats in (analysis.get("phases") or {}).items():
         if not stats.get("kernels"):
             continue
         total = stats["gpu_ns"] or 1
         classes = sorted(stats.get("by_class", {}).items(), key=lambda item: -item[1])[:2]
+        busy = stats.get("busy_pct")
         table.add_row(phase, _per_step(stats["gpu_ns"], steps), f"{stats['gpu_ns'] / 1e6:,.1f}", f"{stats['kernels']:,}",
                       f"{(analysis.get('gemm_fraction') or {}).get(phase, 0):.0%}",
+                      "" if busy is None else f"{busy:.0f}%", short_verdict(analysis, phase),
                       " ".join(f"{name} {ns / total:.0%}" for name, ns in classes))
     attention = analysis.get("attention") or {}
     if attention.get("by_part"):
         parts = " ".join(f"{part.replace('computing ', '')} {ns / 1e6:.1f}ms"
                          for part, ns in attention["by_part"].items())
         table.add_row("attention", _per_step(attention["gpu_ns"], steps), f"{attention['gpu_ns'] / 1e6:,.1f}",
-                      f"{attention['kernels']:,}", "", parts)
+                      f"{attention['kernels']:,}", "", "", "", parts)
     return table
 
 
@@ -124,6 +128,7 @@ class KernelsPane(Pane):
         else:
             header.update(backend_line(profiled_numbers(self.run_state), data.analysis))
             phases.update(phase_breakdown(data.analysis))
+            phases.tooltip = "\n".join(verdict_lines(data.analysis)) or None  # why each phase is bound, and the remedy
         self.view = KernelView()
 
     def watch_table_name(self, name: str) -> None:

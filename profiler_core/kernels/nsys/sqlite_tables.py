@@ -72,13 +72,19 @@ def load_kernels(conn: sqlite3.Connection) -> pd.DataFrame:
 
 
 def load_launch_calls(conn: sqlite3.Connection) -> pd.DataFrame:
-    """CUDA runtime/driver API calls: correlation_id, global_pid, global_tid, api_start."""
-    columns = ["correlation_id", "global_pid", "global_tid", "api_start"]
+    """CUDA runtime/driver API calls: correlation_id, global_pid, global_tid, api_start, api_end, api_name_id.
+
+    api_end is -1 and api_name_id -1 where the export lacks them (the call's name is a StringIds id).
+    """
+    columns = ["correlation_id", "global_pid", "global_tid", "api_start", "api_end", "api_name_id"]
     if RUNTIME_TABLE not in table_names(conn):
         return _empty(columns)
-    sql = (f"SELECT correlationId, globalTid, start FROM {RUNTIME_TABLE} "
+    available = table_columns(conn, RUNTIME_TABLE)
+    end = "COALESCE(end, -1)" if "end" in available else "-1"
+    name = "COALESCE(nameId, -1)" if "nameId" in available else "-1"
+    sql = (f"SELECT correlationId, globalTid, start, {end}, {name} FROM {RUNTIME_TABLE} "
            "WHERE correlationId IS NOT NULL AND globalTid IS NOT NULL AND start IS NOT NULL")
-    calls = _query(conn, sql, ["correlation_id", "global_tid", "api_start"])
+    calls = _query(conn, sql, ["correlation_id", "global_tid", "api_start", "api_end", "api_name_id"])
     pid_known = "globalPid" in table_columns(conn, KERNEL_TABLE) if KERNEL_TABLE in table_names(conn) else True
     calls["global_pid"] = global_pid_of(calls["global_tid"].to_numpy()) if pid_known else 0
     return calls[columns]

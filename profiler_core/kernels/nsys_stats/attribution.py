@@ -4,6 +4,8 @@ nsys's nvtx_kern_sum matches kernels to NVTX ranges pushed on the *same thread*
 that launched them.  PyTorch launches backward kernels from its autograd thread,
 so `backward` gets almost nothing here and those kernels show up with an empty
 range; the numbers are reported as nsys gives them, with a note saying so.
+Summed kernel times carry no start or end, so there is no GPU span to measure
+busy time or launch waits over: busy_pct and launch are None here (LAUNCH_NOTE).
 """
 
 from __future__ import annotations
@@ -22,10 +24,12 @@ BACKWARD_NOTE = (
     "backward (launched by the autograd thread) is undercounted; use the sqlite export for "
     "launch-time attribution"
 )
+LAUNCH_NOTE = ("busy % and the launch-bound verdict need each kernel's start and end: analyze the "
+               "sqlite export (nsys export --type sqlite)")
 
 
 def attribution_from_stats_dir(stats_dir: str | Path) -> dict:
-    """{"phases": {phase: {gpu_ns, kernels, by_class, wall_ns, busy_pct}}, "notes": [...]}."""
+    """{"phases": {phase: {gpu_ns, kernels, by_class, wall_ns, busy_pct, launch}}, "notes": [...]}."""
     stats_dir = Path(stats_dir)
     kernel_rows = phase_kernel_rows_from_stats_dir(stats_dir)
     wall_ns = _phase_wall_ns(stats_dir)
@@ -34,7 +38,7 @@ def attribution_from_stats_dir(stats_dir: str | Path) -> dict:
     totals = _kernel_totals_by_class(stats_dir)
     if totals is not None:
         phases[OTHER] = _other_from_totals(totals, [phases[p] for p in ATTRIBUTED_PHASES if p != OTHER])
-    notes = [BACKWARD_NOTE]
+    notes = [BACKWARD_NOTE, LAUNCH_NOTE]
     unranged = kernel_rows[kernel_rows["range"] == ""]
     if len(unranged):
         notes.append(f"{int(unranged['instances'].sum())} kernels ({unranged['total_ns'].sum() / 1e6:.3f} ms) "
@@ -69,7 +73,8 @@ def _phase_entry(rows: pd.DataFrame, wall_ns: int) -> dict:
         "kernels": int(rows["instances"].sum()),
         "by_class": {str(c): int(ns) for c, ns in by_class.items()},
         "wall_ns": int(wall_ns),
-        "busy_pct": round(100.0 * gpu_ns / wall_ns, 2) if wall_ns else None,
+        "busy_pct": None,  # no per-kernel times (module docstring)
+        "launch": None,
     }
 
 
@@ -92,7 +97,7 @@ def _other_from_totals(totals: pd.DataFrame, phases: list[dict]) -> dict:
     by_class = by_class[by_class > 0].sort_values(ascending=False)
     kernels = int(totals["instances"].sum()) - sum(p["kernels"] for p in phases)
     return {"gpu_ns": int(by_class.sum()), "kernels": max(kernels, 0),
-            "by_class": {str(c): int(ns) for c, ns in by_class.items()}, "wall_ns": 0, "busy_pct": None}
+            "by_class": {str(c): int(ns) for c, ns in by_class.items()}, "wall_ns": 0, "busy_pct": None, "launch": None}
 
 
 def _phase_wall_ns(stats_dir: Path) -> dict[str, int]:

@@ -1,12 +1,14 @@
 """Regenerate the saved run directories the TUI tests open (real data only; see README.md here).
 
-    .venv/bin/python tests/data/runs/build.py [--fixtures ../shared/fixtures]
+    .venv/bin/python tests/data/runs/build.py [--fixtures ../shared/fixtures] [--kernels-only]
 
 1. Real CPU runs through `python -m profiler_core run` (the real runner): two tiny runs that differ in
    context length, and one run of CS336 "small" (ctx 256, batch 4, fp32, train) on CPU.
 2. The "small" run gets kernels/ and memory/ analysed from the real H200 fixture of the same model and
    shape (../shared/fixtures/h200_small_fp32): analyze_sqlite + phase_kernel_table on report.sqlite and
    analyze_snapshot on memory_snapshot.pickle. The raw sqlite/pickle are not copied (size).
+
+--kernels-only redoes step 2's kernels/ alone (no runs, no torch): after a change to the kernel analysis.
 """
 from __future__ import annotations
 
@@ -95,10 +97,14 @@ def add_profile_record(target: Path, kernels: dict) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--fixtures", type=Path, default=ROOT.parent / "shared" / "fixtures")
+    parser.add_argument("--kernels-only", action="store_true", help="redo small-h200-analyses/kernels only")
     args = parser.parse_args()
     fixture = args.fixtures / "h200_small_fp32"
     with tempfile.TemporaryDirectory() as scratch:
         scratch = Path(scratch)
+        if args.kernels_only:
+            add_kernels(HERE / "small-h200-analyses", decompress(fixture / "report.sqlite.xz", scratch))
+            return
         saved = {name: save(real_run(options, scratch / "runs"), name) for name, options in RUNS.items()}
         target = saved["small-h200-analyses"]
         kernels = add_kernels(target, decompress(fixture / "report.sqlite.xz", scratch))

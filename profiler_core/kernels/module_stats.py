@@ -18,7 +18,7 @@ from profiler_core.module_types import CATEGORIES, NO_MODULE
 
 TOP_MODULES = 15
 ROW_CATEGORIES = (*CATEGORIES, NO_MODULE)
-ABSENT_NOTE = "no module ranges in this profile: run with --nvtx-modules N"
+ABSENT_NOTE = "no module ranges: run with --nvtx-modules N"
 
 
 def module_summary(attribution: KernelAttribution) -> dict:

@@ -46,7 +46,7 @@ def test_analyze_human_tables(cli_env, fixture_sqlite):
     assert "forward: launch-bound — host-wait 48% of the GPU span ≥ 30%" in result.stdout
     assert "remedy: bf16 will not help; try CUDA graphs" in result.stdout
     # recorded without --nvtx-modules: one line instead of the module-type table
-    assert "by module type: no module ranges in this profile: run with --nvtx-modules N" in result.stdout
+    assert "by module type: no module ranges: run with --nvtx-modules N" in result.stdout
 
 
 def test_analyze_stats_dir_notes_the_undercount(cli_env, shared_fixtures):

@@ -79,6 +79,8 @@ class RepeatedRun:
             while not self.complete:
                 self.run_process(len(self.summaries))
         except KeyboardInterrupt:  # between two processes: what finished is the result
+            if not self.summaries:
+                raise  # nothing finished: the caller's own handling applies
             self.notice("cancelled: the processes that finished are kept")
             return self.write_summary(cancelled=True)
         return self.write_summary()

@@ -37,7 +37,7 @@ def _other_processes(sampler: NvmlSampler, ours: set[int]) -> list[dict]:
 
 
 class MeasuredWatch:
-    """Samples in a thread between start() and stop(); readings() afterwards."""
+    """Samples in a thread between start() and stop(); warnings() and save() afterwards."""
 
     def __init__(self, device_type: str | None = "cuda"):
         self.use_gpu = device_type != "cpu"

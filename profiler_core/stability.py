@@ -29,15 +29,16 @@ def _warning(code: str, message: str, **details: Any) -> dict[str, Any]:
     return {"code": code, "message": message, **details}
 
 
-def high_cv_warnings(phases: Mapping[str, Mapping[str, Any]]) -> list[dict]:
+def high_cv_warnings(phases: Mapping[str, Mapping[str, Any]], repeats: int = 1) -> list[dict]:
     """Phases whose steps vary by 10% or more within the run (one warning naming them all)."""
     noisy = {phase: stats["cv"] for phase, stats in phases.items() if (stats.get("cv") or 0.0) >= HIGH_CV}
     if not noisy:
         return []
     listed = ", ".join(f"{phase} {cv:.0%}" for phase, cv in noisy.items())
+    last = "and use --repeats" if repeats <= 1 else "and read the spread between the processes, which compare weighs"
     return [_warning("high_cv", f"steps vary within the run (CV ≥ {HIGH_CV:.0%}: {listed}): something competes for "
-                     "the GPU or the host, or the clocks move; see the other warnings, stop other work on the node, "
-                     "and use --repeats", phases=noisy)]
+                     f"the GPU or the host, or the clocks move; see the other warnings, stop other work on the node, "
+                     f"{last}", phases=noisy)]
 
 
 def measured_walls(steps: Sequence[Mapping[str, Any]]) -> list[float]:
@@ -153,6 +154,7 @@ def warnings_for_summary(summary: Mapping[str, Any], steps: Sequence[Mapping[str
     """Every warning that applies to a run: from its summary and steps, plus the readings given (None: not read)."""
     phases = summary.get("phases") or {}
     warmup = (summary.get("config") or {}).get("warmup") or 0
-    return [*high_cv_warnings(phases), *warmup_warnings(steps, warmup), *steps_needed_warnings(phases),
+    repeats = (summary.get("config") or {}).get("repeats") or 1
+    return [*high_cv_warnings(phases, repeats), *warmup_warnings(steps, warmup), *steps_needed_warnings(phases),
             *cpu_load_warnings(loadavg, cpu_count), *gpu_process_warnings(gpu_processes),
             *telemetry_warnings(telemetry), *inflation_warnings(summary)]

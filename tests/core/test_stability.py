@@ -38,6 +38,8 @@ def test_high_within_run_cv_names_the_phases():
                                          "the GPU or the host")
     assert warning["message"].endswith("use --repeats")
     assert high_cv_warnings({"step": summarize_ms([20.0, 20.1, 19.9])}) == []
+    [repeated] = high_cv_warnings(phases, repeats=3)  # already repeated: do not recommend what it did
+    assert repeated["message"].endswith("read the spread between the processes, which compare weighs")
 
 
 def test_slow_first_steps_say_how_much_warm_up_would_do():

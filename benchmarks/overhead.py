@@ -1,29 +1,47 @@
-"""Does sysprof's timed step cost anything? Bare CUDA-event loop vs sysprof's run_step, same process.
+"""Does sysprof's timed step cost anything? Bare CUDA-event loop vs sysprof's run_step, judged like any comparison.
 
-Both time the same model, optimizer and batch, interleaved in rounds so clock and thermal drift hit both
-alike. Pass: sysprof's median step within 1% of the bare loop, its phase medians within 2% of the bare
-loop's CUDA events. Usage (GPU): python3 benchmarks/overhead.py [--model small] [--rounds 10] [--steps 20]
-[--model-factory FILE.py:callable] (the user's own model, its dims from --model; the bare loop reads its logits
-the way its author would, `.logits` or the tensor itself)
+Each of --processes fresh processes builds the model once and times both paths over the same model, optimizer and
+batch, interleaved in rounds (bare then sysprof, then the other order, so drift within a process hits both alike).
+A process gives one median per path and phase, and one paired ratio sysprof/bare: the median over its rounds of
+the ratio of the two paths' medians in that round (adjacent in time, they share the clocks, the allocator and the
+neighbours, so their ratio moves far less than either median). Across processes:
+
+- the ratio's 95% interval: Student's t on the logarithms of the per-process paired ratios;
+- `sysprof compare`'s own verdict (compare.verdict, unpaired, two gates, the limit as the minimum effect) on the
+  per-process medians, and their spread between processes: what a user comparing the two would be told.
+
+Pass: the whole interval lies within the limit (±1% for the step, ±2% for a phase). Fail: the whole interval lies
+outside it. Otherwise "inconclusive": the host was too noisy to tell, and more processes would say, so one lucky
+or unlucky process can neither pass nor fail the benchmark.
+
+Usage (GPU): python3 -m benchmarks.overhead [--model small] [--processes 5] [--rounds 10] [--steps 20]
+[--dtypes fp32,bf16] [--model-factory FILE.py:callable] (the user's own model, its dims from --model; the bare loop
+reads its logits the way its author would, `.logits` or the tensor itself) 2> processes.jsonl. Each process's
+medians go to stderr as a JSON line; `--report processes.jsonl` prints the table again from them (no GPU).
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
+import math
 import statistics
+import subprocess
+import sys
 import time
 
-import torch
-import torch.nn.functional as F
-
-from profiler_core.config import RunConfig
-from profiler_core.runner.timing import StepInstruments, run_step
-from profiler_core.runner.user_model import logits_of
-from profiler_core.runner.workload import AUTOCAST_DTYPES, build_workload
+PHASES = ("step", "forward", "backward", "optimizer")
+LIMITS = {"step": 0.01, "forward": 0.02, "backward": 0.02, "optimizer": 0.02}
 
 
 def bare_step(model, optimizer, tokens, targets, dtype) -> dict:
     """The textbook loop: events around each phase, one synchronize at the end."""
+    import torch
+    import torch.nn.functional as F
+
+    from profiler_core.runner.user_model import logits_of
+    from profiler_core.runner.workload import AUTOCAST_DTYPES
+
     events = [torch.cuda.Event(enable_timing=True) for _ in range(6)]
     started = time.perf_counter()
     events[0].record()
@@ -44,48 +62,124 @@ def bare_step(model, optimizer, tokens, targets, dtype) -> dict:
     return {"wall_ms": wall_ms, "phases_ms": phases}
 
 
-def compare(model_name: str, dtype: str, rounds: int, steps: int, factory: str | None = None) -> dict:
+def one_process(model_name: str, dtype: str, rounds: int, steps: int, factory: str | None) -> dict:
+    """This process's medians per path and phase, the two paths interleaved round by round, order alternating."""
+    import torch
+
+    from profiler_core.config import RunConfig
+    from profiler_core.runner.timing import StepInstruments, run_step
+    from profiler_core.runner.workload import build_workload
+
     cfg = RunConfig(model=model_name, dtype=dtype, device="cuda", mode="train", model_factory=factory)
     work = build_workload(cfg, torch.device("cuda"))
     tools = StepInstruments(work.device)
-    samples: dict[str, list[dict]] = {"bare": [], "sysprof": []}
+    paths = {"bare": lambda: bare_step(work.model, work.optimizer, work.tokens, work.targets, dtype),
+             "sysprof": lambda: run_step(work, tools)}
     for _ in range(5):  # warm-up both paths
-        bare_step(work.model, work.optimizer, work.tokens, work.targets, dtype)
-        run_step(work, tools)
-    for _ in range(rounds):
-        samples["bare"] += [bare_step(work.model, work.optimizer, work.tokens, work.targets, dtype) for _ in range(steps)]
-        samples["sysprof"] += [run_step(work, tools) for _ in range(steps)]
-    del work
-    torch.cuda.empty_cache()
-    return {name: _medians(records) for name, records in samples.items()}
+        for step in paths.values():
+            step()
+    samples: dict[str, list[dict]] = {"bare": [], "sysprof": []}
+    ratios: dict[str, list[float]] = {what: [] for what in PHASES}  # per round: sysprof's median over bare's
+    for round_ in range(rounds):
+        measured = {name: [paths[name]() for _ in range(steps)]
+                    for name in (("bare", "sysprof") if round_ % 2 == 0 else ("sysprof", "bare"))}
+        bare, ours = _medians(measured["bare"]), _medians(measured["sysprof"])
+        for what in PHASES:
+            ratios[what].append(ours[what] / bare[what])
+        for name, records in measured.items():
+            samples[name] += records
+    return {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+            **{name: _medians(records) for name, records in samples.items()},
+            "paired_ratio": {what: statistics.median(values) for what, values in ratios.items()}}
 
 
 def _medians(records: list[dict]) -> dict:
     medians = {"step": statistics.median(r["wall_ms"] for r in records)}
-    for phase in ("forward", "backward", "optimizer"):
+    for phase in PHASES[1:]:
         medians[phase] = statistics.median(r["phases_ms"][phase] for r in records)
     return medians
+
+
+def paired_interval(ratios: list[float]) -> tuple[float, float, float]:
+    """The geometric mean of the per-process paired ratios and its 95% t interval (n − 1 degrees of freedom)."""
+    import numpy as np
+    from scipy import stats
+
+    logs = np.log(np.asarray(ratios))
+    center = float(logs.mean())
+    half = float(stats.t.ppf(0.975, len(logs) - 1) * logs.std(ddof=1) / np.sqrt(len(logs)))
+    return math.exp(center), math.exp(center - half), math.exp(center + half)
+
+
+def judge(bare: list[float], ours: list[float], ratios: list[float], limit: float) -> dict:
+    """Per-process medians of the two paths and their paired ratios (≥ 2 processes): the ratio and its interval,
+    pass / FAIL / inconclusive against limit, and compare's unpaired verdict with the spread between processes."""
+    from profiler_core.compare import verdict
+    from profiler_core.metrics import between_process_stats
+
+    ratio, low, high = paired_interval(ratios)
+    outcome = "pass" if 1 - limit <= low and high <= 1 + limit else \
+        "FAIL" if low > 1 + limit or high < 1 - limit else "inconclusive"
+    return {"ratio": ratio, "ci_low": low, "ci_high": high, "outcome": outcome,
+            "verdict": verdict(bare, ours, min_effect=limit)["verdict"],
+            "spread_pct": max(between_process_stats(v)["robust_cv_pct"] or 0.0 for v in (bare, ours))}
+
+
+def spawn(args: argparse.Namespace, dtype: str) -> dict:
+    """One fresh process's medians (this script with --one-process), its environment passed on unchanged."""
+    command = [sys.executable, "-m", "benchmarks.overhead", "--one-process", "--model", args.model, "--dtype", dtype,
+               "--rounds", str(args.rounds), "--steps", str(args.steps)]
+    if args.model_factory:
+        command += ["--model-factory", args.model_factory]
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", default="small")
+    parser.add_argument("--processes", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--dtypes", default="fp32,bf16")
+    parser.add_argument("--dtype", default="fp32", help=argparse.SUPPRESS)
+    parser.add_argument("--one-process", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--model-factory", help="time the user's model: FILE.py:callable or module:callable")
+    parser.add_argument("--report", type=argparse.FileType(), help="the table from saved process lines; no GPU")
     args = parser.parse_args()
-    print(f"# {torch.cuda.get_device_name()} · torch {torch.__version__} · {time.strftime('%Y-%m-%d')}"
-          f" · {args.model_factory or args.model} ({args.model} dims), batch 4, ctx 256, train, {args.rounds}×{args.steps} steps per side, interleaved\n")
-    print("| dtype | what | bare loop ms | sysprof ms | difference | limit | pass |")
-    print("|---|---|---:|---:|---:|---:|---|")
-    for dtype in ("fp32", "bf16"):
-        result = compare(args.model, dtype, args.rounds, args.steps, args.model_factory)
-        for what in ("step", "forward", "backward", "optimizer"):
-            bare, ours = result["bare"][what], result["sysprof"][what]
-            limit = 0.01 if what == "step" else 0.02
-            diff = ours / bare - 1
-            print(f"| {dtype} | {what} | {bare:.3f} | {ours:.3f} | {diff:+.2%} | ±{limit:.0%} | "
-                  f"{'yes' if abs(diff) <= limit else 'NO'} |")
+    if args.one_process:
+        print(json.dumps(one_process(args.model, args.dtype, args.rounds, args.steps, args.model_factory)))
+        return
+    if args.report:
+        lines = [json.loads(line) for line in args.report if line.startswith("{")]
+        print_table({dtype: [r for r in lines if r["dtype"] == dtype] for dtype in dict.fromkeys(r["dtype"] for r in lines)})
+        return
+    processes: dict[str, list[dict]] = {dtype: [] for dtype in args.dtypes.split(",")}
+    for _ in range(args.processes):  # the dtypes interleaved process by process, as a sweep's cells are
+        for dtype, results in processes.items():
+            results.append({"dtype": dtype, **spawn(args, dtype)})
+            print(json.dumps(results[-1]), file=sys.stderr, flush=True)
+    print(f"# {time.strftime('%Y-%m-%d')} · {args.model_factory or args.model} ({args.model} dims), batch 4, ctx 256, "
+          f"train · each process {args.rounds}×{args.steps} steps per path, interleaved\n")
+    print_table(processes)
+
+
+def print_table(processes: dict[str, list[dict]]) -> None:
+    first = next(iter(processes.values()))[0]
+    print(f"{first['device']} · torch {first['torch']} · {len(next(iter(processes.values())))} fresh "
+          "processes per dtype\n")
+    print("| dtype | what | bare ms (median of processes) | sysprof ms | sysprof/bare, paired [95% CI] | "
+          "between-process spread | compare's verdict | limit | outcome |")
+    print("|---|---|---:|---:|---:|---:|---|---:|---|")
+    for dtype, results in processes.items():
+        for what in PHASES:
+            bare, ours = ([r[path][what] for r in results] for path in ("bare", "sysprof"))
+            ratios = [r["paired_ratio"][what] if "paired_ratio" in r else r["sysprof"][what] / r["bare"][what]
+                      for r in results]  # lines saved before rounds were paired: the process's own medians
+            j = judge(bare, ours, ratios, LIMITS[what])
+            print(f"| {dtype} | {what} | {statistics.median(bare):.3f} | {statistics.median(ours):.3f} | "
+                  f"{j['ratio']:.4f} [{j['ci_low']:.4f}–{j['ci_high']:.4f}] | {j['spread_pct']:.1f}% | {j['verdict']} "
+                  f"| ±{LIMITS[what]:.0%} | {j['outcome']} |")
 
 
 if __name__ == "__main__":

@@ -15,8 +15,10 @@ MATMUL_PRECISIONS = ("highest", "high", "medium")
 ATTENTIONS = ("naive", "sdpa")
 DEVICES = ("auto", "cuda", "cpu", "mps")
 PROFILERS = ("none", "nsys", "torch", "auto")
-# How torch's Adam/AdamW update the weights: its default (foreach on CUDA), one fused kernel, foreach, a loop.
-OPTIMIZER_IMPLS = ("default", "fused", "foreach", "loop")
+# How torch's Adam/AdamW update the weights: its default (foreach on CUDA), one fused kernel, foreach, a loop; or
+# the step compiled by torch.compile (inductor fuses the foreach update into generated kernels; any optimizer).
+OPTIMIZER_IMPLS = ("default", "fused", "foreach", "loop", "compiled")
+COMPILED_STEP = "compiled"
 # torch.compile modes; the two that ask for CUDA graphs are checked for whether inductor used them.
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 CUDA_GRAPH_MODES = ("reduce-overhead", "max-autotune")
@@ -83,6 +85,12 @@ class RunConfig:
         overrides = {f: getattr(self, f) for f in DIM_FIELDS if getattr(self, f) is not None}
         name = self.model if not overrides else f"{self.model}*" if self.model != CUSTOM else CUSTOM
         return dataclasses.replace(base, name=name, **overrides)
+
+    @property
+    def compiles(self) -> bool:
+        """Whether the first step compiles something (the model or the optimizer's step): the run gives it a pass of
+        its own, timed as compile time, before the warm-up."""
+        return self.compile or self.optimizer_impl == COMPILED_STEP
 
     @property
     def context_length(self) -> int:
@@ -196,7 +204,9 @@ def _nvtx_modules_problem(cfg: RunConfig) -> str | None:
 
 
 def _impl_problem(cfg: RunConfig) -> str | None:
-    if cfg.optimizer_impl == "default" or cfg.optimizer.startswith("torch.optim"):
+    if cfg.optimizer_impl == COMPILED_STEP and cfg.dtype == "fp16":
+        return "--optimizer-impl compiled does not combine with fp16: its GradScaler steps the optimizer itself"
+    if cfg.optimizer_impl in ("default", COMPILED_STEP) or cfg.optimizer.startswith("torch.optim"):
         return None
     return f"--optimizer-impl {cfg.optimizer_impl} is for torch.optim's optimizers (fused: Adam, AdamW, SGD)"
 

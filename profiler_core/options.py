@@ -52,7 +52,8 @@ OPTION_HELP: dict[str, tuple[str, tuple[str, ...] | None]] = {
     "model_args": ("NAME=VALUE for the model factory (JSON literal values; repeatable)", None),
     "optimizer": ("optimizer class: package.module.Class or package.module:Class (lr 1e-4 unless given)", None),
     "optimizer_args": ("NAME=VALUE keyword argument of the optimizer (JSON literal values; repeatable)", None),
-    "optimizer_impl": ("torch Adam/AdamW update: default (foreach on CUDA), fused, foreach, loop", OPTIMIZER_IMPLS),
+    "optimizer_impl": ("torch Adam/AdamW update: default (foreach on CUDA), fused, foreach, loop; or compiled: "
+                       "torch.compile of any optimizer's step", OPTIMIZER_IMPLS),
     "nvtx_modules": ("NVTX ranges (and memory tags) per module down to this depth in the profiled and memory "
                      "passes, for tables grouped by module type; 0: off", None),
     "loss": ("package.module:fn computing the loss from (model output, targets); default: cross-entropy of "

@@ -62,6 +62,8 @@ def slug(cfg: RunConfig) -> str:
     parts = [cfg.model_name, f"ctx{cfg.ctx}", f"b{cfg.batch}", cfg.mode, cfg.dtype, cfg.attention]
     if cfg.compile:
         parts.append("compiled" if cfg.compile_mode == "default" else f"compiled-{cfg.compile_mode}")
+    if cfg.optimizer_impl != "default":
+        parts.append(f"opt-{cfg.optimizer_impl}")
     if cfg.repeats > 1:
         parts.append(f"x{cfg.repeats}")
     return "-".join(parts).replace("/", "_")

@@ -162,7 +162,7 @@ class Runner:
         emit(events.COMPILE, seconds=self.compile_s)
 
     def run_steps(self) -> None:
-        if self.cfg.compile:
+        if self.cfg.compiles:
             self.compile_pass()
         emit(events.STAGE, name="warmup", total=self.cfg.warmup)
         for index in range(self.cfg.warmup):

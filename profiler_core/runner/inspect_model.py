@@ -28,7 +28,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from models.presets import step_flops
 from models.transformer import TransformerLM
 from profiler_core import events
-from profiler_core.config import ConfigError, RunConfig, validate
+from profiler_core.config import COMPILED_STEP, ConfigError, RunConfig, validate
 from profiler_core.events import emit
 from profiler_core.records import InspectReport
 from profiler_core.runner.user_model import build_optimizer, build_user_model, load_callable
@@ -164,7 +164,8 @@ def optimizer_state_bytes(cfg: RunConfig, model: torch.nn.Module) -> int:
 
 
 def _with_loop_impl(cfg: RunConfig) -> RunConfig:
-    return dataclasses.replace(cfg, optimizer_impl="loop" if cfg.optimizer_impl != "default" else "default")
+    keeps_flags = cfg.optimizer_impl in ("default", COMPILED_STEP)  # neither passes a flag to the optimizer
+    return dataclasses.replace(cfg, optimizer_impl="default" if keeps_flags else "loop")
 
 
 def _tensors(state: dict) -> Iterator[torch.Tensor]:

@@ -163,7 +163,9 @@ def build_user_model(cfg: RunConfig) -> tuple[torch.nn.Module, dict[str, Any]]:
                    "torch_version": torch.__version__}
 
 
-IMPL_FLAGS = {"default": {}, "fused": {"fused": True}, "foreach": {"foreach": True}, "loop": {"foreach": False}}
+# "compiled" leaves the choice to torch: under torch.compile its Adam/AdamW take the foreach path, which inductor fuses.
+IMPL_FLAGS = {"default": {}, "fused": {"fused": True}, "foreach": {"foreach": True}, "loop": {"foreach": False},
+              "compiled": {}}
 DEFAULT_LR = 1e-4
 
 

@@ -12,7 +12,7 @@ from einops import rearrange
 
 from models.transformer import TransformerLM
 from profiler_core.config import AUTOCAST_DTYPES as AUTOCAST_DTYPE_NAMES
-from profiler_core.config import CUDA_GRAPH_MODES, ConfigError, RunConfig
+from profiler_core.config import COMPILED_STEP, CUDA_GRAPH_MODES, ConfigError, RunConfig
 from profiler_core.runner.model_checks import check_placement, check_vocabulary
 from profiler_core.runner.user_model import build_optimizer, build_user_model, load_callable, logits_of
 
@@ -68,6 +68,7 @@ class Workload:
     loss_fn: Callable[[Any, torch.Tensor], torch.Tensor] | None = None
     model_info: dict[str, Any] | None = None  # the user's model: what the manifest records
     optimizer_info: dict[str, Any] | None = None
+    compiled_step: Callable[[], Any] | None = None  # --optimizer-impl compiled: torch.compile of optimizer.step
 
     def autocast(self) -> contextlib.AbstractContextManager:
         if self.cfg.dtype in AUTOCAST_DTYPES:
@@ -89,7 +90,7 @@ class Workload:
             self.scaler.step(self.optimizer)
             self.scaler.update()
         else:
-            self.optimizer.step()
+            (self.compiled_step or self.optimizer.step)()
         self.optimizer.zero_grad(set_to_none=True)
 
     def zero_grad(self) -> None:
@@ -131,7 +132,10 @@ def build_workload(cfg: RunConfig, device: torch.device) -> Workload:
     if cfg.compile:
         mode = None if cfg.compile_mode == "default" else cfg.compile_mode
         model = torch.compile(model, mode=mode)  # type: ignore[assignment]  # an OptimizedModule, not a Callable
+    # PyTorch's recipe for a compiled optimizer: the bound step, compiled on its first call (the compile pass).
+    compiled_step = torch.compile(optimizer.step) if optimizer and cfg.optimizer_impl == COMPILED_STEP else None
     shape = (cfg.batch, cfg.ctx)
     tokens = torch.randint(vocab, shape, device=device)
     targets = torch.randint(vocab, shape, device=device)
-    return Workload(cfg, device, model, optimizer, scaler, tokens, targets, loss_fn, info, optimizer_info)
+    return Workload(cfg, device, model, optimizer, scaler, tokens, targets, loss_fn, info, optimizer_info,
+                    compiled_step)

@@ -11,14 +11,14 @@ from profiler_core.compare import compare_summaries
 
 
 def verdict_cell(summary_a: Mapping[str, Any] | None, summary_b: Mapping[str, Any] | None, phase: str) -> str | None:
-    """B against A on one phase: "faster [0.61–0.64]", "within noise", with a note when noise is unknown."""
+    """B against A on one phase: "faster [0.61–0.64]", "within noise", "noise unknown (1 process each)"."""
     if not summary_a or not summary_b:
         return None
     row = next((r for r in compare_summaries(summary_a, summary_b) if r["phase"] == phase), None)
     if row is None:
         return None
     interval = f" [{row['ci_low']:.2f}–{row['ci_high']:.2f}]" if row.get("ci_low") is not None else ""
-    single = " (1 process: run-to-run noise unknown)" if min(row["n_a"], row["n_b"]) < 2 else ""
+    single = " (1 process each)" if row["n_a"] == row["n_b"] == 1 else ""
     return f"{row['verdict']}{interval}{single}"
 
 

@@ -124,8 +124,19 @@ def test_optimizer_choice_is_run_and_recorded(cli_env, options, expected):
     assert {key: recorded[key] for key in expected} == expected and summary["phases"]["optimizer"]["n"] == 2
 
 
+def test_a_compiled_optimizer_step_compiles_before_the_warm_up(cli_env):
+    result = sysprof(["run", *SMALL_RUN, "--optimizer-impl", "compiled", "--json"], cli_env)
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    recorded = json.loads((Path(summary["run_dir"]) / "manifest.json").read_text())["optimizer"]
+    assert recorded["impl"] == "compiled" and recorded["kwargs"] == {"lr": 1e-4}  # torch picks foreach under compile
+    assert summary["compile_s"] > 0 and summary["run_dir"].endswith("-opt-compiled")
+    assert summary["phases"]["optimizer"]["n"] == 2
+
+
 @pytest.mark.parametrize("options, reason", [
     (["--optimizer", "torch.optim.SGD", "--optimizer-arg", "bogus=1"], "rejects"),
+    (["--optimizer-impl", "compiled", "--dtype", "fp16"], "--optimizer-impl compiled does not combine with fp16"),
     (["--optimizer", "torch.optim.NoSuchOptimizer"], "has no attribute 'NoSuchOptimizer'"),
     (["--optimizer", f"{GPT}:PlainSGD", "--optimizer-impl", "fused"], "--optimizer-impl fused is for torch.optim"),
     (["--optimizer-arg", "lr"], "--optimizer-arg takes NAME=VALUE"),

@@ -145,5 +145,6 @@ def test_a_verdict_cell_names_the_direction_and_the_interval():
     eager, compiled = group(30.0, 30.4, 29.8, 30.1), group(20.0, 20.3, 19.9, 20.2)
     assert verdict_cell(eager, compiled, "step").startswith("faster [0.6")
     one = group(30.0)
-    assert verdict_cell(one, group(20.0), "step").endswith("(1 process: run-to-run noise unknown)")
+    assert verdict_cell(one, group(20.0), "step") == "noise unknown (1 process each)"
+    assert verdict_cell(eager, group(20.0), "step").startswith("faster [0.")  # a lone process against a group
     assert verdict_cell(eager, None, "step") is None

@@ -155,7 +155,7 @@ def test_one_process_verdict_rule():
     assert within_run_verdict(a, {"median_ms": 104.0, "std_ms": 1.0, "n": 10}) == "slower"
     assert within_run_verdict(a, {"median_ms": 50.0, "std_ms": 0.0, "n": 1}) == "too few steps"
     rows = compare_summaries({"phases": {"step": a}}, {"phases": {"step": {"median_ms": 50.0, "std_ms": 1.0, "n": 10}}})
-    assert rows[0]["ratio_b_over_a"] == 0.5 and rows[0]["verdict"] == "faster"
+    assert rows[0]["ratio_b_over_a"] == 0.5 and rows[0]["verdict"] == "noise unknown"  # never faster from 1 process
     quiet = {"median_ms": 100.0, "std_ms": 0.1, "n": 10}
     [row] = compare_summaries({"phases": {"step": quiet}}, {"phases": {"step": {**quiet, "median_ms": 99.0}}})
     assert row["verdict"] == "within noise"  # beyond 2σ of the steps, but 1% < the 2% minimum effect

@@ -53,8 +53,9 @@ def test_one_process_per_side_keeps_the_within_run_rule_and_says_noise_is_unknow
     assert within_run_verdict(stats(10.0, 1.0), stats(11.0, 1.0)) == "within noise"  # 1.0 < 2·√2
     assert within_run_verdict(stats(10.0, 0.0, n=1), stats(20.0, 0.0)) == "too few steps"
     [row] = compare_summaries({"phases": {"step": stats(10.0, 0.1)}}, {"phases": {"step": stats(9.0, 0.1)}})
-    assert (row["verdict"], row["n_a"], row["n_b"]) == ("faster", 1, 1)
-    assert row["reason"] == "1 process per side: run-to-run noise unknown; use --repeats 5"
+    assert (row["verdict"], row["n_a"], row["n_b"]) == ("noise unknown", 1, 1)
+    assert row["reason"] == "1 process per side: run-to-run noise unknown; use --repeats 5; the steps alone say B is " \
+        "faster by 10.0%"
     assert row["p_value"] is None and row["ci_low"] is None and row["test"] == "within-run 2σ"
 
 

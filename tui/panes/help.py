@@ -15,8 +15,9 @@ NOTES = (
     "Every action is also in the command palette (ctrl+p).",
     f"Compare verdict: B is faster/slower than A only when a test on the processes' medians finds a difference "
     f"(p < {ALPHA:g}) and B/A differs from 1 by ≥ {MIN_EFFECT:.0%} and by ≥ the spread between processes; otherwise "
-    f"'within noise' and why. One process per side: only the steps' {NOISE_SIGMAS:g}σ is known (run-to-run noise is "
-    f"not): use --repeats {SUGGESTED_REPEATS}.",
+    f"'within noise' and why. One process against several: tested against their spread. One process per side: "
+    f"run-to-run noise is unknown, so never faster/slower but 'noise unknown' when the steps' {NOISE_SIGMAS:g}σ alone "
+    f"would say so: use --repeats {SUGGESTED_REPEATS}.",
     "Copy uses OSC 52; inside tmux set `set -g set-clipboard on` (or `allow-passthrough on`).",
     "Profiled-pass step times are shown apart (profiled median, inflation), never as the step times.",
 )

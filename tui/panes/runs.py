@@ -132,7 +132,7 @@ class RunsPane(Pane):
         name_a, name_b = (f"{run['name']} ({run.get('model')})" for run in (run_a, run_b))
         self.query_one("#compare-title", Static).update(
             f"A = {name_a} · B = {name_b} · faster/slower: p < {ALPHA:g} over the processes' medians and a change "
-            f"≥ {MIN_EFFECT:.0%} and ≥ their spread, else within noise")
+            f"≥ {MIN_EFFECT:.0%} and ≥ their spread, else within noise; 1 process each: noise unknown")
         records = [compare_record(row) for row in self.comparison]
         self.query_one("#compare-table", MarkableTable).show(COMPARE_COLUMNS, records)
         self.add_class("-comparing")

@@ -22,6 +22,9 @@ COMPILED_STEP = "compiled"
 # torch.compile modes; the two that ask for CUDA graphs are checked for whether inductor used them.
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 CUDA_GRAPH_MODES = ("reduce-overhead", "max-autotune")
+# How --nproc ranks share the model: DDP replicas with gradients all-reduced, or FSDP2's fully_shard.
+PARALLELS = ("ddp", "fsdp")
+MAX_NPROC = 64  # ranks per node torchrun starts here; more is a typo, not a node
 DEFAULT_OPTIMIZER = "torch.optim.AdamW"
 CUSTOM = "custom"
 DIM_FIELDS = ("d_model", "d_ff", "layers", "heads", "vocab")
@@ -74,6 +77,9 @@ class RunConfig:
     # Per-module NVTX ranges (and allocator tags) down to this depth in the profiled and memory passes; never in
     # the clean timing pass, whose numbers the hooks would slow. 0: off.
     nvtx_modules: int = 0
+    # Ranks on this node, started by torchrun (one GPU each; gloo on CPU); batch is per rank.
+    nproc: int = 1
+    parallel: str = "ddp"
 
     @property
     def model_name(self) -> str:
@@ -163,6 +169,7 @@ def config_problems(cfg: RunConfig) -> dict[str, str]:
         found["compile_mode"] = f"--compile-mode {cfg.compile_mode} needs --compile"
     found.update(_user_code_problems(cfg))
     found["nvtx_modules"] = _nvtx_modules_problem(cfg)
+    found.update(_ranks_problems(cfg))
     problems = {k: v for k, v in found.items() if v}
     if not problems:
         problems.update(_shape_problems(cfg) or _capture_problems(cfg))
@@ -201,6 +208,19 @@ def _nvtx_modules_problem(cfg: RunConfig) -> str | None:
     if cfg.nvtx_modules and cfg.compile:
         return "--nvtx-modules needs eager modules: torch.compile fuses them, so their hooks would not fire per module"
     return None
+
+
+def _ranks_problems(cfg: RunConfig) -> dict[str, str | None]:
+    """--nproc and --parallel; whether that many GPUs are visible is the launcher's to check (it needs NVML)."""
+    if not isinstance(cfg.nproc, int) or isinstance(cfg.nproc, bool) or not 1 <= cfg.nproc <= MAX_NPROC:
+        return {"nproc": f"nproc must be 1 to {MAX_NPROC} ranks; got {cfg.nproc!r}"}
+    problems = {"parallel": _choice("parallel", cfg.parallel, PARALLELS)}
+    if cfg.nproc > 1 and cfg.device == "mps":
+        problems["nproc"] = "--nproc needs CUDA GPUs (NCCL) or the CPU (gloo); MPS has no process-group backend here"
+    elif cfg.nproc > 1 and (cfg.profiler != "none" or cfg.memory):
+        problems["nproc"] = ("--nproc > 1 times the ranks' phases; kernel tables and the memory pass per rank are not "
+                             "built yet: use --profiler none without --memory")
+    return problems
 
 
 def _impl_problem(cfg: RunConfig) -> str | None:

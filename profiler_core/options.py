@@ -15,6 +15,7 @@ from profiler_core.config import (
     MATMUL_PRECISIONS,
     MODES,
     OPTIMIZER_IMPLS,
+    PARALLELS,
     PROFILERS,
     RunConfig,
 )
@@ -56,6 +57,10 @@ OPTION_HELP: dict[str, tuple[str, tuple[str, ...] | None]] = {
                        "torch.compile of any optimizer's step", OPTIMIZER_IMPLS),
     "nvtx_modules": ("NVTX ranges (and memory tags) per module down to this depth in the profiled and memory "
                      "passes, for tables grouped by module type; 0: off", None),
+    "nproc": ("ranks on this node, started by torchrun: one GPU each (NCCL), or CPU processes (gloo); batch is per "
+              "rank", None),
+    "parallel": ("how the ranks share the model: ddp (replicas, gradients all-reduced) or fsdp (FSDP2 fully_shard)",
+                 PARALLELS),
     "loss": ("package.module:fn computing the loss from (model output, targets); default: cross-entropy of "
              "the logits", None),
 }

@@ -39,6 +39,7 @@ PROFILED_DIR, MEMORY_DIR, KERNELS_DIR, EXPORTS_DIR = "profiled", "memory", "kern
 TORCH_TRACE, MEMORY_SNAPSHOT = "torch_trace.json", "memory_snapshot.pickle"
 ANALYSIS, PHASE_KERNELS = "analysis.json", "phase_kernels.csv"
 REPEATS_DIR = "repeats"  # processes 2..N of a run with --repeats N (session/repeats)
+EVENTS = "events.jsonl"  # a rank other than 0 (--nproc): its events, which rank 0's stdout does not carry
 TELEMETRY = "telemetry.jsonl"  # NVML samples the session took during the clean pass's measured steps
 MODULES = "modules.json"  # the hooked modules of a pass run with --nvtx-modules: path → class, category, parameters
 # What nsys leaves in the profiled pass's directory.
@@ -62,6 +63,8 @@ def slug(cfg: RunConfig) -> str:
     parts = [cfg.model_name, f"ctx{cfg.ctx}", f"b{cfg.batch}", cfg.mode, cfg.dtype, cfg.attention]
     if cfg.compile:
         parts.append("compiled" if cfg.compile_mode == "default" else f"compiled-{cfg.compile_mode}")
+    if cfg.nproc > 1:
+        parts.append(f"{cfg.parallel}{cfg.nproc}")
     if cfg.optimizer_impl != "default":
         parts.append(f"opt-{cfg.optimizer_impl}")
     if cfg.repeats > 1:

@@ -18,7 +18,8 @@ def phase_table(summary: RunSummary) -> Table:
     """Per-phase statistics in milliseconds (the unit in the header keeps the table 80 columns wide)."""
     cfg = summary["config"]
     title = (f"{model_label(cfg['model'], cfg.get('model_factory'))} · ctx {cfg['ctx']} · batch {cfg['batch']} · {cfg['mode']} · {cfg['dtype']}"
-             f" · {cfg['attention']}{' · compiled' if cfg['compile'] else ''} · {summary['env'].get('device_name')}")
+             f" · {cfg['attention']}{' · compiled' if cfg['compile'] else ''} · {summary['env'].get('device_name')}"
+             f"{' · rank 0 of ' + str(cfg['nproc']) if cfg.get('nproc', 1) > 1 else ''}")
     peaks = summary.get("peak_memory_bytes") or {}
     table = Table(title=title, title_justify="left")
     table.add_column("phase", no_wrap=True)
@@ -49,6 +50,28 @@ def between_table(summary: RunSummary) -> Table:
         table.add_row(phase, optional(between["median"], ".2f"), spread, optional(between["iqr"], ".2f"),
                       optional(None if between["cv_pct"] is None else between["cv_pct"] / 100, ".1%"),
                       optional(stats["std_ms"], ".2f"), str(between["n"]))
+    return table
+
+
+def ranks_table(summary: RunSummary) -> Table:
+    """--nproc: one row per rank (ms, one decimal so that a row fits 80 columns with its peak memory), the slowest
+    and fastest marked, the straggler score flagged below 0.75."""
+    from profiler_core.ranks import STRAGGLER_SCORE
+
+    ranks = summary["ranks"]
+    total = optional(ranks.get("tokens_per_s_all_ranks"), ",.0f")
+    table = Table(title=f"{ranks['world']} ranks · {ranks['parallel']} · batch {ranks['batch_per_rank']} per rank · "
+                        f"tokens/s all ranks {total} · score: fastest step / this step (flagged < {STRAGGLER_SCORE})",
+                  title_justify="left")
+    for column in ("rank", "step", "p90", "fwd", "bwd", "opt", "peak mem", "score", ""):
+        table.add_column(column, justify="left" if column in ("rank", "") else "right", no_wrap=True)
+    for row in ranks["rows"]:
+        ms = row["median_ms"]
+        score = optional(row["straggler_score"], ".2f") + (" [red]![/]" if row["flagged"] else "")
+        table.add_row(str(row["rank"]), optional(ms.get("step"), ".1f"), optional(row["step_p90_ms"], ".1f"),
+                      *(optional(ms.get(p), ".1f") for p in ("forward", "backward", "optimizer")),
+                      format_bytes(row["peak_allocated_bytes"]) if row["peak_allocated_bytes"] else "—", score,
+                      row["mark"] if row["status"] == "ok" else f"[red]{row['status']}[/]")
     return table
 
 
@@ -110,6 +133,10 @@ def print_run(console, summary: RunSummary) -> None:
     from profiler_core.stability import warnings_for_summary
 
     console.print(between_table(summary) if summary.get("repeats") else phase_table(summary))
+    if summary.get("ranks"):
+        console.print(ranks_table(summary))
+        for finding in summary["ranks"]["findings"]:
+            console.print(f"[yellow]{escape(finding)}[/]")
     console.print(throughput_line(summary))
     error = summary.get("error")
     if error:

@@ -22,7 +22,10 @@ from profiler_core.config import ConfigError, RunConfig, validate
 from profiler_core.events import CAPTURES, SCHEMA_VERSION, emit
 from profiler_core.metrics import build_summary
 from profiler_core.options import config_to_args
+from profiler_core.ranks import all_ranks_throughput, rank_dir, rank_record, rank_table
+from profiler_core.ranks import findings as rank_findings
 from profiler_core.records import RunError, RunSummary, StepRecord
+from profiler_core.runner import distributed
 from profiler_core.runner.capture import MemoryHistory, measured_capture
 from profiler_core.runner.environment import collect_env
 from profiler_core.runner.inspect_model import counted_step_flops
@@ -61,8 +64,9 @@ def _profiler_range(work, start: bool) -> None:
 
 
 class Runner:
-    def __init__(self, cfg: RunConfig, run_dir: Path, capture: str = "none"):
-        self.cfg, self.run_dir, self.capture = cfg, run_dir, capture
+    def __init__(self, cfg: RunConfig, run_dir: Path, capture: str = "none", rank: distributed.Rank | None = None):
+        self.cfg, self.capture, self.rank = cfg, capture, rank
+        self.run_dir = rank_dir(run_dir, rank.rank) if rank else run_dir
         self.history = MemoryHistory(run_dir, cfg.memory_max_entries) if capture == "memory" else None
         self.steps: list[StepRecord] = []
         self.env: dict = {}
@@ -72,6 +76,9 @@ class Runner:
 
     def start(self) -> None:
         device = resolve_device(self.cfg.device)
+        if self.rank:
+            device = distributed.rank_device(device, self.rank)
+            distributed.join(device)
         check_dtype_support(device, self.cfg.dtype)
         torch.set_float32_matmul_precision(self.cfg.matmul_precision)  # before collect_env records it
         self.env = collect_env(device)
@@ -84,7 +91,7 @@ class Runner:
         emit(events.HELLO, schema=SCHEMA_VERSION, env=self.env, config=self.cfg.to_dict(), run_dir=str(self.run_dir),
              capture=self.capture)
         emit(events.STAGE, name="build")
-        self.work = build_workload(self.cfg, device)
+        self.work = self.build(device)
         self.tools = StepInstruments(device)
         if self.work.model_info:
             if self.capture == "none":  # MFU is the clean pass's: the profiled and memory passes need no count
@@ -92,6 +99,15 @@ class Runner:
             self.announce_user_model(self.work.model_info)
         self.record_in_manifest(model=self.work.model_info, optimizer=self.work.optimizer_info)
         self.install_module_ranges()
+
+    def build(self, device: torch.device):
+        if not self.rank:
+            return build_workload(self.cfg, device)
+        # A forward-only step has nothing to share: each rank runs its own (DDP refuses a model without gradients).
+        share = distributed.wrapper(self.cfg, device) if self.cfg.mode != "forward" else None
+        work = build_workload(self.cfg, device, share, self.rank.rank)
+        work.before_forward = distributed.slow_forward(self.rank, device)
+        return work
 
     def count_user_model_flops(self, info: dict) -> None:
         """The closed form is the built-in model's: the user's FLOPs are counted, on a meta copy, for its MFU."""
@@ -195,6 +211,20 @@ class Runner:
         rundir.write_json(self.run_dir / rundir.SUMMARY, summary)
         return summary
 
+    def gather_ranks(self, summary: RunSummary) -> RunSummary:
+        """Every rank's record on rank 0, once all have finished their steps: the per-rank table in its summary."""
+        assert self.rank is not None
+        device = str(self.work.device)
+        records = distributed.gather(rank_record(self.rank.rank, summary, self.steps, device), self.rank)
+        if records is None:
+            return summary
+        rows = rank_table(records)
+        summary["ranks"] = {"world": self.rank.world, "parallel": self.cfg.parallel, "batch_per_rank": self.cfg.batch,
+                            "tokens_per_s_all_ranks": all_ranks_throughput(rows), "rows": rows,
+                            "findings": rank_findings(rows)}
+        rundir.write_json(self.run_dir / rundir.SUMMARY, summary)
+        return summary
+
 
 def _current_phase(runner: Runner) -> str:
     return (runner.tools.current_phase or "start") if runner.tools else "build"
@@ -226,6 +256,9 @@ def execute(runner: Runner) -> int:
         kind, message = _classify(exc)
         return _fail(runner, kind, message, _current_phase(runner), None)
     summary = runner.finish(events.OK)
+    if runner.rank:
+        summary = runner.gather_ranks(summary)
+        distributed.leave()
     emit(events.FINISHED, summary_path=str(runner.run_dir / rundir.SUMMARY), summary=summary)
     return 0
 
@@ -244,14 +277,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config-json", required=True)
     parser.add_argument("--capture", choices=CAPTURES, default="none", help="what this pass records")
     args = parser.parse_args(argv)
-    args.run_dir.mkdir(parents=True, exist_ok=True)
+    rank = distributed.rank_from_env()
+    own_dir = rank_dir(args.run_dir, rank.rank) if rank else args.run_dir
+    own_dir.mkdir(parents=True, exist_ok=True)
+    if rank and rank.rank:  # rank 0's events are the run's; the others keep theirs in their own directory
+        sys.stdout = (own_dir / rundir.EVENTS).open("w", buffering=1)
     signal.signal(signal.SIGINT, _raise_cancelled)
     signal.signal(signal.SIGTERM, _raise_cancelled)
     try:
         cfg = validate(RunConfig.from_dict(json.loads(args.config_json)))
     except (ConfigError, json.JSONDecodeError, TypeError) as exc:
-        return _fail(Runner(RunConfig(), args.run_dir), events.CONFIG, str(exc), None, None, code=2)
-    return execute(Runner(cfg, args.run_dir, args.capture))
+        return _fail(Runner(RunConfig(), args.run_dir, rank=rank), events.CONFIG, str(exc), None, None, code=2)
+    return execute(Runner(cfg, args.run_dir, args.capture, rank))
 
 
 if __name__ == "__main__":

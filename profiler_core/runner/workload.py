@@ -69,6 +69,7 @@ class Workload:
     model_info: dict[str, Any] | None = None  # the user's model: what the manifest records
     optimizer_info: dict[str, Any] | None = None
     compiled_step: Callable[[], Any] | None = None  # --optimizer-impl compiled: torch.compile of optimizer.step
+    before_forward: Callable[[], None] | None = None  # a test's delay on one rank (runner/distributed.slow_forward)
 
     def autocast(self) -> contextlib.AbstractContextManager:
         if self.cfg.dtype in AUTOCAST_DTYPES:
@@ -78,6 +79,8 @@ class Workload:
     def forward(self) -> torch.Tensor:
         """Model forward plus the loss; without autograd in forward mode."""
         grad_mode = torch.no_grad() if self.cfg.mode == "forward" else contextlib.nullcontext()
+        if self.before_forward:
+            self.before_forward()
         with grad_mode, self.autocast():
             return loss_of(self.model(self.tokens), self.targets, self.loss_fn, self.cfg.model_factory is not None)
 
@@ -113,7 +116,10 @@ def cuda_graph_report(cfg: RunConfig, device: torch.device) -> dict | None:
             "cuda_graphs": "used" if not skips else f"skipped for {skips} graph(s) (TORCH_LOGS=perf_hints says why)"}
 
 
-def build_workload(cfg: RunConfig, device: torch.device) -> Workload:
+def build_workload(cfg: RunConfig, device: torch.device,
+                   share: Callable[[torch.nn.Module], torch.nn.Module] | None = None, rank: int = 0) -> Workload:
+    """The model, optimizer and batch of cfg on device. share: DDP or FSDP for a rank of several (before the
+    optimizer, which must see FSDP's sharded parameters); rank: each rank draws its own tokens."""
     torch.manual_seed(cfg.seed)
     torch.set_float32_matmul_precision(cfg.matmul_precision)
     spec = cfg.spec()
@@ -127,6 +133,8 @@ def build_workload(cfg: RunConfig, device: torch.device) -> Workload:
     loss_fn = load_callable(cfg.loss, "--loss")[0] if cfg.loss else None
     if cfg.mode == "forward":
         model.requires_grad_(False)
+    if share:
+        model = share(model)
     optimizer, optimizer_info = build_optimizer(cfg, model.parameters()) if cfg.mode == "train" else (None, None)
     scaler = torch.amp.GradScaler(device.type) if cfg.dtype == "fp16" and cfg.mode != "forward" else None
     if cfg.compile:
@@ -135,6 +143,8 @@ def build_workload(cfg: RunConfig, device: torch.device) -> Workload:
     # PyTorch's recipe for a compiled optimizer: the bound step, compiled on its first call (the compile pass).
     compiled_step = torch.compile(optimizer.step) if optimizer and cfg.optimizer_impl == COMPILED_STEP else None
     shape = (cfg.batch, cfg.ctx)
+    if rank:
+        torch.manual_seed(cfg.seed + rank)  # the weights are rank 0's (DDP broadcasts them); the data is each rank's
     tokens = torch.randint(vocab, shape, device=device)
     targets = torch.randint(vocab, shape, device=device)
     return Workload(cfg, device, model, optimizer, scaler, tokens, targets, loss_fn, info, optimizer_info,

@@ -10,9 +10,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 from profiler_core import events, rundir
 from profiler_core.config import RunConfig
+from profiler_core.ranks import with_rank_failure
 from profiler_core.records import PassRecord, RunSummary, median_ms
 from profiler_core.session.analysis import analyze_kernels, analyze_memory
 from profiler_core.session.backends import Backend
@@ -74,7 +76,11 @@ class Session:
             if pass_name is None:
                 return summary
             raise SessionCancelled from None
-        return summary or rundir.read_summary(pass_dir) or mark_killed(pass_dir, cfg, process.proc.returncode)
+        summary = summary or rundir.read_summary(pass_dir) or mark_killed(pass_dir, cfg, process.proc.returncode)
+        if cfg.nproc > 1:
+            summary = cast("RunSummary", with_rank_failure(dict(summary), pass_dir, cfg.nproc))
+            rundir.write_json(pass_dir / rundir.SUMMARY, summary)
+        return summary
 
     def notice(self, message: str) -> None:
         self.on_event({"event": events.NOTICE, "message": message})

@@ -17,9 +17,17 @@ CANCEL_GRACE_S = 15.0  # time an interrupted runner (and a wrapping nsys) gets t
 
 
 def runner_argv(cfg: RunConfig, run_dir: Path, capture: str = "none") -> list[str]:
-    argv = [sys.executable, "-m", "profiler_core.runner", "--run-dir", str(run_dir),
-            "--config-json", json.dumps(cfg.to_dict())]
+    """One runner process, or with --nproc > 1 torchrun starting one per rank (rank 0's events on stdout)."""
+    launch = [sys.executable] if cfg.nproc == 1 else torchrun_argv(cfg.nproc)
+    argv = [*launch, "-m", "profiler_core.runner", "--run-dir", str(run_dir), "--config-json", json.dumps(cfg.to_dict())]
     return argv + (["--capture", capture] if capture != "none" else [])
+
+
+def torchrun_argv(nproc: int) -> list[str]:
+    """torch.distributed.run on this node: a standalone rendezvous takes a free port itself (no port to collide
+    with another run's), and no restarts, so a rank that fails ends the run with its reason."""
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc),
+            "--max-restarts", "0"]
 
 
 def session_argv(cfg: RunConfig, run_dir: Path, nsys: str | None = None) -> list[str]:

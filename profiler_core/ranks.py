@@ -1,0 +1,139 @@
+"""Several ranks (--nproc): each rank's record, the per-rank table, stragglers and the victim pattern (no torch).
+
+Why per rank: with DDP every rank waits for the slowest in the gradient all-reduce, so one slow rank makes every
+rank's step slow and a single step time hides which one it was. Measured on a 2×H200 host (small, bf16): with
+rank 1's forward slowed, both steps went from 40.5 to 80 ms; rank 1's forward rose to 68.5 ms while rank 0's
+backward rose to 62 ms, because rank 0 waited inside the all-reduce. The forward names the culprit, the backward the
+victim.
+"""
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from models.phases import STEP, TIMED_PHASES
+from profiler_core import events, rundir
+
+RANKS_DIR = "ranks"
+STRAGGLER_SCORE = 0.75  # fastest rank's median / this rank's: below it, the rank is flagged
+PHASE_GAP = 1.25  # a phase this many times the other ranks' median is what moved
+
+
+def rank_dir(run_dir: Path, rank: int) -> Path:
+    """Where a rank writes its steps and summary: rank 0 is the run directory itself, so everything that reads a
+    run reads rank 0; the others are ranks/01, ranks/02, …"""
+    return run_dir if rank == 0 else run_dir / RANKS_DIR / f"{rank:02d}"
+
+
+def rank_record(rank: int, summary: Mapping[str, Any], steps: Sequence[Mapping[str, Any]],
+                device: str | None = None) -> dict[str, Any]:
+    """What the per-rank table needs from one rank: its phase medians, step p90, peak memory, status."""
+    phases = summary.get("phases") or {}
+    measured = sorted(s["wall_ms"] for s in steps if s.get("kind") == "measured")
+    peaks = [b for b in (summary.get("peak_memory_bytes") or {}).values() if b is not None]
+    error = summary.get("error") or {}
+    return {"rank": rank, "status": summary.get("status"), "error": error.get("message"),
+            "median_ms": {phase: phases[phase]["median_ms"] for phase in TIMED_PHASES if phase in phases},
+            "step_p90_ms": _p90(measured), "peak_allocated_bytes": max(peaks, default=None),
+            "tokens_per_s": summary.get("tokens_per_s"), "host": (summary.get("env") or {}).get("hostname"),
+            "device": device}
+
+
+def _p90(values: list[float]) -> float | None:
+    if len(values) < 2:
+        return values[0] if values else None
+    return statistics.quantiles(values, n=10, method="inclusive")[-1]
+
+
+def rank_table(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One row per rank with its straggler score (fastest rank's step median / this rank's), the slowest and fastest
+    marked, and a flag below STRAGGLER_SCORE."""
+    steps = {r["rank"]: r["median_ms"].get(STEP) for r in records}
+    timed = {rank: ms for rank, ms in steps.items() if ms}
+    fastest = min(timed.values(), default=None)
+    slowest_rank = max(timed, key=timed.__getitem__, default=None)
+    fastest_rank = min(timed, key=timed.__getitem__, default=None)
+    rows = []
+    for record in sorted(records, key=lambda r: r["rank"]):
+        ms = steps[record["rank"]]
+        score = fastest / ms if fastest and ms else None
+        mark = "slowest" if record["rank"] == slowest_rank and len(timed) > 1 else \
+            "fastest" if record["rank"] == fastest_rank and len(timed) > 1 else ""
+        rows.append({**record, "straggler_score": score, "flagged": score is not None and score < STRAGGLER_SCORE,
+                     "mark": mark})
+    return rows
+
+
+def findings(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The pattern in words: which rank's forward (or optimizer) is slow, and which ranks wait for it in backward.
+
+    A rank whose own compute is slow is the culprit; with DDP the others' backward grows by the time they spend in
+    the all-reduce waiting for it, so their step is as slow as the culprit's and its score alone cannot name it.
+    A phase that is merely slower (noise moves a phase by tens of percent on a busy host) names no one: the rank's
+    step must be flagged too, or another rank's backward must show the wait."""
+    culprits = [r for r in rows if (_stands_out(rows, r, "forward") or _stands_out(rows, r, "optimizer"))
+                and (r["flagged"] or any(_backward_waits(v, r) for v in rows if v is not r))]
+    if not culprits:
+        flagged = [r["rank"] for r in rows if r["flagged"]]
+        return [f"rank {', '.join(map(str, flagged))}: step below {STRAGGLER_SCORE:.0%} of the fastest rank's"] if flagged else []
+    said = []
+    for culprit in culprits:
+        phase = "forward" if _stands_out(rows, culprit, "forward") else "optimizer"
+        others = [r for r in rows if r is not culprit]
+        said.append(f"rank {culprit['rank']} is the straggler: its {phase} takes {culprit['median_ms'][phase]:.2f} ms "
+                    f"against {_median_of(others, phase):.2f} ms on the other ranks")
+        victims = [r for r in others if _backward_waits(r, culprit)]
+        if victims:
+            waits = ", ".join(f"rank {v['rank']} ({v['median_ms']['backward']:.2f} ms)" for v in victims)
+            said.append(f"victim waits in all-reduce: the backward of {waits} grows to cover it, against "
+                        f"{culprit['median_ms']['backward']:.2f} ms on rank {culprit['rank']}")
+    return said
+
+
+def _median_of(rows: Sequence[Mapping[str, Any]], phase: str) -> float:
+    return statistics.median(r["median_ms"][phase] for r in rows if phase in r["median_ms"])
+
+
+def _stands_out(rows: Sequence[Mapping[str, Any]], row: Mapping[str, Any], phase: str) -> bool:
+    others = [r for r in rows if r is not row and phase in r["median_ms"]]
+    if phase not in row["median_ms"] or not others:
+        return False
+    return row["median_ms"][phase] > PHASE_GAP * _median_of(others, phase)
+
+
+def _backward_waits(victim: Mapping[str, Any], culprit: Mapping[str, Any]) -> bool:
+    backward_v, backward_c = victim["median_ms"].get("backward"), culprit["median_ms"].get("backward")
+    return backward_v is not None and backward_c is not None and backward_v > PHASE_GAP * backward_c
+
+
+def all_ranks_throughput(rows: Sequence[Mapping[str, Any]]) -> float | None:
+    """Tokens per second of the whole job: each rank's own rate added up (every rank steps in lockstep)."""
+    rates = [rate for r in rows if (rate := r.get("tokens_per_s"))]
+    return sum(rates) if rates and len(rates) == len(rows) else None
+
+
+def with_rank_failure(summary: dict[str, Any], run_dir: Path, world: int) -> dict[str, Any]:
+    """A run whose rank 0 did not finish ok takes the reason of the rank that failed first, named."""
+    found = rank_failure(run_dir, world) if summary.get("status") != events.OK else None
+    if found is None:
+        return summary
+    rank, error = found
+    error = {**error, "message": f"rank {rank}: {error.get('message')}"}
+    return {**summary, "status": events.OOM if error.get("kind") == events.OOM else events.FAILED_STATUS,
+            "error": error}
+
+
+def rank_failure(run_dir: Path, world: int) -> tuple[int, dict[str, Any]] | None:
+    """The first rank other than 0 that did not finish ok, with its error; a rank that left no summary was killed.
+
+    torchrun stops every rank when one fails, so rank 0's own record then says "cancelled": the reason is here."""
+    for rank in range(1, world):
+        summary = rundir.read_summary(rank_dir(run_dir, rank))
+        if summary is None:
+            return rank, {"kind": events.KILLED, "message": "exited without a summary (killed, or lost its host)"}
+        error: dict[str, Any] = dict(summary.get("error") or {})
+        if summary.get("status") != events.OK and error.get("kind") != events.CANCELLED:
+            return rank, error or {"kind": events.FAILED_STATUS, "message": summary.get("status")}
+    return None

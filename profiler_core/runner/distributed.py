@@ -1,0 +1,108 @@
+"""The runner as one rank of several (--nproc, started by torchrun): its process group, device and model wrapper,
+and the gather of every rank's record once the measured steps are over (nothing is synchronised inside a step
+beyond what DDP or FSDP do themselves)."""
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from profiler_core.config import ConfigError, RunConfig
+
+# A rank that died leaves the others blocked in a collective; torchrun stops them first, this is the backstop.
+GROUP_TIMEOUT = timedelta(minutes=10)
+# Test and benchmark only: "RANK:MS" delays that rank's forward by about MS ms (the straggler a table must name).
+SLOW_RANK_ENV = "SYSPROF_TEST_SLOW_RANK"
+SLEEP_CYCLES_PER_MS = 1_500_000  # torch.cuda._sleep spins clock cycles: about 1 ms at 1.5 GHz
+
+
+@dataclass(frozen=True)
+class Rank:
+    rank: int
+    local_rank: int
+    world: int
+
+
+def rank_from_env() -> Rank | None:
+    """This process's place among torchrun's ranks; None for a plain single-process run."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world <= 1:
+        return None
+    return Rank(int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"]), world)
+
+
+def rank_device(device: torch.device, rank: Rank) -> torch.device:
+    """One GPU per rank (cuda:LOCAL_RANK), or the CPU for every rank."""
+    if device.type != "cuda":
+        return device
+    visible = torch.cuda.device_count()
+    if rank.local_rank >= visible:
+        raise ConfigError(f"--nproc {rank.world} needs one GPU per rank; {visible} visible here")
+    torch.cuda.set_device(rank.local_rank)
+    return torch.device("cuda", rank.local_rank)
+
+
+def join(device: torch.device) -> None:
+    """The process group: NCCL between GPUs, gloo between CPU processes."""
+    backend = "nccl" if device.type == "cuda" else "gloo"
+    dist.init_process_group(backend, timeout=GROUP_TIMEOUT, device_id=device if device.type == "cuda" else None)
+
+
+def leave() -> None:
+    if dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def wrapper(cfg: RunConfig, device: torch.device) -> Callable[[torch.nn.Module], torch.nn.Module]:
+    """What shares the model between ranks, applied before the optimizer is built (FSDP changes the parameters)."""
+    if cfg.parallel == "ddp":
+        from torch.nn.parallel import DistributedDataParallel
+
+        ids = [device.index] if device.type == "cuda" else None
+        # No buffer broadcast before each forward: an LM's buffers (RoPE tables) are constants, and that collective
+        # would put a slow rank's wait inside every rank's forward, where its phase times could not tell the
+        # straggler from its victims; the gradient all-reduce leaves the wait in the victims' backward.
+        return lambda model: DistributedDataParallel(model, device_ids=ids, broadcast_buffers=False)
+    try:
+        from torch.distributed.fsdp import fully_shard
+    except ImportError:
+        raise ConfigError(f"--parallel fsdp needs FSDP2 (fully_shard); torch {torch.__version__} has none") from None
+    return lambda model: _shard(model, fully_shard)
+
+
+def _shard(model: torch.nn.Module, fully_shard: Callable[..., Any]) -> torch.nn.Module:
+    """FSDP2's usual policy: each block of every ModuleList its own unit (its all-gather overlaps the previous
+    block's compute), then the root for what is left (embeddings, final norm, head)."""
+    for module in model.modules():
+        if isinstance(module, torch.nn.ModuleList):
+            for block in module:
+                fully_shard(block)
+    fully_shard(model)
+    return model
+
+
+def slow_forward(rank: Rank | None, device: torch.device) -> Callable[[], None] | None:
+    """The SLOW_RANK_ENV delay for this rank: on the GPU's stream (so CUDA events see it), else on the host."""
+    spec = os.environ.get(SLOW_RANK_ENV)
+    if not spec or rank is None:
+        return None
+    which, _, ms = spec.partition(":")
+    if int(which) != rank.rank:
+        return None
+    delay_ms = float(ms)
+    if device.type == "cuda":
+        return lambda: torch.cuda._sleep(int(delay_ms * SLEEP_CYCLES_PER_MS))
+    return lambda: time.sleep(delay_ms / 1e3)
+
+
+def gather(record: dict[str, Any], rank: Rank) -> list[dict[str, Any]] | None:
+    """Every rank's record on rank 0 (None elsewhere), after the measured steps."""
+    records: list[dict[str, Any] | None] = [None] * rank.world
+    dist.all_gather_object(records, record)
+    return [r for r in records if r is not None] if rank.rank == 0 else None

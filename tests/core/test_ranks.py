@@ -1,0 +1,109 @@
+"""--nproc: torchrun ranks on the CPU with gloo (per-rank timing, the gather, the table, a slowed rank named, a
+failing rank named and the others stopped), and the per-rank analysis on made-up records."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from profiler_core.config import RunConfig, config_problems
+from profiler_core.ranks import findings, rank_table, with_rank_failure
+
+ROOT = Path(__file__).resolve().parents[2]
+FAILS_ON_RANK_1 = ROOT / "tests" / "data" / "models" / "ranks" / "fails_on_rank_1.py"
+TWO_RANKS = ["--model", "tiny", "--device", "cpu", "--ctx", "32", "--batch", "2", "--warmup", "1", "--nproc", "2"]
+
+
+def sysprof(args, env, timeout=240):
+    return subprocess.run([sys.executable, "-m", "profiler_core", *args], env=env, capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT)
+
+
+def record(rank, forward, backward, optimizer=3.0, status="ok"):
+    """Test input: one rank's record as runner/engine gathers it (made-up medians)."""
+    step = forward + backward + optimizer
+    return {"rank": rank, "status": status, "error": None, "step_p90_ms": step * 1.05, "peak_allocated_bytes": None,
+            "tokens_per_s": 1000.0, "host": "h", "device": f"cuda:{rank}",
+            "median_ms": {"forward": forward, "backward": backward, "optimizer": optimizer, "step": step}}
+
+
+def test_the_issues_slowed_rank_is_named_with_its_victim():
+    """The issue's 2×H200 figures: rank 1's forward 68.5 ms, rank 0's backward 62 ms waiting in all-reduce, both
+    steps 80 ms, so no step score can tell them apart."""
+    rows = rank_table([record(0, 14.0, 62.0, 4.0), record(1, 68.5, 8.0, 3.5)])
+    assert [row["flagged"] for row in rows] == [False, False]
+    said = findings(rows)
+    assert said[0].startswith("rank 1 is the straggler: its forward takes 68.50 ms against 14.00 ms")
+    assert said[1].startswith("victim waits in all-reduce: the backward of rank 0 (62.00 ms)")
+
+
+def test_noise_in_one_phase_names_no_one():
+    rows = rank_table([record(0, 10.0, 20.0), record(1, 13.5, 19.0)])  # a forward 35% slower, nothing waits on it
+    assert findings(rows) == [] and not any(row["flagged"] for row in rows)
+
+
+def test_a_slow_rank_without_communication_is_flagged_by_its_step():
+    rows = rank_table([record(0, 10.0, 20.0), record(1, 40.0, 20.0)])
+    assert [row["flagged"] for row in rows] == [False, True] and rows[1]["mark"] == "slowest"
+    assert rows[1]["straggler_score"] == pytest.approx(33 / 63)
+    assert findings(rows)[0].startswith("rank 1 is the straggler")
+
+
+@pytest.mark.parametrize("changes, field, text", [
+    ({"nproc": 0}, "nproc", "nproc must be 1 to 64 ranks; got 0"),
+    ({"nproc": 2, "parallel": "zero3"}, "parallel", "parallel must be one of ddp, fsdp; got 'zero3'"),
+    ({"nproc": 2, "profiler": "nsys"}, "nproc", "kernel tables and the memory pass per rank are not built yet"),
+    ({"nproc": 2, "device": "mps"}, "nproc", "MPS has no process-group backend"),
+])
+def test_bad_rank_settings_are_one_line(changes, field, text):
+    assert text in config_problems(RunConfig(**changes))[field]
+
+
+def test_two_ranks_on_cpu_are_timed_gathered_and_tabled(cli_env):
+    result = sysprof(["run", *TWO_RANKS, "--steps", "3", "--json"], cli_env)
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    run_dir = Path(summary["run_dir"])
+    assert run_dir.name.endswith("-ddp2") and summary["ranks"]["world"] == 2
+    rows = summary["ranks"]["rows"]
+    assert [row["rank"] for row in rows] == [0, 1] and all(row["status"] == "ok" for row in rows)
+    assert all(row["median_ms"]["backward"] > 0 for row in rows)
+    rank_one = [json.loads(line) for line in (run_dir / "ranks" / "01" / "steps.jsonl").read_text().splitlines()]
+    assert sum(step["kind"] == "measured" for step in rank_one) == 3
+    assert summary["ranks"]["tokens_per_s_all_ranks"] == pytest.approx(sum(row["tokens_per_s"] for row in rows))
+    human = sysprof(["run", *TWO_RANKS, "--steps", "2"], cli_env)
+    assert "2 ranks · ddp · batch 2 per rank" in human.stdout and "rank 0 of 2" in human.stdout
+
+
+def test_a_slowed_rank_is_named_the_straggler_and_its_peer_the_victim(cli_env):
+    env = {**cli_env, "SYSPROF_TEST_SLOW_RANK": "1:300"}  # 300 ms of sleep in rank 1's forward
+    result = sysprof(["run", *TWO_RANKS, "--steps", "3", "--json"], env)
+    assert result.returncode == 0, result.stderr
+    ranks = json.loads(result.stdout)["ranks"]
+    assert ranks["findings"][0].startswith("rank 1 is the straggler: its forward takes")
+    assert ranks["findings"][1].startswith("victim waits in all-reduce: the backward of rank 0")
+
+
+def test_a_failing_rank_fails_the_run_with_its_name_and_stops_the_other(cli_env):
+    result = sysprof(["run", *TWO_RANKS, "--steps", "2", "--model-factory", f"{FAILS_ON_RANK_1}:FailsOnRankOne",
+                      "--json"], cli_env, timeout=120)
+    assert result.returncode == 1
+    summary = json.loads(result.stdout)
+    assert summary["status"] == "failed"
+    assert summary["error"]["message"] == "rank 1: ValueError: rank one's batch is cursed"
+    run_dir = Path(summary["run_dir"])
+    assert "rank one's batch is cursed" in (run_dir / "stderr.log").read_text()  # the traceback is kept
+
+
+def test_a_rank_without_a_summary_was_killed(tmp_path):
+    (tmp_path / "ranks" / "01").mkdir(parents=True)
+    rank_zero = {"status": "failed", "error": {"kind": "cancelled", "message": "stopped by SIGTERM"}}
+    merged = with_rank_failure(rank_zero, tmp_path, 2)
+    assert merged["status"] == "failed" and merged["error"]["kind"] == "killed"
+    assert merged["error"]["message"].startswith("rank 1: exited without a summary")
+    assert with_rank_failure({"status": "ok"}, tmp_path, 2) == {"status": "ok"}
+    assert os.path.isdir(tmp_path / "ranks")

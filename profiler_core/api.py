@@ -20,6 +20,7 @@ from profiler_core.config import (
     MATMUL_PRECISIONS,
     MODES,
     OPTIMIZER_IMPLS,
+    PARALLELS,
     PROFILERS,
     RunConfig,
     config_problems,
@@ -30,8 +31,9 @@ from profiler_core.errors import ConfigError, ExportError, RunDirError, StudyErr
 from profiler_core.events import decode_line, finish_event
 from profiler_core.memory.accounting import predict_run_memory
 from profiler_core.metrics import phase_stats, throughput
-from profiler_core.nvml import GpuTelemetry, NvmlSampler, gpu_count
+from profiler_core.nvml import GpuTelemetry, NvmlSampler, gpu_count, visible_gpu_count
 from profiler_core.options import OneLineParser
+from profiler_core.ranks import gpus_problem
 from profiler_core.records import PhaseStats, RunError, RunSummary, StepRecord, median_ms
 from profiler_core.session.inspecting import inspect_argv, read_inspect_output
 from profiler_core.session.process import CANCEL_GRACE_S, mark_killed, session_argv, signal_group
@@ -55,6 +57,7 @@ def study_tables(study_dir: Path) -> dict[str, list[dict]]:
 
 __all__ = [
     "ATTENTIONS", "CANCEL_GRACE_S", "CUSTOM", "DEFAULT_OPTIMIZER", "DEVICES", "DIM_FIELDS", "DTYPES", "MATMUL_PRECISIONS", "MODES", "OPTIMIZER_IMPLS", "COMPILE_MODES",
+    "PARALLELS", "gpus_problem", "visible_gpu_count",
     "ALPHA", "MIN_EFFECT", "NOISE_SIGMAS", "SUGGESTED_REPEATS", "PRESETS", "PROFILERS", "ConfigError", "ExportError", "GpuTelemetry", "NvmlSampler",
     "OneLineParser", "RunConfig", "RunDirError", "StudyError", "SysprofError", "compare_summaries",
     "config_problems", "count_params", "decode_line", "events", "finish_event", "gpu_count", "human_count",

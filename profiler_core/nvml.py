@@ -6,6 +6,7 @@ data, not an error. On a machine without NVML every field is None and there are 
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from types import ModuleType
@@ -116,6 +117,15 @@ def _with_nvml(query: Callable[[ModuleType], T]) -> T | None:
 def gpu_count() -> int:
     """Visible NVIDIA GPUs; 0 when NVML or a driver is missing (a laptop, a CPU node)."""
     return _with_nvml(lambda nvml: nvml.nvmlDeviceGetCount()) or 0
+
+
+def visible_gpu_count() -> int:
+    """The GPUs a CUDA process here may use: CUDA_VISIBLE_DEVICES narrows NVML's count (NVML itself ignores it)."""
+    count = gpu_count()
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is None:
+        return count
+    return min(count, len([d for d in visible.split(",") if d.strip() and not d.strip().startswith("-")]))
 
 
 def driver_version() -> str | None:

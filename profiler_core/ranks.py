@@ -15,10 +15,24 @@ from typing import Any
 
 from models.phases import STEP, TIMED_PHASES
 from profiler_core import events, rundir
+from profiler_core.config import RunConfig
+from profiler_core.nvml import visible_gpu_count
 
 RANKS_DIR = "ranks"
 STRAGGLER_SCORE = 0.75  # fastest rank's median / this rank's: below it, the rank is flagged
 PHASE_GAP = 1.25  # a phase this many times the other ranks' median is what moved
+
+
+def gpus_problem(cfg: RunConfig, visible: int | None = None) -> str | None:
+    """--nproc on GPUs takes one visible GPU per rank; on a node without GPUs (device auto) the ranks are CPU
+    processes. Checked before anything starts: NVML answers in milliseconds, a launch takes seconds.
+    visible: the count already asked (the Configure form asks once, not at every keystroke)."""
+    if cfg.nproc == 1 or cfg.device not in ("auto", "cuda"):
+        return None
+    visible = visible_gpu_count() if visible is None else visible
+    if (cfg.device == "cuda" or visible > 0) and cfg.nproc > visible:
+        return f"--nproc {cfg.nproc} needs one GPU per rank; {visible} visible here (CUDA_VISIBLE_DEVICES, nvidia-smi)"
+    return None
 
 
 def rank_dir(run_dir: Path, rank: int) -> Path:

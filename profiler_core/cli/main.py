@@ -19,6 +19,7 @@ from profiler_core.compare import ALPHA, MIN_EFFECT, compare_summaries, config_d
 from profiler_core.config import RunConfig, model_column, validate
 from profiler_core.errors import SysprofError, UsageError
 from profiler_core.options import OneLineParser, add_config_options, config_from_args
+from profiler_core.ranks import gpus_problem
 from profiler_core.records import RunSummary
 from profiler_core.render import run_report as report
 from profiler_core.render.analysis_report import print_analysis
@@ -116,6 +117,8 @@ def execute_run(cfg: RunConfig, runs_dir: str | None, nsys: str | None = None, o
 
 def command_run(args) -> int:
     cfg = validate(config_from_args(args))
+    if gpus_problem(cfg):
+        raise UsageError(gpus_problem(cfg))
     summary = execute_run(cfg, args.runs_dir, args.nsys)
     error = summary.get("error")
     if error and error.get("kind") == "config":  # nothing ran: leave no directory behind, say why

@@ -12,7 +12,9 @@ from rich.console import Console
 
 from profiler_core import events, rundir
 from profiler_core.config import ConfigError, RunConfig
+from profiler_core.errors import UsageError
 from profiler_core.options import OPTION_HELP, add_model_args_file_option, flag, model_args
+from profiler_core.ranks import gpus_problem
 from profiler_core.render import export
 from profiler_core.render.run_report import print_rows
 from profiler_core.session.backends import choose_backend
@@ -104,6 +106,8 @@ def command_sweep(args) -> int:
     else:
         grid, varied = grid_from_args(args)
         configs = sweep.expand(grid)
+    for problem in filter(None, map(gpus_problem, configs)):
+        raise UsageError(problem)  # more ranks than GPUs: say so before the first cell, not at it
     for profiler in sorted({cfg.profiler for cfg in configs}):
         choose_backend(profiler, args.nsys)  # a missing nsys fails now, not at the first cell that needs it
     if not args.resume:

@@ -107,3 +107,29 @@ def test_a_rank_without_a_summary_was_killed(tmp_path):
     assert merged["error"]["message"].startswith("rank 1: exited without a summary")
     assert with_rank_failure({"status": "ok"}, tmp_path, 2) == {"status": "ok"}
     assert os.path.isdir(tmp_path / "ranks")
+
+
+def test_more_ranks_than_gpus_is_one_line_before_anything_starts(cli_env, monkeypatch):
+    import profiler_core.ranks as ranks
+
+    monkeypatch.setattr(ranks, "visible_gpu_count", lambda: 1)
+    assert ranks.gpus_problem(RunConfig(nproc=2)) == ("--nproc 2 needs one GPU per rank; 1 visible here "
+                                                      "(CUDA_VISIBLE_DEVICES, nvidia-smi)")
+    assert ranks.gpus_problem(RunConfig(nproc=2, device="cpu")) is None  # CPU ranks: gloo, any number
+    monkeypatch.setattr(ranks, "visible_gpu_count", lambda: 0)
+    assert ranks.gpus_problem(RunConfig(nproc=2)) is None  # a node without GPUs: auto means CPU ranks
+    assert "0 visible here" in ranks.gpus_problem(RunConfig(nproc=2, device="cuda"))
+    for command in (["run"], ["sweep", "--steps", "1"]):
+        result = sysprof([*command, "--model", "tiny", "--device", "cuda", "--nproc", "2"],
+                         {**cli_env, "CUDA_VISIBLE_DEVICES": ""}, timeout=60)
+        assert result.returncode == 2 and result.stderr.strip().endswith("0 visible here (CUDA_VISIBLE_DEVICES, nvidia-smi)")
+        assert "Traceback" not in result.stderr and not (Path(cli_env["SYSPROF_RUNS"])).exists()
+
+
+def test_nproc_is_a_sweep_axis(cli_env):
+    result = sysprof(["sweep", "--model", "tiny", "--device", "cpu", "--ctx", "32", "--batch", "2", "--warmup", "0",
+                      "--steps", "2", "--nproc", "1,2", "--json"], cli_env)
+    assert result.returncode == 0, result.stderr
+    cells = json.loads(result.stdout)["cells"]
+    assert [cell["config"]["nproc"] for cell in cells] == [1, 2] and all(c["status"] == "ok" for c in cells)
+    assert (Path(cells[1]["run_dir"]) / "ranks" / "01" / "steps.jsonl").is_file()

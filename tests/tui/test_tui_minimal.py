@@ -112,3 +112,30 @@ async def test_live_shows_the_warnings_a_run_stored(tmp_path, monkeypatch):
             if shown:
                 break
         assert f"⚠ host CPU load {os.cpu_count() + 4.0:.1f} over {os.cpu_count()} cores" in shown
+
+
+async def test_ranks_are_capped_at_the_visible_gpus_in_configure(tmp_path):
+    from tui.panes.configure import ConfigurePane
+
+    app = SysprofApp(runs_dir=str(tmp_path), argv_factory=fake_factory(), initial=RunConfig(model="tiny"),
+                     sample_gpu=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        app.query_one(ConfigurePane).visible_gpus = 1  # as on a node with one GPU
+        app.query_one("#nproc").value = "2"
+        await pilot.pause()
+        assert app.query_one("#run").disabled and app.query_one("#nproc").has_class("-invalid")
+        assert "--nproc 2 needs one GPU per rank; 1 visible here" in str(app.query_one("#config-error").render())
+
+
+async def test_two_cpu_ranks_from_the_app_show_each_ranks_step(tmp_path):
+    from dataclasses import replace
+
+    app = SysprofApp(runs_dir=str(tmp_path), initial=replace(TINY, nproc=2, steps=2), sample_gpu=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("ctrl+r")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.run_state.stage == "finished", app.run_state.error
+        text = str(app.query_one("#live-throughput").render())
+        assert "2 ranks (ddp, batch 2 each; above: rank 0)" in text and "step 0: " in text
+        assert (Path(app.run_state.run_dir) / "ranks" / "01" / "summary.json").is_file()

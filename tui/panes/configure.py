@@ -21,14 +21,17 @@ from profiler_core.api import (
     MATMUL_PRECISIONS,
     MODES,
     OPTIMIZER_IMPLS,
+    PARALLELS,
     PRESETS,
     PROFILERS,
     RunConfig,
     config_problems,
     count_params,
+    gpus_problem,
     human_count,
     model_label,
     predict_run_memory,
+    visible_gpu_count,
 )
 from profiler_core.render.run_report import format_bytes
 from tui.factory_picker import FactoryPicker
@@ -45,8 +48,9 @@ from tui.panes.config_fields import (
 from tui.panes.inspect_panel import InspectPanel
 
 CHOICES = {"mode": MODES, "dtype": DTYPES, "matmul_precision": MATMUL_PRECISIONS, "attention": ATTENTIONS,
-           "device": DEVICES, "profiler": PROFILERS, "optimizer_impl": OPTIMIZER_IMPLS, "compile_mode": COMPILE_MODES}
-INTEGERS = ("ctx", "batch", "warmup", "steps", "repeats")
+           "device": DEVICES, "profiler": PROFILERS, "optimizer_impl": OPTIMIZER_IMPLS, "compile_mode": COMPILE_MODES,
+           "parallel": PARALLELS}
+INTEGERS = ("ctx", "batch", "warmup", "steps", "repeats", "nproc")
 CHECKBOXES = {"compile": "torch.compile", "memory": "memory capture (CUDA)"}
 PREDICTED_ITEMS = (("parameters", "parameters_bytes"), ("gradients", "gradients_bytes"),
                    ("AdamW state", "optimizer_state_bytes"), ("activations ≥", "residual_stream_all_layers_bytes"),
@@ -97,6 +101,7 @@ class ConfigurePane(Pane):
         self.initial, self.runs_root, self.live_inspect = initial, runs_root, live_inspect
         self.has_problems = False
         self.checked: RunConfig | None = None  # the last config the form built without problems
+        self.visible_gpus = visible_gpu_count()  # once: --nproc is capped at what this node shows
         self.was_running = False
 
     def compose(self) -> ComposeResult:
@@ -182,6 +187,9 @@ class ConfigurePane(Pane):
         missing_file = factory_file_problem(cfg.model_factory)
         if missing_file and "model_factory" not in problems:
             problems["model_factory"] = missing_file
+        too_many_ranks = gpus_problem(cfg, self.visible_gpus)
+        if too_many_ranks and "nproc" not in problems:
+            problems["nproc"] = too_many_ranks
         return cfg, problems
 
     def update_run_button(self, problems: dict | None = None) -> None:

@@ -1,6 +1,7 @@
 """Live: stage and progress, the step-time chart, running stats, throughput and GPU telemetry."""
 from __future__ import annotations
 
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -55,11 +56,27 @@ def throughput_text(state: RunState) -> str:
     if between and between["n"] > 1 and between["cv_pct"] is not None:
         lines.append(f"{between['n']} processes: step {format_ms(between['min'])}–{format_ms(between['max'])} "
                      f"between them, CV {between['cv_pct'] / 100:.1%}")
+    lines += ranks_lines((state.summary or {}).get("ranks"))
     profiled = profiled_numbers(state)
     if profiled:
         lines.append(f"profiled ({profiled.get('backend')}) median {format_ms(profiled.get('profiled_median_ms'))}"
                      f", inflation {ratio(profiled.get('inflation'))}")
     return "\n".join(lines + [f"[dim]{notice}[/dim]" for notice in state.notices[-3:]])
+
+
+def ranks_lines(ranks: dict | None) -> list[str]:
+    """--nproc: each rank's step median (the slowest and any flagged rank marked), then the findings; the numbers
+    above are rank 0's."""
+    if not ranks:
+        return []
+    cells = []
+    for row in ranks["rows"]:
+        mark = " slowest" if row["mark"] == "slowest" else ""
+        flag = f" [red]score {row['straggler_score']:.2f}[/red]" if row["flagged"] else ""
+        cells.append(f"{row['rank']}: {format_ms(row['median_ms'].get('step'))}{mark}{flag}")
+    header = (f"{ranks['world']} ranks ({ranks['parallel']}, batch {ranks['batch_per_rank']} each; above: rank 0), "
+              f"tokens/s all {optional(ranks.get('tokens_per_s_all_ranks'), ',.0f')}")
+    return [header, "step " + " · ".join(cells), *(f"[yellow]{escape(f)}[/yellow]" for f in ranks["findings"])]
 
 
 def warnings_text(state: RunState) -> Text:

@@ -56,7 +56,7 @@ def throughput_text(state: RunState) -> str:
     if between and between["n"] > 1 and between["cv_pct"] is not None:
         lines.append(f"{between['n']} processes: step {format_ms(between['min'])}–{format_ms(between['max'])} "
                      f"between them, CV {between['cv_pct'] / 100:.1%}")
-    lines += ranks_lines((state.summary or {}).get("ranks"))
+    lines += ranks_lines(state.summary.get("ranks") if state.summary else None)
     profiled = profiled_numbers(state)
     if profiled:
         lines.append(f"profiled ({profiled.get('backend')}) median {format_ms(profiled.get('profiled_median_ms'))}"

@@ -80,6 +80,9 @@ class RunConfig:
     # Ranks on this node, started by torchrun (one GPU each; gloo on CPU); batch is per rank.
     nproc: int = 1
     parallel: str = "ddp"
+    # Several nodes: the same `sysprof run` on each, meeting at one c10d rendezvous endpoint (HOST:PORT).
+    nnodes: int = 1
+    rdzv_endpoint: str | None = None
 
     @property
     def model_name(self) -> str:
@@ -97,6 +100,11 @@ class RunConfig:
         """Whether the first step compiles something (the model or the optimizer's step): the run gives it a pass of
         its own, timed as compile time, before the warm-up."""
         return self.compile or self.optimizer_impl == COMPILED_STEP
+
+    @property
+    def distributed(self) -> bool:
+        """Whether torchrun starts the runner: several ranks on this node, or a share of a job over nodes."""
+        return self.nproc > 1 or self.nnodes > 1
 
     @property
     def context_length(self) -> int:
@@ -214,13 +222,24 @@ def _ranks_problems(cfg: RunConfig) -> dict[str, str | None]:
     """--nproc and --parallel; whether that many GPUs are visible is the launcher's to check (it needs NVML)."""
     if not isinstance(cfg.nproc, int) or isinstance(cfg.nproc, bool) or not 1 <= cfg.nproc <= MAX_NPROC:
         return {"nproc": f"nproc must be 1 to {MAX_NPROC} ranks; got {cfg.nproc!r}"}
-    problems = {"parallel": _choice("parallel", cfg.parallel, PARALLELS)}
-    if cfg.nproc > 1 and cfg.device == "mps":
+    problems = {"parallel": _choice("parallel", cfg.parallel, PARALLELS), "nnodes": _nodes_problem(cfg)}
+    if cfg.distributed and cfg.device == "mps":
         problems["nproc"] = "--nproc needs CUDA GPUs (NCCL) or the CPU (gloo); MPS has no process-group backend here"
-    elif cfg.nproc > 1 and (cfg.profiler != "none" or cfg.memory):
+    elif cfg.distributed and (cfg.profiler != "none" or cfg.memory):
         problems["nproc"] = ("--nproc > 1 times the ranks' phases; kernel tables and the memory pass per rank are not "
                              "built yet: use --profiler none without --memory")
     return problems
+
+
+def _nodes_problem(cfg: RunConfig) -> str | None:
+    if not isinstance(cfg.nnodes, int) or isinstance(cfg.nnodes, bool) or cfg.nnodes < 1:
+        return f"nnodes must be a positive integer; got {cfg.nnodes!r}"
+    if cfg.nnodes > 1 and not cfg.rdzv_endpoint:
+        return f"--nnodes {cfg.nnodes} needs --rdzv-endpoint HOST:PORT, the same on every node"
+    host, _, port = (cfg.rdzv_endpoint or "").rpartition(":")
+    if cfg.rdzv_endpoint and not (host and port.isdigit()):
+        return f"--rdzv-endpoint takes HOST:PORT; got {cfg.rdzv_endpoint!r}"
+    return None
 
 
 def _impl_problem(cfg: RunConfig) -> str | None:

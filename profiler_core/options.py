@@ -61,6 +61,8 @@ OPTION_HELP: dict[str, tuple[str, tuple[str, ...] | None]] = {
               "rank", None),
     "parallel": ("how the ranks share the model: ddp (replicas, gradients all-reduced) or fsdp (FSDP2 fully_shard)",
                  PARALLELS),
+    "nnodes": ("nodes in the job: run the same command on each, with one --rdzv-endpoint", None),
+    "rdzv_endpoint": ("HOST:PORT of torchrun's c10d rendezvous (a node of the job) for --nnodes > 1", None),
     "loss": ("package.module:fn computing the loss from (model output, targets); default: cross-entropy of "
              "the logits", None),
 }

@@ -27,7 +27,7 @@ def gpus_problem(cfg: RunConfig, visible: int | None = None) -> str | None:
     """--nproc on GPUs takes one visible GPU per rank; on a node without GPUs (device auto) the ranks are CPU
     processes. Checked before anything starts: NVML answers in milliseconds, a launch takes seconds.
     visible: the count already asked (the Configure form asks once, not at every keystroke)."""
-    if cfg.nproc == 1 or cfg.device not in ("auto", "cuda"):
+    if not cfg.distributed or cfg.device not in ("auto", "cuda"):
         return None
     visible = visible_gpu_count() if visible is None else visible
     if (cfg.device == "cuda" or visible > 0) and cfg.nproc > visible:
@@ -35,10 +35,11 @@ def gpus_problem(cfg: RunConfig, visible: int | None = None) -> str | None:
     return None
 
 
-def rank_dir(run_dir: Path, rank: int) -> Path:
-    """Where a rank writes its steps and summary: rank 0 is the run directory itself, so everything that reads a
-    run reads rank 0; the others are ranks/01, ranks/02, …"""
-    return run_dir if rank == 0 else run_dir / RANKS_DIR / f"{rank:02d}"
+def rank_dir(run_dir: Path, rank: int, local_rank: int | None = None) -> Path:
+    """Where a rank writes its steps and summary: each node's first rank is the run directory itself (rank 0 on
+    one node, so everything that reads a run reads rank 0); the others are ranks/01, ranks/02, … by global rank."""
+    first_on_node = (rank if local_rank is None else local_rank) == 0
+    return run_dir if first_on_node else run_dir / RANKS_DIR / f"{rank:02d}"
 
 
 def rank_record(rank: int, summary: Mapping[str, Any], steps: Sequence[Mapping[str, Any]],
@@ -128,26 +129,33 @@ def all_ranks_throughput(rows: Sequence[Mapping[str, Any]]) -> float | None:
     return sum(rates) if rates and len(rates) == len(rows) else None
 
 
-def with_rank_failure(summary: dict[str, Any], run_dir: Path, world: int) -> dict[str, Any]:
-    """A run whose rank 0 did not finish ok takes the reason of the rank that failed first, named."""
-    found = rank_failure(run_dir, world) if summary.get("status") != events.OK else None
+def with_rank_failure(summary: dict[str, Any], run_dir: Path, nproc: int) -> dict[str, Any]:
+    """A run whose first rank did not finish ok takes the reason of the rank that failed first, named."""
+    found = rank_failure(run_dir, nproc) if summary.get("status") != events.OK else None
     if found is None:
         return summary
     rank, error = found
-    error = {**error, "message": f"rank {rank}: {error.get('message')}"}
+    error = {**error, "message": f"rank {rank}: {error.get('message')}" if rank is not None else error["message"]}
     return {**summary, "status": events.OOM if error.get("kind") == events.OOM else events.FAILED_STATUS,
             "error": error}
 
 
-def rank_failure(run_dir: Path, world: int) -> tuple[int, dict[str, Any]] | None:
-    """The first rank other than 0 that did not finish ok, with its error; a rank that left no summary was killed.
+def rank_failure(run_dir: Path, nproc: int) -> tuple[int | None, dict[str, Any]] | None:
+    """The first of this node's other ranks that did not finish ok, with its error; a rank that left no summary
+    was killed. (None, error) when a rank of the node left no directory at all.
 
-    torchrun stops every rank when one fails, so rank 0's own record then says "cancelled": the reason is here."""
-    for rank in range(1, world):
-        summary = rundir.read_summary(rank_dir(run_dir, rank))
+    torchrun stops every rank when one fails, so the first rank's own record then says "cancelled": the reason is
+    in the rank that failed."""
+    found = sorted((run_dir / RANKS_DIR).glob("[0-9]*")) if (run_dir / RANKS_DIR).is_dir() else []
+    for directory in found:
+        summary = rundir.read_summary(directory)
         if summary is None:
-            return rank, {"kind": events.KILLED, "message": "exited without a summary (killed, or lost its host)"}
+            return int(directory.name), {"kind": events.KILLED,
+                                         "message": "exited without a summary (killed, or lost its host)"}
         error: dict[str, Any] = dict(summary.get("error") or {})
         if summary.get("status") != events.OK and error.get("kind") != events.CANCELLED:
-            return rank, error or {"kind": events.FAILED_STATUS, "message": summary.get("status")}
+            return int(directory.name), error or {"kind": events.FAILED_STATUS, "message": summary.get("status")}
+    if len(found) < nproc - 1:
+        return None, {"kind": events.KILLED, "message": f"{nproc - 1 - len(found)} of this node's ranks exited "
+                                                        "before writing anything"}
     return None

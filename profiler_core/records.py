@@ -137,6 +137,7 @@ class RunSummary(Throughput, total=False):
     between: dict[str, BetweenStats]  # phase or "tokens_per_s" → spread between the processes
     repeats: RepeatsRecord
     warnings: list[dict[str, Any]]  # stability.warnings_for_summary with the readings taken while the steps ran
+    rank: dict[str, int]  # a rank of several: rank, local_rank, world
     ranks: dict[str, Any]  # --nproc > 1, rank 0's summary: world, parallel, per-rank rows and findings (ranks.py)
 
 

@@ -63,8 +63,8 @@ def slug(cfg: RunConfig) -> str:
     parts = [cfg.model_name, f"ctx{cfg.ctx}", f"b{cfg.batch}", cfg.mode, cfg.dtype, cfg.attention]
     if cfg.compile:
         parts.append("compiled" if cfg.compile_mode == "default" else f"compiled-{cfg.compile_mode}")
-    if cfg.nproc > 1:
-        parts.append(f"{cfg.parallel}{cfg.nproc}")
+    if cfg.distributed:
+        parts.append(f"{cfg.parallel}{cfg.nproc}" + (f"x{cfg.nnodes}nodes" if cfg.nnodes > 1 else ""))
     if cfg.optimizer_impl != "default":
         parts.append(f"opt-{cfg.optimizer_impl}")
     if cfg.repeats > 1:

@@ -19,7 +19,7 @@ def phase_table(summary: RunSummary) -> Table:
     cfg = summary["config"]
     title = (f"{model_label(cfg['model'], cfg.get('model_factory'))} · ctx {cfg['ctx']} · batch {cfg['batch']} · {cfg['mode']} · {cfg['dtype']}"
              f" · {cfg['attention']}{' · compiled' if cfg['compile'] else ''} · {summary['env'].get('device_name')}"
-             f"{' · rank 0 of ' + str(cfg['nproc']) if cfg.get('nproc', 1) > 1 else ''}")
+             f"{_rank_of(summary)}")
     peaks = summary.get("peak_memory_bytes") or {}
     table = Table(title=title, title_justify="left")
     table.add_column("phase", no_wrap=True)
@@ -31,6 +31,11 @@ def phase_table(summary: RunSummary) -> Table:
         cells += [format_bytes(peaks.get(phase)) if phase in peaks else ""] if peaks else []
         table.add_row(phase, *cells)
     return table
+
+
+def _rank_of(summary: RunSummary) -> str:
+    rank = summary.get("rank")
+    return f" · rank {rank['rank']} of {rank['world']}" if rank else ""
 
 
 def between_table(summary: RunSummary) -> Table:
@@ -137,6 +142,10 @@ def print_run(console, summary: RunSummary) -> None:
         console.print(ranks_table(summary))
         for finding in summary["ranks"]["findings"]:
             console.print(f"[yellow]{escape(finding)}[/]")
+    elif summary.get("rank"):  # another node's share of a job: the table is with rank 0
+        rank = summary["rank"]
+        console.print(f"rank {rank['rank']} of {rank['world']}: the per-rank table is in rank 0's run directory, "
+                      "on its node")
     console.print(throughput_line(summary))
     error = summary.get("error")
     if error:

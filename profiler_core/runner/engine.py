@@ -66,7 +66,7 @@ def _profiler_range(work, start: bool) -> None:
 class Runner:
     def __init__(self, cfg: RunConfig, run_dir: Path, capture: str = "none", rank: distributed.Rank | None = None):
         self.cfg, self.capture, self.rank = cfg, capture, rank
-        self.run_dir = rank_dir(run_dir, rank.rank) if rank else run_dir
+        self.run_dir = rank_dir(run_dir, rank.rank, rank.local_rank) if rank else run_dir
         self.history = MemoryHistory(run_dir, cfg.memory_max_entries) if capture == "memory" else None
         self.steps: list[StepRecord] = []
         self.env: dict = {}
@@ -201,6 +201,8 @@ class Runner:
                                 params=info["params"] if info else None,
                                 flops=info.get("flops_per_step") if info else None)
         work = getattr(self, "work", None)
+        if self.rank:
+            summary["rank"] = {"rank": self.rank.rank, "local_rank": self.rank.local_rank, "world": self.rank.world}
         compiled = cuda_graph_report(self.cfg, work.device) if work is not None else None
         if compiled:
             summary["compile"] = compiled
@@ -278,9 +280,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--capture", choices=CAPTURES, default="none", help="what this pass records")
     args = parser.parse_args(argv)
     rank = distributed.rank_from_env()
-    own_dir = rank_dir(args.run_dir, rank.rank) if rank else args.run_dir
+    own_dir = rank_dir(args.run_dir, rank.rank, rank.local_rank) if rank else args.run_dir
     own_dir.mkdir(parents=True, exist_ok=True)
-    if rank and rank.rank:  # rank 0's events are the run's; the others keep theirs in their own directory
+    if rank and rank.local_rank:  # the node's first rank's events are the run's; the others keep theirs apart
         sys.stdout = (own_dir / rundir.EVENTS).open("w", buffering=1)
     signal.signal(signal.SIGINT, _raise_cancelled)
     signal.signal(signal.SIGTERM, _raise_cancelled)

@@ -77,7 +77,7 @@ class Session:
                 return summary
             raise SessionCancelled from None
         summary = summary or rundir.read_summary(pass_dir) or mark_killed(pass_dir, cfg, process.proc.returncode)
-        if cfg.nproc > 1:
+        if cfg.distributed:
             summary = cast("RunSummary", with_rank_failure(dict(summary), pass_dir, cfg.nproc))
             rundir.write_json(pass_dir / rundir.SUMMARY, summary)
         return summary

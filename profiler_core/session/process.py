@@ -17,16 +17,19 @@ CANCEL_GRACE_S = 15.0  # time an interrupted runner (and a wrapping nsys) gets t
 
 
 def runner_argv(cfg: RunConfig, run_dir: Path, capture: str = "none") -> list[str]:
-    """One runner process, or with --nproc > 1 torchrun starting one per rank (rank 0's events on stdout)."""
-    launch = [sys.executable] if cfg.nproc == 1 else torchrun_argv(cfg.nproc)
+    """One runner process, or torchrun starting one per rank (this node's first rank's events on stdout)."""
+    launch = torchrun_argv(cfg) if cfg.distributed else [sys.executable]
     argv = [*launch, "-m", "profiler_core.runner", "--run-dir", str(run_dir), "--config-json", json.dumps(cfg.to_dict())]
     return argv + (["--capture", capture] if capture != "none" else [])
 
 
-def torchrun_argv(nproc: int) -> list[str]:
-    """torch.distributed.run on this node: a standalone rendezvous takes a free port itself (no port to collide
-    with another run's), and no restarts, so a rank that fails ends the run with its reason."""
-    return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc),
+def torchrun_argv(cfg: RunConfig) -> list[str]:
+    """torch.distributed.run: on one node a standalone rendezvous, which takes a free port itself (no port to collide
+    with another run's); over nodes the c10d rendezvous every node names. No restarts: a rank that fails ends the
+    run with its reason."""
+    meet = ["--standalone"] if cfg.nnodes == 1 else ["--nnodes", str(cfg.nnodes), "--rdzv-backend", "c10d",
+                                                     "--rdzv-endpoint", str(cfg.rdzv_endpoint)]
+    return [sys.executable, "-m", "torch.distributed.run", *meet, "--nproc-per-node", str(cfg.nproc),
             "--max-restarts", "0"]
 
 

@@ -133,3 +133,31 @@ def test_nproc_is_a_sweep_axis(cli_env):
     cells = json.loads(result.stdout)["cells"]
     assert [cell["config"]["nproc"] for cell in cells] == [1, 2] and all(c["status"] == "ok" for c in cells)
     assert (Path(cells[1]["run_dir"]) / "ranks" / "01" / "steps.jsonl").is_file()
+
+
+def test_two_nodes_meet_at_one_rendezvous_and_rank_0_tables_both(cli_env, tmp_path):
+    """Two torchrun agents on this host with --nnodes 2 (c10d rendezvous on localhost), as two nodes would."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    nodes = [subprocess.Popen([sys.executable, "-m", "profiler_core", "run", *TWO_RANKS[:-2], "--steps", "2",
+                               "--nnodes", "2", "--rdzv-endpoint", f"127.0.0.1:{port}", "--runs-dir",
+                               str(tmp_path / f"node{n}"), "--json"], env=cli_env, cwd=ROOT, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for n in range(2)]
+    summaries = [json.loads(node.communicate(timeout=240)[0]) for node in nodes]
+    assert [s["status"] for s in summaries] == ["ok", "ok"]
+    tabled = [s for s in summaries if s.get("ranks")]
+    assert len(tabled) == 1 and [row["rank"] for row in tabled[0]["ranks"]["rows"]] == [0, 1]
+    assert sorted(s["rank"]["rank"] for s in summaries) == [0, 1] and all(s["rank"]["world"] == 2 for s in summaries)
+    assert all("x2nodes" in Path(s["run_dir"]).name for s in summaries)
+
+
+@pytest.mark.parametrize("changes, text", [
+    ({"nnodes": 2}, "--nnodes 2 needs --rdzv-endpoint HOST:PORT, the same on every node"),
+    ({"nnodes": 2, "rdzv_endpoint": "nohost"}, "--rdzv-endpoint takes HOST:PORT; got 'nohost'"),
+    ({"nnodes": 0}, "nnodes must be a positive integer; got 0"),
+])
+def test_bad_node_settings_are_one_line(changes, text):
+    assert config_problems(RunConfig(**changes))["nnodes"] == text

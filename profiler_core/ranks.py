@@ -123,6 +123,16 @@ def _backward_waits(victim: Mapping[str, Any], culprit: Mapping[str, Any]) -> bo
     return backward_v is not None and backward_c is not None and backward_v > PHASE_GAP * backward_c
 
 
+def with_gpu_readings(ranks: dict[str, Any], per_gpu: Mapping[int, Mapping[str, float | None]],
+                      first: Mapping[str, int] | None) -> dict[str, Any]:
+    """The session's NVML medians (by local GPU) on the rows of this node's ranks: SM clock and power. The node's
+    first rank is global rank `first["rank"]`, so its local GPU k ran global rank first + k."""
+    base = first["rank"] if first else 0
+    rows = [row | {"sm_clock_mhz": (per_gpu.get(row["rank"] - base) or {}).get("sm_clock_mhz"),
+                   "power_w": (per_gpu.get(row["rank"] - base) or {}).get("power_w")} for row in ranks["rows"]]
+    return {**ranks, "rows": rows}
+
+
 def all_ranks_throughput(rows: Sequence[Mapping[str, Any]]) -> float | None:
     """Tokens per second of the whole job: each rank's own rate added up (every rank steps in lockstep)."""
     rates = [rate for r in rows if (rate := r.get("tokens_per_s"))]

@@ -80,6 +80,16 @@ def ranks_table(summary: RunSummary) -> Table:
     return table
 
 
+def gpu_readings_line(rows: Sequence[dict[str, Any]]) -> str | None:
+    """Each rank's median SM clock and power over the measured steps (NVML, sampled by the session), when read."""
+    read = [row for row in rows if row.get("sm_clock_mhz") is not None or row.get("power_w") is not None]
+    if not read:
+        return None
+    return "SM clock, power: " + " · ".join(
+        f"rank {row['rank']} {optional(row.get('sm_clock_mhz'), '.0f')} MHz {optional(row.get('power_w'), '.0f')} W"
+        for row in read)
+
+
 def throughput_line(summary: RunSummary) -> str:
     parts = [f"status {summary['status']}",
              f"tokens/s {optional(summary.get('tokens_per_s'), ',.0f')}",
@@ -140,6 +150,9 @@ def print_run(console, summary: RunSummary) -> None:
     console.print(between_table(summary) if summary.get("repeats") else phase_table(summary))
     if summary.get("ranks"):
         console.print(ranks_table(summary))
+        readings = gpu_readings_line(summary["ranks"]["rows"])
+        if readings:
+            console.print(readings)
         for finding in summary["ranks"]["findings"]:
             console.print(f"[yellow]{escape(finding)}[/]")
     elif summary.get("rank"):  # another node's share of a job: the table is with rank 0

@@ -14,7 +14,7 @@ from typing import cast
 
 from profiler_core import events, rundir
 from profiler_core.config import RunConfig
-from profiler_core.ranks import with_rank_failure
+from profiler_core.ranks import with_gpu_readings, with_rank_failure
 from profiler_core.records import PassRecord, RunSummary, median_ms
 from profiler_core.session.analysis import analyze_kernels, analyze_memory
 from profiler_core.session.backends import Backend
@@ -35,7 +35,7 @@ class Session:
     def run(self) -> RunSummary:
         if self.cfg.nvtx_modules and not self.backend and not self.cfg.memory:
             self.notice("--nvtx-modules adds ranges in the profiled and memory passes only: add --profiler or --memory")
-        watch = MeasuredWatch(self.cfg.device)
+        watch = MeasuredWatch(self.cfg.device, self.cfg.nproc)
         summary = self.run_pass(None, self.run_dir, "none", watch=watch)
         try:
             if self.backend and summary["status"] == events.OK:
@@ -45,6 +45,8 @@ class Session:
         except (SessionCancelled, KeyboardInterrupt):  # also during nsys export/stats or snapshot analysis
             self.notice("cancelled: later passes skipped; the clean timing is kept")
         summary["warnings"] = watch.warnings(summary, rundir.read_steps(self.run_dir))
+        if summary.get("ranks"):
+            summary["ranks"] = with_gpu_readings(summary["ranks"], watch.per_gpu_medians(), summary.get("rank"))
         watch.save(self.run_dir)
         rundir.write_json(self.run_dir / rundir.SUMMARY, summary)
         return summary

@@ -3,11 +3,14 @@ throttle reasons, the processes on the GPU) and the host's load average from its
 runner's, so the readings cost the measured steps nothing but a thread in another process.
 
 Readings start at the runner's "measured" stage and stop at its last event. They become the run's stored
-warnings (stability.warnings_for_summary) and `telemetry.jsonl` in the run directory.
+warnings (stability.warnings_for_summary) and `telemetry.jsonl` in the run directory. With --nproc the session
+samples every rank's GPU (each sample names its `gpu`, the rank's local index): the warnings read the first
+rank's, whose numbers the summary shows, and each rank's row gets its median SM clock and power.
 """
 from __future__ import annotations
 
 import os
+import statistics
 import threading
 from pathlib import Path
 from typing import Any
@@ -19,10 +22,27 @@ from profiler_core.stability import warnings_for_summary
 PERIOD_S = 0.25  # NVML's clock and reason readings are instantaneous: a few per second catch a dip of a step
 
 
-def visible_gpu_index() -> int:
-    """NVML counts every GPU; the runner's cuda:0 is the first one CUDA_VISIBLE_DEVICES names (when a number)."""
-    first = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0].strip()
-    return int(first) if first.isdigit() else 0
+def visible_gpu_index(local: int = 0) -> int:
+    """NVML counts every GPU; the runner's cuda:N is the N-th one CUDA_VISIBLE_DEVICES names (when numbers)."""
+    named = [d.strip() for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
+    if not named:
+        return local
+    return int(named[local]) if local < len(named) and named[local].isdigit() else local
+
+
+def descends_from(pid: int, ancestors: set[int], depth: int = 6) -> bool:
+    """Whether pid is one of ancestors or their child's child… (/proc): torchrun's ranks are the runner's children."""
+    for _ in range(depth):
+        if pid in ancestors:
+            return True
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:  # gone, another pid namespace, not Linux: not provably ours
+            return False
+        pid = int(next((line.split()[1] for line in status.splitlines() if line.startswith("PPid:")), "0"))
+        if pid <= 1:
+            return False
+    return False
 
 
 def _other_processes(sampler: NvmlSampler, ours: set[int]) -> list[dict]:
@@ -33,14 +53,19 @@ def _other_processes(sampler: NvmlSampler, ours: set[int]) -> list[dict]:
         running = nvml.nvmlDeviceGetComputeRunningProcesses(handle)
     except Exception:  # NVML's error family: no permission in a container, not supported: nothing to report
         return []
-    return [{"pid": p.pid, "used_bytes": getattr(p, "usedGpuMemory", None)} for p in running if p.pid not in ours]
+    return [{"pid": p.pid, "used_bytes": getattr(p, "usedGpuMemory", None)} for p in running
+            if not descends_from(p.pid, ours)]
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
 
 
 class MeasuredWatch:
     """Samples in a thread between start() and stop(); warnings() and save() afterwards."""
 
-    def __init__(self, device_type: str | None = "cuda"):
-        self.use_gpu = device_type != "cpu"
+    def __init__(self, device_type: str | None = "cuda", gpus: int = 1):
+        self.use_gpu, self.gpus = device_type != "cpu", gpus
         self.samples: list[dict[str, Any]] = []
         self.processes: dict[int, dict] = {}
         self.max_load: float | None = None
@@ -62,17 +87,18 @@ class MeasuredWatch:
             self._thread.join(timeout=5)
 
     def _loop(self) -> None:
-        sampler = NvmlSampler(visible_gpu_index())
-        opened = self.use_gpu and sampler.open()
+        samplers = [NvmlSampler(visible_gpu_index(local)) for local in range(self.gpus)]
+        opened = [sampler for sampler in samplers if self.use_gpu and sampler.open()]
         try:
             while True:
                 self._read_host()
-                if opened:
-                    self._read_gpu(sampler)
+                for local, sampler in enumerate(opened):
+                    self._read_gpu(sampler, local)
                 if self._stop.wait(PERIOD_S):
                     return
         finally:
-            sampler.close()
+            for sampler in samplers:
+                sampler.close()
 
     def _read_host(self) -> None:
         try:
@@ -81,17 +107,30 @@ class MeasuredWatch:
             return
         self.max_load = load if self.max_load is None else max(self.max_load, load)
 
-    def _read_gpu(self, sampler: NvmlSampler) -> None:
+    def _read_gpu(self, sampler: NvmlSampler, local: int) -> None:
         sample = sampler.sample()
         self.samples.append({"sm_clock_mhz": sample.sm_clock_mhz, "throttle_reasons": sample.throttle_reasons,
-                             "utilization_pct": sample.utilization_pct, "power_w": sample.power_w})
+                             "utilization_pct": sample.utilization_pct, "power_w": sample.power_w}
+                            | ({"gpu": local} if self.gpus > 1 else {}))
         for process in _other_processes(sampler, self._ours):
             self.processes.setdefault(process["pid"], process)
+
+    def gpu_samples(self, local: int) -> list[dict[str, Any]]:
+        return [s for s in self.samples if s.get("gpu", 0) == local]
 
     def warnings(self, summary, steps) -> list[dict]:
         return warnings_for_summary(summary, steps, loadavg=self.max_load, cpu_count=os.cpu_count(),
                                     gpu_processes=list(self.processes.values()) or None,
-                                    telemetry=self.samples or None)
+                                    telemetry=self.gpu_samples(0) or None)
+
+    def per_gpu_medians(self) -> dict[int, dict[str, float | None]]:
+        """Each local GPU's median SM clock and power over the measured steps (None where NVML had no reading)."""
+        medians = {}
+        for local in range(self.gpus):
+            samples = self.gpu_samples(local)
+            medians[local] = {key: _median([s[key] for s in samples if s.get(key) is not None])
+                              for key in ("sm_clock_mhz", "power_w")}
+        return medians
 
     def save(self, run_dir: Path) -> None:
         for sample in self.samples:

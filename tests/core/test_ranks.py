@@ -161,3 +161,25 @@ def test_two_nodes_meet_at_one_rendezvous_and_rank_0_tables_both(cli_env, tmp_pa
 ])
 def test_bad_node_settings_are_one_line(changes, text):
     assert config_problems(RunConfig(**changes))["nnodes"] == text
+
+
+def test_each_ranks_gpu_is_read_and_its_children_are_ours(monkeypatch):
+    from profiler_core.ranks import with_gpu_readings
+    from profiler_core.render.run_report import gpu_readings_line
+    from profiler_core.session.watch import descends_from, visible_gpu_index
+
+    rows = rank_table([record(0, 10.0, 20.0), record(1, 10.0, 20.0)])
+    ranks = with_gpu_readings({"rows": rows}, {0: {"sm_clock_mhz": 1980.0, "power_w": 512.4},
+                                               1: {"sm_clock_mhz": 1755.0, "power_w": None}}, {"rank": 0})
+    assert gpu_readings_line(ranks["rows"]) == "SM clock, power: rank 0 1980 MHz 512 W · rank 1 1755 MHz N/A W"
+    assert gpu_readings_line(rows) is None  # no NVML readings (a CPU run): no line
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
+    assert [visible_gpu_index(0), visible_gpu_index(1)] == [3, 5]
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    assert visible_gpu_index(1) == 1
+    with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(5)"]) as child:
+        try:
+            assert descends_from(child.pid, {os.getpid()})  # a rank started under the launcher is not "another"
+            assert not descends_from(os.getpid(), {child.pid})
+        finally:
+            child.kill()

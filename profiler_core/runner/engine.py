@@ -32,7 +32,13 @@ from profiler_core.runner.inspect_model import counted_step_flops
 from profiler_core.runner.module_ranges import ModuleRanges, describe_modules, install_module_ranges, tags_supported
 from profiler_core.runner.timing import StepInstruments, run_step, synchronize
 from profiler_core.runner.user_model import attention_note
-from profiler_core.runner.workload import build_workload, check_dtype_support, cuda_graph_report, resolve_device
+from profiler_core.runner.workload import (
+    Workload,
+    build_workload,
+    check_dtype_support,
+    cuda_graph_report,
+    resolve_device,
+)
 
 
 class Cancelled(Exception):
@@ -67,7 +73,7 @@ class Runner:
     def __init__(self, cfg: RunConfig, run_dir: Path, capture: str = "none", rank: distributed.Rank | None = None):
         self.cfg, self.capture, self.rank = cfg, capture, rank
         self.run_dir = rank_dir(run_dir, rank.rank, rank.local_rank) if rank else run_dir
-        self.history = MemoryHistory(run_dir, cfg.memory_max_entries) if capture == "memory" else None
+        self.history = MemoryHistory(self.run_dir, cfg.memory_max_entries) if capture == "memory" else None
         self.steps: list[StepRecord] = []
         self.env: dict = {}
         self.compile_s: float | None = None
@@ -100,7 +106,7 @@ class Runner:
         self.record_in_manifest(model=self.work.model_info, optimizer=self.work.optimizer_info)
         self.install_module_ranges()
 
-    def build(self, device: torch.device):
+    def build(self, device: torch.device) -> Workload:
         if not self.rank:
             return build_workload(self.cfg, device)
         # A forward-only step has nothing to share: each rank runs its own (DDP refuses a model without gradients).

@@ -1,0 +1,69 @@
+"""--nproc on GPUs: NCCL ranks, one GPU each (skipped unless 2 GPUs are visible; run on the 2×H200 machine)."""
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+
+from profiler_core.nvml import visible_gpu_count
+
+pytestmark = [pytest.mark.gpu,
+              pytest.mark.skipif(visible_gpu_count() < 2, reason="needs 2 visible GPUs (the 2×H200 machine)")]
+SMALL_BF16 = ["--model", "small", "--dtype", "bf16", "--attention", "sdpa", "--warmup", "3", "--steps", "10",
+              "--nproc", "2"]
+
+
+def run(args, env):
+    result = subprocess.run([sys.executable, "-m", "profiler_core", "run", *args, "--json"], env=env,
+                            capture_output=True, text=True, timeout=600)
+    return result.returncode, json.loads(result.stdout) if result.stdout else None, result.stderr
+
+
+def compute_pids() -> set[int]:
+    import pynvml
+
+    pynvml.nvmlInit()
+    try:
+        return {p.pid for i in range(pynvml.nvmlDeviceGetCount())
+                for p in pynvml.nvmlDeviceGetComputeRunningProcesses(pynvml.nvmlDeviceGetHandleByIndex(i))}
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def no_process_left(before: set[int]) -> bool:
+    for _ in range(20):  # the ranks' CUDA contexts go a moment after their exit
+        if not compute_pids() - before:
+            return True
+        time.sleep(0.5)
+    return False
+
+
+@pytest.mark.parametrize("parallel", ["ddp", "fsdp"])
+def test_two_nccl_ranks_are_timed_and_tabled_with_their_gpus(cli_env, parallel):
+    before = compute_pids()
+    code, summary, stderr = run([*SMALL_BF16, "--parallel", parallel], cli_env)
+    assert code == 0, stderr
+    rows = summary["ranks"]["rows"]
+    assert [row["device"] for row in rows] == ["cuda:0", "cuda:1"]
+    assert all(row["peak_allocated_bytes"] > 0 and row["sm_clock_mhz"] for row in rows)
+    assert not any(w["code"] == "gpu_shared" for w in summary["warnings"])  # the ranks are ours
+    assert no_process_left(before)
+
+
+def test_a_slowed_gpu_rank_is_named_and_its_peer_waits_in_all_reduce(cli_env):
+    code, summary, stderr = run(SMALL_BF16, {**cli_env, "SYSPROF_TEST_SLOW_RANK": "1:30"})
+    assert code == 0, stderr
+    said = summary["ranks"]["findings"]
+    assert said[0].startswith("rank 1 is the straggler: its forward")
+    assert said[1].startswith("victim waits in all-reduce: the backward of rank 0")
+
+
+def test_a_rank_that_fails_on_the_gpu_stops_the_other_and_leaves_no_process(cli_env):
+    from pathlib import Path
+
+    before = compute_pids()
+    model = Path(__file__).resolve().parents[1] / "data" / "models" / "ranks" / "fails_on_rank_1.py"
+    code, summary, _ = run([*SMALL_BF16, "--model-factory", f"{model}:FailsOnRankOne"], cli_env)
+    assert code == 1 and summary["error"]["message"] == "rank 1: ValueError: rank one's batch is cursed"
+    assert no_process_left(before)

@@ -108,6 +108,17 @@ def _direction(ratio: float, higher_is_better: bool) -> str:
     return FASTER if (ratio > 1) == higher_is_better else SLOWER
 
 
+def _two_gates(ratio: float, p_value: float | None, floor: float, source: str, higher_is_better: bool,
+               not_significant: str) -> tuple[str, str]:
+    """Significance, then the minimum effect: (verdict, reason)."""
+    effect = abs(ratio - 1)
+    if p_value is None or p_value >= ALPHA:
+        return WITHIN_NOISE, f"{not_significant}, " + ("no spread" if p_value is None else f"p={p_value:.2g}")
+    if effect < floor:
+        return WITHIN_NOISE, f"effect {effect:.1%} < {floor:.1%} ({source})"
+    return _direction(ratio, higher_is_better), f"p={p_value:.2g}, effect {effect:.1%} ≥ {floor:.1%}"
+
+
 def verdict(values_a: list[float], values_b: list[float], min_effect: float = MIN_EFFECT,
             higher_is_better: bool = False) -> dict[str, Any]:
     """The two-gate verdict on per-process values (≥ 2 per side): verdict, reason, test, p_value, the ratio's
@@ -115,13 +126,7 @@ def verdict(values_a: list[float], values_b: list[float], min_effect: float = MI
     ratio = statistics.median(values_b) / statistics.median(values_a)
     test, p_value = significance(values_a, values_b)
     floor, source = effect_floor(values_a, values_b, min_effect)
-    effect = abs(ratio - 1)
-    if p_value is None or p_value >= ALPHA:
-        answer = WITHIN_NOISE, "not significant, " + ("no spread" if p_value is None else f"p={p_value:.2g}")
-    elif effect < floor:
-        answer = WITHIN_NOISE, f"effect {effect:.1%} < {floor:.1%} ({source})"
-    else:
-        answer = _direction(ratio, higher_is_better), f"p={p_value:.2g}, effect {effect:.1%} ≥ {floor:.1%}"
+    answer = _two_gates(ratio, p_value, floor, source, higher_is_better, "not significant")
     ci_low, ci_high = ratio_interval(values_a, values_b)
     return {"verdict": answer[0], "reason": answer[1], "test": test, "p_value": p_value, "ci_low": ci_low,
             "ci_high": ci_high, "min_effect": floor}
@@ -169,13 +174,7 @@ def lone_process_verdict(values_a: list[float], values_b: list[float], min_effec
     ratio = statistics.median(values_b) / statistics.median(values_a)
     p_value, (low, high) = prediction(group, lone)
     floor, source = effect_floor(group, group, min_effect)
-    effect = abs(ratio - 1)
-    if p_value is None or p_value >= ALPHA:
-        answer = WITHIN_NOISE, "inside the group's spread, " + ("no spread" if p_value is None else f"p={p_value:.2g}")
-    elif effect < floor:
-        answer = WITHIN_NOISE, f"effect {effect:.1%} < {floor:.1%} ({source})"
-    else:
-        answer = _direction(ratio, higher_is_better), f"p={p_value:.2g}, effect {effect:.1%} ≥ {floor:.1%}"
+    answer = _two_gates(ratio, p_value, floor, source, higher_is_better, "inside the group's spread")
     ci_low, ci_high = (lone / high, lone / low) if lone_is_b else (low / lone, high / lone)
     return {"verdict": answer[0], "reason": f"1 process in {'B' if lone_is_b else 'A'}: {answer[1]}",
             "test": "t prediction (log)", "p_value": p_value, "ci_low": ci_low, "ci_high": ci_high,

@@ -106,7 +106,9 @@ def test_a_rank_without_a_summary_was_killed(tmp_path):
     assert merged["status"] == "failed" and merged["error"]["kind"] == "killed"
     assert merged["error"]["message"].startswith("rank 1: exited without a summary")
     assert with_rank_failure({"status": "ok"}, tmp_path, 2) == {"status": "ok"}
-    assert os.path.isdir(tmp_path / "ranks")
+    (tmp_path / "ranks" / "01" / "summary.json").write_text('{"status": "ok"}')
+    lost = with_rank_failure(rank_zero, tmp_path, 3)  # this node's third rank never wrote its directory
+    assert lost["error"] == {"kind": "killed", "message": "1 of this node's ranks exited before writing anything"}
 
 
 def test_more_ranks_than_gpus_is_one_line_before_anything_starts(cli_env, monkeypatch):

@@ -16,8 +16,12 @@ or unlucky process can neither pass nor fail the benchmark.
 
 Usage (GPU): python3 -m benchmarks.overhead [--model small] [--processes 5] [--rounds 10] [--steps 20]
 [--dtypes fp32,bf16] [--model-factory FILE.py:callable] (the user's own model, its dims from --model; the bare loop
-reads its logits the way its author would, `.logits` or the tensor itself) 2> processes.jsonl. Each process's
-medians go to stderr as a JSON line; `--report processes.jsonl` prints the table again from them (no GPU).
+reads its logits the way its author would, `.logits` or the tensor itself) [--nproc 2] 2> processes.jsonl. Each
+process's medians go to stderr as a JSON line; `--report processes.jsonl` prints the table again from them (no GPU).
+
+--nproc N: each "process" is a torchrun launch of N ranks, the model under DDP as `sysprof run --nproc N` builds it
+(runner/distributed.py); both paths run on every rank in the same rounds (DDP keeps them in lockstep), and every
+rank's paired ratio is one sample: the overhead per rank.
 """
 from __future__ import annotations
 
@@ -32,6 +36,7 @@ import time
 
 PHASES = ("step", "forward", "backward", "optimizer")
 LIMITS = {"step": 0.01, "forward": 0.02, "backward": 0.02, "optimizer": 0.02}
+DDP_STEP_LIMIT = 0.02  # the multi-GPU issue's figure: per rank, against a bare DDP loop
 
 
 def bare_step(model, optimizer, tokens, targets, dtype) -> dict:
@@ -62,16 +67,30 @@ def bare_step(model, optimizer, tokens, targets, dtype) -> dict:
     return {"wall_ms": wall_ms, "phases_ms": phases}
 
 
+def workload_of_this_process(cfg):
+    """The runner's workload: alone on cuda, or this rank's share under DDP when torchrun started us."""
+    import torch
+
+    from profiler_core.runner import distributed
+    from profiler_core.runner.workload import build_workload
+
+    rank = distributed.rank_from_env()
+    if rank is None:
+        return build_workload(cfg, torch.device("cuda")), None
+    device = distributed.rank_device(torch.device("cuda"), rank)
+    distributed.join(device)
+    return build_workload(cfg, device, distributed.wrapper(cfg, device), rank.rank), rank
+
+
 def one_process(model_name: str, dtype: str, rounds: int, steps: int, factory: str | None) -> dict:
     """This process's medians per path and phase, the two paths interleaved round by round, order alternating."""
     import torch
 
     from profiler_core.config import RunConfig
     from profiler_core.runner.timing import StepInstruments, run_step
-    from profiler_core.runner.workload import build_workload
 
     cfg = RunConfig(model=model_name, dtype=dtype, device="cuda", mode="train", model_factory=factory)
-    work = build_workload(cfg, torch.device("cuda"))
+    work, rank = workload_of_this_process(cfg)
     tools = StepInstruments(work.device)
     paths = {"bare": lambda: bare_step(work.model, work.optimizer, work.tokens, work.targets, dtype),
              "sysprof": lambda: run_step(work, tools)}
@@ -88,7 +107,7 @@ def one_process(model_name: str, dtype: str, rounds: int, steps: int, factory: s
             ratios[what].append(ours[what] / bare[what])
         for name, records in measured.items():
             samples[name] += records
-    return {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+    return {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "rank": rank.rank if rank else None,
             **{name: _medians(records) for name, records in samples.items()},
             "paired_ratio": {what: statistics.median(values) for what, values in ratios.items()}}
 
@@ -125,14 +144,17 @@ def judge(bare: list[float], ours: list[float], ratios: list[float], limit: floa
             "spread_pct": max(between_process_stats(v)["robust_cv_pct"] or 0.0 for v in (bare, ours))}
 
 
-def spawn(args: argparse.Namespace, dtype: str) -> dict:
-    """One fresh process's medians (this script with --one-process), its environment passed on unchanged."""
-    command = [sys.executable, "-m", "benchmarks.overhead", "--one-process", "--model", args.model, "--dtype", dtype,
+def spawn(args: argparse.Namespace, dtype: str) -> list[dict]:
+    """One fresh process's medians (this script with --one-process), or each rank's of a fresh torchrun launch; the
+    environment passed on unchanged."""
+    launch = [sys.executable] if args.nproc == 1 else \
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(args.nproc)]
+    command = [*launch, "-m", "benchmarks.overhead", "--one-process", "--model", args.model, "--dtype", dtype,
                "--rounds", str(args.rounds), "--steps", str(args.steps)]
     if args.model_factory:
         command += ["--model-factory", args.model_factory]
     done = subprocess.run(command, capture_output=True, text=True, check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
 
 
 def main() -> None:
@@ -146,6 +168,7 @@ def main() -> None:
     parser.add_argument("--one-process", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--model-factory", help="time the user's model: FILE.py:callable or module:callable")
     parser.add_argument("--report", type=argparse.FileType(), help="the table from saved process lines; no GPU")
+    parser.add_argument("--nproc", type=int, default=1, help="ranks per launch (DDP over this host's GPUs)")
     args = parser.parse_args()
     if args.one_process:
         print(json.dumps(one_process(args.model, args.dtype, args.rounds, args.steps, args.model_factory)))
@@ -155,31 +178,54 @@ def main() -> None:
         print_table({dtype: [r for r in lines if r["dtype"] == dtype] for dtype in dict.fromkeys(r["dtype"] for r in lines)})
         return
     processes: dict[str, list[dict]] = {dtype: [] for dtype in args.dtypes.split(",")}
-    for _ in range(args.processes):  # the dtypes interleaved process by process, as a sweep's cells are
+    for launch in range(args.processes):  # the dtypes interleaved process by process, as a sweep's cells are
         for dtype, results in processes.items():
-            results.append({"dtype": dtype, **spawn(args, dtype)})
-            print(json.dumps(results[-1]), file=sys.stderr, flush=True)
+            for line in spawn(args, dtype):
+                results.append({"dtype": dtype, "launch": launch, **line})
+                print(json.dumps(results[-1]), file=sys.stderr, flush=True)
+    ranks = f" · {args.nproc} ranks per launch (DDP), each rank one sample" if args.nproc > 1 else ""
     print(f"# {time.strftime('%Y-%m-%d')} · {args.model_factory or args.model} ({args.model} dims), batch 4, ctx 256, "
-          f"train · each process {args.rounds}×{args.steps} steps per path, interleaved\n")
+          f"train · each process {args.rounds}×{args.steps} steps per path, interleaved{ranks}\n")
     print_table(processes)
 
 
 def print_table(processes: dict[str, list[dict]]) -> None:
     first = next(iter(processes.values()))[0]
-    print(f"{first['device']} · torch {first['torch']} · {len(next(iter(processes.values())))} fresh "
-          "processes per dtype\n")
+    launches = len(per_launch(next(iter(processes.values()))))
+    print(f"{first['device']} · torch {first['torch']} · {launches} fresh launches per dtype\n")
     print("| dtype | what | bare ms (median of processes) | sysprof ms | sysprof/bare, paired [95% CI] | "
           "between-process spread | compare's verdict | limit | outcome |")
     print("|---|---|---:|---:|---:|---:|---|---:|---|")
-    for dtype, results in processes.items():
+    for dtype, lines in processes.items():
+        results = per_launch(lines)
         for what in PHASES:
             bare, ours = ([r[path][what] for r in results] for path in ("bare", "sysprof"))
             ratios = [r["paired_ratio"][what] if "paired_ratio" in r else r["sysprof"][what] / r["bare"][what]
                       for r in results]  # lines saved before rounds were paired: the process's own medians
-            j = judge(bare, ours, ratios, LIMITS[what])
+            limit = DDP_STEP_LIMIT if what == "step" and len(results) < len(lines) else LIMITS[what]
+            j = judge(bare, ours, ratios, limit)
             print(f"| {dtype} | {what} | {statistics.median(bare):.3f} | {statistics.median(ours):.3f} | "
                   f"{j['ratio']:.4f} [{j['ci_low']:.4f}–{j['ci_high']:.4f}] | {j['spread_pct']:.1f}% | {j['verdict']} "
-                  f"| ±{LIMITS[what]:.0%} | {j['outcome']} |")
+                  f"| ±{limit:.0%} | {j['outcome']} |")
+
+
+def per_launch(lines: list[dict]) -> list[dict]:
+    """One sample per launch: with several ranks, their geometric mean (the ranks of one launch share its host and
+    step in lockstep, so they are not independent samples)."""
+    launches: dict[object, list[dict]] = {}
+    for index, line in enumerate(lines):
+        launches.setdefault(line.get("launch", index) if line.get("rank") is not None else index, []).append(line)
+    return [ranks[0] if len(ranks) == 1 else _geometric_mean(ranks) for ranks in launches.values()]
+
+
+def _geometric_mean(ranks: list[dict]) -> dict:
+    def mean(values) -> float:
+        return math.exp(statistics.fmean(math.log(v) for v in values))
+
+    merged = {"device": ranks[0]["device"], "torch": ranks[0]["torch"]}
+    for key in ("bare", "sysprof", "paired_ratio"):
+        merged[key] = {what: mean(r[key][what] for r in ranks) for what in PHASES}
+    return merged
 
 
 if __name__ == "__main__":

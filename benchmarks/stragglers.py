@@ -5,7 +5,8 @@
 Each round runs the same config twice, interleaved: once with SYSPROF_TEST_SLOW_RANK=1:DELAY (rank 1's forward
 delayed by about DELAY ms) and once without. A slowed run counts as named when the findings call rank 1 the
 straggler and rank 0 the victim waiting in all-reduce; a plain run counts as clean when no rank is flagged and no
-finding names anyone. Prints one JSON line per run, then the totals (the issue's figure: 10 of 10 each).
+finding names anyone (stricter than the issue's "no rank flagged", which plain_unflagged counts). Prints one JSON
+line per run, then the totals (the issue's figure: 10 of 10 each). --budget-s stops starting rounds after that long.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 
 def one_run(args: argparse.Namespace, slowed: bool) -> dict:
@@ -49,14 +51,20 @@ def main() -> None:
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--runs-dir")
     parser.add_argument("--out", help="also write every run's line and the totals here (JSON)")
+    parser.add_argument("--budget-s", type=float, help="start no new round after this many seconds")
     args = parser.parse_args()
     results = []
+    started = time.monotonic()
     for _ in range(args.runs):
+        if args.budget_s and time.monotonic() - started > args.budget_s:
+            break  # the totals say how many rounds ran
         for slowed in (True, False):
             results.append(one_run(args, slowed))
             print(json.dumps(results[-1]), flush=True)
     totals = {"slowed_named": sum(r["right"] for r in results if r["slowed"]),
-              "plain_clean": sum(r["right"] for r in results if not r["slowed"]), "runs_each": args.runs,
+              "plain_clean": sum(r["right"] for r in results if not r["slowed"]),
+              "plain_unflagged": sum(not r["flagged"] for r in results if not r["slowed"]),
+              "runs_each": len(results) // 2,
               "delay_ms": args.delay_ms, "config": f"{args.model} {args.dtype} ctx {args.ctx} batch {args.batch} per rank"}
     print(json.dumps(totals))
     if args.out:

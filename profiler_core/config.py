@@ -225,9 +225,6 @@ def _ranks_problems(cfg: RunConfig) -> dict[str, str | None]:
     problems = {"parallel": _choice("parallel", cfg.parallel, PARALLELS), "nnodes": _nodes_problem(cfg)}
     if cfg.distributed and cfg.device == "mps":
         problems["nproc"] = "--nproc needs CUDA GPUs (NCCL) or the CPU (gloo); MPS has no process-group backend here"
-    elif cfg.distributed and (cfg.profiler != "none" or cfg.memory):
-        problems["nproc"] = ("--nproc > 1 times the ranks' phases; kernel tables and the memory pass per rank are not "
-                             "built yet: use --profiler none without --memory")
     return problems
 
 

@@ -133,6 +133,23 @@ def with_gpu_readings(ranks: dict[str, Any], per_gpu: Mapping[int, Mapping[str, 
     return {**ranks, "rows": rows}
 
 
+def local_ranks(summary: Mapping[str, Any], nproc: int) -> list[tuple[int, int]]:
+    """(global rank, local rank) of this node's ranks: the node's first rank's summary says where they start."""
+    first = (summary.get("rank") or {}).get("rank", 0)
+    return [(first + local, local) for local in range(nproc)]
+
+
+COMMUNICATION_FIELDS = ("comm_ms", "exposed_comm_ms", "overlap_pct", "comm_share_pct")
+
+
+def with_communication(ranks: dict[str, Any], kernel_rows: Sequence[Mapping[str, Any]] | None) -> dict[str, Any]:
+    """The profiled pass's communication figures (per rank, from its own report) on the rows of the clean pass."""
+    by_rank = {row["rank"]: row for row in kernel_rows or []}
+    rows = [row | {field: by_rank.get(row["rank"], {}).get(field) for field in COMMUNICATION_FIELDS}
+            for row in ranks["rows"]]
+    return {**ranks, "rows": rows}
+
+
 def all_ranks_throughput(rows: Sequence[Mapping[str, Any]]) -> float | None:
     """Tokens per second of the whole job: each rank's own rate added up (every rank steps in lockstep)."""
     rates = [rate for r in rows if (rate := r.get("tokens_per_s"))]

@@ -71,7 +71,8 @@ def shared_fixtures() -> Path:
 @pytest.fixture
 def cli_env(tmp_path) -> dict:
     """Environment for CLI subprocesses: the project importable, runs under tmp_path."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT), SYSPROF_RUNS=str(tmp_path / "runs"))
+    path = os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH"))))  # keep what the host added
+    env = dict(os.environ, PYTHONPATH=path, SYSPROF_RUNS=str(tmp_path / "runs"))
     env.pop("NO_COLOR", None)
     return env
 

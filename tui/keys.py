@@ -46,6 +46,7 @@ PANE_KEYS = (
     Key("S", "reverse_sort", "Reverse", "Reverse the sort order", scope="Kernels"),
     Key("slash", "focus_filter", "Filter", "Filter kernels by name", scope="Kernels"),
     Key("p", "next_phase", "Phase", "Restrict to the next phase / attention sub-range", scope="Kernels"),
+    Key("r", "next_rank", "Rank", "Show the next rank's kernel tables (--nproc with a profiler)", scope="Kernels"),
     Key("t", "next_table", "Table", "Next table (Kernels: kernels, module types; Memory: allocations, categories, "
         "module types, predicted; Studies: results, pivot, lab tables)", scope="Kernels, Memory, Studies"),
     Key("enter", "open_run", "Open", "Open the run under the cursor", scope="Runs"),

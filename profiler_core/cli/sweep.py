@@ -19,6 +19,8 @@ from profiler_core.render import export
 from profiler_core.render.run_report import print_rows
 from profiler_core.session.backends import choose_backend
 from profiler_core.studies import sweep
+from profiler_core.studies.gpu_pool import gpus_problem as pool_problem
+from profiler_core.studies.gpu_pool import parse_gpus
 from profiler_core.studies.progress import Progress
 from profiler_core.studies.tables import compact, pivot, sweep_document, sweep_rows, visible_columns
 
@@ -48,6 +50,8 @@ def add_sweep_options(parser) -> None:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--events", action="store_true", help="progress as JSON lines on stdout (for the app)")
     parser.add_argument("--nsys", help="path to nsys for cells with --profiler nsys")
+    parser.add_argument("--gpus", help="run single-GPU cells side by side, one per GPU: ids as CUDA_VISIBLE_DEVICES "
+                                       "takes them, e.g. 0,1 (each cell records its GPU)")
 
 
 def _values(field: dataclasses.Field, text: str) -> list:
@@ -108,12 +112,16 @@ def command_sweep(args) -> int:
         configs = sweep.expand(grid)
     for problem in filter(None, map(gpus_problem, configs)):
         raise UsageError(problem)  # more ranks than GPUs: say so before the first cell, not at it
+    gpus = parse_gpus(args.gpus)
+    pool = pool_problem(gpus, configs) if gpus else None
+    if pool:
+        raise UsageError(pool)
     for profiler in sorted({cfg.profiler for cfg in configs}):
         choose_backend(profiler, args.nsys)  # a missing nsys fails now, not at the first cell that needs it
     if not args.resume:
         sweep_dir = sweep.create(rundir.runs_root(args.runs_dir), args.name, configs, varied)
     started = time.perf_counter()
-    sweep.run(sweep_dir, Progress(args.events).sweep_listener("sweep", sweep_dir), args.nsys)
+    sweep.run(sweep_dir, Progress(args.events).sweep_listener("sweep", sweep_dir), args.nsys, gpus)
     return report_sweep(args, sweep_dir, time.perf_counter() - started)
 
 

@@ -3,8 +3,9 @@
 Keys the contract fixes: source, kernels[{name, class, instances, total_ns,
 avg_ns, med_ns, min_ns, max_ns, std_ns}], phases{forward|backward|optimizer|other:
 {gpu_ns, kernels, by_class}}, gemm_fraction{phase}.  Added here: source_kind,
-phases.*.{wall_ns, busy_pct, launch, ...}, attention, steps, totals, notes, and
-modules (GPU time by module type with --nvtx-modules; module_stats.py).
+phases.*.{wall_ns, busy_pct, launch, ...}, attention, steps, totals, notes,
+modules (GPU time by module type with --nvtx-modules; module_stats.py) and
+communication (NCCL kernel time, exposed time and overlap; communication.py).
 
 busy_pct = the share of the phase's GPU span with any of its kernels running: per
 phase range, from the first start to the last end of the kernels that range
@@ -27,6 +28,7 @@ from models.phases import ATTRIBUTED_PHASES, OTHER
 from profiler_core.errors import KernelReportError
 from profiler_core.kernels.attribution import KernelAttribution, attribute_kernels
 from profiler_core.kernels.classify import classify_kernels
+from profiler_core.kernels.communication import communication_summary
 from profiler_core.kernels.kernel_stats import (
     attention_summary,
     busy_union_ns,
@@ -59,6 +61,7 @@ def analyze_attribution(attribution: KernelAttribution, source: str, source_kind
         "attention": attention_summary(attribution),
         "steps": step_summaries(attribution),
         "modules": module_summary(attribution),
+        "communication": communication_summary(attribution),
         "totals": {
             "gpu_ns": int(kernels["duration"].sum()),
             "gpu_union_ns": busy_union_ns(kernels["start"].to_numpy(), kernels["end"].to_numpy()),

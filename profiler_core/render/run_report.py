@@ -1,7 +1,7 @@
 """Human-readable tables for the terminal (rich); the JSON form is the summary itself."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +80,33 @@ def ranks_table(summary: RunSummary) -> Table:
     return table
 
 
+def rank_kernels_table(profile: Mapping[str, Any]) -> Table:
+    """--nproc with a profiler: each rank's own report, per measured step: GPU kernel time, communication kernel time
+    and its share, the part no compute kernel hid (exposed) and the overlap (a rank without tables: rank_pass_errors)."""
+    table = Table(title=f"kernels per rank ({profile['backend']}, profiled pass; ms per measured step; exposed: "
+                        "communication while no compute kernel runs)", title_justify="left")
+    for column in ("rank", "GPU ms", "comm ms", "comm %", "exposed ms", "overlap %"):
+        table.add_column(column, justify="left" if column == "rank" else "right", no_wrap=True)
+    for row in (row for row in profile["ranks"] if not row.get("error")):
+        table.add_row(str(row["rank"]), optional(row["gpu_ms_per_step"], ".1f"), optional(row["comm_ms"], ".1f"),
+                      optional(row["comm_share_pct"], ".0f"), optional(row["exposed_comm_ms"], ".1f"),
+                      optional(row["overlap_pct"], ".0f"))
+    return table
+
+
+def memory_ranks_line(memory: Mapping[str, Any]) -> str:
+    """--nproc with --memory: the peak each rank's allocator history shows (the Memory screen shows the first's)."""
+    read = [row for row in memory["ranks"] if not row.get("error")]
+    return "memory pass, peak allocated: " + " · ".join(
+        f"rank {row['rank']} {format_bytes(row['peak_allocated_bytes'])}" for row in read)
+
+
+def rank_pass_errors(summary: RunSummary) -> list[str]:
+    """Why a rank of the profiled or memory pass has no tables (no report, a report nsys could not read, …)."""
+    rows = [*((summary.get("profile") or {}).get("ranks") or []), *((summary.get("memory") or {}).get("ranks") or [])]
+    return [row["error"] for row in rows if row.get("error")]
+
+
 def gpu_readings_line(rows: Sequence[dict[str, Any]]) -> str | None:
     """Each rank's median SM clock and power over the measured steps (NVML, sampled by the session), when read."""
     read = [row for row in rows if row.get("sm_clock_mhz") is not None or row.get("power_w") is not None]
@@ -155,6 +182,12 @@ def print_run(console, summary: RunSummary) -> None:
             console.print(readings)
         for finding in summary["ranks"]["findings"]:
             console.print(f"[yellow]{escape(finding)}[/]")
+        if (summary.get("profile") or {}).get("ranks"):
+            console.print(rank_kernels_table(summary["profile"]))
+        if (summary.get("memory") or {}).get("ranks"):
+            console.print(memory_ranks_line(summary["memory"]))
+        for reason in rank_pass_errors(summary):
+            console.print(f"[red]{escape(reason)}[/]")
     elif summary.get("rank"):  # another node's share of a job: the table is with rank 0
         rank = summary["rank"]
         console.print(f"rank {rank['rank']} of {rank['world']}: the per-rank table is in rank 0's run directory, "

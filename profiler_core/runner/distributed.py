@@ -19,7 +19,7 @@ from profiler_core.config import ConfigError, RunConfig
 GROUP_TIMEOUT = timedelta(minutes=10)
 # Test and benchmark only: "RANK:MS" delays that rank's forward by about MS ms (the straggler a table must name).
 SLOW_RANK_ENV = "SYSPROF_TEST_SLOW_RANK"
-SLEEP_CYCLES_PER_MS = 1_500_000  # torch.cuda._sleep spins clock cycles: about 1 ms at 1.5 GHz
+SLEEP_CYCLES_PER_MS = 1_980_000  # torch.cuda._sleep spins clock cycles: 1 ms at an H200's top SM clock, longer below
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,12 @@ def _shard(model: torch.nn.Module, fully_shard: Callable[..., Any]) -> torch.nn.
 
 
 def slow_forward(rank: Rank | None, device: torch.device) -> Callable[[], None] | None:
-    """The SLOW_RANK_ENV delay for this rank: on the GPU's stream (so CUDA events see it), else on the host."""
+    """The SLOW_RANK_ENV delay for this rank, about MS ms whatever bounds the step.
+
+    On a GPU the delay is queued on the stream (CUDA events see it; it delays a GPU-bound step) and the host sleeps
+    as long while the GPU spins: a launch-bound step, whose GPU idles between launches, would absorb a GPU-only
+    delay into its slack (seen on the H200s: 30 ms queued moved the small model's forward by 8 ms), and a GPU-bound
+    one would absorb a host-only delay into its queue. The two run at once, so together they cost MS, not twice."""
     spec = os.environ.get(SLOW_RANK_ENV)
     if not spec or rank is None:
         return None
@@ -96,9 +101,14 @@ def slow_forward(rank: Rank | None, device: torch.device) -> Callable[[], None] 
     if int(which) != rank.rank:
         return None
     delay_ms = float(ms)
-    if device.type == "cuda":
-        return lambda: torch.cuda._sleep(int(delay_ms * SLEEP_CYCLES_PER_MS))
-    return lambda: time.sleep(delay_ms / 1e3)
+    if device.type != "cuda":
+        return lambda: time.sleep(delay_ms / 1e3)
+
+    def gpu_and_host() -> None:
+        torch.cuda._sleep(int(delay_ms * SLEEP_CYCLES_PER_MS))
+        time.sleep(delay_ms / 1e3)
+
+    return gpu_and_host
 
 
 def gather(record: dict[str, Any], rank: Rank) -> list[dict[str, Any]] | None:

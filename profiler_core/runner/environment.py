@@ -1,6 +1,7 @@
 """What the run ran on, recorded in the manifest and the hello event (runner side; imports torch)."""
 from __future__ import annotations
 
+import os
 import platform
 import socket
 import sys
@@ -20,6 +21,7 @@ def _cuda_fields(device: torch.device) -> dict:
         "driver_version": driver_version(),
         "cudnn_version": torch.backends.cudnn.version(),
         "phase_timer": "cuda_events",
+        "gpu_uuid": str(props.uuid),
     }
 
 
@@ -32,6 +34,8 @@ def collect_env(device: torch.device) -> dict:
         "hostname": socket.gethostname(),
         "float32_matmul_precision": torch.get_float32_matmul_precision(),
         "phase_timer": "host_clock",
+        # Which physical GPU ran it when a sweep spreads cells over GPUs (sweep --gpus sets it per cell).
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
     }
     if device.type == "cuda":
         env.update(_cuda_fields(device))

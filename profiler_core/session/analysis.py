@@ -5,35 +5,64 @@ pandas and numpy load when a pass is analysed, not when the session starts: a ru
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from profiler_core import rundir
 from profiler_core.config import DTYPE_BYTES, RunConfig
 from profiler_core.errors import KernelReportError, SnapshotError
 from profiler_core.memory.accounting import compare_predicted, predict_run_memory
+from profiler_core.ranks import rank_dir
 from profiler_core.records import PassRecord, RunSummary
 
 if TYPE_CHECKING:
     from profiler_core.session.backends import Backend
 
 
-def analyze_kernels(backend: Backend, pass_dir: Path, run_dir: Path) -> PassRecord:
-    """kernels/analysis.json and kernels/phase_kernels.csv; {"error": reason} when there is nothing to read."""
+def analyze_kernels(backend: Backend, pass_dir: Path, run_dir: Path, kernels_dir: Path | None = None) -> PassRecord:
+    """kernels/analysis.json and kernels/phase_kernels.csv (or in kernels_dir: one rank's); {"error": reason} when
+    there is nothing to read."""
     from profiler_core.kernels.summary import analyze_attribution, phase_kernel_table
 
     try:
         attribution = backend.attribute(pass_dir)
     except KernelReportError as exc:
         return {"error": str(exc)}
-    kernels_dir = run_dir / rundir.KERNELS_DIR
-    kernels_dir.mkdir(exist_ok=True)
+    kernels_dir = kernels_dir or run_dir / rundir.KERNELS_DIR
+    kernels_dir.mkdir(parents=True, exist_ok=True)
     analysis = analyze_attribution(attribution, str(pass_dir.relative_to(run_dir)), f"{backend.name}")
     rundir.write_json(kernels_dir / rundir.ANALYSIS, analysis)
     phase_kernel_table(attribution).to_csv(kernels_dir / rundir.PHASE_KERNELS, index=False)
-    return {"kernels": f"{rundir.KERNELS_DIR}/{rundir.ANALYSIS}",
-            "phase_kernels": f"{rundir.KERNELS_DIR}/{rundir.PHASE_KERNELS}",
-            "gemm_fraction": analysis["gemm_fraction"], "notes": analysis["notes"]}
+    steps = max(len(analysis["steps"]), 1)
+    return {"kernels": str((kernels_dir / rundir.ANALYSIS).relative_to(run_dir)),
+            "phase_kernels": str((kernels_dir / rundir.PHASE_KERNELS).relative_to(run_dir)),
+            "gemm_fraction": analysis["gemm_fraction"], "notes": analysis["notes"],
+            "gpu_ms_per_step": analysis["totals"]["gpu_ns"] / steps / 1e6,
+            "communication": analysis["communication"]}
 
+
+def analyze_rank_kernels(backend: Backend, pass_dir: Path, run_dir: Path, ranks: list[tuple[int, int]]) -> PassRecord:
+    """Each of this node's ranks' reports analysed as a single run's: the first rank's tables where a single run
+    keeps them (kernels/, so every reader of a run reads it), the others' in kernels/ranks/NN; `ranks` lists every
+    rank's analysis or its own reason for having none (no report, an unreadable one)."""
+    backend.place_rank_outputs(pass_dir)
+    first, rows = None, []
+    for rank, local in ranks:
+        own = run_dir / rundir.KERNELS_DIR / (rank_dir(Path(), rank, local))
+        record = analyze_kernels(backend, rank_dir(pass_dir, rank, local), run_dir, own)
+        first = first or record
+        rows.append(rank_kernel_row(rank, record))
+    return {**(first or {}), "ranks": rows}
+
+
+def rank_kernel_row(rank: int, record: PassRecord) -> dict:
+    """One rank's line of the all-ranks kernel summary: GPU time and communication per measured step."""
+    if record.get("error"):
+        return {"rank": rank, "error": f"rank {rank}: {record['error']}"}
+    comm = record["communication"]
+    return {"rank": rank, "kernels": record["kernels"], "gpu_ms_per_step": record["gpu_ms_per_step"],
+            "gemm_fraction": record["gemm_fraction"], "comm_ms": comm["per_step_ms"]["kernel"],
+            "exposed_comm_ms": comm["per_step_ms"]["exposed"], "overlap_pct": comm["overlap_pct"],
+            "comm_share_pct": comm["share_pct"]}
 
 
 def memory_analysis(cfg: RunConfig, snapshot: Path) -> dict:
@@ -52,8 +81,9 @@ def memory_analysis(cfg: RunConfig, snapshot: Path) -> dict:
     return analysis
 
 
-def analyze_memory(cfg: RunConfig, pass_dir: Path, recorded: RunSummary) -> PassRecord:
-    """memory/analysis.json from the pass's snapshot, with the predicted accounting beside it."""
+def analyze_memory(cfg: RunConfig, pass_dir: Path, recorded: RunSummary, where: str = rundir.MEMORY_DIR) -> PassRecord:
+    """memory/analysis.json from the pass's snapshot, with the predicted accounting beside it (where: the pass
+    directory's path in the run directory)."""
     snapshot = pass_dir / rundir.MEMORY_SNAPSHOT
     if not snapshot.is_file():
         return {"error": f"no allocator snapshot was written ({recorded['status']})"}
@@ -63,5 +93,16 @@ def analyze_memory(cfg: RunConfig, pass_dir: Path, recorded: RunSummary) -> Pass
         return {"error": str(exc)}
     analysis["snapshot"] = snapshot.name  # beside this file: the run directory may be copied elsewhere
     rundir.write_json(pass_dir / rundir.ANALYSIS, analysis)
-    return {"analysis": f"{rundir.MEMORY_DIR}/{rundir.ANALYSIS}", "snapshot": f"{rundir.MEMORY_DIR}/{rundir.MEMORY_SNAPSHOT}",
+    return {"analysis": f"{where}/{rundir.ANALYSIS}", "snapshot": f"{where}/{rundir.MEMORY_SNAPSHOT}",
             "peak_allocated_bytes": analysis["peak_allocated_bytes"]}
+
+
+def analyze_rank_memory(cfg: RunConfig, pass_dir: Path, ranks: list[tuple[int, int]]) -> list[dict]:
+    """These ranks' snapshots of the memory pass analysed in their own directories: each peak, or why there is none."""
+    rows = []
+    for rank, local in ranks:
+        own = rank_dir(pass_dir, rank, local)
+        recorded = rundir.read_summary(own) or {"status": "no summary"}
+        record = analyze_memory(cfg, own, cast("RunSummary", recorded), f"{rundir.MEMORY_DIR}/{own.relative_to(pass_dir)}")
+        rows.append({"rank": rank, **({"error": f"rank {rank}: {record['error']}"} if record.get("error") else record)})
+    return rows

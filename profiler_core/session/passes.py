@@ -8,15 +8,15 @@ repeats: session/repeats.py.)
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import cast
 
 from profiler_core import events, rundir
 from profiler_core.config import RunConfig
-from profiler_core.ranks import with_gpu_readings, with_rank_failure
+from profiler_core.ranks import local_ranks, with_communication, with_gpu_readings, with_rank_failure
 from profiler_core.records import PassRecord, RunSummary, median_ms
-from profiler_core.session.analysis import analyze_kernels, analyze_memory
+from profiler_core.session.analysis import analyze_kernels, analyze_memory, analyze_rank_kernels, analyze_rank_memory
 from profiler_core.session.backends import Backend
 from profiler_core.session.process import RunnerProcess, mark_killed, runner_argv
 from profiler_core.session.watch import MeasuredWatch
@@ -47,18 +47,18 @@ class Session:
         summary["warnings"] = watch.warnings(summary, rundir.read_steps(self.run_dir))
         if summary.get("ranks"):
             summary["ranks"] = with_gpu_readings(summary["ranks"], watch.per_gpu_medians(), summary.get("rank"))
+            summary["ranks"] = with_communication(summary["ranks"], (summary.get("profile") or {}).get("ranks"))
         watch.save(self.run_dir)
         rundir.write_json(self.run_dir / rundir.SUMMARY, summary)
         return summary
 
     def run_pass(self, pass_name: str | None, pass_dir: Path, capture: str, cfg: RunConfig | None = None,
-                 wrap: Callable[[list[str]], list[str]] | None = None, watch: MeasuredWatch | None = None) -> RunSummary:
-        """One runner process; its events go to on_event (tagged with the pass), its summary is returned; watch
-        samples the node from the runner's measured stage to its end."""
+                 launcher: Sequence[str] = (), watch: MeasuredWatch | None = None) -> RunSummary:
+        """One runner process (or torchrun's ranks), under `launcher` if any; its events go to on_event (tagged with
+        the pass), its summary is returned; watch samples the node from the runner's measured stage to its end."""
         cfg = cfg or self.cfg
         pass_dir.mkdir(exist_ok=True)
-        argv = runner_argv(cfg, pass_dir, capture)
-        process = RunnerProcess(wrap(argv) if wrap else argv, pass_dir)
+        process = RunnerProcess(runner_argv(cfg, pass_dir, capture, launcher), pass_dir)
         summary: RunSummary | None = None
         try:
             for event in process.events():
@@ -92,8 +92,8 @@ class Session:
         assert backend is not None  # run() starts a profiled pass only when there is a backend
         self.on_event({"event": events.STAGE, "name": "profiling", "backend": backend.name})
         pass_dir = self.run_dir / rundir.PROFILED_DIR
-        wrap = lambda argv: backend.wrap(argv, pass_dir)  # noqa: E731
-        profiled = self.run_pass("profiled", pass_dir, backend.capture, wrap=wrap)
+        launcher = backend.launcher(pass_dir, ranks=self.cfg.distributed)
+        profiled = self.run_pass("profiled", pass_dir, backend.capture, launcher=launcher)
         profile = _inflation(backend, clean, profiled)
         if profiled["status"] != events.OK:
             error = profiled.get("error")
@@ -101,7 +101,13 @@ class Session:
             self.notice(f"profiled pass {profiled['status']}: {profile['error']}")
             return profile
         self.on_event({"event": events.STAGE, "name": "analysing"})
-        profile |= analyze_kernels(backend, pass_dir, self.run_dir)
+        if self.cfg.distributed:
+            profile |= analyze_rank_kernels(backend, pass_dir, self.run_dir, local_ranks(clean, self.cfg.nproc))
+            for row in profile["ranks"][1:]:
+                if row.get("error"):
+                    self.notice(f"kernel tables unavailable for {row['error']}")
+        else:
+            profile |= analyze_kernels(backend, pass_dir, self.run_dir)
         if profile.get("error"):
             self.notice(f"kernel tables unavailable: {profile['error']}")
         else:
@@ -118,6 +124,11 @@ class Session:
                             note="allocator history is recorded in its own pass: it slows the steps it records",
                             **_slowdown(clean, recorded))
         memory |= analyze_memory(cfg, pass_dir, recorded)
+        if cfg.distributed:  # the first rank's analysis is the pass's own; the others' in their directories
+            (first, _), *others = local_ranks(clean, cfg.nproc)
+            own = {"error": f"rank {first}: {memory['error']}"} if memory.get("error") else \
+                {"peak_allocated_bytes": memory.get("peak_allocated_bytes"), "analysis": memory.get("analysis")}
+            memory["ranks"] = [{"rank": first, **own}, *analyze_rank_memory(cfg, pass_dir, others)]
         if memory.get("error") and recorded.get("error"):  # say why the pass wrote no snapshot
             memory["error"] = f"{memory['error']}: {recorded['error']['message']}"
         if memory.get("error"):

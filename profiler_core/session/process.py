@@ -6,7 +6,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from profiler_core import events, rundir
@@ -16,11 +16,17 @@ from profiler_core.records import RunError, RunSummary
 CANCEL_GRACE_S = 15.0  # time an interrupted runner (and a wrapping nsys) gets to finish its files
 
 
-def runner_argv(cfg: RunConfig, run_dir: Path, capture: str = "none") -> list[str]:
-    """One runner process, or torchrun starting one per rank (this node's first rank's events on stdout)."""
-    launch = torchrun_argv(cfg) if cfg.distributed else [sys.executable]
-    argv = [*launch, "-m", "profiler_core.runner", "--run-dir", str(run_dir), "--config-json", json.dumps(cfg.to_dict())]
-    return argv + (["--capture", capture] if capture != "none" else [])
+def runner_argv(cfg: RunConfig, run_dir: Path, capture: str = "none", launcher: Sequence[str] = ()) -> list[str]:
+    """One runner process, or torchrun starting one per rank (this node's first rank's events on stdout).
+
+    launcher: a command the runner runs under (nsys profile …); with ranks torchrun starts it once per rank."""
+    runner = ["-m", "profiler_core.runner", "--run-dir", str(run_dir), "--config-json", json.dumps(cfg.to_dict())]
+    runner += ["--capture", capture] if capture != "none" else []
+    if not cfg.distributed:
+        return [*launcher, sys.executable, *runner]
+    if launcher:  # torchrun runs the launcher as the program of each rank, which then starts python
+        return [*torchrun_argv(cfg), "--no-python", *launcher, sys.executable, *runner]
+    return [*torchrun_argv(cfg), *runner]
 
 
 def torchrun_argv(cfg: RunConfig) -> list[str]:

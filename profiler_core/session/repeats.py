@@ -162,6 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run-dir", required=True, type=Path)
     parser.add_argument("--config-json", required=True)
     parser.add_argument("--nsys", help="path to nsys (else $SYSPROF_NSYS, PATH, usual install dirs)")
+    parser.add_argument("--resume", action="store_true", help="keep the processes of the group that finished")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # a closing app asks like Ctrl-C does
     try:
@@ -173,7 +174,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if notice:
         print_event(events.NOTICE, message=notice)
-    summary = RepeatedRun(cfg, args.run_dir, lambda event: print(json.dumps(event), flush=True), backend).run()
+    group = RepeatedRun(cfg, args.run_dir, lambda event: print(json.dumps(event), flush=True), backend)
+    summary = (group.resume() if args.resume else group).run()
     event = finish_event(summary)
     print(json.dumps(event), flush=True)
     error = summary.get("error")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from profiler_core import events, rundir
@@ -73,14 +73,21 @@ def cell_summary(path: Path) -> dict | None:
         return None  # a torn summary: the cell runs again
 
 
-def run(sweep_dir: Path, on_event: Callable[[dict], None], nsys: str | None = None) -> list[dict]:
+def run(sweep_dir: Path, on_event: Callable[[dict], None], nsys: str | None = None,
+        gpus: Sequence[str] = ()) -> list[dict]:
     """Run every cell not yet done; returns one summary per cell, in plan order.
 
     With repeats, the processes go round-robin over the cells (every cell's first, then every cell's second, …)
-    so that drift over the sweep (clocks, other tenants) hits every cell alike."""
+    so that drift over the sweep (clocks, other tenants) hits every cell alike. With gpus, cells run side by side,
+    one per GPU (gpu_pool.py)."""
     configs, _ = load_plan(sweep_dir)
     pending = [i for i, cfg in enumerate(configs) if not cell_done(sweep_dir, i, cfg)]
-    groups = {index: _group(sweep_dir, index, configs[index], nsys) for index in pending}
+    if gpus:
+        from profiler_core.studies.gpu_pool import run_on_gpus
+
+        run_on_gpus(sweep_dir, configs, pending, gpus, on_event, nsys)
+        return _results(sweep_dir, configs)
+    groups = {index: prepare_cell(sweep_dir, index, configs[index], nsys) for index in pending}
     for group in groups.values():
         if group.complete:  # every process finished before the sweep stopped; only the group summary is missing
             group.write_summary()
@@ -104,7 +111,7 @@ def run(sweep_dir: Path, on_event: Callable[[dict], None], nsys: str | None = No
     return _results(sweep_dir, configs)
 
 
-def _group(sweep_dir: Path, index: int, cfg: RunConfig, nsys: str | None) -> RepeatedRun:
+def prepare_cell(sweep_dir: Path, index: int, cfg: RunConfig, nsys: str | None) -> RepeatedRun:
     """The cell's group: the processes an interrupted sweep finished are kept, the rest run."""
     path = cell_dir(sweep_dir, index, cfg)
     backend, _ = choose_backend(cfg.profiler, nsys)

@@ -39,6 +39,7 @@ def cell_row(cfg: dict, summary: dict | None, steps: list[dict]) -> dict:
         row[name if name not in row else f"model_arg.{name}"] = value
     device = (summary.get("env") or {}).get("device_name")
     row["device"] = device or cfg.get("device")
+    row["gpu"] = (summary.get("env") or {}).get("cuda_visible_devices")  # sweep --gpus: which GPU ran the cell
     for label, stats in (("fwd", phases.get("forward")), ("bwd", phases.get("backward")),
                          ("fwd+bwd", _fwd_bwd(steps)), ("opt", phases.get("optimizer")), ("step", phases.get("step"))):
         row[f"{label} mean ms"], row[f"{label} std ms"] = _mean_std(stats)
@@ -85,6 +86,7 @@ def visible_columns(rows: list[dict], varied: list[str]) -> list[str]:
     timing = [c for c in rows[0] if c.endswith(" ms") and any(r[c] is not None for r in rows)] if rows else []
     extra = [c for c in ("compile s", "peak GiB", "procs", "step CV between %")
              if rows and any(r[c] is not None for r in rows)]
+    extra += ["gpu"] if len({r["gpu"] for r in rows}) > 1 else []
     return list(dict.fromkeys(keep + ["status"] + timing + extra))
 
 

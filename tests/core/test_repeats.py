@@ -24,7 +24,7 @@ def second_process_ooms(monkeypatch):
     """The second process replays the events of a real OOM on the H200 (2.7B, batch 64, ctx 4096)."""
     real_argv = session_module.runner_argv
 
-    def argv(cfg, run_dir, capture="none"):
+    def argv(cfg, run_dir, capture="none", launcher=()):
         if Path(run_dir).name != "02":
             return real_argv(cfg, run_dir, capture)
         return [sys.executable, str(DATA / "fake_runner.py"), str(DATA / "events" / "oom_h200.jsonl"),

@@ -67,3 +67,35 @@ def test_a_rank_that_fails_on_the_gpu_stops_the_other_and_leaves_no_process(cli_
     code, summary, _ = run([*SMALL_BF16, "--model-factory", f"{model}:FailsOnRankOne"], cli_env)
     assert code == 1 and summary["error"]["message"] == "rank 1: ValueError: rank one's batch is cursed"
     assert no_process_left(before)
+
+
+def test_each_rank_has_its_own_kernel_tables_with_communication_and_its_own_memory_pass(cli_env):
+    import csv
+    from pathlib import Path
+
+    code, summary, stderr = run([*SMALL_BF16, "--steps", "5", "--profiler", "nsys", "--memory"], cli_env)
+    assert code == 0, stderr
+    kernel_rows = summary["profile"]["ranks"]
+    assert [row["rank"] for row in kernel_rows] == [0, 1] and not [row for row in kernel_rows if row.get("error")]
+    assert all(row["comm_ms"] > 0 and 0 <= row["overlap_pct"] <= 100 for row in kernel_rows)
+    assert all(row["comm_ms"] is not None for row in summary["ranks"]["rows"])
+    run_dir = Path(summary["run_dir"])
+    with (run_dir / "kernels" / "ranks" / "01" / "phase_kernels.csv").open() as table:
+        classes = {(row["phase"], row["class"]) for row in csv.DictReader(table)}
+    assert ("backward", "nccl") in classes  # DDP's all-reduce runs inside backward
+    memory_rows = summary["memory"]["ranks"]
+    assert [row["rank"] for row in memory_rows] == [0, 1]
+    assert all(row["peak_allocated_bytes"] > 0 for row in memory_rows)
+
+
+def test_a_sweep_spreads_its_cells_over_two_gpus_each_recording_its_own(cli_env):
+    args = ["sweep", "--model", "tiny", "--seed", "1,2", "--steps", "5", "--device", "cuda", "--gpus", "0,1", "--json"]
+    result = subprocess.run([sys.executable, "-m", "profiler_core", *args], env=cli_env, capture_output=True,
+                            text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    from pathlib import Path
+
+    from profiler_core.studies.tables import sweep_rows
+
+    rows = sweep_rows(Path(json.loads(result.stdout)["sweep_dir"]))
+    assert sorted(row["gpu"] for row in rows) == ["0", "1"] and {row["status"] for row in rows} == {"ok"}

@@ -49,7 +49,7 @@ def test_a_factory_sweep_fills_its_parameters_from_each_cell(tmp_path):
 @pytest.fixture
 def replayed_cells(monkeypatch):
     """Every cell replays a real tiny CPU run: what is tested here is the study's plan and tables."""
-    def argv(cfg, run_dir, capture="none"):
+    def argv(cfg, run_dir, capture="none", launcher=()):
         return [sys.executable, str(DATA / "fake_runner.py"), str(DATA / "events" / "tiny_cpu_train.jsonl"),
                 "--run-dir", str(run_dir)]
     monkeypatch.setattr(session_module, "runner_argv", argv)

@@ -32,7 +32,7 @@ def oom_for_ctx_32(monkeypatch):
     """Cells with ctx 32 replay the events of a real OOM on the H200 (2.7B, batch 64, ctx 4096)."""
     real_argv = session_module.runner_argv
 
-    def argv(cfg, run_dir, capture="none"):
+    def argv(cfg, run_dir, capture="none", launcher=()):
         if cfg.ctx != 32:
             return real_argv(cfg, run_dir, capture)
         return [sys.executable, str(DATA / "fake_runner.py"), str(DATA / "events" / "oom_h200.jsonl"),

@@ -6,6 +6,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from rich.markup import escape
 from rich.table import Table
 from textual import on, work
 from textual.app import ComposeResult
@@ -80,6 +81,33 @@ def _per_step(gpu_ns: float, steps: int | None) -> str:
     return f"{gpu_ns / steps / 1e6:,.2f}" if steps else NA
 
 
+def rank_lines(profile: Mapping[str, Any] | None, shown: int | None) -> str:
+    """--nproc: every rank's own report in one line each (GPU and communication ms per profiled step, exposed
+    communication, overlap), the one on screen marked; r shows the next rank's tables."""
+    rows = (profile or {}).get("ranks") or []
+    if not rows:
+        return ""
+    lines = []
+    for row in rows:
+        mark = "▶" if row["rank"] == shown else " "
+        if row.get("error"):
+            lines.append(f"{mark} [red]{escape(row['error'])}[/red]")
+            continue
+        lines.append(f"{mark} rank {row['rank']}: GPU {_number(row['gpu_ms_per_step'], 'ms/step')} · comm "
+                     f"{_number(row['comm_ms'], 'ms')} ({_number(row['comm_share_pct'], '%', 0)}) · exposed "
+                     f"{_number(row['exposed_comm_ms'], 'ms')} · overlap {_number(row['overlap_pct'], '%', 0)}")
+    return "\n".join([f"{len(rows)} ranks, one report each (r: next rank)", *lines])
+
+
+def _number(value: float | None, unit: str, digits: int = 1) -> str:
+    return NA if value is None else f"{value:,.{digits}f}{'' if unit == '%' else ' '}{unit}"
+
+
+def rank_choices(profile: Mapping[str, Any] | None) -> list[tuple[int, str]]:
+    """(rank, its kernels/analysis.json path in the run directory) of the ranks that have tables."""
+    return [(row["rank"], row["kernels"]) for row in (profile or {}).get("ranks") or [] if not row.get("error")]
+
+
 def kernel_details(record: dict | None) -> str:
     if not record:
         return ""
@@ -98,10 +126,12 @@ class KernelsPane(Pane):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.view_rows = None  # the filtered, sorted DataFrame behind the table
+        self.shown_rank: int | None = None  # --nproc: whose report the tables show (the first rank's at first)
 
     def compose(self) -> ComposeResult:
         yield Static("No run yet: run one (ctrl+r) or open a saved run (5).", id="kernel-header")
         yield Static(id="kernel-phases")
+        yield Static(id="kernel-ranks")
         with Horizontal(id="kernel-controls"):
             yield Input(placeholder="filter kernels by name (/)", id="kernel-filter", compact=True)
             yield Static(id="kernel-view")
@@ -113,7 +143,33 @@ class KernelsPane(Pane):
             self.query_one("#kernel-header", Static).update(backend_line(profiled_numbers(state), self.data.analysis))
         directory = self.analysis_to_load(state, "kernels")
         if directory is not None:
+            choices = rank_choices(self.profile)
+            self.shown_rank = choices[0][0] if choices else None
             self.load(directory)
+        self.show_ranks()
+
+    @property
+    def profile(self) -> Mapping[str, Any] | None:
+        summary = self.run_state.summary if self.run_state else None
+        return summary.get("profile") if summary else None
+
+    def show_ranks(self) -> None:
+        ranks = self.query_one("#kernel-ranks", Static)
+        ranks.update(rank_lines(self.profile, self.shown_rank))
+        ranks.display = bool(rank_choices(self.profile))
+
+    def action_next_rank(self) -> None:
+        """--nproc: the next rank's kernel tables (each rank has its own report)."""
+        choices = rank_choices(self.profile)
+        if len(choices) < 2 or not self.run_state.run_dir:
+            self.notify("One report only: the next rank's tables come with --nproc 2 or more and a profiler.")
+            return
+        ranks = [rank for rank, _ in choices]
+        position = ranks.index(self.shown_rank) if self.shown_rank in ranks else -1
+        self.shown_rank, path = choices[(position + 1) % len(choices)]
+        self.loaded_dir = (Path(self.run_state.run_dir) / path).parent
+        self.load(self.loaded_dir)
+        self.show_ranks()
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="kernels")
     def load(self, directory: Path) -> None:

@@ -16,8 +16,11 @@ class Backend(Protocol):
 
     def version(self) -> str | None: ...
 
-    def wrap(self, runner_argv: list[str], pass_dir: Path) -> list[str]:
-        """The command that runs the runner under this profiler."""
+    def launcher(self, pass_dir: Path, ranks: bool) -> list[str]:
+        """The command the runner runs under ([] when the runner records by itself); ranks: one per rank."""
+
+    def place_rank_outputs(self, pass_dir: Path) -> None:
+        """Move what each rank's profiler wrote into that rank's directory (where attribute() reads it)."""
 
     def attribute(self, pass_dir: Path) -> KernelAttribution:
         """Labelled kernels from what the profiled pass left in pass_dir (KernelReportError if nothing)."""

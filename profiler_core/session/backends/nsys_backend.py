@@ -1,16 +1,26 @@
-"""Nsight Systems: wraps the runner from outside, captures the cudaProfilerStart/Stop window."""
+"""Nsight Systems: wraps the runner from outside, captures the cudaProfilerStart/Stop window.
+
+With ranks, torchrun starts one nsys per rank (`torchrun --no-python nsys profile … python -m …`), so each rank has
+its own report, named by its global and local rank through nsys's %q{ENV} expansion; place_rank_outputs then moves
+each into that rank's directory, where the single-process code reads it.
+"""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from profiler_core.errors import KernelReportError
 from profiler_core.kernels.nsys.commands import postprocess_report, profile_argv
 from profiler_core.kernels.nsys.locate import nsys_version
+from profiler_core.ranks import rank_dir
 from profiler_core.rundir import NSYS_OUTPUT
 
 if TYPE_CHECKING:
     from profiler_core.kernels.attribution import KernelAttribution
+
+RANK_OUTPUT = f"{NSYS_OUTPUT}-rank%q{{RANK}}-local%q{{LOCAL_RANK}}"
+RANK_FILE = re.compile(rf"{NSYS_OUTPUT}-rank(\d+)-local(\d+)(\.nsys-rep|\.qdstrm)$")
 
 
 class NsysBackend:
@@ -22,8 +32,16 @@ class NsysBackend:
     def version(self) -> str | None:
         return nsys_version(self.nsys)
 
-    def wrap(self, runner_argv: list[str], pass_dir: Path) -> list[str]:
-        return profile_argv(self.nsys, pass_dir / NSYS_OUTPUT, runner_argv, self.extra_args)
+    def launcher(self, pass_dir: Path, ranks: bool) -> list[str]:
+        return profile_argv(self.nsys, pass_dir / (RANK_OUTPUT if ranks else NSYS_OUTPUT), [], self.extra_args)
+
+    def place_rank_outputs(self, pass_dir: Path) -> None:
+        for path in sorted(pass_dir.iterdir()):
+            found = RANK_FILE.match(path.name)
+            if found:
+                target = rank_dir(pass_dir, int(found[1]), int(found[2]))
+                target.mkdir(parents=True, exist_ok=True)
+                path.replace(target / f"{NSYS_OUTPUT}{found[3]}")
 
     def attribute(self, pass_dir: Path) -> KernelAttribution:
         result = postprocess_report(self.nsys, pass_dir)

@@ -16,8 +16,11 @@ class TorchBackend:
     def version(self) -> str | None:
         return None  # the runner's torch version is in the pass's manifest
 
-    def wrap(self, runner_argv: list[str], pass_dir: Path) -> list[str]:
-        return runner_argv
+    def launcher(self, pass_dir: Path, ranks: bool) -> list[str]:
+        return []
+
+    def place_rank_outputs(self, pass_dir: Path) -> None:
+        """Each rank's runner writes its trace in its own directory already."""
 
     def attribute(self, pass_dir: Path) -> KernelAttribution:
         from profiler_core.kernels.torch_trace import attribute_torch_trace  # pandas: only once there is a trace

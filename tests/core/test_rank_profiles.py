@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from rank_reports import SqliteBackend, unpack_rank_reports
 
 from profiler_core.config import RunConfig
 from profiler_core.ranks import with_communication
@@ -59,28 +60,6 @@ def test_communication_figures_join_the_rows_of_their_rank():
     assert rows[1]["comm_ms"] is None and rows[1]["status"] == "ok"
 
 
-RANK_REPORTS = Path(__file__).resolve().parents[1] / "data" / "ranks"
-
-
-class SqliteBackend:
-    """The nsys backend past `nsys export`: reads each rank's sqlite (this machine has no nsys to export with)."""
-    name, capture = "nsys", "nsys"
-
-    def launcher(self, pass_dir, ranks):
-        return []
-
-    def place_rank_outputs(self, pass_dir):
-        pass
-
-    def attribute(self, pass_dir):
-        from profiler_core.errors import KernelReportError
-        from profiler_core.kernels.attribution import attribute_kernels
-
-        if not (pass_dir / "profile.sqlite").is_file():
-            raise KernelReportError(f"nsys wrote no profile.nsys-rep in {pass_dir}")
-        return attribute_kernels(pass_dir / "profile.sqlite")
-
-
 def nccl_ns_by_query(sqlite_path: Path) -> int:
     """NCCL kernel time straight from nsys's tables, without the tool's attribution or classes."""
     import sqlite3
@@ -93,16 +72,10 @@ def nccl_ns_by_query(sqlite_path: Path) -> int:
 def test_every_ranks_real_report_is_analysed_and_a_missing_one_says_so(tmp_path):
     """Two real reports of a DDP step over the H200s (small, bf16, 3 profiled steps), one per rank; rank 2 left
     none."""
-    import lzma
-
     from profiler_core.session.analysis import analyze_rank_kernels
 
     run_dir, pass_dir = tmp_path, tmp_path / "profiled"
-    for rank in (0, 1):
-        own = pass_dir / ("ranks/01" if rank else "")
-        own.mkdir(parents=True, exist_ok=True)
-        packed = RANK_REPORTS / f"profile-rank{rank}-local{rank}.sqlite.xz"
-        (own / "profile.sqlite").write_bytes(lzma.decompress(packed.read_bytes()))
+    unpack_rank_reports(pass_dir)
     record = analyze_rank_kernels(SqliteBackend(), pass_dir, run_dir, [(0, 0), (1, 1), (2, 2)])
     assert record["kernels"] == "kernels/analysis.json" and (run_dir / "kernels/ranks/01/analysis.json").is_file()
     zero, one, two = record["ranks"]

@@ -184,3 +184,24 @@ def test_each_ranks_gpu_is_read_and_its_children_are_ours(monkeypatch):
             assert not descends_from(os.getpid(), {child.pid})
         finally:
             child.kill()
+
+
+def test_two_jobs_at_once_on_one_node_each_take_their_own_port(cli_env, tmp_path):
+    """The standalone rendezvous takes a free port itself, so a second job on the node (a port the first one holds)
+    is never refused for it. A common fixed port (29500) held by another program is where a fixed --master-port
+    would have failed."""
+    import socket
+
+    with socket.socket() as held:
+        try:
+            held.bind(("127.0.0.1", 29500))
+            held.listen()
+        except OSError:
+            pass  # another program holds it already: the same situation
+        command = [sys.executable, "-m", "profiler_core", "run", *TWO_RANKS, "--steps", "3", "--json"]
+        jobs = [subprocess.Popen(command, env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 cwd=ROOT) for _ in range(2)]
+        outputs = [job.communicate(timeout=240) for job in jobs]
+    assert [job.returncode for job in jobs] == [0, 0], outputs[0][1][-2000:] + outputs[1][1][-2000:]
+    run_dirs = {json.loads(stdout)["run_dir"] for stdout, _ in outputs}
+    assert len(run_dirs) == 2

@@ -276,3 +276,36 @@ def test_app_import_stays_light():
     result = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True,
                             cwd=Path(__file__).resolve().parents[2])
     assert result.returncode == 0 and result.stdout.strip() == "", result.stdout + result.stderr
+
+
+async def test_kernels_screen_shows_every_rank_and_r_switches_to_the_next_ranks_tables(tmp_path):
+    """A --nproc 2 run whose two real per-rank reports were analysed as the session does."""
+    import shutil
+
+    from rank_reports import SqliteBackend, unpack_rank_reports
+
+    from profiler_core.session.analysis import analyze_rank_kernels
+
+    run_dir = tmp_path / "ranks-run"
+    run_dir.mkdir()
+    for name in ("manifest.json", "steps.jsonl"):
+        shutil.copy(ANALYSED / name, run_dir / name)
+    unpack_rank_reports(run_dir / "profiled")
+    profile = {"backend": "nsys", **analyze_rank_kernels(SqliteBackend(), run_dir / "profiled", run_dir,
+                                                          [(0, 0), (1, 1)])}
+    summary = json.loads((ANALYSED / "summary.json").read_text()) | {"run_dir": str(run_dir), "profile": profile}
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    one = profile["ranks"][1]
+    app = offline_app(run_dir, runs_dir=tmp_path)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await settle(app, pilot, "3")
+        pane = app.query_one("#pane-kernels")
+        assert "2 ranks, one report each" in text(app) and f"comm {one['comm_ms']:.1f} ms" in text(app)
+        first_total = pane.data.analysis["totals"]["gpu_ns"]
+        await settle(app, pilot, "r")
+        assert pane.shown_rank == 1 and pane.data.kernels_dir == run_dir / "kernels" / "ranks" / "01"
+        assert pane.data.analysis["totals"]["gpu_ns"] != first_total
+        nccl = pane.data.table[pane.data.table["class"] == "nccl"]
+        assert set(nccl["phase"]) == {"backward"}  # DDP's all-reduce, inside backward
+        await settle(app, pilot, "r")
+        assert pane.shown_rank == 0 and pane.data.kernels_dir == run_dir / "kernels"

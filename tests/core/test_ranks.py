@@ -39,6 +39,7 @@ def test_the_issues_slowed_rank_is_named_with_its_victim():
     said = findings(rows)
     assert said[0].startswith("rank 1 is the straggler: its forward takes 68.50 ms against 14.00 ms")
     assert said[1].startswith("victim waits in all-reduce: the backward of rank 0 (62.00 ms)")
+    assert said[1].endswith("against 8.00 ms on rank 1: about 54.0 ms of each 80.0 ms step is waiting (68%)")
 
 
 def test_noise_in_one_phase_names_no_one():

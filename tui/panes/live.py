@@ -65,18 +65,22 @@ def throughput_text(state: RunState) -> str:
 
 
 def ranks_lines(ranks: dict | None) -> list[str]:
-    """--nproc: each rank's step median (the slowest and any flagged rank marked), then the findings; the numbers
-    above are rank 0's."""
+    """--nproc: one line per rank (step median and its phases, communication once profiled; the slowest and any
+    flagged rank marked), then the findings; the numbers above are rank 0's."""
     if not ranks:
         return []
-    cells = []
+    lines = [f"{ranks['world']} ranks ({ranks['parallel']}, batch {ranks['batch_per_rank']} each; above: rank 0), "
+             f"tokens/s all {optional(ranks.get('tokens_per_s_all_ranks'), ',.0f')}"]
     for row in ranks["rows"]:
+        ms = row["median_ms"]
+        phases = " · ".join(f"{short} {optional(ms.get(phase), '.1f')}" for short, phase in
+                            (("fwd", "forward"), ("bwd", "backward"), ("opt", "optimizer")) if phase in ms)
+        comm = f" · comm {row['comm_ms']:.1f} ({optional(row.get('overlap_pct'), '.0f')}% hidden)" \
+            if row.get("comm_ms") is not None else ""
         mark = " slowest" if row["mark"] == "slowest" else ""
         flag = f" [red]score {row['straggler_score']:.2f}[/red]" if row["flagged"] else ""
-        cells.append(f"{row['rank']}: {format_ms(row['median_ms'].get('step'))}{mark}{flag}")
-    header = (f"{ranks['world']} ranks ({ranks['parallel']}, batch {ranks['batch_per_rank']} each; above: rank 0), "
-              f"tokens/s all {optional(ranks.get('tokens_per_s_all_ranks'), ',.0f')}")
-    return [header, "step " + " · ".join(cells), *(f"[yellow]{escape(f)}[/yellow]" for f in ranks["findings"])]
+        lines.append(f"rank {row['rank']}: step {format_ms(ms.get('step'))} ({phases}{comm}){mark}{flag}")
+    return lines + [f"[yellow]{escape(f)}[/yellow]" for f in ranks["findings"]]
 
 
 def warnings_text(state: RunState) -> Text:

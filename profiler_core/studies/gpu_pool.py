@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from profiler_core import events
+from profiler_core import events, rundir
 from profiler_core.config import ConfigError, RunConfig
 from profiler_core.nvml import visible_gpu_count
 
@@ -39,12 +39,18 @@ def parse_gpus(text: str | None) -> list[str]:
     return [gpu.strip() for gpu in text.split(",")] if text else []
 
 
-class GpuPool:
-    """Worker threads, one per GPU, taking the next pending cell until none is left or the sweep is stopped."""
+PrepareCell = Callable[[int], tuple[Path, bool]]  # cell index → its directory, made ready, and whether to resume it
 
-    def __init__(self, sweep_dir: Path, configs: Sequence[RunConfig], on_event: Callable[[dict], None],
+
+class GpuPool:
+    """Worker threads, one per GPU, taking the next pending cell until none is left or the sweep is stopped.
+
+    prepare: the sweep's own preparation of a cell's directory (sweep.cell_preparer), so that the pool and a
+    sequential sweep keep or clear an interrupted cell alike."""
+
+    def __init__(self, configs: Sequence[RunConfig], prepare: PrepareCell, on_event: Callable[[dict], None],
                  nsys: str | None):
-        self.sweep_dir, self.configs, self.nsys = sweep_dir, configs, nsys
+        self.configs, self.prepare, self.nsys = configs, prepare, nsys
         self.lock, self.stopped = threading.Lock(), threading.Event()
         self.queue: list[int] = []
         self.done = self.total = 0
@@ -72,16 +78,14 @@ class GpuPool:
     def run_cell(self, index: int, gpu: str) -> str:
         """The cell's whole session on one GPU; its status (cancelled when the user stopped it)."""
         from profiler_core.session.process import session_argv
-        from profiler_core.studies.sweep import cell_dir, cell_summary, prepare_cell
 
         cfg = self.configs[index]
-        path = cell_dir(self.sweep_dir, index, cfg)
-        resume = bool(prepare_cell(self.sweep_dir, index, cfg, self.nsys).summaries)
+        path, resume = self.prepare(index)
         argv = session_argv(cfg, path, self.nsys) + (["--resume"] if resume else [])
         with (path / SESSION_STDERR).open("ab") as stderr:
             subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=stderr, check=False,
                            env={**os.environ, "CUDA_VISIBLE_DEVICES": gpu})
-        summary = cell_summary(path) or {"status": events.FAILED_STATUS}
+        summary = _summary(path) or {"status": events.FAILED_STATUS}
         error = summary.get("error") or {}
         return events.CANCELLED if error.get("kind") == events.CANCELLED else summary["status"]
 
@@ -92,13 +96,20 @@ class GpuPool:
         self.stopped.set()
 
 
-def run_on_gpus(sweep_dir: Path, configs: Sequence[RunConfig], pending: list[int], gpus: Sequence[str],
+def _summary(path: Path) -> dict | None:
+    try:
+        return rundir.read_json(path / rundir.SUMMARY)
+    except rundir.RunDirError:
+        return None  # a torn summary: the cell failed
+
+
+def run_on_gpus(configs: Sequence[RunConfig], prepare: PrepareCell, pending: list[int], gpus: Sequence[str],
                 on_event: Callable[[dict], None], nsys: str | None) -> None:
     problem = gpus_problem(gpus, [configs[i] for i in pending])
     if problem:
         raise ConfigError(problem)
     on_event({"event": events.STUDY, "cells": len(configs), "pending": len(pending), "gpus": list(gpus)})
-    run_pool(GpuPool(sweep_dir, configs, on_event, nsys), pending, gpus)
+    run_pool(GpuPool(configs, prepare, on_event, nsys), pending, gpus)
 
 
 def run_pool(pool: GpuPool, pending: list[int], gpus: Sequence[str]) -> None:

@@ -17,6 +17,7 @@ from profiler_core.config import ConfigError, RunConfig, config_problems, valida
 from profiler_core.errors import StudyError
 from profiler_core.session.backends import choose_backend
 from profiler_core.session.repeats import RepeatedRun
+from profiler_core.studies.gpu_pool import run_on_gpus
 
 
 def expand(grid: dict[str, list]) -> list[RunConfig]:
@@ -83,9 +84,7 @@ def run(sweep_dir: Path, on_event: Callable[[dict], None], nsys: str | None = No
     configs, _ = load_plan(sweep_dir)
     pending = [i for i, cfg in enumerate(configs) if not cell_done(sweep_dir, i, cfg)]
     if gpus:
-        from profiler_core.studies.gpu_pool import run_on_gpus
-
-        run_on_gpus(sweep_dir, configs, pending, gpus, on_event, nsys)
+        run_on_gpus(configs, cell_preparer(sweep_dir, configs, nsys), pending, gpus, on_event, nsys)
         return _results(sweep_dir, configs)
     groups = {index: prepare_cell(sweep_dir, index, configs[index], nsys) for index in pending}
     for group in groups.values():
@@ -109,6 +108,14 @@ def run(sweep_dir: Path, on_event: Callable[[dict], None], nsys: str | None = No
             if error and error["kind"] == events.CANCELLED:
                 return _results(sweep_dir, configs)
     return _results(sweep_dir, configs)
+
+
+def cell_preparer(sweep_dir: Path, configs: list[RunConfig], nsys: str | None) -> Callable[[int], tuple[Path, bool]]:
+    """For a cell run in a process of its own (gpu_pool): its directory made ready, and whether to resume it."""
+    def prepare(index: int) -> tuple[Path, bool]:
+        group = prepare_cell(sweep_dir, index, configs[index], nsys)
+        return cell_dir(sweep_dir, index, configs[index]), bool(group.summaries)
+    return prepare
 
 
 def prepare_cell(sweep_dir: Path, index: int, cfg: RunConfig, nsys: str | None) -> RepeatedRun:

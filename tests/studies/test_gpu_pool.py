@@ -34,7 +34,7 @@ def test_cells_run_side_by_side_each_with_its_own_gpu(tmp_path, cli_env, monkeyp
     configs = [RunConfig(model="tiny", device="cpu", ctx=32, batch=2, warmup=1, steps=3, seed=seed) for seed in (1, 2)]
     sweep_dir = sweep.create(tmp_path, "pool", configs, ["seed"])
     seen: list[dict] = []
-    run_pool(GpuPool(sweep_dir, configs, seen.append, None), [0, 1], ["0", "1"])
+    run_pool(GpuPool(configs, sweep.cell_preparer(sweep_dir, configs, None), seen.append, None), [0, 1], ["0", "1"])
     summaries = [sweep.cell_summary(sweep.cell_dir(sweep_dir, i, cfg)) for i, cfg in enumerate(configs)]
     assert [s["status"] for s in summaries] == [events.OK, events.OK]
     gpus = {s["env"]["cuda_visible_devices"] for s in summaries}
@@ -52,7 +52,7 @@ def test_cells_run_side_by_side_each_with_its_own_gpu(tmp_path, cli_env, monkeyp
 def test_a_cancelled_cell_stops_the_pool_from_starting_more(tmp_path, monkeypatch):
     configs = [RunConfig(model="tiny", device="cpu", seed=seed) for seed in range(3)]
     sweep_dir = sweep.create(tmp_path, "pool", configs, ["seed"])
-    pool = GpuPool(sweep_dir, configs, lambda event: None, None)
+    pool = GpuPool(configs, sweep.cell_preparer(sweep_dir, configs, None), lambda event: None, None)
     ran: list[int] = []
 
     def cancelled(index: int, gpu: str) -> str:

@@ -127,6 +127,7 @@ class KernelsPane(Pane):
         super().__init__(**kwargs)
         self.view_rows = None  # the filtered, sorted DataFrame behind the table
         self.shown_rank: int | None = None  # --nproc: whose report the tables show (the first rank's at first)
+        self._ranks_drawn: tuple[object, int | None] | None = None  # what the rank lines show now
 
     def compose(self) -> ComposeResult:
         yield Static("No run yet: run one (ctrl+r) or open a saved run (5).", id="kernel-header")
@@ -154,6 +155,11 @@ class KernelsPane(Pane):
         return summary.get("profile") if summary else None
 
     def show_ranks(self) -> None:
+        """Redrawn only when the profile or the rank shown changes: run states arrive with every step."""
+        drawn = (self.profile, self.shown_rank)
+        if self._ranks_drawn is not None and drawn[0] is self._ranks_drawn[0] and drawn[1] == self._ranks_drawn[1]:
+            return
+        self._ranks_drawn = drawn
         ranks = self.query_one("#kernel-ranks", Static)
         ranks.update(rank_lines(self.profile, self.shown_rank))
         ranks.display = bool(rank_choices(self.profile))

@@ -141,8 +141,11 @@ class SysprofApp(TableExportActions, App):
 
     def action_show_pane(self, pane: str) -> None:
         tabs = self.screen.query("#panes")
-        if pane in PANES and tabs:
+        if pane in PANES and tabs and tabs.first(TabbedContent).active != pane:
             self.build_pane(tabs.first(TabbedContent).get_pane(pane))
+            # A focused widget that is hidden hands focus to a sibling in its own pane, which switches the tabs
+            # back (TabbedContent follows focus): let go of it first; pane_shown focuses the new pane.
+            self.screen.set_focus(None)
             tabs.first(TabbedContent).active = pane
 
     def build_pane(self, tab: TabPane | None) -> None:

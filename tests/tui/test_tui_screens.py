@@ -264,6 +264,20 @@ async def test_help_lists_every_key_and_palette_has_every_action():
         assert "Kernels: Sort" in titles and "Runs: Compare" in titles and "Studies: Start" in titles
 
 
+
+async def test_help_scrolls_from_the_keyboard_at_once():
+    app = offline_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot, "7")
+        scroll = app.query_one("#help-scroll")
+        assert scroll.max_scroll_y > 0 and scroll.scroll_y == 0
+        await settle(app, pilot, "pagedown")
+        assert scroll.scroll_y > 0
+        await settle(app, pilot, "end")
+        await pilot.pause(0.3)  # the scroll to the end is animated
+        assert scroll.scroll_y == scroll.max_scroll_y
+
+
 def test_non_run_path_is_one_line_error(tmp_path):
     result = subprocess.run([sys.executable, "-m", "tui", str(tmp_path)], capture_output=True, text=True,
                             cwd=Path(__file__).resolve().parents[2], timeout=60)
@@ -309,3 +323,20 @@ async def test_kernels_screen_shows_every_rank_and_r_switches_to_the_next_ranks_
         assert set(nccl["phase"]) == {"backward"}  # DDP's all-reduce, inside backward
         await settle(app, pilot, "r")
         assert pane.shown_rank == 0 and pane.data.kernels_dir == run_dir / "kernels"
+
+
+async def test_leaving_runs_while_comparing_stays_left():
+    """A focused widget that is hidden blurs itself, and Textual hands the focus to a sibling in the same pane,
+    which switched the tabs back (TabbedContent follows focus): opening a run from Runs once stayed on Runs.
+    Here the hidden pane's blur is delivered before the new pane takes focus, the order that lost the switch."""
+    app = offline_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(app, pilot, "5", "space", "down", "space", "c")
+        assert app.query_one("#pane-runs").comparison
+        app.action_show_pane("live")
+        if app.screen.focused is not None:
+            app.screen.focused.blur()  # what Widget._on_hide does when the runs tab is hidden
+        for _ in range(5):
+            await pilot.pause(0.05)
+        assert app.query_one("#panes").active == "live"
+        assert app.screen.focused is not None and app.query_one("#pane-live") in app.screen.focused.ancestors

@@ -38,3 +38,7 @@ class HelpPane(Pane):
         with VerticalScroll(id="help-scroll"):
             yield Static(keys_table(), id="help-keys")
             yield Static("\n".join(f"• {note}" for note in NOTES), id="help-notes")
+
+    def focus_main(self) -> None:
+        """The scroll holds the focus, so Down, PageDown and End move through the help at once."""
+        self.query_one("#help-scroll", VerticalScroll).focus()

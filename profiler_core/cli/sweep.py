@@ -22,7 +22,15 @@ from profiler_core.studies import sweep
 from profiler_core.studies.gpu_pool import gpus_problem as pool_problem
 from profiler_core.studies.gpu_pool import parse_gpus
 from profiler_core.studies.progress import Progress
-from profiler_core.studies.tables import compact, pivot, sweep_document, sweep_rows, visible_columns
+from profiler_core.studies.tables import (
+    compact,
+    pivot,
+    pivot_problem,
+    planned_columns,
+    sweep_document,
+    sweep_rows,
+    visible_columns,
+)
 
 TRUE_WORDS, FALSE_WORDS = ("true", "yes", "1", "on"), ("false", "no", "0", "off")
 
@@ -110,6 +118,12 @@ def command_sweep(args) -> int:
     else:
         grid, varied = grid_from_args(args)
         configs = sweep.expand(grid)
+    if args.pivot:  # a typo is exit 2 before the first cell, not after the last
+        problem = pivot_problem(planned_columns(configs), *_pivot_fields(args.pivot), args.value)
+        if not problem and args.value == "peak GiB" and all(cfg.device == "cpu" for cfg in configs):
+            problem = "'peak GiB' is measured on CUDA only; these cells run on the CPU"
+        if problem:
+            raise ConfigError(f"--pivot/--value: {problem}")
     for problem in filter(None, map(gpus_problem, configs)):
         raise UsageError(problem)  # more ranks than GPUs: say so before the first cell, not at it
     gpus = parse_gpus(args.gpus)
@@ -138,13 +152,18 @@ def report_sweep(args, sweep_dir: Path, elapsed_s: float) -> int:
     return 0 if all(c["status"] in events.DONE_STATUSES for c in document["cells"]) else 1
 
 
+def _pivot_fields(text: str) -> tuple[list[str], list[str]]:
+    """"ctx,model:d_model,compile" → (["ctx", "model"], ["d_model", "compile"])."""
+    index_text, _, columns_text = text.partition(":")
+    split = lambda part: [c.strip() for c in part.split(",") if c.strip()]  # noqa: E731
+    return split(index_text), split(columns_text)
+
+
 def _pivot_or_rows(args, rows: list[dict], varied: list[str]):
     if not args.pivot:
         columns = visible_columns(rows, varied)
         return [{c: row[c] for c in columns} for row in rows]
-    index_text, _, columns_text = args.pivot.partition(":")
-    split = lambda text: [c.strip() for c in text.split(",") if c.strip()]  # noqa: E731
     try:
-        return pivot(rows, split(index_text), split(columns_text), args.value)
+        return pivot(rows, *_pivot_fields(args.pivot), args.value)
     except KeyError as exc:
         raise ConfigError(f"--pivot/--value: {exc.args[0]}") from None

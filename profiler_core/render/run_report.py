@@ -17,7 +17,7 @@ from profiler_core.render.units import format_bytes, format_ms, optional, signif
 def phase_table(summary: RunSummary) -> Table:
     """Per-phase statistics in milliseconds (the unit in the header keeps the table 80 columns wide)."""
     cfg = summary["config"]
-    title = (f"{model_label(cfg['model'], cfg.get('model_factory'))} · ctx {cfg['ctx']} · batch {cfg['batch']} · {cfg['mode']} · {cfg['dtype']}"
+    title = (f"{model_label(cfg['model'], cfg.get('model_factory'))}{_params(summary)} · ctx {cfg['ctx']} · batch {cfg['batch']} · {cfg['mode']} · {cfg['dtype']}"
              f" · {cfg['attention']}{' · compiled' if cfg['compile'] else ''} · {summary['env'].get('device_name')}"
              f"{_rank_of(summary)}")
     peaks = summary.get("peak_memory_bytes") or {}
@@ -31,6 +31,12 @@ def phase_table(summary: RunSummary) -> Table:
         cells += [format_bytes(peaks.get(phase)) if phase in peaks else ""] if peaks else []
         table.add_row(phase, *cells)
     return table
+
+
+def _params(summary: RunSummary) -> str:
+    """The model's true parameter count next to its name ("custom" or a preset name says little by itself)."""
+    params = summary.get("params")
+    return f" ({human_count(params)} params)" if params else ""
 
 
 def _rank_of(summary: RunSummary) -> str:

@@ -62,6 +62,11 @@ def sweep_rows(sweep_dir: Path) -> list[dict]:
     return rows
 
 
+def planned_columns(configs: list) -> list[str]:
+    """Every column the sweep's rows will have, known before any cell runs (a pivot is checked against it)."""
+    return list(dict.fromkeys(column for cfg in configs for column in cell_row(cfg.to_dict(), None, [])))
+
+
 def sweep_summaries(sweep_dir: Path) -> list[dict | None]:
     """Each cell's summary (None before it ran), in plan order: what compare needs beyond a row."""
     configs, _ = load_plan(sweep_dir)
@@ -90,19 +95,52 @@ def visible_columns(rows: list[dict], varied: list[str]) -> list[str]:
     return list(dict.fromkeys(keep + ["status"] + timing + extra))
 
 
+def _cell_text(status: str | None) -> str:
+    """What a pivot shows for a cell without a value: "OOM" for an out-of-memory cell, else its status."""
+    return "OOM" if status == events.OOM else str(status or events.PENDING)
+
+
+def _pivot_cell(values):
+    """Numbers → their mean; only texts (OOM, failed, or a text value such as status) → the distinct ones."""
+    numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if numbers:
+        return sum(numbers) / len(numbers)
+    return "/".join(dict.fromkeys(str(v) for v in values if v is not None)) or None
+
+
+def pivot_problem(columns: list[str], index: list[str], across: list[str], value: str) -> str | None:
+    """Why a pivot over these row keys cannot be built (None when it can): checked before a sweep runs."""
+    missing = [c for c in [*index, *across, value] if c not in columns]
+    if missing:
+        return f"no column {missing[0]!r}; choose from {', '.join(columns)}"
+    if not index:
+        return "a pivot needs at least one row field before the ':' (e.g. ctx:d_model)"
+    return None
+
+
 def pivot(rows: list[dict], index: list[str], columns: list[str], value: str):
-    """A pandas pivot (mean of `value`), e.g. forward ms by ctx × d_model × compile."""
+    """A pivot of `value` (the mean over cells that share a position), e.g. forward ms by ctx × d_model ×
+    compile. A cell without a value shows why ("OOM", "failed"), so rows and columns that are all OOM stay."""
     import pandas as pd
 
+    problem = pivot_problem(list(rows[0]) if rows else [], index, columns, value)
+    if problem:
+        raise KeyError(problem)
+    finished = [row for row in rows if row.get("status") == events.OK]
+    if finished and all(row.get(value) is None for row in finished):
+        device = ", ".join(sorted({str(row.get("device")) for row in finished}))
+        raise KeyError(f"no finished cell has a value for {value!r} (ran on {device})"
+                       + ("; peak memory is measured on CUDA only" if value == "peak GiB" else ""))
     frame = pd.DataFrame(rows)
-    missing = [c for c in [*index, *columns, value] if c not in frame.columns]
-    if missing:
-        raise KeyError(f"no column {missing[0]!r}; choose from {', '.join(frame.columns)}")
-    table = frame.pivot_table(index=index, columns=columns or None, values=value, aggfunc="mean")
+    frame["_cell"] = [row[value] if row.get(value) is not None or row.get("status") == events.OK
+                      else _cell_text(row.get("status")) for row in rows]
+    grouped = frame.groupby(index + columns, sort=True, dropna=False)["_cell"].agg(_pivot_cell)
+    table = grouped.unstack(columns) if columns else grouped.to_frame(value)
     if columns:  # "compile=True" rather than a bare "True" as a column name
         table.columns = [" ".join(f"{name}={part}" for name, part in zip(columns, key if isinstance(key, tuple)
                                                                          else (key,))) for key in table.columns]
-    return table.reset_index()
+    flat = table.reset_index().astype(object)
+    return flat.where(flat.notna(), None)
 
 
 def compact(table: list[dict]) -> list[dict]:

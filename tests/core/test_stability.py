@@ -112,6 +112,7 @@ def test_run_report_prints_the_warnings_a_saved_run_shows(tmp_path):
     print_run(console, summary)
     text = console.export_text()
     assert "warning: the first 2 measured step(s) took" in text and "warning: steps vary within the run" in text
+    assert f"tiny ({summary['params'] / 1e6:.1f}M params) · ctx 64" in text  # the true count beside the name
     quiet = Console(record=True, width=200)
     print_run(quiet, {**summary, "warnings": []})  # the run stored its warnings (none): those are shown
     assert "warning:" not in quiet.export_text()

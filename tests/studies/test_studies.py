@@ -75,6 +75,24 @@ def test_sweep_rows_have_the_seed_columns_and_pivot(tmp_path):
     assert "±" in compact([{"fwd mean ms": 1.0, "fwd std ms": 0.5}])[0]["fwd ms"]
 
 
+
+def test_pivot_marks_oom_cells_keeps_all_oom_rows_and_takes_text_values(tmp_path, oom_for_ctx_32):
+    configs = sweep.expand({**{k: [v] for k, v in TINY.items()}, "ctx": [16, 32], "batch": [2, 3]})
+    sweep_dir = sweep.create(tmp_path, "t", configs, ["ctx", "batch"])
+    sweep.run(sweep_dir, lambda e: None)
+    rows = sweep_rows(sweep_dir)
+    table = pivot(rows, ["ctx"], ["batch"], "fwd mean ms").to_dict("records")
+    assert [r["ctx"] for r in table] == [16, 32]  # the row where every cell ran out of memory stays
+    assert table[1] == {"ctx": 32, "batch=2": "OOM", "batch=3": "OOM"}
+    assert all(isinstance(table[0][f"batch={b}"], float) for b in (2, 3))
+    status = pivot(rows, ["ctx"], ["batch"], "status").to_dict("records")
+    assert status == [{"ctx": 16, "batch=2": "ok", "batch=3": "ok"}, {"ctx": 32, "batch=2": "oom", "batch=3": "oom"}]
+    with pytest.raises(KeyError, match="no finished cell has a value for 'peak GiB' \\(ran on .*\\); .*CUDA only"):
+        pivot(rows, ["ctx"], ["batch"], "peak GiB")
+    with pytest.raises(KeyError, match="no column 'seq'; choose from"):
+        pivot(rows, ["seq"], ["batch"], "fwd mean ms")
+
+
 def test_sweep_cli_json_and_bad_values(cli_env, tmp_path):
     args = [sys.executable, "-m", "profiler_core", "sweep", "--model", "tiny", "--device", "cpu", "--ctx", "16,24",
             "--batch", "2", "--warmup", "0", "--steps", "2", "--json"]
@@ -84,7 +102,9 @@ def test_sweep_cli_json_and_bad_values(cli_env, tmp_path):
     assert [c["config"]["ctx"] for c in cells] == [16, 24] and all(c["status"] == "ok" for c in cells)
     for extra, reason in ((["--compile", "maybe"], "takes true/false values"), (["--ctx", "²"], "takes integers"),
                           (["--output", "/proc/no/table.md"], "not a writable folder"),
-                          (["--output", "table.txt"], "end the name in"), (["--ctx", ","], "lists no values")):
+                          (["--output", "table.txt"], "end the name in"), (["--ctx", ","], "lists no values"),
+                          (["--pivot", "ctx:dmodel"], "--pivot/--value: no column 'dmodel'"),
+                          (["--pivot", "ctx", "--value", "fwd ms"], "no column 'fwd ms'")):
         bad = subprocess.run(args[:-1] + extra, env=cli_env, capture_output=True, text=True, timeout=60)
         assert bad.returncode == 2 and reason in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
     assert len(list((tmp_path / "runs").iterdir())) == 1  # the refused sweeps created nothing

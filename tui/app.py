@@ -81,6 +81,7 @@ class SysprofApp(TableExportActions, App):
         self.initial = initial or remembered or default_config()
         self.pending: tuple[RunConfig | None, dict] = (None, {"config": "not checked yet"})
         self.control = ProcessControl()  # owns every process the app starts
+        self.focus_pending = False  # a pane was shown and takes the focus after the next refresh
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -158,11 +159,13 @@ class SysprofApp(TableExportActions, App):
         self.build_pane(event.pane)  # a click on a tab comes here without action_show_pane
         pane = self.current_pane()
         if pane is not None:
+            self.focus_pending = True
             self.call_after_refresh(self.focus_if_still_shown, pane)
 
     def focus_if_still_shown(self, pane: Pane) -> None:
         """Focusing a pane that was left meanwhile would switch back to it (TabbedContent follows focus),
         and two panes doing that to each other flip the tabs back and forth."""
+        self.focus_pending = False
         if self.current_pane() is pane:
             pane.focus_main()
 

@@ -29,19 +29,24 @@ err = Console(stderr=True, highlight=False)
 
 def add_study_parsers(commands) -> None:
     study = commands.add_parser("study", help="the seed reports' studies").add_subparsers(dest="study", required=True)
-    for name, help_text in (("warmup", "0/1/2/5 warm-up steps: first-step penalty and spread"),
-                            ("compile", "eager vs torch.compile, forward and train step"),
-                            ("precision", "accumulation demo, autocast dtypes, fp32/tf32/bf16 speedups")):
-        parser = study.add_parser(name, help=help_text)
+    for name, study_help in (("warmup", "0/1/2/5 warm-up steps: first-step penalty and spread"),
+                             ("compile", "eager vs torch.compile, forward and train step"),
+                             ("precision", "accumulation demo, autocast dtypes, fp32/tf32/bf16 speedups")):
+        parser = study.add_parser(name, help=study_help)
         add_config_options(parser)
         _common(parser)
     study.choices["warmup"].add_argument("--warmups", default="0,1,2,5")
     study.choices["precision"].add_argument("--models", help="comma-separated presets (default: --model's)")
     bench = study.add_parser("attention", help="attention microbenchmark: eager, compiled, SDPA")
-    for option, default in (("--impl", "eager,compiled,sdpa"), ("--d", "16,32,64,128"),
-                            ("--seq", "256,1024,4096,8192,16384"), ("--batch", "8"), ("--iters", "100"),
-                            ("--dtype", "fp32")):
-        bench.add_argument(option, default=default)
+    options: tuple[tuple[str, str | None, str | None], ...] = (
+            ("--impl", "eager,compiled,sdpa", None),
+            ("--d", None, "head dims (default 16,32,64,128; on cpu 16,64)"),
+            ("--seq", None, "sequence lengths (default 256…16384; on cpu 128,512)"),
+            ("--batch", "8", None), ("--iters", None, "timed iterations per cell (default 100; on cpu 10)"),
+            ("--dtype", "fp32", "fp32 and/or bf16 (autocast over fp32 inputs), e.g. fp32,bf16"),
+            ("--device", "auto", "cuda, cpu or mps (auto: cuda when a GPU is visible, else cpu)"))
+    for option, default_text, help_text in options:
+        bench.add_argument(option, default=default_text, help=help_text)
     bench.add_argument("--model-factory", help=argparse.SUPPRESS)  # accepted only to refuse it with the reason
     _common(bench)
 
@@ -143,22 +148,44 @@ def study_attention(args) -> int:
         raise ConfigError("the attention study times the built-in attention alone, not a model; for yours, sweep "
                           "--attention naive,sdpa with --model-factory (the factory takes an attention parameter)")
     started = _start(args)
-    batch, iters = (_positive(args.batch, "--batch"), _positive(args.iters, "--iters"))
-    if gpu_count() == 0:
-        raise ConfigError("the attention microbenchmark needs a CUDA GPU (none visible to NVML)")
-    if args.dtype not in attention.DTYPES:
-        raise ConfigError(f"--dtype must be one of {', '.join(attention.DTYPES)}")
-    impls = [i for i in args.impl.split(",") if i]
-    unknown = set(impls) - {"eager", "compiled", "sdpa"}
-    if unknown:
-        raise ConfigError(f"--impl: unknown implementation {sorted(unknown)[0]!r} (eager, compiled, sdpa)")
-    groups = attention.grid(impls, _ints(args.d, "--d"), _ints(args.seq, "--seq"))
+    device = _attention_device(args.device)
+    dims, seqs, default_iters = attention.DEFAULT_GRID[device]
+    batch, iters = (_positive(args.batch, "--batch"), _positive(args.iters or default_iters, "--iters"))
+    dtypes = _choices(args.dtype, "--dtype", attention.DTYPES)
+    impls = _choices(args.impl, "--impl", ("eager", "compiled", "sdpa"))
+    groups = attention.grid(impls, _ints(args.d or dims, "--d"), _ints(args.seq or seqs, "--seq"), dtypes)
+    problem = attention.device_problem(device)
+    if problem:
+        raise ConfigError(problem)
     study_dir = rundir.new_timestamped_dir(rundir.runs_root(args.runs_dir), "attention")
     progress, cells = Progress(args.events), sum(len(group) for group in groups)
     progress.study("attention", study_dir, cells, cells)
-    report = lambda row: progress.cell_done(progress.done, row["status"], f"{row['impl']} d={row['d']} seq={row['seq']}")  # noqa: E731
-    attention.run_study(study_dir, groups, batch, iters, args.dtype, report)
+    report = lambda row: progress.cell_done(progress.done, row["status"], _cell_label(row))  # noqa: E731
+    attention.run_study(study_dir, groups, batch, iters, device, report)
     return emit_tables(args, study_dir, started)
+
+
+def _cell_label(row: dict) -> str:
+    return f"{row['impl']} {row['dtype']} d={row['d']} seq={row['seq']}"
+
+
+def _attention_device(requested: str) -> str:
+    if requested == "auto":
+        return "cuda" if gpu_count() > 0 else "cpu"
+    if requested not in attention.DEVICES:
+        raise ConfigError(f"--device must be one of auto, {', '.join(attention.DEVICES)}; got {requested!r}")
+    if requested == "cuda" and gpu_count() == 0:
+        raise ConfigError("--device cuda: no CUDA GPU is visible to NVML (use --device cpu)")
+    return requested
+
+
+def _choices(text: str, option: str, allowed: tuple[str, ...]) -> list[str]:
+    chosen = [item.strip() for item in text.split(",") if item.strip()]
+    unknown = [item for item in chosen if item not in allowed]
+    if unknown or not chosen:
+        raise ConfigError(f"{option}: {'unknown value ' + repr(unknown[0]) if unknown else 'no value'} "
+                          f"(choose from {', '.join(allowed)})")
+    return list(dict.fromkeys(chosen))
 
 
 STUDIES = {"warmup": study_warmup, "compile": study_compile, "precision": study_precision,

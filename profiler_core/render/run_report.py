@@ -225,10 +225,12 @@ def _cell(value) -> str:
 
 
 def print_rows(console, table, title: str) -> None:
-    """Any table (DataFrame or list of dicts) as a rich table, numbers right-aligned."""
+    """Any table (DataFrame or list of dicts) as a rich table, numbers right-aligned; a column empty in every
+    row (memory on a CPU, say) is left out of the view, not of exports."""
     from profiler_core.render.export import table_records
 
     columns, records = table_records(table)
+    columns = [c for c in columns if any(r.get(c) is not None for r in records)] if records else columns
     view = Table(title=title, title_justify="left")
     for column in columns:
         numeric = any(isinstance(r.get(column), (int, float)) and not isinstance(r.get(column), bool) for r in records)

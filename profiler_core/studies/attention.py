@@ -12,68 +12,122 @@ from pathlib import Path
 from profiler_core import events, rundir
 from profiler_core.config import DTYPE_BYTES
 
-DTYPES = ("fp32", "bf16")  # what the benchmark runs in (no autocast: the inputs are made in it)
+DTYPES = ("fp32", "bf16")  # bf16: autocast over fp32 inputs, as users run it (studies before it cast Q, K, V)
+DEVICES = ("cuda", "cpu", "mps")
+# Without --seq/--d/--iters: the handout's grid on a GPU; a grid that finishes in about a minute on a CPU.
+DEFAULT_GRID = {"cuda": ("16,32,64,128", "256,1024,4096,8192,16384", "100"),
+                "mps": ("16,32,64,128", "256,1024,4096", "20"),
+                "cpu": ("16,64", "128,512", "10")}
 
 
-def grid(impls: list[str], dims: list[int], seqs: list[int]) -> list[list[dict]]:
-    """One group per (implementation, d), sequence lengths ascending: OOMs come at the end of a group."""
-    return [[{"impl": impl, "d": d, "seq": seq} for seq in sorted(seqs)] for impl in impls for d in dims]
+def grid(impls: list[str], dims: list[int], seqs: list[int], dtypes: list[str]) -> list[list[dict]]:
+    """One group per (implementation, dtype, d), sequence lengths ascending: OOMs come at the end of a group."""
+    return [[{"impl": impl, "dtype": dtype, "d": d, "seq": seq} for seq in sorted(seqs)]
+            for impl in impls for dtype in dtypes for d in dims]
 
 
-def _bench_argv(cells: list[dict], batch: int, iters: int, dtype: str) -> list[str]:
+def bench_argv(cells: list[dict], batch: int, iters: int, dtype: str, device: str) -> list[str]:
     return [sys.executable, "-m", "profiler_core.runner.attention_bench", "--cells-json", json.dumps(cells),
-            "--batch", str(batch), "--iters", str(iters), "--dtype", dtype]
+            "--batch", str(batch), "--iters", str(iters), "--dtype", dtype, "--device", device]
 
 
-def run_group(cells: list[dict], batch: int, iters: int, dtype: str, log: Path) -> list[dict]:
-    """Every cell of the group gets a result; after an OOM the rest run in a new process."""
+def device_problem(device: str) -> str | None:
+    """Asked of the benchmark itself (this process does not import torch): why it cannot run there, or None."""
+    if device == "cpu":
+        return None
+    done = subprocess.run(bench_argv([], 1, 1, "fp32", device), capture_output=True, text=True)
+    found = events.decode_lines(done.stdout, (events.FAILED,))
+    if found:
+        return found[0]["message"]
+    return None if done.returncode == 0 else f"the benchmark could not start ({done.stderr.strip()[-200:]})"
+
+
+def run_group(cells: list[dict], batch: int, iters: int, device: str, log: Path) -> list[dict]:
+    """Every cell of the group gets a result; after an OOM or a failure the rest run in a new process."""
     results: list[dict] = []
     while len(results) < len(cells):
-        remaining = cells[len(results):]
+        remaining, before = cells[len(results):], len(results)
         with log.open("ab") as stderr:
-            done = subprocess.run(_bench_argv(remaining, batch, iters, dtype), stdout=subprocess.PIPE,
-                                  stderr=stderr, text=True)
+            done = subprocess.run(bench_argv(remaining, batch, iters, remaining[0]["dtype"], device),
+                                  stdout=subprocess.PIPE, stderr=stderr, text=True)
         found = events.decode_lines(done.stdout, (events.CELL_RESULT, events.FAILED))
-        cells_done = [{k: v for k, v in e.items() if k != "event"} for e in found if e["event"] == events.CELL_RESULT]
-        if not cells_done:  # the process died (or refused) before a cell finished
-            reason = found[0].get("message") if found else f"benchmark process exited with {done.returncode}"
-            results.append(remaining[0] | {"status": events.FAILED_STATUS, "message": reason})
-        results += cells_done
+        results += [{k: v for k, v in e.items() if k != "event"} for e in found if e["event"] == events.CELL_RESULT]
+        failure = next((e for e in found if e["event"] == events.FAILED), None)
+        if failure or done.returncode not in (0, 3) or len(results) == before:  # the next cell failed
+            reason = failure["message"] if failure else f"benchmark process exited with {done.returncode}"
+            if len(results) < len(cells):
+                results.append(cells[len(results)] | {"status": events.FAILED_STATUS, "message": reason})
     return results
 
 
-def write_plan(study_dir: Path, groups: list[list[dict]], batch: int, iters: int, dtype: str) -> None:
-    """What the study will measure: enough to rebuild its table from cells.jsonl, also half-way."""
-    rundir.write_json(study_dir / rundir.ATTENTION_PLAN, {"study": "attention", "batch": batch, "iters": iters,
-                                                   "dtype": dtype, "cells": [c for g in groups for c in g],
-                                                   "created": time.time()})
+def write_plan(study_dir: Path, groups: list[list[dict]], batch: int, iters: int, device: str) -> None:
+    """What the study will measure: enough to rebuild its tables from cells.jsonl, also half-way."""
+    cells = [c for g in groups for c in g]
+    rundir.write_json(study_dir / rundir.ATTENTION_PLAN, {
+        "study": "attention", "batch": batch, "iters": iters, "device": device, "precision": "autocast",
+        "dtypes": list(dict.fromkeys(c["dtype"] for c in cells)), "cells": cells, "created": time.time()})
 
 
-def run_study(study_dir: Path, groups: list[list[dict]], batch: int, iters: int, dtype: str,
+def run_study(study_dir: Path, groups: list[list[dict]], batch: int, iters: int, device: str,
               on_cell: Callable[[dict], None]) -> list[dict]:
-    write_plan(study_dir, groups, batch, iters, dtype)
+    write_plan(study_dir, groups, batch, iters, device)
     rows = []
     for group in groups:
-        for result in run_group(group, batch, iters, dtype, study_dir / rundir.STDERR):
-            row = summarize_cell(result, batch, dtype)
+        for result in run_group(group, batch, iters, device, study_dir / rundir.STDERR):
+            row = summarize_cell(result, batch, result["dtype"])
             rundir.append_jsonl(study_dir / rundir.ATTENTION_CELLS, result)
             on_cell(row)
             rows.append(row)
     return rows
 
 
+def _mib(value: int | None) -> float | None:
+    return value / 2**20 if value is not None else None
+
+
+def _mean_std(times: list[float] | None) -> tuple[float | None, float | None]:
+    if not times:
+        return None, None
+    return statistics.fmean(times), statistics.stdev(times) if len(times) > 1 else 0.0
+
+
 def summarize_cell(result: dict, batch: int, dtype: str) -> dict:
-    """A table row: mean times, and the saved memory in units of one (B, T, T) tensor."""
+    """A table row: mean ± std times, the memory around forward and backward (None where the device's allocator
+    does not tell), and the saved memory in units of one (B, T, T) tensor of the dtype."""
     square_bytes = batch * result["seq"] ** 2 * DTYPE_BYTES[dtype]
-    row = {"impl": result["impl"], "d": result["d"], "seq": result["seq"], "status": result["status"]}
-    forward, backward = result.get("forward_ms"), result.get("backward_ms")
-    row["fwd mean ms"] = statistics.fmean(forward) if forward else None
-    row["bwd mean ms"] = statistics.fmean(backward) if backward else None
+    row = {"impl": result["impl"], "dtype": dtype, "d": result["d"], "seq": result["seq"], "status": result["status"]}
+    row["fwd mean ms"], row["fwd std ms"] = _mean_std(result.get("forward_ms"))
+    row["bwd mean ms"], row["bwd std ms"] = _mean_std(result.get("backward_ms"))
     saved = result.get("saved_bytes")
-    row["saved for backward MiB"] = saved / 2**20 if saved is not None else None
+    row["inputs MiB"] = _mib(result.get("inputs_bytes"))
+    row["fwd peak MiB"] = _mib(result.get("forward_peak_bytes"))
+    row["before backward MiB"] = _mib(result.get("before_backward_bytes"))
+    row["saved for backward MiB"] = _mib(saved)
     row["T×T tensors saved"] = round(saved / square_bytes, 2) if saved is not None else None
     row["one T×T tensor MiB"] = square_bytes / 2**20
-    row["peak MiB"] = result["peak_bytes"] / 2**20 if result.get("peak_bytes") else None
+    row["bwd peak MiB"] = _mib(result.get("backward_peak_bytes"))
+    row["after backward MiB"] = _mib(result.get("after_backward_bytes"))
+    row["peak MiB"] = _mib(result.get("peak_bytes") or None)
     return row
 
 
+def attention_flops(batch: int, seq: int, d: int) -> dict[str, float]:
+    """FLOPs of one naive forward over the full T×T (the eager version computes the masked half too): QKᵀ and PV
+    2·B·T²·d each; softmax 5 per score (max, subtract, exp, sum, divide); scale and mask 1 each per score. So the
+    matmuls do 4d/5 times the softmax's FLOPs."""
+    scores = batch * seq * seq
+    return {"matmul": 4 * scores * d, "softmax": 5 * scores, "scale_mask": 2 * scores}
+
+
+def flops_row(result: dict, batch: int) -> dict:
+    """FLOPs against measured time for one eager cell: the matmuls (QKᵀ + PV) vs the softmax (and scale+mask)."""
+    flops = attention_flops(batch, result["seq"], result["d"])
+    parts = {name: statistics.fmean(times) for name, times in (result.get("parts_ms") or {}).items() if times}
+    matmul_ms = parts["scores"] + parts["output"] if parts else None
+    ratio = lambda a, b: round(a / b, 2) if a is not None and b else None  # noqa: E731
+    return {"dtype": result.get("dtype"), "d": result["d"], "seq": result["seq"], "status": result["status"],
+            "matmul GFLOP": flops["matmul"] / 1e9, "softmax GFLOP": flops["softmax"] / 1e9,
+            "scale+mask GFLOP": flops["scale_mask"] / 1e9,
+            "FLOPs matmul/softmax": ratio(flops["matmul"], flops["softmax"]),
+            "matmul ms": matmul_ms, "softmax ms": parts.get("softmax"), "scale+mask ms": parts.get("scale_mask"),
+            "time matmul/softmax": ratio(matmul_ms, parts.get("softmax"))}

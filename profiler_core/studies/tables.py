@@ -108,6 +108,12 @@ def _pivot_cell(values):
     return "/".join(dict.fromkeys(str(v) for v in values if v is not None)) or None
 
 
+def _first_seen(rows: list[dict], columns: list[str]):
+    """Sort key of pivot column keys: per level, the position of the value's first appearance in the rows."""
+    seen = [list(dict.fromkeys(row[column] for row in rows)) for column in columns]
+    return lambda key: tuple(order.index(part) for order, part in zip(seen, key if isinstance(key, tuple) else (key,)))
+
+
 def pivot_problem(columns: list[str], index: list[str], across: list[str], value: str) -> str | None:
     """Why a pivot over these row keys cannot be built (None when it can): checked before a sweep runs."""
     missing = [c for c in [*index, *across, value] if c not in columns]
@@ -136,7 +142,8 @@ def pivot(rows: list[dict], index: list[str], columns: list[str], value: str):
                       else _cell_text(row.get("status")) for row in rows]
     grouped = frame.groupby(index + columns, sort=True, dropna=False)["_cell"].agg(_pivot_cell)
     table = grouped.unstack(columns) if columns else grouped.to_frame(value)
-    if columns:  # "compile=True" rather than a bare "True" as a column name
+    if columns:  # each level in the order its values first came (fp32 before bf16, eager before sdpa)
+        table = table.reindex(columns=sorted(table.columns, key=_first_seen(rows, columns)))  # [False] is a mask  # "compile=True" rather than a bare "True" as a column name
         table.columns = [" ".join(f"{name}={part}" for name, part in zip(columns, key if isinstance(key, tuple)
                                                                          else (key,))) for key in table.columns]
     flat = table.reset_index().astype(object)

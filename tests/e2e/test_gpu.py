@@ -186,3 +186,27 @@ def test_module_ranges_under_torch_profiler(cli_env):
     assert {"attention", "mlp"} <= _module_rows(kernels, "forward"), kernels["modules"]
     backward = _module_rows(kernels, "backward")
     assert {"attention", "mlp"} <= backward or any("autograd thread" in n for n in kernels["modules"]["notes"])
+
+
+def test_attention_study_memory_around_backward_and_autocast_on_cuda(cli_env, tmp_path):
+    """The handout's memory in use before backward, in absolute terms; bf16 through autocast keeps an fp32
+    softmax, so eager bf16 saves more than one bf16 T×T tensor."""
+    args = ["study", "attention", "--device", "cuda", "--impl", "eager,compiled,sdpa", "--dtype", "fp32,bf16",
+            "--d", "64", "--seq", "1024,4096", "--iters", "5", "--runs-dir", str(tmp_path), "--json"]
+    done = subprocess.run([sys.executable, "-m", "profiler_core", *args], env=cli_env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    tables = json.loads(done.stdout)
+    memory = next(rows for title, rows in tables.items() if title.startswith("attention memory"))
+    for row in memory:
+        assert row["inputs MiB"] < row["before backward MiB"] <= row["fwd peak MiB"], row
+        assert row["bwd peak MiB"] >= row["after backward MiB"] > row["inputs MiB"], row
+    cells = {(r["impl"], r["dtype"], r["seq"]): r for r in memory}
+    assert cells[("eager", "fp32", 4096)]["T×T tensors saved"] >= 1
+    assert cells[("eager", "bf16", 4096)]["T×T tensors saved"] > 1  # the autocast softmax output is fp32
+    assert cells[("sdpa", "fp32", 4096)]["T×T tensors saved"] < 0.1
+    flops = next(rows for title, rows in tables.items() if title.startswith("attention FLOPs vs time"))
+    assert all(row["matmul ms"] > 0 and row["softmax ms"] > 0 for row in flops)
+    assert "before backward MiB by d × seq" in tables
+    forward = tables["fwd mean ms by d × seq"]
+    assert {"fp32 compiled speedup", "bf16 sdpa speedup"} <= set(forward[0])

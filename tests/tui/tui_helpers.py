@@ -9,6 +9,10 @@ async def settle(app, pilot, *keys):
         await pilot.press(key)
     await app.workers.wait_for_complete()
     await pilot.pause()
+    for _ in range(250):  # a pane just shown takes the focus after a refresh; the next keys go to it (5 s at most)
+        if not app.focus_pending:
+            break
+        await pilot.pause(0.02)
 
 
 def text(app) -> str:

@@ -1,0 +1,91 @@
+"""The attention study off the GPU: a real CPU run (timing, eager parts against their FLOPs, pivots with the
+speedups over eager), one-line refusals for a device that is not there, and the tables of the real H200 runs."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from profiler_core.cli.main import main
+from profiler_core.studies.attention import attention_flops
+from profiler_core.studies.results import study_tables
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "studies"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def cpu_study(tmp_path_factory):
+    runs = tmp_path_factory.mktemp("runs")
+    args = ["study", "attention", "--device", "cpu", "--impl", "eager,sdpa", "--dtype", "fp32,bf16", "--d", "16",
+            "--seq", "32,64", "--batch", "2", "--iters", "3", "--runs-dir", str(runs), "--json"]
+    done = subprocess.run([sys.executable, "-m", "profiler_core", *args], capture_output=True, text=True, cwd=ROOT,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_attention_study_runs_on_the_cpu_with_both_dtypes(cpu_study):
+    cells = cpu_study["attention microbenchmark, batch 2, cpu, fp32, bf16 (bf16 under autocast)"]
+    assert [(c["impl"], c["dtype"], c["seq"]) for c in cells] == [
+        ("eager", "fp32", 32), ("eager", "fp32", 64), ("eager", "bf16", 32), ("eager", "bf16", 64),
+        ("sdpa", "fp32", 32), ("sdpa", "fp32", 64), ("sdpa", "bf16", 32), ("sdpa", "bf16", 64)]
+    assert all(c["status"] == "ok" and c["fwd mean ms"] > 0 and c["bwd mean ms"] > 0 for c in cells)
+    assert all(c["fwd std ms"] is not None for c in cells)  # every time carries its spread
+    memory = next(rows for title, rows in cpu_study.items() if title.startswith("attention memory"))
+    assert all(row["before backward MiB"] is None for row in memory)  # the CPU has no allocator counters
+    assert memory[1]["one T×T tensor MiB"] == 2 * 64 * 64 * 4 / 2**20
+    assert memory[3]["one T×T tensor MiB"] == 2 * 64 * 64 * 2 / 2**20  # bf16's T×T tensor is half the size
+
+
+def test_eager_parts_are_timed_next_to_their_flops(cpu_study):
+    flops = next(rows for title, rows in cpu_study.items() if title.startswith("attention FLOPs vs time"))
+    assert [(r["dtype"], r["seq"]) for r in flops] == [("fp32", 32), ("fp32", 64), ("bf16", 32), ("bf16", 64)]
+    for row in flops:
+        assert row["FLOPs matmul/softmax"] == 4 * 16 / 5  # the reports' 4·d_head/5
+        assert row["matmul ms"] > 0 and row["softmax ms"] > 0 and row["scale+mask ms"] > 0
+        assert row["time matmul/softmax"] == pytest.approx(row["matmul ms"] / row["softmax ms"], rel=0.01)
+    assert attention_flops(2, 64, 16) == {"matmul": 4 * 2 * 64 * 64 * 16, "softmax": 5 * 2 * 64 * 64,
+                                          "scale_mask": 2 * 2 * 64 * 64}
+
+
+def test_pivots_group_dtype_then_implementation_with_speedups(cpu_study):
+    forward = cpu_study["fwd mean ms by d × seq"]
+    assert list(forward[0]) == ["d", "seq", "fp32 eager", "fp32 sdpa", "bf16 eager", "bf16 sdpa",
+                                "fp32 sdpa speedup", "bf16 sdpa speedup"]
+    assert [(r["d"], r["seq"]) for r in forward] == [(16, 32), (16, 64)]
+    for row in forward:
+        assert row["fp32 sdpa speedup"] == round(row["fp32 eager"] / row["fp32 sdpa"], 2)
+    assert "bwd mean ms by d × seq" in cpu_study and "before backward MiB by d × seq" not in cpu_study
+
+
+def test_h200_study_pivots_mark_oom_and_keep_the_memory_table():
+    """Real H200 run (fp32, before autocast): eager at T = 65536 ran out of memory; SDPA did not."""
+    tables = study_tables(DATA / "attention-oom-h200")
+    forward = {row["seq"]: row for row in tables["fwd mean ms by d × seq"]}
+    assert forward[65536]["eager"] == "OOM" and isinstance(forward[65536]["sdpa"], float)
+    assert forward[65536]["sdpa speedup"] is None and forward[16384]["sdpa speedup"] > 1
+    memory = next(rows for title, rows in tables.items() if title.startswith("attention memory"))
+    assert {row["seq"]: row["T×T tensors saved"] for row in memory if row["impl"] == "eager"}[16384] == 1.03
+
+
+@pytest.mark.parametrize("extra, reason", [
+    (["--device", "mps"], "cannot run on mps: this torch build"),
+    (["--dtype", "fp16"], "--dtype: unknown value 'fp16' (choose from fp32, bf16)"),
+    (["--impl", "flash"], "--impl: unknown value 'flash'"),
+    (["--device", "tpu"], "--device must be one of auto, cuda, cpu, mps"),
+])
+def test_bad_attention_options_are_one_line_errors(tmp_path, capsys, extra, reason):
+    assert main(["study", "attention", "--runs-dir", str(tmp_path), *extra]) == 2
+    error = capsys.readouterr().err
+    assert reason in error and error.count("\n") == 1 and "Traceback" not in error
+    assert not list(tmp_path.iterdir())  # nothing was created
+
+
+def test_cuda_without_a_gpu_is_refused(tmp_path, capsys, monkeypatch):
+    from profiler_core.cli import studies
+
+    monkeypatch.setattr(studies, "gpu_count", lambda: 0)
+    assert main(["study", "attention", "--device", "cuda", "--runs-dir", str(tmp_path)]) == 2
+    assert "no CUDA GPU is visible" in capsys.readouterr().err

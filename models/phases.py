@@ -11,7 +11,8 @@ FORWARD, BACKWARD, OPTIMIZER = "forward", "backward", "optimizer"
 PHASES = (FORWARD, BACKWARD, OPTIMIZER)  # in step order; a mode runs a prefix of them
 STEP = "step"  # the whole step's wall time, reported beside the phases
 OTHER = "other"  # kernels launched outside every phase range (data, synchronisation, the profiler itself)
-TIMED_PHASES = (*PHASES, STEP)  # what a run's statistics and a comparison cover
+FORWARD_BACKWARD = "forward+backward"  # per step, the sum of the two: the reports' "fwd+bwd" (not timed on its own)
+TIMED_PHASES = (FORWARD, BACKWARD, FORWARD_BACKWARD, OPTIMIZER, STEP)  # a run's statistics and a comparison cover
 ATTRIBUTED_PHASES = (*PHASES, OTHER)  # what a kernel table splits GPU time into
 
 # NVTX range per phase; "optimizer step" is the CS336 handout's name for it.

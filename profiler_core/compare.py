@@ -216,7 +216,17 @@ def compare_values(name: str, stats_a: Mapping[str, Any], stats_b: Mapping[str, 
     row.update(_judge(stats_a, stats_b, values_a, values_b, min_effect, higher_is_better=not is_time))
     for key in ("ci_low", "ci_high", "min_effect"):
         row[key] = _rounded(row[key])
+    row["verdict_text"] = verdict_text(row)
     return row
+
+
+def verdict_text(row: Mapping[str, Any]) -> str:
+    """The verdict as reports word it: "14% faster" when B does 1.14× the work per second (times: A/B = 1.14;
+    tokens/s: B/A = 1.14), only for a verdict that passed both gates; every other verdict as it is."""
+    speedup = row.get("speedup_a_over_b")
+    if row["verdict"] not in (FASTER, SLOWER) or not speedup:
+        return row["verdict"]
+    return f"{abs(speedup - 1):.0%} {'faster' if speedup > 1 else 'slower'}"
 
 
 def _throughput_stats(summary: Mapping[str, Any], throughputs: list[float]) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import statistics
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
-from models.phases import PHASES, STEP, TIMED_PHASES
+from models.phases import BACKWARD, FORWARD, FORWARD_BACKWARD, PHASES, STEP, TIMED_PHASES
 from models.presets import count_params, step_flops
 from profiler_core.config import AUTOCAST_DTYPES, FP32_MATMULS, RunConfig
 from profiler_core.events import OK
@@ -80,8 +80,12 @@ def phase_stats(measured_steps: list[StepRecord]) -> dict[str, PhaseStats]:
         samples = [s["phases_ms"][phase] for s in measured_steps if s["phases_ms"].get(phase) is not None]
         if samples:
             stats[phase] = summarize_ms(samples)
+    both = [s["phases_ms"][FORWARD] + s["phases_ms"][BACKWARD] for s in measured_steps
+            if s["phases_ms"].get(FORWARD) is not None and s["phases_ms"].get(BACKWARD) is not None]
+    if both:  # each step's sum, so its median and spread are the sum's, not a sum of medians
+        stats[FORWARD_BACKWARD] = summarize_ms(both)
     stats[STEP] = summarize_ms([s["wall_ms"] for s in measured_steps])
-    return stats
+    return {phase: stats[phase] for phase in TIMED_PHASES if phase in stats}
 
 
 PeakKey = Literal["peak_allocated_bytes", "peak_reserved_bytes"]

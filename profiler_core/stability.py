@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from models.phases import STEP
+from models.phases import FORWARD_BACKWARD, STEP
 
 HIGH_CV = 0.10  # within-run coefficient of variation
 SLOW_START = 1.1  # first measured steps this much slower than the rest: still warming up
@@ -31,7 +31,8 @@ def _warning(code: str, message: str, **details: Any) -> dict[str, Any]:
 
 def high_cv_warnings(phases: Mapping[str, Mapping[str, Any]], repeats: int = 1) -> list[dict]:
     """Phases whose steps vary by 10% or more within the run (one warning naming them all)."""
-    noisy = {phase: stats["cv"] for phase, stats in phases.items() if (stats.get("cv") or 0.0) >= HIGH_CV}
+    noisy = {phase: stats["cv"] for phase, stats in phases.items()
+             if (stats.get("cv") or 0.0) >= HIGH_CV and phase != FORWARD_BACKWARD}  # its parts are named
     if not noisy:
         return []
     listed = ", ".join(f"{phase} {cv:.0%}" for phase, cv in noisy.items())

@@ -12,8 +12,9 @@ from pathlib import Path
 
 from rich.console import Console
 
+from models.presets import PRESETS
 from profiler_core import events, rundir
-from profiler_core.config import ConfigError, RunConfig, validate
+from profiler_core.config import MODES, ConfigError, RunConfig, validate
 from profiler_core.errors import StudyFailed
 from profiler_core.nvml import gpu_count
 from profiler_core.options import add_config_options, config_from_args
@@ -30,13 +31,18 @@ err = Console(stderr=True, highlight=False)
 def add_study_parsers(commands) -> None:
     study = commands.add_parser("study", help="the seed reports' studies").add_subparsers(dest="study", required=True)
     for name, study_help in (("warmup", "0/1/2/5 warm-up steps: first-step penalty and spread"),
-                             ("compile", "eager vs torch.compile, forward and train step"),
-                             ("precision", "accumulation demo, autocast dtypes, fp32/tf32/bf16 speedups")):
+                             ("compile", "eager vs torch.compile: forward, train step, backward+optimizer"),
+                             ("precision", "accumulation demo, autocast dtypes, fp32/tf32/bf16 speedups"),
+                             ("passes", "forward vs forward+backward with their ratio, per model and ctx")):
         parser = study.add_parser(name, help=study_help)
         add_config_options(parser)
+        parser.add_argument("--models", help="comma-separated presets, e.g. small,medium,large,xl,2.7B "
+                                             "(default: --model's)")
+        parser.add_argument("--ctxs", help="comma-separated context lengths (default: --ctx's)")
         _common(parser)
     study.choices["warmup"].add_argument("--warmups", default="0,1,2,5")
-    study.choices["precision"].add_argument("--models", help="comma-separated presets (default: --model's)")
+    study.choices["warmup"].add_argument("--modes", help="comma-separated modes side by side, e.g. "
+                                                         "forward,forward_backward (default: --mode's)")
     bench = study.add_parser("attention", help="attention microbenchmark: eager, compiled, SDPA")
     options: tuple[tuple[str, str | None, str | None], ...] = (
             ("--impl", "eager,compiled,sdpa", None),
@@ -109,28 +115,48 @@ def _start(args) -> float:
     return time.perf_counter()
 
 
+def _models_and_ctxs(args, base: RunConfig) -> list[RunConfig]:
+    """--models × --ctxs over the base config: the grid every model study repeats its cells over."""
+    models = _choices(args.models or base.model, "--models", tuple(PRESETS) + ("custom",))
+    ctxs = _ints(args.ctxs, "--ctxs") if args.ctxs else [base.ctx]
+    return [dataclasses.replace(base, model=model, ctx=ctx) for model in models for ctx in ctxs]
+
+
+def _grid_axes(configs: list[RunConfig], *fields: str) -> list[str]:
+    """What varies among the cells, for the sweep plan."""
+    return [f for f in ("model", "ctx", *fields) if len({getattr(c, f) for c in configs}) > 1]
+
+
 def study_warmup(args) -> int:
     base, started = config_from_args(args), _start(args)
-    configs = [dataclasses.replace(base, warmup=w) for w in _ints(args.warmups, "--warmups")]
-    return emit_tables(args, _run_configs(args, "warmup", configs, ["warmup"]), started)
+    modes = _choices(args.modes or base.mode, "--modes", MODES)
+    configs = [dataclasses.replace(cfg, warmup=w, mode=mode) for cfg in _models_and_ctxs(args, base)
+               for w in _ints(args.warmups, "--warmups") for mode in modes]
+    return emit_tables(args, _run_configs(args, "warmup", configs, _grid_axes(configs, "warmup", "mode")), started)
 
 
 def study_compile(args) -> int:
     base, started = config_from_args(args), _start(args)
-    configs = [dataclasses.replace(base, mode=mode, compile=compiled,
+    configs = [dataclasses.replace(cfg, mode=mode, compile=compiled,
                                    compile_mode=base.compile_mode if compiled else "default")
-               for mode in ("forward", "train") for compiled in (False, True)]
-    return emit_tables(args, _run_configs(args, "compile", configs, ["mode", "compile"]), started)
+               for cfg in _models_and_ctxs(args, base) for mode in ("forward", "train") for compiled in (False, True)]
+    return emit_tables(args, _run_configs(args, "compile", configs, _grid_axes(configs, "mode", "compile")), started)
+
+
+def study_passes(args) -> int:
+    base, started = config_from_args(args), _start(args)
+    configs = [dataclasses.replace(cfg, mode="forward_backward") for cfg in _models_and_ctxs(args, base)]
+    return emit_tables(args, _run_configs(args, "passes", configs, _grid_axes(configs)), started)
 
 
 def study_precision(args) -> int:
     base, started = config_from_args(args), _start(args)
     variants = [("fp32", "highest"), ("fp32", "high"), ("bf16", "highest")]
-    configs = [dataclasses.replace(base, model=model, dtype=dtype, matmul_precision=precision)
-               for model in (args.models or base.model).split(",") for dtype, precision in variants]
+    configs = [dataclasses.replace(cfg, dtype=dtype, matmul_precision=precision)
+               for cfg in _models_and_ctxs(args, base) for dtype, precision in variants]
     lab = _precision_lab(base.device)
     save_lab = lambda study_dir: rundir.write_json(study_dir / rundir.PRECISION_LAB, lab)  # noqa: E731
-    study_dir = _run_configs(args, "precision", configs, ["model", "dtype", "matmul_precision"], save_lab)
+    study_dir = _run_configs(args, "precision", configs, _grid_axes(configs, "dtype", "matmul_precision"), save_lab)
     return emit_tables(args, study_dir, started)
 
 
@@ -189,7 +215,7 @@ def _choices(text: str, option: str, allowed: tuple[str, ...]) -> list[str]:
 
 
 STUDIES = {"warmup": study_warmup, "compile": study_compile, "precision": study_precision,
-           "attention": study_attention}
+           "passes": study_passes, "attention": study_attention}
 
 
 def command_study(args) -> int:

@@ -29,7 +29,8 @@ def row_cells(row: Mapping[str, Any]) -> list[str]:
     """The cells of COLUMNS for one compare row."""
     unit = row.get("unit", "ms")
     return [row["phase"], value_text(row.get("a_median"), unit), value_text(row.get("b_median"), unit),
-            ratio_text(row), f"{row.get('n_a', 1)}/{row.get('n_b', 1)}", row["verdict"], row.get("reason") or ""]
+            ratio_text(row), f"{row.get('n_a', 1)}/{row.get('n_b', 1)}", row.get("verdict_text") or row["verdict"],
+            row.get("reason") or ""]
 
 
 def compare_lines(rows: list[dict], title: str, notes: Sequence[str] = ()) -> list[str]:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from profiler_core import events, rundir
 
-STUDY_KINDS = ("sweep", "warmup", "compile", "precision", "attention")
+STUDY_KINDS = ("sweep", "warmup", "compile", "precision", "passes", "attention")
 
 
 def _plan(study_dir: Path) -> tuple[str, dict] | None:

@@ -32,61 +32,107 @@ def _ms(value: float | None) -> float | None:
     return None if value is None else round(value, 3)
 
 
-def warmup_table(rows: list[dict]) -> list[dict]:
-    """Per warm-up count: phase means ± std, the first measured step, and how far it sits from the mean."""
-    table = []
+MODE_MEASURES = {"forward": "fwd", "forward_backward": "fwd+bwd", "train": "step"}  # what each mode is timed by
+DIM_COLUMNS = ("params", "d_model", "d_ff", "layers", "heads")
+
+
+def _groups(rows: list[dict], keys: tuple[str, ...]) -> dict[tuple, list[dict]]:
+    groups: dict[tuple, list[dict]] = {}
     for row in rows:
-        step_mean = row["step mean ms"]
-        first = row["first step ms"]
-        table.append({"warm-up steps": row["warmup"], "status": row["status"],
-                      "fwd mean ms": _ms(row["fwd mean ms"]), "fwd std ms": _ms(row["fwd std ms"]),
-                      "bwd mean ms": _ms(row["bwd mean ms"]), "bwd std ms": _ms(row["bwd std ms"]),
-                      "step mean ms": _ms(step_mean), "step std ms": _ms(row["step std ms"]),
-                      "first step ms": _ms(first),
-                      "first / mean": round(first / step_mean, 2) if first and step_mean else None})
+        groups.setdefault(tuple(row.get(k) for k in keys), []).append(row)
+    return groups
+
+
+def _model_columns(row: dict) -> dict:
+    return {"model": row["model"], **{c: row.get(c) for c in DIM_COLUMNS}, "ctx": row["ctx"]}
+
+
+def warmup_table(rows: list[dict]) -> list[dict]:
+    """Per model × ctx × warm-up count, each mode side by side (FWD, FWD+BWD, train step): its status, mean ± std,
+    how far the first measured step sits from the mean, the warm-up time and the cell's total time."""
+    table = []
+    for _, group in _groups(rows, ("model", "ctx", "batch", "warmup")).items():
+        entry = _model_columns(group[0]) | {"warm-up steps": group[0]["warmup"]}
+        for row in group:
+            label = MODE_MEASURES.get(row.get("mode") or "train", "step")
+            mean, first = row[f"{label} mean ms"], row["first step ms"]
+            entry |= {f"{label} status": row["status"], f"{label} mean ms": _ms(mean),
+                      f"{label} std ms": _ms(row[f"{label} std ms"]),
+                      f"{label} first / mean": round(first / mean, 2) if first and mean else None,
+                      f"{label} warm-up s": _ms(row.get("warm-up s")), f"{label} total s": _ms(row.get("total s"))}
+        table.append(entry)
     return table
 
 
-def _pair(rows: list[dict], key: str, match: dict) -> dict | None:
+def _pair(rows: list[dict], match: dict) -> dict | None:
     return next((r for r in rows if all(r.get(k) == v for k, v in match.items())), None)
 
 
+COMPILE_MEASURES = (("forward", "fwd", "forward", "forward"), ("train", "step", "train step", "step"),
+                    ("train", "bwd+opt", "backward+optimizer", None))
+
+
 def compile_table(rows: list[dict], summaries: list[dict | None] | None = None) -> list[dict]:
-    """Eager against compiled, forward and train step; with summaries, whether compiled is faster beyond noise."""
+    """Eager against compiled per model × ctx: the forward, the train step and its backward+optimizer; with
+    summaries, whether compiled is faster beyond noise (a summed phase has no per-process record: no verdict)."""
     table = []
-    for mode, phase in (("forward", "fwd"), ("train", "step")):
-        eager, compiled = _pair(rows, "mode", {"mode": mode, "compile": False}), _pair(rows, "mode", {"mode": mode, "compile": True})
-        if not eager or not compiled:
-            continue
-        eager_ms, compiled_ms = eager[f"{phase} mean ms"], compiled[f"{phase} mean ms"]
-        table.append({"model": eager["model"], "ctx": eager["ctx"], "measured": "forward" if mode == "forward" else "train step",
-                      "eager ms": _ms(eager_ms), "eager std": _ms(eager[f"{phase} std ms"]),
-                      "compiled ms": _ms(compiled_ms), "compiled std": _ms(compiled[f"{phase} std ms"]),
-                      "speedup": round(eager_ms / compiled_ms, 2) if eager_ms and compiled_ms else None,
-                      "compile s": _ms(compiled["compile s"]), "status": f"{eager['status']}/{compiled['status']}"})
-        if summaries is not None:
-            table[-1]["compiled vs eager"] = verdict_cell(_summary_of(rows, eager, summaries),
-                                                          _summary_of(rows, compiled, summaries),
-                                                          "forward" if mode == "forward" else "step")
+    for _, group in _groups(rows, ("model", "ctx", "batch")).items():
+        for mode, label, measured, phase in COMPILE_MEASURES:
+            eager, compiled = (_pair(group, {"mode": mode, "compile": flag}) for flag in (False, True))
+            if not eager or not compiled or eager[f"{label} mean ms"] is None and eager["status"] == "ok":
+                continue
+            eager_ms, compiled_ms = eager[f"{label} mean ms"], compiled[f"{label} mean ms"]
+            table.append({**_model_columns(eager), "measured": measured,
+                          "eager ms": _ms(eager_ms), "eager std": _ms(eager[f"{label} std ms"]),
+                          "compiled ms": _ms(compiled_ms), "compiled std": _ms(compiled[f"{label} std ms"]),
+                          "speedup": round(eager_ms / compiled_ms, 2) if eager_ms and compiled_ms else None,
+                          "compile s": _ms(compiled["compile s"]), "status": f"{eager['status']}/{compiled['status']}"})
+            if summaries is not None:
+                table[-1]["compiled vs eager"] = verdict_cell(_summary_of(rows, eager, summaries),
+                                                              _summary_of(rows, compiled, summaries), phase) if phase else None
     return table
 
 
+PRECISION_VARIANTS = (("fp32", {"dtype": "fp32", "matmul_precision": "highest"}),
+                      ("tf32", {"dtype": "fp32", "matmul_precision": "high"}), ("bf16", {"dtype": "bf16"}))
+PRECISION_MEASURES = (("fwd", "forward", "forward"), ("fwd+bwd", "forward+backward", "forward+backward"),
+                      ("step", "train step", "step"))
+
+
 def precision_table(rows: list[dict], summaries: list[dict | None] | None = None) -> list[dict]:
-    """Per model: step time in strict fp32, TF32 and bf16 autocast, the speedups over strict fp32 and, with
-    summaries, whether each is faster beyond noise."""
+    """Per model × ctx and per measured part (forward, forward+backward, train step, as the mode ran them): strict
+    fp32, TF32 and bf16 autocast, mean and median; speedups over strict fp32 from the medians and, with summaries,
+    whether each is faster beyond noise."""
     table = []
-    for model in dict.fromkeys(r["model"] for r in rows):
-        fp32 = _pair(rows, "", {"model": model, "dtype": "fp32", "matmul_precision": "highest"})
-        tf32 = _pair(rows, "", {"model": model, "dtype": "fp32", "matmul_precision": "high"})
-        bf16 = _pair(rows, "", {"model": model, "dtype": "bf16"})
-        base = fp32["step mean ms"] if fp32 else None
-        entry = {"model": model}
-        for label, row in (("fp32", fp32), ("tf32", tf32), ("bf16", bf16)):
-            value = row["step mean ms"] if row else None
-            entry[f"{label} step ms"] = _ms(value)
-            entry[f"{label} speedup"] = round(base / value, 2) if base and value else None
-            if summaries is not None and label != "fp32":
-                entry[f"{label} vs fp32"] = verdict_cell(_summary_of(rows, fp32, summaries),
-                                                         _summary_of(rows, row, summaries), "step")
-        table.append(entry)
+    for _, group in _groups(rows, ("model", "ctx", "batch", "mode")).items():
+        cells = {name: _pair(group, match) for name, match in PRECISION_VARIANTS}
+        for label, measured, phase in PRECISION_MEASURES:
+            if not any(row and row[f"{label} mean ms"] is not None for row in cells.values()):
+                continue
+            entry = _model_columns(group[0]) | {"params": next((r["params"] for r in cells.values() if r), None),
+                                                "measured": measured}
+            base = (cells["fp32"] or {}).get(f"{label} median ms")
+            for name, row in cells.items():
+                median = (row or {}).get(f"{label} median ms")
+                entry[f"{name} mean ms"] = _ms((row or {}).get(f"{label} mean ms"))
+                entry[f"{name} median ms"] = _ms(median)
+                entry[f"{name} speedup"] = round(base / median, 2) if base and median else None
+                if summaries is not None and name != "fp32":
+                    entry[f"{name} vs fp32"] = verdict_cell(_summary_of(rows, cells["fp32"], summaries),
+                                                            _summary_of(rows, row, summaries), phase)
+            table.append(entry)
+    return table
+
+
+def passes_table(rows: list[dict]) -> list[dict]:
+    """Forward against forward+backward per model × ctx, from the same steps of a forward_backward run (each step's
+    sum, not a sum of medians), with the Ratio of their medians."""
+    table = []
+    for row in rows:
+        forward, both = row["fwd median ms"], row["fwd+bwd median ms"]
+        table.append({**_model_columns(row), "status": row["status"], "fwd mean ms": _ms(row["fwd mean ms"]),
+                      "fwd std ms": _ms(row["fwd std ms"]), "fwd median ms": _ms(forward),
+                      "fwd+bwd mean ms": _ms(row["fwd+bwd mean ms"]), "fwd+bwd std ms": _ms(row["fwd+bwd std ms"]),
+                      "fwd+bwd median ms": _ms(both),
+                      "ratio fwd+bwd / fwd": round(both / forward, 2) if both and forward else None})
     return table

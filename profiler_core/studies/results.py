@@ -8,7 +8,7 @@ from profiler_core import events, rundir
 from profiler_core.errors import StudyError
 from profiler_core.studies import attention
 from profiler_core.studies.catalog import study_kind
-from profiler_core.studies.derived import compile_table, precision_table, warmup_table
+from profiler_core.studies.derived import compile_table, passes_table, precision_table, warmup_table
 from profiler_core.studies.tables import pivot, sweep_rows, sweep_summaries, visible_columns
 
 PIVOT_VALUE = "fwd mean ms"
@@ -28,7 +28,9 @@ def study_tables(study_dir: Path) -> dict[str, list[dict]]:
     summaries = sweep_summaries(study_dir)
     derived = {"warmup": ("warm-up study", lambda: warmup_table(rows)),
                "compile": ("torch.compile study", lambda: compile_table(rows, summaries)),
-               "precision": ("fp32 vs tf32 vs bf16 step time", lambda: precision_table(rows, summaries))}
+               "precision": ("fp32 vs tf32 vs bf16 (speedups from the medians)",
+                             lambda: precision_table(rows, summaries)),
+               "passes": ("forward vs forward+backward (same steps)", lambda: passes_table(rows))}
     if kind in derived:
         title, build = derived[kind]
         tables = {title: build()}

@@ -20,20 +20,26 @@ def _mean_std(stats: Mapping[str, Any] | None) -> tuple[float | None, float | No
     return (stats or {}).get("mean_ms"), (stats or {}).get("std_ms")
 
 
-def _fwd_bwd(steps: list[dict]) -> PhaseStats | None:
-    """forward + backward per measured step, the seeds' "fwd+bwd" column."""
-    sums = [s["phases_ms"]["forward"] + s["phases_ms"]["backward"] for s in steps
-            if s.get("kind") == "measured" and "backward" in s.get("phases_ms", {})]
+def _summed(steps: list[dict], parts: tuple[str, ...]) -> PhaseStats | None:
+    """The sum of these phases per measured step of the clean pass (the seeds' "fwd+bwd", "bwd+opt")."""
+    sums = [sum(s["phases_ms"][p] for p in parts) for s in steps if s.get("kind") == "measured"
+            and not s.get("pass") and all(s.get("phases_ms", {}).get(p) is not None for p in parts)]
     return summarize_ms(sums) if sums else None
+
+
+def _clean_walls(steps: list[dict], kind: str) -> list[float]:
+    return [s["wall_ms"] for s in steps if s.get("kind") == kind and not s.get("pass") and "wall_ms" in s]
 
 
 def cell_row(cfg: dict, summary: dict | None, steps: list[dict]) -> dict:
     summary = summary or {"status": events.PENDING}
     phases = summary.get("phases") or {}
-    d_model = cfg.get("d_model") or PRESETS.get(cfg["model"], PRESETS["small"]).d_model
-    row = {name: cfg.get(name) for name in CONFIG_COLUMNS} | {"model": model_column(cfg), "d_model": d_model,
-                                                              "status": summary["status"]}
+    preset = PRESETS.get(cfg["model"], PRESETS["small"])
+    dims = {name: cfg.get(name) or getattr(preset, name) for name in ("d_model", "d_ff", "layers", "heads")}
+    row = {name: cfg.get(name) for name in CONFIG_COLUMNS} | {"model": model_column(cfg), "status": summary["status"]}
     row |= {name: value for name, value in cfg.items() if name not in row}  # any field a sweep may vary
+    row |= dims if not cfg.get("model_factory") else {}  # a factory's own dims are in its arguments
+    row["params"] = summary.get("params")
     for item in cfg.get("model_args") or ():  # a model argument a sweep varies is a column of its own name
         name, _, value = item.partition("=")
         row[name if name not in row else f"model_arg.{name}"] = value
@@ -41,12 +47,17 @@ def cell_row(cfg: dict, summary: dict | None, steps: list[dict]) -> dict:
     row["device"] = device or cfg.get("device")
     row["gpu"] = (summary.get("env") or {}).get("cuda_visible_devices")  # sweep --gpus: which GPU ran the cell
     for label, stats in (("fwd", phases.get("forward")), ("bwd", phases.get("backward")),
-                         ("fwd+bwd", _fwd_bwd(steps)), ("opt", phases.get("optimizer")), ("step", phases.get("step"))):
+                         ("fwd+bwd", _summed(steps, ("forward", "backward"))), ("opt", phases.get("optimizer")),
+                         ("bwd+opt", _summed(steps, ("backward", "optimizer"))), ("step", phases.get("step"))):
         row[f"{label} mean ms"], row[f"{label} std ms"] = _mean_std(stats)
+        row[f"{label} median ms"] = (stats or {}).get("median_ms")
     row["compile s"] = summary.get("compile_s")
     peaks = summary.get("peak_memory_bytes") or {}
     row["peak GiB"] = max(peaks.values()) / 2**30 if peaks else None
-    row["first step ms"] = next((s["wall_ms"] for s in steps if s.get("kind") == "measured"), None)
+    row["first step ms"] = next(iter(_clean_walls(steps, "measured")), None)
+    warmups, measured = _clean_walls(steps, "warmup"), _clean_walls(steps, "measured")
+    row["warm-up s"] = sum(warmups) / 1e3 if steps else None  # every warm-up step, the compiling one included
+    row["total s"] = (sum(warmups) + sum(measured)) / 1e3 if steps else None
     between = (summary.get("between") or {}).get("step")  # with repeats: the spread between the processes
     row["procs"] = between["n"] if between else None
     row["step CV between %"] = between["cv_pct"] if between else None
@@ -88,7 +99,8 @@ def sweep_document(sweep_dir: Path) -> dict:
 def visible_columns(rows: list[dict], varied: list[str]) -> list[str]:
     """The seeds' columns: what varied, then timings and status; constant config columns are dropped."""
     keep = [c for c in (*CONFIG_COLUMNS, *varied) if c in varied or c in ("model", "ctx")]
-    timing = [c for c in rows[0] if c.endswith(" ms") and any(r[c] is not None for r in rows)] if rows else []
+    timing = [c for c in rows[0] if c.endswith(" ms") and not c.endswith(" median ms")
+              and any(r[c] is not None for r in rows)] if rows else []
     extra = [c for c in ("compile s", "peak GiB", "procs", "step CV between %")
              if rows and any(r[c] is not None for r in rows)]
     extra += ["gpu"] if len({r["gpu"] for r in rows}) > 1 else []

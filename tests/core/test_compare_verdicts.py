@@ -81,14 +81,18 @@ def group_summary(step_medians: list[float], batch: int = 2) -> dict:
 def test_groups_compare_phases_and_throughput_with_the_right_sign():
     slow, fast = group_summary(draws(1, 30.0, 0.01)), group_summary(draws(2, 24.0, 0.01))
     rows = {row["phase"]: row for row in compare_summaries(slow, fast)}
-    assert list(rows) == ["forward", "backward", "optimizer", "step", "tokens/s"]
+    assert list(rows) == ["forward", "backward", "forward+backward", "optimizer", "step", "tokens/s"]
     assert rows["step"]["verdict"] == "faster" and rows["step"]["ratio_b_over_a"] < 1 and rows["step"]["n_a"] == 6
+    assert rows["forward+backward"]["verdict"] == "faster" and rows["forward+backward"]["n_b"] == 6
+    # as reports word it: B does 1/ratio times the work per second
+    assert rows["step"]["verdict_text"] == f"{1 / rows['step']['ratio_b_over_a'] - 1:.0%} faster"
     rate = rows["tokens/s"]
     assert rate["verdict"] == "faster" and rate["ratio_b_over_a"] > 1  # higher tokens/s is the faster side
     assert rate["speedup_a_over_b"] == rate["ratio_b_over_a"] and rate["a_median_ms"] is None
     assert rate["ci_low"] < 30 / 24 < rate["ci_high"]
     backwards = {row["phase"]: row["verdict"] for row in compare_summaries(fast, slow)}
     assert backwards["step"] == backwards["tokens/s"] == "slower"
+    assert compare_summaries(fast, slow)[-1]["verdict_text"].endswith("% slower")
 
 
 def test_one_process_against_a_group_is_tested_against_the_groups_spread():
@@ -180,9 +184,11 @@ def test_cli_prints_ratio_interval_processes_and_reason_per_line(copies, capsys)
     lines = capsys.readouterr().out.splitlines()
     assert lines[1].startswith("minimum effect 5.0%")
     step = next(line for line in lines if line.startswith("step"))
-    assert " 0.80 [0.7" in step and " 6/6 " in step and " faster " in step and "effect 2" in step
+    assert " 0.80 [0.7" in step and " 6/6 " in step and "% faster " in step and "effect 2" in step
     rate = next(line for line in lines if line.startswith("tokens/s")).split()
-    assert rate[3].startswith("1.2") and rate[4].startswith("[1.2") and rate[6] == "faster"  # higher tokens/s
+    assert rate[3].startswith("1.2") and rate[4].startswith("[1.2") and rate[7] == "faster"  # higher tokens/s
+    assert rate[6].endswith("%") and 20 <= int(rate[6][:-1]) <= 30
+    assert any(line.startswith("forward+backward") for line in lines)
 
 
 def test_the_overhead_benchmark_passes_only_an_interval_inside_its_limit():

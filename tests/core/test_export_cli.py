@@ -30,8 +30,8 @@ def test_lists_and_exports_a_run_directorys_tables(tmp_path):
 def test_exports_a_study_with_its_oom_row_as_markdown():
     result = sysprof(ATTENTION_OOM)
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("| impl | d | seq | status |") and len(lines) == 2 + 6
-    assert "| eager | 64 | 65536 | oom |" in result.stdout
+    assert lines[0].startswith("| impl | dtype | d | seq | status |") and len(lines) == 2 + 6
+    assert "| eager | fp32 | 64 | 65536 | oom |" in result.stdout
 
 
 def test_bad_paths_and_names_are_one_line_errors(tmp_path):

@@ -71,3 +71,15 @@ def test_cpu_summary_has_no_mfu():
     summary = build_summary(RunConfig(model="tiny"), {"device_type": "cpu"}, [_step("measured", 0, 9, 3, 3, 3)],
                             "ok", "r")
     assert summary["mfu"] is None and summary["peak_tflops"] is None and summary["tflops"] > 0
+
+
+def test_forward_plus_backward_is_each_steps_sum_not_a_sum_of_medians():
+    from profiler_core.metrics import phase_stats
+
+    steps = [{"wall_ms": 10.0, "phases_ms": {"forward": f, "backward": b, "optimizer": 1.0}}
+             for f, b in ((1.0, 9.0), (5.0, 2.0), (3.0, 3.0))]
+    stats = phase_stats(steps)
+    assert list(stats) == ["forward", "backward", "forward+backward", "optimizer", "step"]
+    assert stats["forward+backward"]["median_ms"] == 7.0  # sums 10, 7, 6; the medians would add to 3 + 3 = 6
+    forward_only = phase_stats([{"wall_ms": 2.0, "phases_ms": {"forward": 2.0}}] * 2)
+    assert list(forward_only) == ["forward", "step"]

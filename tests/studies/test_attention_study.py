@@ -45,7 +45,7 @@ def test_eager_parts_are_timed_next_to_their_flops(cpu_study):
     for row in flops:
         assert row["FLOPs matmul/softmax"] == 4 * 16 / 5  # the reports' 4·d_head/5
         assert row["matmul ms"] > 0 and row["softmax ms"] > 0 and row["scale+mask ms"] > 0
-        assert row["time matmul/softmax"] == pytest.approx(row["matmul ms"] / row["softmax ms"], rel=0.01)
+        assert row["time matmul/softmax"] == pytest.approx(row["matmul ms"] / row["softmax ms"], abs=0.006)
     assert attention_flops(2, 64, 16) == {"matmul": 4 * 2 * 64 * 64 * 16, "softmax": 5 * 2 * 64 * 64,
                                           "scale_mask": 2 * 2 * 64 * 64}
 

@@ -10,7 +10,7 @@ from profiler_core.compare import compare_summaries, within_run_verdict
 from profiler_core.config import ConfigError
 from profiler_core.session import passes as session_module
 from profiler_core.studies import sweep
-from profiler_core.studies.derived import compile_table, precision_table, warmup_table
+from profiler_core.studies.derived import compile_table, passes_table, precision_table, warmup_table
 from profiler_core.studies.tables import compact, pivot, sweep_document, sweep_rows
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -111,31 +111,61 @@ def test_sweep_cli_json_and_bad_values(cli_env, tmp_path):
 
 
 def _row(**values):
-    base = {"model": "small", "ctx": 256, "status": "ok", "compile s": None, "first step ms": None}
-    for label in ("fwd", "bwd", "step"):
-        base |= {f"{label} mean ms": None, f"{label} std ms": None}
+    base = {"model": "small", "ctx": 256, "batch": 4, "mode": "train", "status": "ok", "compile s": None,
+            "first step ms": None, "params": 128625408, "d_model": 768, "d_ff": 3072, "layers": 12, "heads": 12}
+    for label in ("fwd", "bwd", "fwd+bwd", "bwd+opt", "step"):
+        base |= {f"{label} mean ms": None, f"{label} std ms": None, f"{label} median ms": None}
     return base | values
 
 
-def test_warmup_table_shows_first_step_penalty():
-    rows = [_row(warmup=0, **{"step mean ms": 50.0, "step std ms": 40.0, "first step ms": 150.0}),
-            _row(warmup=5, **{"step mean ms": 30.0, "step std ms": 0.3, "first step ms": 30.3})]
+def test_warmup_table_puts_modes_side_by_side_with_first_step_penalty_and_times():
+    rows = [_row(warmup=0, mode="forward", **{"fwd mean ms": 50.0, "fwd std ms": 40.0, "first step ms": 150.0,
+                                              "warm-up s": 0.0, "total s": 1.2}),
+            _row(warmup=0, mode="forward_backward", status="oom"),
+            _row(warmup=5, mode="forward", **{"fwd mean ms": 30.0, "fwd std ms": 0.3, "first step ms": 30.3,
+                                              "warm-up s": 0.9, "total s": 1.5}),
+            _row(warmup=5, mode="forward_backward", **{"fwd+bwd mean ms": 90.0, "first step ms": 91.0})]
     table = warmup_table(rows)
-    assert [t["first / mean"] for t in table] == [3.0, 1.01]
+    assert [t["warm-up steps"] for t in table] == [0, 5] and [t["fwd first / mean"] for t in table] == [3.0, 1.01]
+    assert (table[0]["fwd status"], table[0]["fwd+bwd status"], table[1]["fwd+bwd mean ms"]) == ("ok", "oom", 90.0)
+    assert (table[1]["fwd warm-up s"], table[1]["fwd total s"]) == (0.9, 1.5)
+    assert {"params", "d_ff", "layers", "heads"} <= set(table[0])
 
 
-def test_compile_and_precision_tables():
-    rows = [_row(mode="forward", compile=False, **{"fwd mean ms": 10.0}), _row(mode="forward", compile=True,
-            **{"fwd mean ms": 8.0, "compile s": 12.0}), _row(mode="train", compile=False, **{"step mean ms": 30.0}),
-            _row(mode="train", compile=True, **{"step mean ms": 24.0})]
+def test_compile_table_per_model_and_ctx_with_a_backward_optimizer_row():
+    rows = []
+    for ctx, scale in ((256, 1.0), (512, 2.0)):
+        rows += [_row(ctx=ctx, mode="forward", compile=False, **{"fwd mean ms": 10.0 * scale}),
+                 _row(ctx=ctx, mode="forward", compile=True, **{"fwd mean ms": 8.0 * scale, "compile s": 12.0}),
+                 _row(ctx=ctx, mode="train", compile=False, **{"step mean ms": 30.0 * scale, "bwd+opt mean ms": 20.0}),
+                 _row(ctx=ctx, mode="train", compile=True, **{"step mean ms": 24.0 * scale, "bwd+opt mean ms": 16.0})]
     table = compile_table(rows)
-    assert [t["speedup"] for t in table] == [1.25, 1.25] and table[0]["compile s"] == 12.0
-    rows = [_row(dtype="fp32", matmul_precision="highest", **{"step mean ms": 60.0}),
-            _row(dtype="fp32", matmul_precision="high", **{"step mean ms": 30.0}),
-            _row(dtype="bf16", matmul_precision="highest", **{"step mean ms": 20.0})]
-    assert precision_table(rows)[0] | {} == {"model": "small", "fp32 step ms": 60.0, "fp32 speedup": 1.0,
-                                            "tf32 step ms": 30.0, "tf32 speedup": 2.0, "bf16 step ms": 20.0,
-                                            "bf16 speedup": 3.0}
+    assert [(t["ctx"], t["measured"]) for t in table] == [(256, "forward"), (256, "train step"),
+                                                          (256, "backward+optimizer"), (512, "forward"),
+                                                          (512, "train step"), (512, "backward+optimizer")]
+    assert [t["speedup"] for t in table] == [1.25] * 6 and table[0]["compile s"] == 12.0
+
+
+def test_precision_table_per_measured_part_with_medians_and_params():
+    rows = [_row(dtype="fp32", matmul_precision="highest", **{"step mean ms": 61.0, "step median ms": 60.0,
+                                                              "fwd mean ms": 20.0, "fwd median ms": 20.0}),
+            _row(dtype="fp32", matmul_precision="high", **{"step mean ms": 31.0, "step median ms": 30.0,
+                                                           "fwd mean ms": 10.0, "fwd median ms": 10.0}),
+            _row(dtype="bf16", matmul_precision="highest", **{"step mean ms": 21.0, "step median ms": 20.0,
+                                                              "fwd mean ms": 5.0, "fwd median ms": 5.0})]
+    table = precision_table(rows)
+    assert [t["measured"] for t in table] == ["forward", "train step"]
+    step = table[1]
+    assert step["params"] == 128625408 and (step["fp32 mean ms"], step["fp32 median ms"]) == (61.0, 60.0)
+    assert (step["fp32 speedup"], step["tf32 speedup"], step["bf16 speedup"]) == (1.0, 2.0, 3.0)  # from medians
+    assert table[0]["bf16 speedup"] == 4.0
+
+
+def test_passes_table_gives_the_ratio_of_the_medians():
+    row = _row(mode="forward_backward", **{"fwd mean ms": 11.0, "fwd median ms": 10.0, "fwd+bwd mean ms": 31.0,
+                                          "fwd+bwd median ms": 30.0})
+    entry = passes_table([row])[0]
+    assert entry["ratio fwd+bwd / fwd"] == 3.0 and entry["params"] == 128625408 and entry["d_ff"] == 3072
 
 
 def test_precision_lab_computed_live_on_cpu():

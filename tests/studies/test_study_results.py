@@ -6,6 +6,7 @@ import sys
 
 import pytest
 
+from models.presets import PRESETS
 from profiler_core.errors import StudyError
 from profiler_core.studies import sweep
 from profiler_core.studies.catalog import list_studies, study_kind, study_record
@@ -40,7 +41,9 @@ def test_warmup_tables_come_from_the_directory(warmup_study):
     tables = study_tables(root / events[0]["dir"].rsplit("/", 1)[1])
     assert list(tables) == ["warm-up study", "cells"]
     assert [row["warm-up steps"] for row in tables["warm-up study"]] == [0, 1]
-    assert all(row["step mean ms"] > 0 and row["first / mean"] > 0 for row in tables["warm-up study"])
+    assert all(row["step mean ms"] > 0 and row["step first / mean"] > 0 for row in tables["warm-up study"])
+    assert all(row["step total s"] > row["step warm-up s"] >= 0 for row in tables["warm-up study"])
+    assert tables["warm-up study"][1]["step warm-up s"] > 0 and tables["warm-up study"][0]["step warm-up s"] == 0
     assert all_cells_done(tables)
 
 
@@ -91,6 +94,34 @@ def test_precision_study_keeps_its_lab_in_the_directory(tmp_path):
     study_dir = tmp_path / printed["study_dir"].rsplit("/", 1)[1]
     assert (study_dir / "precision_lab.json").is_file() and study_kind(study_dir) == "precision"
     tables = study_tables(study_dir)
-    assert list(tables)[0] == "fp32 vs tf32 vs bf16 step time" and any(name.startswith("accumulating") for name in tables)
+    assert list(tables)[0] == "fp32 vs tf32 vs bf16 (speedups from the medians)" and any(name.startswith("accumulating") for name in tables)
     assert [row["status"] for row in tables["cells"]] == ["ok"] * 3
-    assert printed["fp32 vs tf32 vs bf16 step time"][0]["fp32 speedup"] == 1.0
+    precision = printed["fp32 vs tf32 vs bf16 (speedups from the medians)"]
+    assert [row["measured"] for row in precision] == ["forward", "forward+backward", "train step"]
+    assert all(row["fp32 speedup"] == 1.0 and row["params"] > 0 and row["bf16 median ms"] > 0 for row in precision)
+
+
+def test_passes_and_warmup_grids_over_models_contexts_and_modes(tmp_path):
+    """Real CPU runs: one command gives forward vs forward+backward for every model and ctx, and the warm-up grid
+    puts FWD and FWD+BWD side by side."""
+    common = ["--device", "cpu", "--models", "tiny", "--ctxs", "16,24", "--steps", "2", "--warmup", "0",
+              "--runs-dir", str(tmp_path), "--json"]
+    done = subprocess.run([sys.executable, "-m", "profiler_core", "study", "passes", *common], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    table = json.loads(done.stdout)["forward vs forward+backward (same steps)"]
+    assert [(row["model"], row["ctx"]) for row in table] == [("tiny", 16), ("tiny", 24)]
+    for row in table:
+        assert row["ratio fwd+bwd / fwd"] == round(row["fwd+bwd median ms"] / row["fwd median ms"], 2) > 1
+    tiny = PRESETS["tiny"]
+    assert (table[0]["d_model"], table[0]["d_ff"], table[0]["layers"], table[0]["heads"]) == (
+        tiny.d_model, tiny.d_ff, tiny.layers, tiny.heads)
+    assert table[0]["params"] == table[1]["params"] > 0
+    warmup = ["study", "warmup", "--model", "tiny", "--device", "cpu", "--ctxs", "16", "--steps", "2",
+              "--warmups", "0,1", "--modes", "forward,forward_backward", "--runs-dir", str(tmp_path), "--json"]
+    done = subprocess.run([sys.executable, "-m", "profiler_core", *warmup], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    grid = json.loads(done.stdout)["warm-up study"]
+    assert [row["warm-up steps"] for row in grid] == [0, 1]
+    assert all(row["fwd status"] == row["fwd+bwd status"] == "ok" and row["fwd+bwd mean ms"] > 0 for row in grid)

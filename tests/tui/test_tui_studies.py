@@ -94,7 +94,7 @@ async def test_runs_screen_lists_a_study_and_opens_it_in_studies(tmp_path):
         await settle(app, pilot)
         pane = app.query_one("#pane-studies")
         first = pane.tables["warm-up study"][0]
-        assert first["warm-up steps"] == 0 and first["first / mean"] > 5  # the H200's cold first step
+        assert first["warm-up steps"] == 0 and first["step first / mean"] > 5  # the H200's cold first step
 
 
 def test_study_state_counts_cells_and_keeps_what_did_not_finish():

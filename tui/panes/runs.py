@@ -31,16 +31,16 @@ from tui.tables import MarkableTable
 RUN_COLUMNS = {"name": "run", "status": "status", "model": "model", "ctx": "ctx", "batch": "batch",
                "dtype": "dtype", "device": "device", "step_median_ms": "median step"}
 # A compare row's display cells (render.compare_report) ride along under these keys; export leaves them out.
-TEXT_KEYS = ("a_text", "b_text", "ratio_text", "n_text")
+TEXT_KEYS = ("a_text", "b_text", "ratio_text", "n_text", "verdict_cell")
 COMPARE_COLUMNS = {"phase": "phase", "a_text": "A", "b_text": "B", "ratio_text": "B/A [95% CI]", "n_text": "n",
-                   "verdict": "verdict", "reason": "reason"}
+                   "verdict_cell": "verdict", "reason": "reason"}
 MS = lambda value: "" if value is None else format_ms(value)  # noqa: E731
 FORMATTERS = {"step_median_ms": MS}
 
 
 def compare_record(row: dict) -> dict:
     """A compare row with its display cells (the interval joins two fields, tokens/s is not in ms)."""
-    return {**row, **dict(zip(TEXT_KEYS, row_cells(row)[1:5]))}
+    return {**row, **dict(zip(TEXT_KEYS, row_cells(row)[1:6]))}
 
 
 def run_record(path: Path) -> dict:

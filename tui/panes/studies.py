@@ -25,15 +25,19 @@ from tui.tables import MarkableTable
 GPU_TEMPLATES = {
     "seed sweep: small…2.7B × ctx 128–1024 × fp32/bf16":
         "sweep --model small,medium,large,xl,2.7B --ctx 128,256,512,1024 --dtype fp32,bf16 --name seed",
-    "warm-up study: 0/1/2/5 warm-up steps": "study warmup --model small",
-    "torch.compile study: eager vs compiled": "study compile --model small",
+    "forward vs forward+backward: every size": "study passes --models small,medium,large,xl,2.7B",
+    "warm-up study: 0/1/5 warm-up, FWD and FWD+BWD": "study warmup --models small,medium --ctxs 128,512 "
+                                                     "--warmups 0,1,5 --modes forward,forward_backward",
+    "torch.compile study: eager vs compiled": "study compile --models small,medium --ctxs 256,512",
     "precision study: fp32/tf32/bf16 + lab": "study precision --models small,medium,large",
-    "attention microbenchmark": "study attention",
+    "attention microbenchmark": "study attention --dtype fp32,bf16",
     "custom sweep": "sweep --model small --ctx 128,256 --attention naive,sdpa",
 }
 CPU_TEMPLATES = {  # the same studies, sized for a laptop's CPU
     "sweep: tiny × ctx × batch (CPU)": "sweep --model tiny --device cpu --ctx 32,64 --batch 1,2 --warmup 1 --steps 3",
     "warm-up study (CPU)": "study warmup --model tiny --device cpu --ctx 64 --steps 5",
+    "forward vs forward+backward (CPU)": "study passes --models tiny --device cpu --ctxs 32,64 --steps 3",
+    "attention microbenchmark (CPU)": "study attention --device cpu --impl eager,sdpa",
     "precision study (CPU)": "study precision --models tiny --device cpu --ctx 64 --steps 3",
 }
 

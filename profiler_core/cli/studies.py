@@ -152,6 +152,8 @@ def study_passes(args) -> int:
 def study_precision(args) -> int:
     base, started = config_from_args(args), _start(args)
     variants = [("fp32", "highest"), ("fp32", "high"), ("bf16", "highest")]
+    if base.device in ("cpu", "mps"):  # TF32 is a CUDA matmul mode: a "high" cell would time fp32 again
+        variants.remove(("fp32", "high"))
     configs = [dataclasses.replace(cfg, dtype=dtype, matmul_precision=precision)
                for cfg in _models_and_ctxs(args, base) for dtype, precision in variants]
     lab = _precision_lab(base.device)

@@ -102,10 +102,11 @@ PRECISION_MEASURES = (("fwd", "forward", "forward"), ("fwd+bwd", "forward+backwa
 def precision_table(rows: list[dict], summaries: list[dict | None] | None = None) -> list[dict]:
     """Per model × ctx and per measured part (forward, forward+backward, train step, as the mode ran them): strict
     fp32, TF32 and bf16 autocast, mean and median; speedups over strict fp32 from the medians and, with summaries,
-    whether each is faster beyond noise."""
+    whether each is faster beyond noise. TF32 is a CUDA matmul mode: off CUDA its column is left out."""
     table = []
+    tf32 = any(row.get("device type") == "cuda" for row in rows)
     for _, group in _groups(rows, ("model", "ctx", "batch", "mode")).items():
-        cells = {name: _pair(group, match) for name, match in PRECISION_VARIANTS}
+        cells = {name: _pair(group, match) for name, match in PRECISION_VARIANTS if name != "tf32" or tf32}
         for label, measured, phase in PRECISION_MEASURES:
             if not any(row and row[f"{label} mean ms"] is not None for row in cells.values()):
                 continue

@@ -28,14 +28,20 @@ def study_tables(study_dir: Path) -> dict[str, list[dict]]:
     summaries = sweep_summaries(study_dir)
     derived = {"warmup": ("warm-up study", lambda: warmup_table(rows)),
                "compile": ("torch.compile study", lambda: compile_table(rows, summaries)),
-               "precision": ("fp32 vs tf32 vs bf16 (speedups from the medians)",
-                             lambda: precision_table(rows, summaries)),
+               "precision": (_precision_title(rows), lambda: precision_table(rows, summaries)),
                "passes": ("forward vs forward+backward (same steps)", lambda: passes_table(rows))}
     if kind in derived:
         title, build = derived[kind]
         tables = {title: build()}
         return tables | (_lab_tables(study_dir) if kind == "precision" else {}) | {"cells": _sweep_table(study_dir, rows)}
     return {"sweep results": _sweep_table(study_dir, rows)} | _default_pivot(study_dir, rows)
+
+
+def _precision_title(rows: list[dict]) -> str:
+    if any(row.get("device type") == "cuda" for row in rows) or not rows:
+        return "fp32 vs tf32 vs bf16 (speedups from the medians)"
+    return (f"fp32 vs bf16 on {rows[0].get('device type')} (speedups from the medians; TF32 is a CUDA matmul mode, "
+            "so its cells are left out)")
 
 
 def _varied(study_dir: Path) -> list[str]:
@@ -64,8 +70,12 @@ def _lab_tables(study_dir: Path) -> dict[str, list[dict]]:
         return {}
     autocast = [{"tensor": name, **{dtype: lab["autocast"][dtype][name] for dtype in lab["autocast"]}}
                 for name in lab["autocast"]["fp16"]]
-    return {f"accumulating 0.01 a thousand times ({lab['device']})": lab["accumulation"],
-            f"dtypes under autocast ({lab['device']}, torch {lab['torch_version']})": autocast}
+    title = f"dtypes under autocast ({lab['device']}, torch {lab['torch_version']})"
+    if lab["device"] != "cuda":
+        norm = lab["autocast"]["bf16"].get("LayerNorm output")
+        title += (f": {lab['device']} autocast has its own op lists, not CUDA's (here LayerNorm output is {norm}; "
+                  "CUDA's autocast keeps layer norm in float32): run the study on the GPU for the GPU's answer")
+    return {f"accumulating 0.01 a thousand times ({lab['device']})": lab["accumulation"], title: autocast}
 
 
 def _attention_tables(study_dir: Path) -> dict[str, list[dict]]:

@@ -45,6 +45,7 @@ def cell_row(cfg: dict, summary: dict | None, steps: list[dict]) -> dict:
         row[name if name not in row else f"model_arg.{name}"] = value
     device = (summary.get("env") or {}).get("device_name")
     row["device"] = device or cfg.get("device")
+    row["device type"] = (summary.get("env") or {}).get("device_type") or cfg.get("device")
     row["gpu"] = (summary.get("env") or {}).get("cuda_visible_devices")  # sweep --gpus: which GPU ran the cell
     for label, stats in (("fwd", phases.get("forward")), ("bwd", phases.get("backward")),
                          ("fwd+bwd", _summed(steps, ("forward", "backward"))), ("opt", phases.get("optimizer")),

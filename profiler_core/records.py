@@ -201,6 +201,7 @@ class InspectReport(TypedDict):
     flops: dict[str, int | None] | None  # forward, backward, step (FlopCounterMode); None: not countable
     closed_form_flops: int | None  # the built-in model's formula (models/presets.step_flops)
     memory: dict[str, int]  # weights_bytes, gradients_bytes, optimizer_state_bytes, activations_bytes
+    residual_stream_per_layer_bytes: int  # B·T·d·activation bytes: one layer's input, the unit of activations
     notes: list[str]
     seconds: float
 

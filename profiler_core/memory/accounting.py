@@ -30,6 +30,8 @@ EXPLANATIONS = {
     "activations": "saved activations are several tensors per layer (norm inputs and statistics, Q/K/V, RoPE "
                    "intermediates, FFN hidden d_ff-wide tensors, logits and log-softmax), not only the "
                    "residual stream; the prediction is a lower bound of one residual-stream tensor per layer.",
+    "residual_stream_per_layer": "one layer's input (B·T·d·bytes), the unit activations are counted in: not a "
+                                 "category of its own, so not measured",
     "attention_scores": "a naive attention keeps several T×T tensors per layer (scores, scaled, masked, softmax) "
                         "and their gradients in backward; fused attention (SDPA/flash) keeps none.",
 }
@@ -82,6 +84,7 @@ COMPARED_ITEMS = (
     ("optimizer_state", "optimizer_state_bytes", "optimizer_state"),
     ("activations", "residual_stream_all_layers_bytes", "activations"),
     ("attention_scores", "attention_scores_all_layers_bytes", "attention_scores"),
+    ("residual_stream_per_layer", "residual_stream_per_layer_bytes", None),  # a unit to read the others by
 )
 
 
@@ -91,7 +94,7 @@ def _ratio(measured: int | None, predicted: int) -> float | None:
     return measured / predicted
 
 
-def compare_predicted(predicted: dict, measured_by_category: dict) -> list[dict]:
+def compare_predicted(predicted: dict, measured_by_category: dict[str, int]) -> list[dict]:
     """Rows {item, predicted_bytes, measured_bytes, ratio (measured/predicted), explanation}.
 
     The explanation is empty when the ratio is within 10 % of 1; otherwise it says why a gap is expected.
@@ -99,7 +102,7 @@ def compare_predicted(predicted: dict, measured_by_category: dict) -> list[dict]
     rows = []
     for item, predicted_key, measured_key in COMPARED_ITEMS:
         predicted_bytes = int(predicted.get(predicted_key, 0))
-        measured = measured_by_category.get(measured_key)
+        measured = measured_by_category.get(measured_key) if measured_key else None
         ratio = _ratio(measured, predicted_bytes)
         close = ratio is not None and FAR_FROM_ONE[0] <= ratio <= FAR_FROM_ONE[1]
         both_zero = predicted_bytes == 0 and not measured

@@ -44,7 +44,9 @@ def flops_lines(report: InspectReport) -> list[str]:
 def memory_rows(report: InspectReport) -> list[tuple[str, str]]:
     memory = report["memory"]
     rows = [(label, format_bytes(memory[key])) for label, key in MEMORY_ITEMS if key in memory]
-    return rows + [("total ≥", format_bytes(sum(memory.values())))]
+    rows.append(("total ≥", format_bytes(sum(memory.values()))))
+    residual = report.get("residual_stream_per_layer_bytes")
+    return rows + ([("residual stream per layer (B·T·d)", format_bytes(residual))] if residual is not None else [])
 
 
 def memory_table(report: InspectReport) -> Table:

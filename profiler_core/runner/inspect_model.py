@@ -30,6 +30,7 @@ from models.transformer import TransformerLM
 from profiler_core import events
 from profiler_core.config import COMPILED_STEP, ConfigError, RunConfig, validate
 from profiler_core.events import emit
+from profiler_core.memory.accounting import predict_run_memory
 from profiler_core.records import InspectReport
 from profiler_core.runner.user_model import build_optimizer, build_user_model, load_callable
 from profiler_core.runner.workload import loss_of
@@ -180,6 +181,7 @@ def inspect_config(cfg: RunConfig, depth: int = DEFAULT_DEPTH) -> InspectReport:
     params = parameter_counts(model)
     report = InspectReport(model=cfg.model_name, model_class=type(model).__qualname__, factory=info, params=params,
                            modules=module_rows(model, depth), flops=None, closed_form_flops=None, memory={},
+                           residual_stream_per_layer_bytes=predict_run_memory(cfg)["residual_stream_per_layer_bytes"],
                            notes=[], seconds=0.0)
     if cfg.model_factory is None:
         report["closed_form_flops"] = step_flops(cfg.spec(), cfg.batch, cfg.ctx, cfg.mode)

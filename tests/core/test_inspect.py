@@ -12,7 +12,7 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from models.presets import count_params, step_flops
+from models.presets import PRESETS, count_params, step_flops
 from profiler_core.config import RunConfig
 from profiler_core.runner.inspect_model import (
     FlopCounter,
@@ -133,8 +133,11 @@ def test_cli_prints_json_and_tables(cli_env):
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["flops"]["step"] == report["closed_form_flops"]
+    tiny = PRESETS["tiny"]
+    assert report["residual_stream_per_layer_bytes"] == 4 * 32 * tiny.d_model * 4  # B·T·d·fp32 bytes, default batch 4
     text = sysprof(["--model", "tiny", "--ctx", "32"], cli_env)
     assert text.returncode == 0 and "counted and closed form equal" in text.stdout
+    assert "residual stream per layer (B·T·d)" in text.stdout
 
 
 @pytest.mark.parametrize(("args", "code", "says"), [

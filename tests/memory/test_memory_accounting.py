@@ -45,7 +45,11 @@ def test_compare_rows_explain_only_large_gaps():
     measured = {"parameters": 514_501_632, "gradients": 0, "optimizer_state": 1_029_003_264,
                 "activations": 1_034_326_016, "attention_scores": 150_994_944}
     rows = {row["item"]: row for row in compare_predicted(predicted, measured)}
-    assert set(rows) == {"parameters", "gradients", "optimizer_state", "activations", "attention_scores"}
+    assert set(rows) == {"parameters", "gradients", "optimizer_state", "activations", "attention_scores",
+                         "residual_stream_per_layer"}
+    residual = rows["residual_stream_per_layer"]  # B·T·d·bytes, a unit: predicted, never measured
+    assert residual["predicted_bytes"] == SMALL["batch"] * SMALL["ctx"] * SMALL["d_model"] * 4
+    assert residual["measured_bytes"] is None and "not measured" in residual["explanation"]
     assert rows["parameters"]["ratio"] == 1.0 and rows["parameters"]["explanation"] == ""
     assert rows["attention_scores"]["ratio"] == 1.0
     assert rows["activations"]["ratio"] == pytest.approx(1_034_326_016 / 37_748_736, rel=1e-4)

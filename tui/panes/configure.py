@@ -83,6 +83,7 @@ def predicted_table(cfg: RunConfig) -> Table:
         table.add_row(label, format_bytes(predicted[key]))
         total += predicted[key]
     table.add_row("[b]total ≥[/b]", f"[b]{format_bytes(total)}[/b]")
+    table.add_row("residual / layer", format_bytes(predicted["residual_stream_per_layer_bytes"]))  # B·T·d·bytes
     return table
 
 

@@ -29,6 +29,7 @@ from profiler_core.config import (
 )
 from profiler_core.errors import ConfigError, ExportError, RunDirError, StudyError, SysprofError
 from profiler_core.events import decode_line, finish_event
+from profiler_core.kernels.whole_step import whole_step
 from profiler_core.memory.accounting import predict_run_memory
 from profiler_core.metrics import phase_stats, throughput
 from profiler_core.nvml import GpuTelemetry, NvmlSampler, gpu_count, visible_gpu_count
@@ -64,5 +65,5 @@ __all__ = [
     "inspect_argv", "read_inspect_output",
     "list_studies", "mark_killed", "model_column", "model_label", "median_ms", "PhaseStats", "RunError", "RunSummary",
     "StepRecord", "phase_stats", "predict_run_memory", "rundir", "session_argv", "signal_group",
-    "study_argv", "study_kind", "study_record", "study_tables", "throughput", "warnings_for_summary",
+    "study_argv", "study_kind", "study_record", "study_tables", "throughput", "warnings_for_summary", "whole_step",
 ]

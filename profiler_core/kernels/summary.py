@@ -39,6 +39,7 @@ from profiler_core.kernels.kernel_stats import (
 from profiler_core.kernels.module_stats import module_summary
 from profiler_core.kernels.nsys_stats.attribution import attribution_from_stats_dir, phase_kernel_rows_from_stats_dir
 from profiler_core.kernels.nsys_stats.csv_reader import find_report_file, read_stats_csv
+from profiler_core.kernels.whole_step import STEP_ROW, whole_step
 
 KERNEL_FIELDS = ("name", "class", "instances", "total_ns", "avg_ns", "med_ns", "min_ns", "max_ns", "std_ns")
 
@@ -57,7 +58,8 @@ def analyze_attribution(attribution: KernelAttribution, source: str, source_kind
         "source_kind": source_kind,
         "kernels": _kernel_records(kernel_table(kernels, attribution.names, short_names=attribution.short_names)),
         "phases": phases,
-        "gemm_fraction": {phase: phases[phase]["gemm_fraction"] for phase in ATTRIBUTED_PHASES},
+        "gemm_fraction": {phase: phases[phase]["gemm_fraction"] for phase in ATTRIBUTED_PHASES}
+        | {STEP_ROW: whole_step(phases)["gemm_fraction"]},
         "attention": attention_summary(attribution),
         "steps": step_summaries(attribution),
         "modules": module_summary(attribution),
@@ -91,7 +93,8 @@ def analyze_stats_dir(path: str | Path) -> dict:
         "source_kind": "nsys-stats-csv",
         "kernels": _kernel_records(kernels),
         "phases": phases,
-        "gemm_fraction": {p: _fraction(phases[p]["by_class"].get("gemm", 0), phases[p]["gpu_ns"]) for p in ATTRIBUTED_PHASES},
+        "gemm_fraction": {p: _fraction(phases[p]["by_class"].get("gemm", 0), phases[p]["gpu_ns"]) for p in ATTRIBUTED_PHASES}
+        | {STEP_ROW: whole_step(phases)["gemm_fraction"]},
         "totals": {"gpu_ns": int(kernels["total_ns"].sum()), "kernels": int(kernels["instances"].sum())},
         "notes": notes,
     }

@@ -4,6 +4,7 @@ from __future__ import annotations
 from rich.table import Table
 
 from models.phases import ATTRIBUTED_PHASES
+from profiler_core.kernels.whole_step import whole_step
 from profiler_core.render.launch_report import print_launch_analysis
 from profiler_core.render.module_tables import print_module_tables
 from profiler_core.render.units import NA, format_bytes, ns_to_ms
@@ -21,6 +22,11 @@ def phase_kernel_summary(analysis: dict) -> Table:
         table.add_row(phase, ns_to_ms(stats.get("gpu_ns")), str(stats.get("kernels", 0)),
                       NA if busy is None else f"{busy:.0f}", f"{analysis['gemm_fraction'].get(phase, 0):.0%}",
                       ", ".join(f"{name} {ns_to_ms(ns)}" for name, ns in by_class))
+    step = whole_step(analysis["phases"])
+    if step["kernels"]:
+        by_class = sorted(step["by_class"].items(), key=lambda kv: -kv[1])[:3]
+        table.add_row("step (f+b+o)", ns_to_ms(step["gpu_ns"]), str(step["kernels"]), "",
+                      f"{step['gemm_fraction']:.0%}", ", ".join(f"{name} {ns_to_ms(ns)}" for name, ns in by_class))
     return table
 
 

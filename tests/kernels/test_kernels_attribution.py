@@ -141,6 +141,11 @@ def test_analyze_sqlite_json_contract(h200_sqlite):
     for phase in result["phases"].values():
         assert {"gpu_ns", "kernels", "by_class", "wall_ns", "busy_pct"} <= set(phase)
     assert all(0 <= f <= 1 for f in result["gemm_fraction"].values())
+    # the whole train step: GEMM time of forward, backward and optimizer over their kernel time, not a mean of fractions
+    phases = [result["phases"][p] for p in ("forward", "backward", "optimizer")]
+    gemm = sum(p["by_class"].get("gemm", 0) for p in phases)
+    assert result["gemm_fraction"]["step"] == round(gemm / sum(p["gpu_ns"] for p in phases), 4)
+    assert result["gemm_fraction"]["optimizer"] < result["gemm_fraction"]["step"] < result["gemm_fraction"]["backward"]
     first = result["kernels"][0]
     assert {"name", "class", "instances", "total_ns", "avg_ns", "med_ns", "min_ns", "max_ns", "std_ns"} <= set(first)
     assert first["short_name"] == "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x64x8_stage3_warpsize1x4x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas"

@@ -14,6 +14,7 @@ from textual.containers import Horizontal
 from textual.reactive import reactive
 from textual.widgets import DataTable, Input, Static
 
+from profiler_core.api import whole_step
 from profiler_core.render.launch_report import short_verdict, verdict_lines
 from profiler_core.render.module_tables import KERNEL_ROW_FIELDS, absent_line
 from profiler_core.render.units import NA, blank_or, fixed, ns_as_ms, ns_as_us
@@ -68,6 +69,12 @@ def phase_breakdown(analysis: dict) -> Table:
                       f"{(analysis.get('gemm_fraction') or {}).get(phase, 0):.0%}",
                       "" if busy is None else f"{busy:.0f}%", short_verdict(analysis, phase),
                       " ".join(f"{name} {ns / total:.0%}" for name, ns in classes))
+    step = whole_step(analysis.get("phases") or {})
+    if step["kernels"]:
+        total = step["gpu_ns"] or 1
+        classes = sorted(step["by_class"].items(), key=lambda item: -item[1])[:2]
+        table.add_row("step", _per_step(step["gpu_ns"], steps), f"{step['gpu_ns'] / 1e6:,.1f}", f"{step['kernels']:,}",
+                      f"{step['gemm_fraction']:.0%}", "", "", " ".join(f"{name} {ns / total:.0%}" for name, ns in classes))
     attention = analysis.get("attention") or {}
     if attention.get("by_part"):
         parts = " ".join(f"{part.replace('computing ', '')} {ns / 1e6:.1f}ms"

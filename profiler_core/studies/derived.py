@@ -137,3 +137,21 @@ def passes_table(rows: list[dict]) -> list[dict]:
                       "fwd+bwd median ms": _ms(both),
                       "ratio fwd+bwd / fwd": round(both / forward, 2) if both and forward else None})
     return table
+
+
+def precision_memory_table(rows: list[dict]) -> list[dict]:
+    """Peak memory per model × ctx × mode, strict fp32 against bf16 autocast, allocated and reserved, with Δ and
+    % (CUDA only: empty where no cell measured a peak)."""
+    table = []
+    for _, group in _groups(rows, ("model", "ctx", "batch", "mode")).items():
+        fp32, bf16 = (_pair(group, match) for _, match in (PRECISION_VARIANTS[0], PRECISION_VARIANTS[2]))
+        if not fp32 or not bf16 or (fp32["peak GiB"] is None and bf16["peak GiB"] is None):
+            continue
+        entry = _model_columns(fp32) | {"mode": fp32.get("mode"), "status": f"{fp32['status']}/{bf16['status']}"}
+        for label, column in (("allocated", "peak GiB"), ("reserved", "peak reserved GiB")):
+            a, b = fp32.get(column), bf16.get(column)
+            entry |= {f"fp32 {label} GiB": _ms(a), f"bf16 {label} GiB": _ms(b),
+                      f"Δ {label} GiB": _ms(b - a) if a is not None and b is not None else None,
+                      f"Δ {label} %": round((b - a) / a * 100, 1) if a and b is not None else None}
+        table.append(entry)
+    return table

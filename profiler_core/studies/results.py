@@ -8,7 +8,13 @@ from profiler_core import events, rundir
 from profiler_core.errors import StudyError
 from profiler_core.studies import attention
 from profiler_core.studies.catalog import study_kind
-from profiler_core.studies.derived import compile_table, passes_table, precision_table, warmup_table
+from profiler_core.studies.derived import (
+    compile_table,
+    passes_table,
+    precision_memory_table,
+    precision_table,
+    warmup_table,
+)
 from profiler_core.studies.tables import pivot, sweep_rows, sweep_summaries, visible_columns
 
 PIVOT_VALUE = "fwd mean ms"
@@ -33,6 +39,9 @@ def study_tables(study_dir: Path) -> dict[str, list[dict]]:
     if kind in derived:
         title, build = derived[kind]
         tables = {title: build()}
+        memory = precision_memory_table(rows) if kind == "precision" else []
+        if memory:
+            tables["peak memory, fp32 vs bf16 autocast (Δ = bf16 − fp32)"] = memory
         return tables | (_lab_tables(study_dir) if kind == "precision" else {}) | {"cells": _sweep_table(study_dir, rows)}
     return {"sweep results": _sweep_table(study_dir, rows)} | _default_pivot(study_dir, rows)
 

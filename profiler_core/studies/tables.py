@@ -55,6 +55,8 @@ def cell_row(cfg: dict, summary: dict | None, steps: list[dict]) -> dict:
     row["compile s"] = summary.get("compile_s")
     peaks = summary.get("peak_memory_bytes") or {}
     row["peak GiB"] = max(peaks.values()) / 2**30 if peaks else None
+    reserved = summary.get("peak_reserved_bytes") or {}
+    row["peak reserved GiB"] = max(reserved.values()) / 2**30 if reserved else None
     row["first step ms"] = next(iter(_clean_walls(steps, "measured")), None)
     warmups, measured = _clean_walls(steps, "warmup"), _clean_walls(steps, "measured")
     row["warm-up s"] = sum(warmups) / 1e3 if steps else None  # every warm-up step, the compiling one included
@@ -102,7 +104,7 @@ def visible_columns(rows: list[dict], varied: list[str]) -> list[str]:
     keep = [c for c in (*CONFIG_COLUMNS, *varied) if c in varied or c in ("model", "ctx")]
     timing = [c for c in rows[0] if c.endswith(" ms") and not c.endswith(" median ms")
               and any(r[c] is not None for r in rows)] if rows else []
-    extra = [c for c in ("compile s", "peak GiB", "procs", "step CV between %")
+    extra = [c for c in ("compile s", "peak GiB", "peak reserved GiB", "procs", "step CV between %")
              if rows and any(r[c] is not None for r in rows)]
     extra += ["gpu"] if len({r["gpu"] for r in rows}) > 1 else []
     return list(dict.fromkeys(keep + ["status"] + timing + extra))

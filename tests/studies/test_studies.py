@@ -10,7 +10,13 @@ from profiler_core.compare import compare_summaries, within_run_verdict
 from profiler_core.config import ConfigError
 from profiler_core.session import passes as session_module
 from profiler_core.studies import sweep
-from profiler_core.studies.derived import compile_table, passes_table, precision_table, warmup_table
+from profiler_core.studies.derived import (
+    compile_table,
+    passes_table,
+    precision_memory_table,
+    precision_table,
+    warmup_table,
+)
 from profiler_core.studies.tables import compact, pivot, sweep_document, sweep_rows
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -112,7 +118,8 @@ def test_sweep_cli_json_and_bad_values(cli_env, tmp_path):
 
 def _row(**values):
     base = {"model": "small", "ctx": 256, "batch": 4, "mode": "train", "status": "ok", "compile s": None,
-            "first step ms": None, "params": 128625408, "d_model": 768, "d_ff": 3072, "layers": 12, "heads": 12}
+            "first step ms": None, "params": 128625408, "d_model": 768, "d_ff": 3072, "layers": 12, "heads": 12,
+            "device type": "cuda", "peak GiB": None, "peak reserved GiB": None}
     for label in ("fwd", "bwd", "fwd+bwd", "bwd+opt", "step"):
         base |= {f"{label} mean ms": None, f"{label} std ms": None, f"{label} median ms": None}
     return base | values
@@ -210,3 +217,18 @@ def test_one_process_verdict_rule():
     [row] = compare_summaries({"phases": {"step": quiet}}, {"phases": {"step": {**quiet, "median_ms": 99.0}}})
     assert row["verdict"] == "within noise"  # beyond 2σ of the steps, but 1% < the 2% minimum effect
     assert row["reason"].endswith("; effect 1.0% < 2.0% (--min-effect)")
+
+
+def test_precision_memory_table_gives_delta_and_percent_for_allocated_and_reserved():
+    rows = [_row(dtype="fp32", matmul_precision="highest", **{"peak GiB": 4.0, "peak reserved GiB": 5.0}),
+            _row(dtype="bf16", matmul_precision="highest", **{"peak GiB": 3.0, "peak reserved GiB": 4.5}),
+            _row(model="medium", dtype="fp32", matmul_precision="highest", status="oom", **{"peak GiB": 80.0,
+                                                                                           "peak reserved GiB": None}),
+            _row(model="medium", dtype="bf16", matmul_precision="highest", **{"peak GiB": 60.0,
+                                                                               "peak reserved GiB": 62.0})]
+    small, medium = precision_memory_table(rows)
+    assert (small["Δ allocated GiB"], small["Δ allocated %"]) == (-1.0, -25.0)
+    assert (small["Δ reserved GiB"], small["Δ reserved %"]) == (-0.5, -10.0)
+    assert medium["status"] == "oom/ok" and medium["Δ reserved %"] is None and medium["Δ allocated %"] == -25.0
+    assert precision_memory_table([_row(dtype="fp32", matmul_precision="highest", **{"peak GiB": None}),
+                                   _row(dtype="bf16", matmul_precision="highest", **{"peak GiB": None})]) == []

@@ -26,7 +26,7 @@ def test_run_json_contract_and_run_directory(cli_env, tmp_path):
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)  # exactly one JSON document on stdout
     assert summary["status"] == "ok"
-    assert set(summary["phases"]) == {"forward", "backward", "optimizer", "step"}
+    assert set(summary["phases"]) == {"forward", "backward", "forward+backward", "optimizer", "step"}
     for stats in summary["phases"].values():
         assert stats["n"] == 3 and stats["min_ms"] <= stats["median_ms"] <= stats["max_ms"]
     assert len(summary["warmup_ms"]) == 2 and summary["tokens_per_s"] > 0 and summary["mfu"] is None

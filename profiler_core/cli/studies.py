@@ -45,7 +45,7 @@ def add_study_parsers(commands) -> None:
                                                          "forward,forward_backward (default: --mode's)")
     bench = study.add_parser("attention", help="attention microbenchmark: eager, compiled, SDPA")
     options: tuple[tuple[str, str | None, str | None], ...] = (
-            ("--impl", "eager,compiled,sdpa", None),
+            ("--impl", None, "eager, compiled and/or sdpa (default all three; on cpu eager,sdpa)"),
             ("--d", None, "head dims (default 16,32,64,128; on cpu 16,64)"),
             ("--seq", None, "sequence lengths (default 256…16384; on cpu 128,512)"),
             ("--batch", "8", None), ("--iters", None, "timed iterations per cell (default 100; on cpu 10)"),
@@ -177,10 +177,10 @@ def study_attention(args) -> int:
                           "--attention naive,sdpa with --model-factory (the factory takes an attention parameter)")
     started = _start(args)
     device = _attention_device(args.device)
-    dims, seqs, default_iters = attention.DEFAULT_GRID[device]
+    default_impls, dims, seqs, default_iters = attention.DEFAULT_GRID[device]
     batch, iters = (_positive(args.batch, "--batch"), _positive(args.iters or default_iters, "--iters"))
     dtypes = _choices(args.dtype, "--dtype", attention.DTYPES)
-    impls = _choices(args.impl, "--impl", ("eager", "compiled", "sdpa"))
+    impls = _choices(args.impl or default_impls, "--impl", ("eager", "compiled", "sdpa"))
     groups = attention.grid(impls, _ints(args.d or dims, "--d"), _ints(args.seq or seqs, "--seq"), dtypes)
     problem = attention.device_problem(device)
     if problem:

@@ -14,10 +14,11 @@ from profiler_core.config import DTYPE_BYTES
 
 DTYPES = ("fp32", "bf16")  # bf16: autocast over fp32 inputs, as users run it (studies before it cast Q, K, V)
 DEVICES = ("cuda", "cpu", "mps")
-# Without --seq/--d/--iters: the handout's grid on a GPU; a grid that finishes in about a minute on a CPU.
-DEFAULT_GRID = {"cuda": ("16,32,64,128", "256,1024,4096,8192,16384", "100"),
-                "mps": ("16,32,64,128", "256,1024,4096", "20"),
-                "cpu": ("16,64", "128,512", "10")}
+# Without --impl/--d/--seq/--iters: the handout's grid on a GPU; on a CPU a grid that finishes in a minute or two,
+# without torch.compile (inductor needs a C++ compiler there and compiles every shape for tens of seconds).
+DEFAULT_GRID = {"cuda": ("eager,compiled,sdpa", "16,32,64,128", "256,1024,4096,8192,16384", "100"),
+                "mps": ("eager,compiled,sdpa", "16,32,64,128", "256,1024,4096", "20"),
+                "cpu": ("eager,sdpa", "16,64", "128,512", "10")}
 
 
 def grid(impls: list[str], dims: list[int], seqs: list[int], dtypes: list[str]) -> list[list[dict]]:

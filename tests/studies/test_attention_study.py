@@ -89,3 +89,17 @@ def test_cuda_without_a_gpu_is_refused(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(studies, "gpu_count", lambda: 0)
     assert main(["study", "attention", "--device", "cuda", "--runs-dir", str(tmp_path)]) == 2
     assert "no CUDA GPU is visible" in capsys.readouterr().err
+
+
+def test_the_cpu_default_grid_is_small_and_leaves_out_torch_compile(tmp_path, monkeypatch):
+    """Only the plan is checked here (no cell runs): the CPU grid the help text promises."""
+    from profiler_core.studies import attention
+
+    monkeypatch.setattr(attention, "run_study", lambda study_dir, groups, batch, iters, device, on_cell:
+                        attention.write_plan(study_dir, groups, batch, iters, device))
+    assert main(["study", "attention", "--device", "cpu", "--runs-dir", str(tmp_path), "--json"]) == 1  # all pending
+    (study_dir,) = tmp_path.iterdir()
+    plan = json.loads((study_dir / "study.json").read_text())
+    assert (plan["device"], plan["iters"], plan["dtypes"]) == ("cpu", 10, ["fp32"])
+    assert {(c["impl"], c["d"], c["seq"]) for c in plan["cells"]} == {
+        (impl, d, seq) for impl in ("eager", "sdpa") for d in (16, 64) for seq in (128, 512)}

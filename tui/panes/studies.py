@@ -37,7 +37,7 @@ CPU_TEMPLATES = {  # the same studies, sized for a laptop's CPU
     "sweep: tiny × ctx × batch (CPU)": "sweep --model tiny --device cpu --ctx 32,64 --batch 1,2 --warmup 1 --steps 3",
     "warm-up study (CPU)": "study warmup --model tiny --device cpu --ctx 64 --steps 5",
     "forward vs forward+backward (CPU)": "study passes --models tiny --device cpu --ctxs 32,64 --steps 3",
-    "attention microbenchmark (CPU)": "study attention --device cpu --impl eager,sdpa",
+    "attention microbenchmark (CPU)": "study attention --device cpu",
     "precision study (CPU)": "study precision --models tiny --device cpu --ctx 64 --steps 3",
 }
 

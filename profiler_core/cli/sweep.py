@@ -21,6 +21,7 @@ from profiler_core.session.backends import choose_backend
 from profiler_core.studies import sweep
 from profiler_core.studies.gpu_pool import gpus_problem as pool_problem
 from profiler_core.studies.gpu_pool import parse_gpus
+from profiler_core.studies.kernel_tables import profiled_sweep_tables
 from profiler_core.studies.progress import Progress
 from profiler_core.studies.tables import (
     compact,
@@ -29,6 +30,7 @@ from profiler_core.studies.tables import (
     planned_columns,
     sweep_document,
     sweep_rows,
+    sweep_run_dirs,
     visible_columns,
 )
 
@@ -149,6 +151,8 @@ def report_sweep(args, sweep_dir: Path, elapsed_s: float) -> int:
         print(json.dumps(document | {"elapsed_s": elapsed_s}, default=str))
     elif not args.events:
         print_rows(Console(), compact(table) if not args.pivot else table, f"sweep {sweep_dir} ({elapsed_s:.0f} s)")
+        for title, kernels in profiled_sweep_tables(rows, sweep_run_dirs(sweep_dir)).items():
+            print_rows(Console(), kernels, title)  # cells profiled with nsys: the reports' cross-cell tables
     return 0 if all(c["status"] in events.DONE_STATUSES for c in document["cells"]) else 1
 
 

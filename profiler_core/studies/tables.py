@@ -31,7 +31,8 @@ def _clean_walls(steps: list[dict], kind: str) -> list[float]:
     return [s["wall_ms"] for s in steps if s.get("kind") == kind and not s.get("pass") and "wall_ms" in s]
 
 
-def cell_row(cfg: dict, summary: dict | None, steps: list[dict]) -> dict:
+def cell_row(cfg: dict, summary: dict | None, steps: list[dict], profiled: dict | None = None) -> dict:
+    """One cell as a row; `profiled`: the summary of its profiled pass, whose medians the row carries apart."""
     summary = summary or {"status": events.PENDING}
     phases = summary.get("phases") or {}
     preset = PRESETS.get(cfg["model"], PRESETS["small"])
@@ -61,6 +62,10 @@ def cell_row(cfg: dict, summary: dict | None, steps: list[dict]) -> dict:
     warmups, measured = _clean_walls(steps, "warmup"), _clean_walls(steps, "measured")
     row["warm-up s"] = sum(warmups) / 1e3 if steps else None  # every warm-up step, the compiling one included
     row["total s"] = (sum(warmups) + sum(measured)) / 1e3 if steps else None
+    profiled_phases = (profiled or {}).get("phases") or {}
+    row["profiled fwd ms"] = (profiled_phases.get("forward") or {}).get("median_ms")  # under nsys: not step times
+    row["profiled step ms"] = (profiled_phases.get("step") or {}).get("median_ms")
+    row["inflation"] = (summary.get("profile") or {}).get("inflation")
     between = (summary.get("between") or {}).get("step")  # with repeats: the spread between the processes
     row["procs"] = between["n"] if between else None
     row["step CV between %"] = between["cv_pct"] if between else None
@@ -72,8 +77,15 @@ def sweep_rows(sweep_dir: Path) -> list[dict]:
     rows = []
     for index, cfg in enumerate(configs):
         path = cell_dir(sweep_dir, index, cfg)
-        rows.append(cell_row(cfg.to_dict(), cell_summary(path), rundir.read_jsonl(path / rundir.STEPS)))
+        rows.append(cell_row(cfg.to_dict(), cell_summary(path), rundir.read_jsonl(path / rundir.STEPS),
+                             cell_summary(path / rundir.PROFILED_DIR)))
     return rows
+
+
+def sweep_run_dirs(sweep_dir: Path) -> list[Path]:
+    """Each cell's run directory, in plan order (it may not exist yet)."""
+    configs, _ = load_plan(sweep_dir)
+    return [cell_dir(sweep_dir, index, cfg) for index, cfg in enumerate(configs)]
 
 
 def planned_columns(configs: list) -> list[str]:
@@ -104,7 +116,7 @@ def visible_columns(rows: list[dict], varied: list[str]) -> list[str]:
     keep = [c for c in (*CONFIG_COLUMNS, *varied) if c in varied or c in ("model", "ctx")]
     timing = [c for c in rows[0] if c.endswith(" ms") and not c.endswith(" median ms")
               and any(r[c] is not None for r in rows)] if rows else []
-    extra = [c for c in ("compile s", "peak GiB", "peak reserved GiB", "procs", "step CV between %")
+    extra = [c for c in ("inflation", "compile s", "peak GiB", "peak reserved GiB", "procs", "step CV between %")
              if rows and any(r[c] is not None for r in rows)]
     extra += ["gpu"] if len({r["gpu"] for r in rows}) > 1 else []
     return list(dict.fromkeys(keep + ["status"] + timing + extra))

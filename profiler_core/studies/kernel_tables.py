@@ -1,0 +1,136 @@
+"""Kernel tables across the cells of a profiled sweep (`sweep --profiler nsys`): what the reports set side by side
+per size × ctx. Each cell's own analysis (kernels/analysis.json, kernels/phase_kernels.csv) is read as it is; a
+cell without one (not profiled, out of memory, failed) is a row with its status and no numbers."""
+from __future__ import annotations
+
+import csv
+from collections.abc import Sequence
+from pathlib import Path
+
+from models.phases import PHASES
+from profiler_core import rundir
+from profiler_core.kernels.whole_step import whole_step
+
+NS_PER_MS = 1e6
+
+
+def _analysis(run_dir: Path) -> dict | None:
+    try:
+        return rundir.read_json(run_dir / rundir.KERNELS_DIR / rundir.ANALYSIS)
+    except rundir.RunDirError:
+        return None
+
+
+def _phase_kernels(run_dir: Path | None) -> list[dict]:
+    """kernels/phase_kernels.csv: one row per (phase, kernel) with its total_ns and share of the phase."""
+    if run_dir is None:
+        return []
+    try:
+        with (run_dir / rundir.KERNELS_DIR / rundir.PHASE_KERNELS).open(newline="") as handle:
+            return [row | {"total_ns": int(row["total_ns"])} for row in csv.DictReader(handle)]
+    except (OSError, KeyError, ValueError, csv.Error):
+        return []
+
+
+def _top_by_phase(run_dir: Path) -> dict[str, dict]:
+    """The kernel with the most time in each phase."""
+    top: dict[str, dict] = {}
+    for row in _phase_kernels(run_dir):
+        if row["phase"] not in top or row["total_ns"] > top[row["phase"]]["total_ns"]:
+            top[row["phase"]] = row
+    return top
+
+
+def _top_non_gemm(run_dir: Path | None) -> dict | None:
+    """The non-GEMM kernel with the most time over forward, backward and optimizer together."""
+    totals: dict[tuple[str, str], int] = {}
+    for row in _phase_kernels(run_dir):
+        if row["phase"] in PHASES and row["class"] != "gemm":
+            key = (row["name"], row["class"])
+            totals[key] = totals.get(key, 0) + row["total_ns"]
+    if not totals:
+        return None
+    (name, kind), total = max(totals.items(), key=lambda item: item[1])
+    return {"name": name, "class": kind, "total_ns": total}
+
+
+def _per_step_ms(ns: float | None, analysis: dict) -> float | None:
+    steps = len(analysis.get("steps") or []) or 1
+    return None if ns is None else round(ns / steps / NS_PER_MS, 3)
+
+
+def _cells(rows: list[dict], run_dirs: Sequence[Path | None]) -> list[tuple[dict, Path | None, dict | None]]:
+    return [(row, path, _analysis(path) if path else None) for row, path in zip(rows, run_dirs)]
+
+
+def top_kernel_rows(cells) -> list[dict]:
+    """Per cell and pass (forward, backward, optimizer): its top kernel, ms per step and share of the pass."""
+    table = []
+    for row, path, analysis in cells:
+        top = _top_by_phase(path) if analysis and path else {}
+        for phase in PHASES:
+            kernel = top.get(phase)
+            if analysis and not kernel:
+                continue  # the mode did not run this pass
+            table.append({"model": row["model"], "ctx": row["ctx"], "mode": row.get("mode"), "pass": phase,
+                          "status": row["status"], "kernel": kernel["name"] if kernel else None,
+                          "class": kernel["class"] if kernel else None,
+                          "ms/step": _per_step_ms(kernel["total_ns"], analysis) if kernel and analysis else None,
+                          "% of pass": float(kernel["pct_of_phase"]) if kernel else None})
+    return table
+
+
+def top_non_gemm_rows(cells) -> list[dict]:
+    """Per cell: the non-GEMM kernel with the most time over the whole step."""
+    table = []
+    for row, path, analysis in cells:
+        best = _top_non_gemm(path) if analysis else None
+        table.append({"model": row["model"], "ctx": row["ctx"], "mode": row.get("mode"), "status": row["status"],
+                      "kernel": best["name"] if best else None, "class": best["class"] if best else None,
+                      "ms/step": _per_step_ms(best["total_ns"], analysis) if best and analysis else None})
+    return table
+
+
+def gemm_fraction_rows(cells) -> list[dict]:
+    """Per cell: the GEMM share of forward (what inference runs) against the whole train step's."""
+    table = []
+    for row, _, analysis in cells:
+        fractions = (analysis or {}).get("gemm_fraction") or {}
+        step = whole_step(analysis["phases"])["gemm_fraction"] if analysis else None
+        table.append({"model": row["model"], "ctx": row["ctx"], "mode": row.get("mode"), "status": row["status"],
+                      "forward GEMM %": _pct(fractions.get("forward")) if analysis else None,
+                      "backward GEMM %": _pct(fractions.get("backward")) if "backward" in fractions else None,
+                      "step GEMM %": _pct(step) if analysis and row.get("mode") != "forward" else None})
+    return table
+
+
+def softmax_matmul_rows(cells) -> list[dict]:
+    """Per cell: softmax against matmul kernel time inside the attention ranges (naive attention only)."""
+    table = []
+    for row, _, analysis in cells:
+        attention = (analysis or {}).get("attention") or {}
+        softmax, matmul = attention.get("softmax_ns"), attention.get("matmul_ns")
+        table.append({"model": row["model"], "ctx": row["ctx"], "mode": row.get("mode"), "status": row["status"],
+                      "softmax ms/step": _per_step_ms(softmax, analysis) if analysis and softmax is not None else None,
+                      "matmul ms/step": _per_step_ms(matmul, analysis) if analysis and matmul is not None else None,
+                      "matmul / softmax": round(matmul / softmax, 2) if softmax and matmul is not None else None})
+    return table
+
+
+def _pct(fraction: float | None) -> float | None:
+    return None if fraction is None else round(fraction * 100, 1)
+
+
+def profiled_sweep_tables(rows: list[dict], run_dirs: Sequence[Path | None]) -> dict[str, list[dict]]:
+    """The cross-cell kernel tables, when at least one cell has a kernel analysis (else none)."""
+    cells = _cells(rows, run_dirs)
+    if not any(analysis for _, _, analysis in cells):
+        return {}
+    tables = {"top kernel per pass (profiled pass)": top_kernel_rows(cells),
+              "top non-GEMM kernel per cell": top_non_gemm_rows(cells),
+              "GEMM % of GPU time: forward (inference) vs the train step": gemm_fraction_rows(cells)}
+    softmax = softmax_matmul_rows(cells)
+    if any(r["softmax ms/step"] is not None for r in softmax):
+        tables["attention: softmax vs matmul kernel time"] = softmax
+    return tables
+

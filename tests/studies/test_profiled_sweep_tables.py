@@ -1,0 +1,80 @@
+"""Kernel tables across a profiled sweep's cells, from a real H200 analysis (small, ctx 256, fp32 train) placed as
+the sweep's first cell; the second cell has not run. The numbers are checked against that analysis's own files."""
+import csv
+import json
+import shutil
+from pathlib import Path
+
+from profiler_core.config import RunConfig
+from profiler_core.studies import sweep
+from profiler_core.studies.results import study_tables
+from profiler_core.studies.tables import pivot, sweep_rows
+
+RUN = Path(__file__).resolve().parents[1] / "data" / "runs" / "small-h200-analyses"
+
+
+def profiled_sweep(tmp_path: Path) -> Path:
+    cfg = RunConfig.from_dict(json.loads((RUN / "manifest.json").read_text())["config"])
+    configs = [cfg, RunConfig.from_dict(cfg.to_dict() | {"ctx": 512})]
+    sweep_dir = sweep.create(tmp_path, "profiled", configs, ["ctx"])
+    shutil.copytree(RUN, sweep.cell_dir(sweep_dir, 0, configs[0]))
+    return sweep_dir
+
+
+def test_profiled_sweep_gets_the_cross_cell_kernel_tables(tmp_path):
+    tables = study_tables(profiled_sweep(tmp_path))
+    analysis = json.loads((RUN / "kernels" / "analysis.json").read_text())
+    steps = len(analysis["steps"])
+    top = tables["top kernel per pass (profiled pass)"]
+    with (RUN / "kernels" / "phase_kernels.csv").open() as handle:
+        first_forward = next(row for row in csv.DictReader(handle) if row["phase"] == "forward")
+    assert [(r["ctx"], r["pass"]) for r in top] == [(256, "forward"), (256, "backward"), (256, "optimizer"),
+                                                    (512, "forward"), (512, "backward"), (512, "optimizer")]
+    assert top[0]["kernel"] == first_forward["name"] and top[0]["% of pass"] == 57.3
+    assert top[0]["ms/step"] == round(int(first_forward["total_ns"]) / steps / 1e6, 3)
+    assert top[3]["status"] == "pending" and top[3]["kernel"] is None
+    gemm = tables["GEMM % of GPU time: forward (inference) vs the train step"]
+    assert (gemm[0]["forward GEMM %"], gemm[0]["backward GEMM %"]) == (79.0, 83.1)
+    assert 70 < gemm[0]["step GEMM %"] < 79.0 and gemm[1]["step GEMM %"] is None
+    softmax = tables["attention: softmax vs matmul kernel time"][0]
+    assert softmax["matmul / softmax"] == round(3453894 / 568544, 2)
+    non_gemm = tables["top non-GEMM kernel per cell"][0]
+    with (RUN / "kernels" / "phase_kernels.csv").open() as handle:  # summed over the passes, by hand
+        totals = {}
+        for row in csv.DictReader(handle):
+            if row["class"] != "gemm" and row["phase"] != "other":
+                totals[row["name"]] = totals.get(row["name"], 0) + int(row["total_ns"])
+    assert non_gemm["kernel"] == max(totals, key=totals.get) and non_gemm["class"] != "gemm"
+    assert non_gemm["ms/step"] == round(max(totals.values()) / steps / 1e6, 3)
+
+
+def test_an_unprofiled_sweep_has_no_kernel_tables_and_pivots_mark_pending(tmp_path):
+    sweep_dir = profiled_sweep(tmp_path)
+    shutil.rmtree(sweep.cell_dir(sweep_dir, 0, sweep.load_plan(sweep_dir)[0][0]) / "kernels")
+    assert not any("kernel" in title for title in study_tables(sweep_dir))
+    table = pivot(sweep_rows(sweep_dir), ["model"], ["ctx"], "fwd mean ms").to_dict("records")
+    assert table[0]["ctx=512"] == "pending" and isinstance(table[0]["ctx=256"], float)
+
+
+def test_a_cell_row_carries_its_profiled_pass_apart_from_its_clean_times():
+    """The profiled pass's summary has the shape of any run's; a real CPU run's stands in for one here."""
+    from profiler_core.studies.tables import cell_row
+
+    run = RUN.parent / "tiny-ctx32"
+    summary = json.loads((run / "summary.json").read_text())
+    clean = summary | {"profile": {"backend": "nsys", "inflation": 1.8}}
+    row = cell_row(summary["config"], clean, [], profiled=summary)
+    assert row["profiled fwd ms"] == summary["phases"]["forward"]["median_ms"]
+    assert row["profiled step ms"] == summary["phases"]["step"]["median_ms"] and row["inflation"] == 1.8
+    assert cell_row(summary["config"], summary, [])["profiled fwd ms"] is None
+
+
+def test_the_sweep_command_prints_the_kernel_tables_after_its_own(tmp_path, capsys):
+    import argparse
+
+    from profiler_core.cli.sweep import report_sweep
+
+    args = argparse.Namespace(pivot=None, value="fwd mean ms", output=None, json=False, events=False)
+    assert report_sweep(args, profiled_sweep(tmp_path), 1.0) == 1  # the second cell has not run
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "top kernel per pass (profiled pass)" in printed and "GEMM % of GPU time" in printed

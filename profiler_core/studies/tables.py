@@ -39,7 +39,7 @@ def cell_row(cfg: dict, summary: dict | None, steps: list[dict], profiled: dict 
     dims = {name: cfg.get(name) or getattr(preset, name) for name in ("d_model", "d_ff", "layers", "heads")}
     row = {name: cfg.get(name) for name in CONFIG_COLUMNS} | {"model": model_column(cfg), "status": summary["status"]}
     row |= {name: value for name, value in cfg.items() if name not in row}  # any field a sweep may vary
-    row |= dims if not cfg.get("model_factory") else {}  # a factory's own dims are in its arguments
+    row |= dims  # a factory's model is built with the preset's dims unless its own arguments say otherwise
     row["params"] = summary.get("params")
     for item in cfg.get("model_args") or ():  # a model argument a sweep varies is a column of its own name
         name, _, value = item.partition("=")

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from models.presets import PRESETS
 from profiler_core.cli import studies as studies_cli
 from profiler_core.cli.main import main
 from profiler_core.session import passes as session_module
@@ -78,6 +79,7 @@ def test_the_precision_study_keeps_each_size_of_a_factory_apart(tmp_path, replay
     table = next(iter(study_tables(only_study(tmp_path)).values()))
     table = [row for row in table if row["measured"] == "train step"]
     assert [row["model"] for row in table] == ["gpt.build (tiny)", "gpt.build (small)"]
+    assert [row["d_model"] for row in table] == [PRESETS["tiny"].d_model, PRESETS["small"].d_model]  # dims it got
     assert all(row["fp32 speedup"] == 1.0 for row in table)
 
 

@@ -4,7 +4,7 @@
 # study's output (OUT/GROUP.log). Run it on the GPU machine from the project root.
 #
 #   bash benchmarks/seed_tables.sh OUT_DIR GROUP...
-#   groups: attention passes precision warmup compile profiled
+#   groups: attention (or attention-fp32 and attention-bf16) passes precision warmup compile profiled
 #
 # Each group is bounded by SEED_GROUP_TIMEOUT seconds (default 290): a study cut short keeps its finished cells,
 # and their tables are still written.
@@ -20,6 +20,8 @@ sysprof() { python3 -m profiler_core "$@"; }
 command_of() {  # sets `args`, the group's sysprof arguments
     case $1 in
         attention) args=(study attention --dtype fp32,bf16) ;;
+        attention-fp32) args=(study attention --dtype fp32) ;;  # the two halves of `attention`, for two GPUs
+        attention-bf16) args=(study attention --dtype bf16) ;;
         passes) args=(study passes --models small,medium,large,xl,2.7B) ;;
         precision) args=(study precision --models small,medium,large) ;;
         warmup) args=(study warmup --models small,medium --ctxs 128,512 --warmups 0,1,5

@@ -30,10 +30,20 @@ def step_range(index: int) -> str:
     return f"step {index}"
 
 
-# The naive attention's ranges, as the CS336 reports time them.
+# The naive attention's ranges, as the CS336 reports time them, with scale and mask in a range of their own so
+# that "computing attention scores" is the QKᵀ matmul alone. Profiles made before that split have three parts, and
+# their scores range holds the scale and mask kernels too.
 ATTENTION_RANGE = "scaled dot product attention"
-ATTENTION_SCORES, ATTENTION_SOFTMAX, ATTENTION_OUTPUT = "computing attention scores", "computing softmax", "final matmul"
-ATTENTION_PARTS = (ATTENTION_SCORES, ATTENTION_SOFTMAX, ATTENTION_OUTPUT)
+ATTENTION_SCORES, ATTENTION_MASK = "computing attention scores", "scale and mask"
+ATTENTION_SOFTMAX, ATTENTION_OUTPUT = "computing softmax", "final matmul"
+ATTENTION_PARTS = (ATTENTION_SCORES, ATTENTION_MASK, ATTENTION_SOFTMAX, ATTENTION_OUTPUT)  # in forward order
+
+
+def attention_part_labels(mask_range: bool = True) -> dict[str, str]:
+    """How tables name each part where a phase would stand (the Kernels screen's `p`); `mask_range` False: a profile
+    made before the split, whose scores range holds scale and mask too."""
+    return {ATTENTION_SCORES: "attn QKᵀ" if mask_range else "attn QKᵀ+mask", ATTENTION_MASK: "attn mask",
+            ATTENTION_SOFTMAX: "attn softmax", ATTENTION_OUTPUT: "attn PV"}
 
 
 # Per-module ranges (--nvtx-modules): "module:<dotted path>:<class name>", e.g.

@@ -9,7 +9,7 @@ from einops import einsum, rearrange
 from torch import nn
 
 from models.nvtx import nvtx_range
-from models.phases import ATTENTION_OUTPUT, ATTENTION_RANGE, ATTENTION_SCORES, ATTENTION_SOFTMAX
+from models.phases import ATTENTION_MASK, ATTENTION_OUTPUT, ATTENTION_RANGE, ATTENTION_SCORES, ATTENTION_SOFTMAX
 from models.presets import ModelSpec
 
 ATTENTION_KINDS = ("naive", "sdpa")
@@ -94,7 +94,9 @@ def naive_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.
     with nvtx_range(ATTENTION_RANGE):
         seq_len = q.shape[-2]
         with nvtx_range(ATTENTION_SCORES):
-            scores = einsum(q, k, "... q d, ... k d -> ... q k") / math.sqrt(q.shape[-1])
+            scores = einsum(q, k, "... q d, ... k d -> ... q k")
+        with nvtx_range(ATTENTION_MASK):
+            scores = scores / math.sqrt(q.shape[-1])
             causal = torch.ones(seq_len, seq_len, dtype=torch.bool, device=q.device).tril()
             scores = scores.masked_fill(~causal, float("-inf"))
         with nvtx_range(ATTENTION_SOFTMAX):

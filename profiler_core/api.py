@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from models.phases import attention_part_labels
 from models.presets import PRESETS, count_params, human_count
 from profiler_core import events, rundir
 from profiler_core.compare import ALPHA, MIN_EFFECT, NOISE_SIGMAS, SUGGESTED_REPEATS, compare_summaries
@@ -58,7 +59,7 @@ def study_tables(study_dir: Path) -> dict[str, list[dict]]:
 
 __all__ = [
     "ATTENTIONS", "CANCEL_GRACE_S", "CUSTOM", "DEFAULT_OPTIMIZER", "DEVICES", "DIM_FIELDS", "DTYPES", "MATMUL_PRECISIONS", "MODES", "OPTIMIZER_IMPLS", "COMPILE_MODES",
-    "PARALLELS", "gpus_problem", "visible_gpu_count",
+    "PARALLELS", "attention_part_labels", "gpus_problem", "visible_gpu_count",
     "ALPHA", "MIN_EFFECT", "NOISE_SIGMAS", "SUGGESTED_REPEATS", "PRESETS", "PROFILERS", "ConfigError", "ExportError", "GpuTelemetry", "NvmlSampler",
     "OneLineParser", "RunConfig", "RunDirError", "StudyError", "SysprofError", "compare_summaries",
     "config_problems", "count_params", "decode_line", "events", "finish_event", "gpu_count", "human_count",

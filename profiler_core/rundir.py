@@ -9,7 +9,7 @@ directories, and JSON(L) readers and writers that never leave half a file. Reada
                             profiled/            the profiled pass (a run directory of its own): profile.nsys-rep,
                                                  profile.sqlite, stats/*.csv or torch_trace.json, and with
                                                  --nvtx-modules modules.json (module path → class, category)
-                            kernels/             analysis.json, phase_kernels.csv
+                            kernels/             analysis.json, phase_kernels.csv, attention_kernels.csv (naive attention)
                             memory/              the memory pass: memory_snapshot.pickle, analysis.json
                                                  (and modules.json with --nvtx-modules)
                             exports/             tables the app exported
@@ -37,7 +37,7 @@ MANIFEST, STEPS, SUMMARY, STDERR = "manifest.json", "steps.jsonl", "summary.json
 # Passes after the clean one run in sub-directories, each a run directory of its own.
 PROFILED_DIR, MEMORY_DIR, KERNELS_DIR, EXPORTS_DIR = "profiled", "memory", "kernels", "exports"
 TORCH_TRACE, MEMORY_SNAPSHOT = "torch_trace.json", "memory_snapshot.pickle"
-ANALYSIS, PHASE_KERNELS = "analysis.json", "phase_kernels.csv"
+ANALYSIS, PHASE_KERNELS, ATTENTION_KERNELS = "analysis.json", "phase_kernels.csv", "attention_kernels.csv"
 REPEATS_DIR = "repeats"  # processes 2..N of a run with --repeats N (session/repeats)
 EVENTS = "events.jsonl"  # a rank other than 0 (--nproc): its events, which rank 0's stdout does not carry
 TELEMETRY = "telemetry.jsonl"  # NVML samples the session took during the clean pass's measured steps

@@ -45,8 +45,17 @@ class KernelData:
     kernels_dir: Path
     table: pd.DataFrame | None = None
     analysis: dict = field(default_factory=dict)
-    phases: tuple[str, ...] = ()
+    phases: tuple[str, ...] = ()  # what `p` cycles: all, each phase, then each attention sub-range
     problem: str | None = None
+    parts: pd.DataFrame | None = None  # kernels per attention sub-range (naive attention), labelled as phases
+
+    def rows_for(self, phase: str) -> pd.DataFrame:
+        """The table a view of `phase` filters: the sub-range table for an attention part, else the phase table
+        (loaded: a view exists only then)."""
+        if self.parts is not None and phase in set(self.parts["phase"]):
+            return self.parts
+        assert self.table is not None
+        return self.table
 
 
 def apply_view(table: pd.DataFrame, view: KernelView) -> pd.DataFrame:
@@ -62,7 +71,7 @@ def apply_view(table: pd.DataFrame, view: KernelView) -> pd.DataFrame:
 
 
 def load_kernel_data(kernels_dir: Path) -> KernelData:
-    """phase_kernels.csv and analysis.json."""
+    """phase_kernels.csv, analysis.json and, with naive attention, attention_kernels.csv."""
     import pandas as pd
 
     data = KernelData(kernels_dir)
@@ -76,10 +85,13 @@ def load_kernel_data(kernels_dir: Path) -> KernelData:
         data.table["phase"] = data.table["phase"].astype(str)
         analysis_path = kernels_dir / rundir.ANALYSIS
         data.analysis = json.loads(analysis_path.read_text()) if analysis_path.is_file() else {}
+        parts_path = kernels_dir / rundir.ATTENTION_KERNELS
+        data.parts = pd.read_csv(parts_path) if parts_path.is_file() else None
     except (OSError, ValueError) as exc:
         data.table, data.problem = None, f"cannot read the kernel tables in {kernels_dir}: {exc}"
         return data
-    data.phases = (ALL_PHASES, *dict.fromkeys(data.table["phase"]))
+    parts = () if data.parts is None else tuple(dict.fromkeys(data.parts["phase"].astype(str)))
+    data.phases = (ALL_PHASES, *dict.fromkeys(data.table["phase"]), *parts)
     return data
 
 

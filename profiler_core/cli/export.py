@@ -9,6 +9,7 @@ from typing import Any
 
 from profiler_core import rundir
 from profiler_core.config import ConfigError
+from profiler_core.kernels.attention_flops import sub_range_rows
 from profiler_core.render import export
 from profiler_core.render.module_tables import kernel_module_rows, memory_module_rows
 from profiler_core.studies.catalog import study_kind
@@ -37,7 +38,9 @@ def run_tables(run_dir: Path) -> dict[str, list[dict]]:
         import pandas as pd
 
         tables["kernels"] = pd.read_csv(kernels).to_dict("records")
-    module_rows = kernel_module_rows(rundir.read_json(run_dir / rundir.KERNELS_DIR / rundir.ANALYSIS) or {})
+    analysis = rundir.read_json(run_dir / rundir.KERNELS_DIR / rundir.ANALYSIS) or {}
+    tables |= attention_run_tables(run_dir, analysis.get("attention") or {})
+    module_rows = kernel_module_rows(analysis)
     if module_rows:
         tables["module types"] = module_rows
     memory = rundir.read_json(run_dir / rundir.MEMORY_DIR / rundir.ANALYSIS) or {}
@@ -45,6 +48,21 @@ def run_tables(run_dir: Path) -> dict[str, list[dict]]:
         tables["top allocations"] = memory["top_allocations"]
     if memory_module_rows(memory):
         tables["memory by module type"] = memory_module_rows(memory)
+    return tables
+
+
+def attention_run_tables(run_dir: Path, attention: Mapping[str, Any]) -> dict[str, list[dict]]:
+    """Naive attention's sub-ranges: their kernel time, FLOPs against time, and the kernels of each."""
+    tables = {}
+    if sub_range_rows(attention):
+        tables["attention sub-ranges"] = sub_range_rows(attention)
+    if attention.get("flops"):
+        tables["attention FLOPs vs time"] = list(attention["flops"])
+    parts = run_dir / rundir.KERNELS_DIR / rundir.ATTENTION_KERNELS
+    if parts.is_file():
+        import pandas as pd
+
+        tables["attention kernels"] = pd.read_csv(parts).rename(columns={"phase": "sub-range"}).to_dict("records")
     return tables
 
 

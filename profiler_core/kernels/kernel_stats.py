@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from models.phases import (
+    ATTENTION_MASK,
     ATTENTION_OUTPUT,
     ATTENTION_PARTS,
     ATTENTION_RANGE,
@@ -18,6 +19,7 @@ from models.phases import (
     ATTRIBUTED_PHASES,
     PHASE_OF_RANGE,
     STEP_RANGE,
+    attention_part_labels,
 )
 from profiler_core.kernels.attribution import KernelAttribution
 from profiler_core.kernels.intervals import NO_RANGE
@@ -124,23 +126,45 @@ def _launch_threads(kernels: pd.DataFrame, thread_names: dict[int, str]) -> dict
 
 
 def attention_summary(attribution: KernelAttribution) -> dict:
-    """Kernel time inside `scaled dot product attention`: softmax vs matmul."""
+    """Kernel time inside `scaled dot product attention`, per sub-range found in the profile, and the reports'
+    softmax-vs-matmul split: matmul is the GEMM kernels of the scores and final-matmul ranges (so scale and mask
+    never count as matmul, in profiles made before they had a range of their own too)."""
     kernels, ranges = attribution.kernels, attribution.main_ranges
     inside = kernels[kernels["in_attention"]]
-    by_part = {part: int(inside.loc[inside["attention_part"] == part, "duration"].sum()) for part in ATTENTION_PARTS}
-    softmax_ns = by_part[ATTENTION_SOFTMAX]
-    matmul_ns = by_part[ATTENTION_SCORES] + by_part[ATTENTION_OUTPUT]
+    found = set(ranges["name"])
+    by_part = {part: int(inside.loc[inside["attention_part"] == part, "duration"].sum())
+               for part in ATTENTION_PARTS if part in found}
+    gemm = inside["class"] == "gemm"
+    matmul_ns = int(inside.loc[gemm & inside["attention_part"].isin([ATTENTION_SCORES, ATTENTION_OUTPUT]),
+                               "duration"].sum())
+    scores_extra_ns = int(inside.loc[~gemm & (inside["attention_part"] == ATTENTION_SCORES), "duration"].sum())
+    softmax_ns = by_part.get(ATTENTION_SOFTMAX, 0)
     gpu_ns = int(inside["duration"].sum())
     return {
         "ranges": int((ranges["name"] == ATTENTION_RANGE).sum()),
         "gpu_ns": gpu_ns,
         "kernels": int(len(inside)),
         "by_part": by_part,
+        "mask_range": ATTENTION_MASK in found,  # False: an older profile, scale and mask inside the scores range
         "by_class": {str(c): int(ns) for c, ns in inside.groupby("class", observed=True)["duration"].sum().items()},
         "softmax_ns": softmax_ns,
         "matmul_ns": matmul_ns,
+        "scale_mask_ns": by_part.get(ATTENTION_MASK, 0) + scores_extra_ns,
         "softmax_fraction": round(softmax_ns / gpu_ns, 4) if gpu_ns else 0.0,
     }
+
+
+def attention_kernel_table(attribution: KernelAttribution) -> pd.DataFrame:
+    """Kernel table per attention sub-range, the part's label where a phase would stand (see phase_kernel_table)."""
+    kernels = attribution.kernels
+    inside = kernels[kernels["in_attention"] & (kernels["attention_part"] != "")]
+    table = kernel_table(inside, attribution.names, by=["attention_part"])
+    labels = attention_part_labels(mask_range=bool((attribution.main_ranges["name"] == ATTENTION_MASK).any()))
+    table = table.rename(columns={"attention_part": "phase"})
+    table["phase"] = table["phase"].astype(str).map(labels)
+    part_totals = table.groupby("phase")["total_ns"].transform("sum")
+    table["pct_of_phase"] = (100.0 * table["total_ns"] / part_totals).round(2)
+    return table
 
 
 def step_summaries(attribution: KernelAttribution) -> list[dict]:

@@ -18,9 +18,21 @@ if TYPE_CHECKING:
     from profiler_core.session.backends import Backend
 
 
-def analyze_kernels(backend: Backend, pass_dir: Path, run_dir: Path, kernels_dir: Path | None = None) -> PassRecord:
-    """kernels/analysis.json and kernels/phase_kernels.csv (or in kernels_dir: one rank's); {"error": reason} when
-    there is nothing to read."""
+def attention_shape(cfg: RunConfig) -> dict | None:
+    """What the attention FLOPs table needs (batch, heads, ctx, d_head): None for SDPA, which has no sub-ranges,
+    and for a model of your own, whose attention is not ours."""
+    if cfg.model_factory is not None or cfg.attention != "naive":
+        return None
+    spec = cfg.spec()
+    return {"batch": cfg.batch, "heads": spec.heads, "ctx": cfg.ctx, "d_head": spec.d_head}
+
+
+def analyze_kernels(backend: Backend, pass_dir: Path, run_dir: Path, kernels_dir: Path | None = None,
+                    shape: dict | None = None) -> PassRecord:
+    """kernels/analysis.json, kernels/phase_kernels.csv and, with naive attention, kernels/attention_kernels.csv
+    (or in kernels_dir: one rank's); {"error": reason} when there is nothing to read. `shape`: attention_shape."""
+    from profiler_core.kernels.attention_flops import profiled_flops_rows
+    from profiler_core.kernels.kernel_stats import attention_kernel_table
     from profiler_core.kernels.summary import analyze_attribution, phase_kernel_table
 
     try:
@@ -30,8 +42,12 @@ def analyze_kernels(backend: Backend, pass_dir: Path, run_dir: Path, kernels_dir
     kernels_dir = kernels_dir or run_dir / rundir.KERNELS_DIR
     kernels_dir.mkdir(parents=True, exist_ok=True)
     analysis = analyze_attribution(attribution, str(pass_dir.relative_to(run_dir)), f"{backend.name}")
+    analysis["attention"] |= {"shape": shape, "flops": profiled_flops_rows(analysis["attention"], shape)}
     rundir.write_json(kernels_dir / rundir.ANALYSIS, analysis)
     phase_kernel_table(attribution).to_csv(kernels_dir / rundir.PHASE_KERNELS, index=False)
+    parts = attention_kernel_table(attribution)
+    if not parts.empty:
+        parts.to_csv(kernels_dir / rundir.ATTENTION_KERNELS, index=False)
     steps = max(len(analysis["steps"]), 1)
     return {"kernels": str((kernels_dir / rundir.ANALYSIS).relative_to(run_dir)),
             "phase_kernels": str((kernels_dir / rundir.PHASE_KERNELS).relative_to(run_dir)),
@@ -40,7 +56,8 @@ def analyze_kernels(backend: Backend, pass_dir: Path, run_dir: Path, kernels_dir
             "communication": analysis["communication"]}
 
 
-def analyze_rank_kernels(backend: Backend, pass_dir: Path, run_dir: Path, ranks: list[tuple[int, int]]) -> PassRecord:
+def analyze_rank_kernels(backend: Backend, pass_dir: Path, run_dir: Path, ranks: list[tuple[int, int]],
+                         shape: dict | None = None) -> PassRecord:
     """Each of this node's ranks' reports analysed as a single run's: the first rank's tables where a single run
     keeps them (kernels/, so every reader of a run reads it), the others' in kernels/ranks/NN; `ranks` lists every
     rank's analysis or its own reason for having none (no report, an unreadable one)."""
@@ -48,7 +65,7 @@ def analyze_rank_kernels(backend: Backend, pass_dir: Path, run_dir: Path, ranks:
     first, rows = None, []
     for rank, local in ranks:
         own = run_dir / rundir.KERNELS_DIR / (rank_dir(Path(), rank, local))
-        record = analyze_kernels(backend, rank_dir(pass_dir, rank, local), run_dir, own)
+        record = analyze_kernels(backend, rank_dir(pass_dir, rank, local), run_dir, own, shape)
         first = first or record
         rows.append(rank_kernel_row(rank, record))
     return {**(first or {}), "ranks": rows}

@@ -16,7 +16,13 @@ from profiler_core import events, rundir
 from profiler_core.config import RunConfig
 from profiler_core.ranks import local_ranks, with_communication, with_gpu_readings, with_rank_failure
 from profiler_core.records import PassRecord, RunSummary, median_ms
-from profiler_core.session.analysis import analyze_kernels, analyze_memory, analyze_rank_kernels, analyze_rank_memory
+from profiler_core.session.analysis import (
+    analyze_kernels,
+    analyze_memory,
+    analyze_rank_kernels,
+    analyze_rank_memory,
+    attention_shape,
+)
 from profiler_core.session.backends import Backend
 from profiler_core.session.process import RunnerProcess, mark_killed, runner_argv
 from profiler_core.session.watch import MeasuredWatch
@@ -102,12 +108,13 @@ class Session:
             return profile
         self.on_event({"event": events.STAGE, "name": "analysing"})
         if self.cfg.distributed:
-            profile |= analyze_rank_kernels(backend, pass_dir, self.run_dir, local_ranks(clean, self.cfg.nproc))
+            profile |= analyze_rank_kernels(backend, pass_dir, self.run_dir, local_ranks(clean, self.cfg.nproc),
+                                            attention_shape(self.cfg))
             for row in profile["ranks"][1:]:
                 if row.get("error"):
                     self.notice(f"kernel tables unavailable for {row['error']}")
         else:
-            profile |= analyze_kernels(backend, pass_dir, self.run_dir)
+            profile |= analyze_kernels(backend, pass_dir, self.run_dir, shape=attention_shape(self.cfg))
         if profile.get("error"):
             self.notice(f"kernel tables unavailable: {profile['error']}")
         else:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from profiler_core import events, rundir
 from profiler_core.config import DTYPE_BYTES
+from profiler_core.kernels.attention_flops import attention_flops, ratio
 
 DTYPES = ("fp32", "bf16")  # bf16: autocast over fp32 inputs, as users run it (studies before it cast Q, K, V)
 DEVICES = ("cuda", "cpu", "mps")
@@ -112,20 +113,11 @@ def summarize_cell(result: dict, batch: int, dtype: str) -> dict:
     return row
 
 
-def attention_flops(batch: int, seq: int, d: int) -> dict[str, float]:
-    """FLOPs of one naive forward over the full T×T (the eager version computes the masked half too): QKᵀ and PV
-    2·B·T²·d each; softmax 5 per score (max, subtract, exp, sum, divide); scale and mask 1 each per score. So the
-    matmuls do 4d/5 times the softmax's FLOPs."""
-    scores = batch * seq * seq
-    return {"matmul": 4 * scores * d, "softmax": 5 * scores, "scale_mask": 2 * scores}
-
-
 def flops_row(result: dict, batch: int) -> dict:
     """FLOPs against measured time for one eager cell: the matmuls (QKᵀ + PV) vs the softmax (and scale+mask)."""
-    flops = attention_flops(batch, result["seq"], result["d"])
+    flops = attention_flops(batch, result["seq"], result["d"])  # the benchmark's q, k, v are (batch, T, d)
     parts = {name: statistics.fmean(times) for name, times in (result.get("parts_ms") or {}).items() if times}
     matmul_ms = parts["scores"] + parts["output"] if parts else None
-    ratio = lambda a, b: round(a / b, 2) if a is not None and b else None  # noqa: E731
     return {"dtype": result.get("dtype"), "d": result["d"], "seq": result["seq"], "status": result["status"],
             "matmul GFLOP": flops["matmul"] / 1e9, "softmax GFLOP": flops["softmax"] / 1e9,
             "scale+mask GFLOP": flops["scale_mask"] / 1e9,

@@ -105,15 +105,19 @@ def gemm_fraction_rows(cells) -> list[dict]:
 
 
 def softmax_matmul_rows(cells) -> list[dict]:
-    """Per cell: softmax against matmul kernel time inside the attention ranges (naive attention only)."""
+    """Per cell: softmax against matmul (GEMM) kernel time inside the attention ranges, scale and mask apart, and
+    the matmuls' FLOPs against the softmax's where the cell's analysis has them (naive attention only)."""
     table = []
     for row, _, analysis in cells:
         attention = (analysis or {}).get("attention") or {}
+        per_step = lambda key: _per_step_ms(attention.get(key), analysis) if analysis else None  # noqa: E731
+        flops = next((r for r in attention.get("flops") or [] if r["part"].startswith("matmul")), {})
         softmax, matmul = attention.get("softmax_ns"), attention.get("matmul_ns")
         table.append({"model": row["model"], "ctx": row["ctx"], "mode": row.get("mode"), "status": row["status"],
-                      "softmax ms/step": _per_step_ms(softmax, analysis) if analysis and softmax is not None else None,
-                      "matmul ms/step": _per_step_ms(matmul, analysis) if analysis and matmul is not None else None,
-                      "matmul / softmax": round(matmul / softmax, 2) if softmax and matmul is not None else None})
+                      "softmax ms/step": per_step("softmax_ns"), "matmul ms/step": per_step("matmul_ns"),
+                      "scale+mask ms/step": per_step("scale_mask_ns"),
+                      "matmul / softmax time": round(matmul / softmax, 2) if softmax and matmul is not None else None,
+                      "matmul / softmax FLOPs": flops.get("FLOPs ÷ softmax")})
     return table
 
 

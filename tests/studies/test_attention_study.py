@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from profiler_core.cli.main import main
-from profiler_core.studies.attention import attention_flops
+from profiler_core.kernels.attention_flops import attention_flops
 from profiler_core.studies.results import study_tables
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "studies"

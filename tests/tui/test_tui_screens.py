@@ -52,6 +52,25 @@ async def test_kernels_screen_filters_sorts_restricts_and_details():
         assert "launches" in str(app.query_one("#kernel-details").render())
 
 
+async def test_p_cycles_phases_then_attention_sub_ranges():
+    """Help says `p` restricts to the next phase or attention sub-range: after the phases come the parts, each
+    with its own kernels; the FLOPs line sets the matmuls against the softmax."""
+    app = offline_app(ANALYSED)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(app, pilot, "3")
+        pane = app.query_one("#pane-kernels")
+        assert "QKᵀ+PV do ×51.2 the softmax's FLOPs in ×3.63 its time" in text(app)
+        seen = []
+        for _ in range(len(pane.data.phases)):
+            await settle(app, pilot, "p")
+            seen.append(pane.view.phase)
+        assert seen == ["forward", "backward", "optimizer", "attn QKᵀ+mask", "attn softmax", "attn PV", "all"]
+        for _ in range(5):
+            await settle(app, pilot, "p")
+        assert pane.view.phase == "attn softmax" and set(pane.view_rows["class"]) == {"softmax"}
+        assert "1 of 9 rows" in text(app) and "attn softmax" in text(app)  # 9 kernels in all the sub-ranges
+
+
 async def test_kernel_header_follows_the_run_to_its_inflation_and_shows_per_step_time():
     """The kernel tables arrive before the session's summary: the inflation line must catch up with it."""
     app = offline_app(ANALYSED)

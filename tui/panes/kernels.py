@@ -6,6 +6,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from rich.console import Group
 from rich.markup import escape
 from rich.table import Table
 from textual import on, work
@@ -14,7 +15,7 @@ from textual.containers import Horizontal
 from textual.reactive import reactive
 from textual.widgets import DataTable, Input, Static
 
-from profiler_core.api import whole_step
+from profiler_core.api import attention_part_labels, whole_step
 from profiler_core.render.launch_report import short_verdict, verdict_lines
 from profiler_core.render.module_tables import KERNEL_ROW_FIELDS, absent_line
 from profiler_core.render.units import NA, blank_or, fixed, ns_as_ms, ns_as_us
@@ -77,11 +78,22 @@ def phase_breakdown(analysis: dict) -> Table:
                       f"{step['gemm_fraction']:.0%}", "", "", " ".join(f"{name} {ns / total:.0%}" for name, ns in classes))
     attention = analysis.get("attention") or {}
     if attention.get("by_part"):
-        parts = " ".join(f"{part.replace('computing ', '')} {ns / 1e6:.1f}ms"
+        labels = attention_part_labels(attention.get("mask_range", False))
+        parts = " ".join(f"{labels.get(part, part).removeprefix('attn ')} {ns / 1e6:.1f}ms"
                          for part, ns in attention["by_part"].items())
         table.add_row("attention", _per_step(attention["gpu_ns"], steps), f"{attention['gpu_ns'] / 1e6:,.1f}",
                       f"{attention['kernels']:,}", "", "", "", parts)
     return table
+
+
+def attention_flops_line(analysis: dict) -> str:
+    """The reports' argument in one line: the matmuls' FLOPs and time against the softmax's."""
+    rows = {row["part"].split()[0]: row for row in (analysis.get("attention") or {}).get("flops") or []}
+    matmul, softmax = rows.get("matmul"), rows.get("softmax")
+    if not matmul or not softmax or not matmul["ms"] or not softmax["ms"]:
+        return ""
+    return (f"attention: QKᵀ+PV do ×{matmul['FLOPs ÷ softmax']} the softmax's FLOPs in ×{matmul['time ÷ softmax']} "
+            f"its time ({matmul['TFLOP/s']} vs {softmax['TFLOP/s']} TFLOP/s)")
 
 
 def _per_step(gpu_ns: float, steps: int | None) -> str:
@@ -196,7 +208,8 @@ class KernelsPane(Pane):
             phases.update("")
         else:
             header.update(backend_line(profiled_numbers(self.run_state), data.analysis))
-            phases.update(phase_breakdown(data.analysis))
+            flops = attention_flops_line(data.analysis)
+            phases.update(Group(phase_breakdown(data.analysis), flops) if flops else phase_breakdown(data.analysis))
             phases.tooltip = "\n".join(verdict_lines(data.analysis)) or None  # why each phase is bound, and the remedy
         self.view = KernelView()
 
@@ -213,13 +226,14 @@ class KernelsPane(Pane):
         if self.table_name == "module types":
             self.show_module_types(data, view)
             return
-        self.view_rows = apply_view(data.table, view)
+        source = data.rows_for(view.phase)
+        self.view_rows = apply_view(source, view)
         table.show(COLUMNS, self.view_rows.head(MAX_SHOWN_ROWS).to_dict("records"), FORMATTERS,
-                   widths={"name": 36, "phase": 9, "class": 11})
+                   widths={"name": 36, "phase": 9 if source is data.table else 12, "class": 11})
         arrow = "↓" if view.descending else "↑"
         self.query_one("#kernel-view", Static).update(
             f"phase [b]{view.phase}[/b] (p) · sort [b]{COLUMNS.get(view.sort_by, view.sort_by)} {arrow}[/b] (s) · "
-            f"{len(self.view_rows)} of {len(data.table)} rows · t: module types")
+            f"{len(self.view_rows)} of {len(source)} rows · t: module types")
         self.query_one("#kernel-details", Static).update(kernel_details(table.cursor_record()))
 
     def show_module_types(self, data: KernelData, view: KernelView) -> None:

@@ -110,15 +110,20 @@ def softmax_matmul_rows(cells) -> list[dict]:
     table = []
     for row, _, analysis in cells:
         attention = (analysis or {}).get("attention") or {}
-        per_step = lambda key: _per_step_ms(attention.get(key), analysis) if analysis else None  # noqa: E731
         flops = next((r for r in attention.get("flops") or [] if r["part"].startswith("matmul")), {})
         softmax, matmul = attention.get("softmax_ns"), attention.get("matmul_ns")
         table.append({"model": row["model"], "ctx": row["ctx"], "mode": row.get("mode"), "status": row["status"],
-                      "softmax ms/step": per_step("softmax_ns"), "matmul ms/step": per_step("matmul_ns"),
-                      "scale+mask ms/step": per_step("scale_mask_ns"),
+                      "softmax ms/step": _attention_ms(analysis, "softmax_ns"),
+                      "matmul ms/step": _attention_ms(analysis, "matmul_ns"),
+                      "scale+mask ms/step": _attention_ms(analysis, "scale_mask_ns"),
                       "matmul / softmax time": round(matmul / softmax, 2) if softmax and matmul is not None else None,
                       "matmul / softmax FLOPs": flops.get("FLOPs ÷ softmax")})
     return table
+
+
+def _attention_ms(analysis: dict | None, key: str) -> float | None:
+    value = ((analysis or {}).get("attention") or {}).get(key)
+    return _per_step_ms(value, analysis) if analysis and value is not None else None
 
 
 def _pct(fraction: float | None) -> float | None:

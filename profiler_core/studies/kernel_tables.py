@@ -110,7 +110,7 @@ def softmax_matmul_rows(cells) -> list[dict]:
     table = []
     for row, _, analysis in cells:
         attention = (analysis or {}).get("attention") or {}
-        flops = next((r for r in attention.get("flops") or [] if r["part"].startswith("matmul")), {})
+        flops: dict = next((r for r in attention.get("flops") or [] if r["part"].startswith("matmul")), {})
         softmax, matmul = attention.get("softmax_ns"), attention.get("matmul_ns")
         table.append({"model": row["model"], "ctx": row["ctx"], "mode": row.get("mode"), "status": row["status"],
                       "softmax ms/step": _attention_ms(analysis, "softmax_ns"),

@@ -105,6 +105,7 @@ class PassRecord(TypedDict, total=False):
     analysis: str  # memory: memory/analysis.json
     snapshot: str
     peak_allocated_bytes: int
+    images: list[str]  # memory/timeline.png and .svg, where matplotlib was there to draw them
     note: str
     error: str
 

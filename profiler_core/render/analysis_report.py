@@ -110,6 +110,8 @@ def print_memory_analysis(console, analysis: dict) -> None:
         console.print("active memory over the recorded steps (F forward, B backward, O optimizer):")
         console.print(timeline_sparkline(timeline["active_bytes"], width), highlight=False)
         console.print(phase_mark_line(timeline, width), highlight=False)
+    if analysis.get("images"):
+        console.print(f"the timeline as images, beside this analysis: {', '.join(analysis['images'])}")
     table = Table(title="Memory at the peak by category", title_justify="left")
     table.add_column("category")
     table.add_column("bytes", justify="right")

@@ -15,6 +15,7 @@ from profiler_core.ranks import rank_dir
 from profiler_core.records import PassRecord, RunSummary
 
 if TYPE_CHECKING:
+    from profiler_core.kernels.attribution import KernelAttribution
     from profiler_core.session.backends import Backend
 
 
@@ -29,31 +30,38 @@ def attention_shape(cfg: RunConfig) -> dict | None:
 
 def analyze_kernels(backend: Backend, pass_dir: Path, run_dir: Path, kernels_dir: Path | None = None,
                     shape: dict | None = None) -> PassRecord:
-    """kernels/analysis.json, kernels/phase_kernels.csv and, with naive attention, kernels/attention_kernels.csv
-    (or in kernels_dir: one rank's); {"error": reason} when there is nothing to read. `shape`: attention_shape."""
-    from profiler_core.kernels.attention_flops import profiled_flops_rows
-    from profiler_core.kernels.kernel_stats import attention_kernel_table
-    from profiler_core.kernels.summary import analyze_attribution, phase_kernel_table
-
+    """The kernel tables of a profiled pass in run_dir/kernels (or kernels_dir: one rank's); {"error": reason}
+    when there is nothing to read. `shape`: attention_shape."""
     try:
         attribution = backend.attribute(pass_dir)
     except KernelReportError as exc:
         return {"error": str(exc)}
     kernels_dir = kernels_dir or run_dir / rundir.KERNELS_DIR
-    kernels_dir.mkdir(parents=True, exist_ok=True)
-    analysis = analyze_attribution(attribution, str(pass_dir.relative_to(run_dir)), f"{backend.name}")
-    analysis["attention"] |= {"shape": shape, "flops": profiled_flops_rows(analysis["attention"], shape)}
-    rundir.write_json(kernels_dir / rundir.ANALYSIS, analysis)
-    phase_kernel_table(attribution).to_csv(kernels_dir / rundir.PHASE_KERNELS, index=False)
-    parts = attention_kernel_table(attribution)
-    if not parts.empty:
-        parts.to_csv(kernels_dir / rundir.ATTENTION_KERNELS, index=False)
+    analysis = write_kernel_tables(attribution, kernels_dir, str(pass_dir.relative_to(run_dir)), backend.name, shape)
     steps = max(len(analysis["steps"]), 1)
     return {"kernels": str((kernels_dir / rundir.ANALYSIS).relative_to(run_dir)),
             "phase_kernels": str((kernels_dir / rundir.PHASE_KERNELS).relative_to(run_dir)),
             "gemm_fraction": analysis["gemm_fraction"], "notes": analysis["notes"],
             "gpu_ms_per_step": analysis["totals"]["gpu_ns"] / steps / 1e6,
             "communication": analysis["communication"]}
+
+
+def write_kernel_tables(attribution: KernelAttribution, kernels_dir: Path, source: str, source_kind: str,
+                        shape: dict | None) -> dict:
+    """analysis.json, phase_kernels.csv and, with naive attention, attention_kernels.csv; the analysis."""
+    from profiler_core.kernels.attention_flops import profiled_flops_rows
+    from profiler_core.kernels.kernel_stats import attention_kernel_table
+    from profiler_core.kernels.summary import analyze_attribution, phase_kernel_table
+
+    kernels_dir.mkdir(parents=True, exist_ok=True)
+    analysis = analyze_attribution(attribution, source, source_kind)
+    analysis["attention"] |= {"shape": shape, "flops": profiled_flops_rows(analysis["attention"], shape)}
+    rundir.write_json(kernels_dir / rundir.ANALYSIS, analysis)
+    phase_kernel_table(attribution).to_csv(kernels_dir / rundir.PHASE_KERNELS, index=False)
+    parts = attention_kernel_table(attribution)
+    if not parts.empty:
+        parts.to_csv(kernels_dir / rundir.ATTENTION_KERNELS, index=False)
+    return analysis
 
 
 def analyze_rank_kernels(backend: Backend, pass_dir: Path, run_dir: Path, ranks: list[tuple[int, int]],
@@ -109,9 +117,32 @@ def analyze_memory(cfg: RunConfig, pass_dir: Path, recorded: RunSummary, where: 
     except SnapshotError as exc:
         return {"error": str(exc)}
     analysis["snapshot"] = snapshot.name  # beside this file: the run directory may be copied elsewhere
+    images = timeline_images(cfg, analysis, pass_dir)
+    analysis["images"] = images.get("images", [])
+    analysis["notes"] = [*analysis.get("notes", []), *([images["note"]] if "note" in images else [])]
     rundir.write_json(pass_dir / rundir.ANALYSIS, analysis)
     return {"analysis": f"{where}/{rundir.ANALYSIS}", "snapshot": f"{where}/{rundir.MEMORY_SNAPSHOT}",
-            "peak_allocated_bytes": analysis["peak_allocated_bytes"]}
+            "peak_allocated_bytes": analysis["peak_allocated_bytes"],
+            "images": [f"{where}/{name}" for name in analysis["images"]]}
+
+
+def timeline_images(cfg: RunConfig, analysis: dict, pass_dir: Path) -> dict:
+    """memory/timeline.png and .svg: {"images": [names]}, or {"note": why not} (no matplotlib, no timeline, a
+    plotting error): the analysis is worth keeping without them."""
+    from profiler_core.render.memory_plot import MISSING_MATPLOTLIB, write_timeline_images
+
+    timeline = analysis.get("timeline") or {}
+    if not timeline.get("active_bytes"):
+        return {"note": "no memory timeline image: the snapshot recorded no allocations"}
+    steps = len({mark.get("step") for mark in timeline.get("phase_marks") or []})
+    title = (f"{cfg.model} · ctx {cfg.ctx} · batch {cfg.batch} · {cfg.dtype} · {cfg.mode}: active memory over "
+             f"{steps} recorded step{'s' if steps != 1 else ''}")
+    try:
+        return {"images": [path.name for path in write_timeline_images(timeline, pass_dir, title)]}
+    except ImportError:
+        return {"note": MISSING_MATPLOTLIB}
+    except (OSError, ValueError, RuntimeError) as exc:
+        return {"note": f"no memory timeline image: {exc}"}
 
 
 def analyze_rank_memory(cfg: RunConfig, pass_dir: Path, ranks: list[tuple[int, int]]) -> list[dict]:

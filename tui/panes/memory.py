@@ -6,11 +6,11 @@ from pathlib import Path
 from textual import work
 from textual.app import ComposeResult
 from textual.reactive import reactive
-from textual.widget import Widget
-from textual.widgets import Sparkline, Static
+from textual.widgets import Static
+from textual_plotext import PlotextPlot
 
 from profiler_core.api import rundir
-from profiler_core.render.analysis_report import phase_mark_line
+from profiler_core.render.memory_plot import GIB, peak_point, phase_spans, x_label
 from profiler_core.render.module_tables import absent_line
 from profiler_core.render.units import bytes_cell, fixed
 from tui.keys import pane_bindings
@@ -38,6 +38,8 @@ def summary_text(analysis: dict, snapshot: Path) -> str:
     peak = analysis.get("peak") or {}
     phases = peaks_by_phase(analysis.get("timeline") or {})
     where = short_path(snapshot) + ("" if snapshot.is_file() else " (absent)")
+    images = analysis.get("images") or []
+    where += f" · plot: {', '.join(images)}" if images else ""
     return (f"peak [b]{bytes_cell(analysis.get('peak_allocated_bytes'))}[/b] in {peak.get('phase')} step "
             f"{peak.get('step')} · reserved {bytes_cell(analysis.get('peak_reserved_bytes'))} · baseline "
             f"{bytes_cell(analysis.get('baseline_bytes'))}\nper phase: "
@@ -45,12 +47,31 @@ def summary_text(analysis: dict, snapshot: Path) -> str:
             + f"\nmemory_viz: {where}")
 
 
-class PhaseMarks(Widget):
-    """Phase initials under the timeline, at the columns where each phase begins."""
-    timeline: reactive[dict] = reactive(dict, always_update=True)
+TERMINAL_PHASE_COLORS = {"forward": "blue", "backward": "orange", "optimizer": "green"}
 
-    def render(self) -> str:
-        return phase_mark_line(self.timeline, self.size.width)
+
+class MemoryPlot(PlotextPlot):
+    """Active memory over the recorded steps: a line per phase start with its initial, the peak marked (the same
+    spans and peak as the PNG/SVG in the run directory)."""
+
+    def draw(self, timeline: dict) -> None:
+        plt = self.plt
+        plt.clear_figure()
+        levels = [level / GIB for level in timeline.get("active_bytes") or []]
+        if levels:
+            top = max(levels) * 1.15 or 1.0
+            plt.plot(timeline.get("t") or list(range(len(levels))), levels, marker="braille")
+            for span in phase_spans(timeline):
+                color = TERMINAL_PHASE_COLORS.get(span["phase"], "gray")
+                plt.vline(span["start"], color)
+                plt.text((span["phase"] or "?")[0].upper(), span["start"], top * 0.97, color=color)
+            peak = peak_point(timeline)
+            if peak is not None:
+                plt.scatter([peak[0]], [peak[1] / GIB], marker="x", color="red")
+            plt.ylim(0, top)
+            plt.xlabel(x_label(timeline))
+            plt.ylabel("GiB")
+        self.refresh()
 
 
 class MemoryPane(Pane):
@@ -64,8 +85,7 @@ class MemoryPane(Pane):
     def compose(self) -> ComposeResult:
         yield Static("No run yet: run one with memory capture, or open a saved run (5).", id="memory-summary")
         yield Static("active memory over time", id="memory-axis")
-        yield Sparkline([], id="memory-timeline")
-        yield PhaseMarks(id="memory-marks")
+        yield MemoryPlot(id="memory-timeline")
         yield Static(id="memory-table-title")
         yield MarkableTable(id="memory-table")
 
@@ -87,8 +107,7 @@ class MemoryPane(Pane):
 
     def watch_analysis(self, analysis: dict | None) -> None:
         timeline = (analysis or {}).get("timeline") or {}
-        self.query_one("#memory-timeline", Sparkline).data = timeline.get("active_bytes") or []
-        self.query_one("#memory-marks", PhaseMarks).timeline = timeline
+        self.query_one("#memory-timeline", MemoryPlot).draw(timeline)
         if analysis is not None:
             assert self.loaded_dir is not None  # an analysis is only loaded from loaded_dir (analysis_to_load)
             times = timeline.get("t") or [0]
@@ -96,7 +115,7 @@ class MemoryPane(Pane):
             self.query_one("#memory-axis", Static).update(
                 f"active {bytes_cell(min(timeline.get('active_bytes') or [0]))} … "
                 f"{bytes_cell(max(timeline.get('active_bytes') or [0]))} over {times[-1]:,.0f} "
-                f"{timeline.get('t_unit', '')} · F forward · B backward · O optimizer")
+                f"{timeline.get('t_unit', '')} · F/B/O: phase starts · x: peak")
         self.watch_table_name(self.table_name)
 
     def watch_table_name(self, name: str) -> None:

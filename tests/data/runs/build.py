@@ -62,14 +62,14 @@ def decompress(path: Path, into: Path) -> Path:
 
 
 def add_kernels(target: Path, sqlite: Path) -> dict:
-    from profiler_core.kernels.summary import analyze_sqlite, phase_kernel_table
+    """What the session's profiled pass writes (kernels/), from the fixture's report and the saved run's config."""
+    from profiler_core.config import RunConfig
+    from profiler_core.kernels.attribution import attribute_kernels
+    from profiler_core.session.analysis import attention_shape, write_kernel_tables
 
-    (target / "kernels").mkdir(exist_ok=True)
-    analysis = analyze_sqlite(sqlite)
-    analysis["source"] = "h200_small_fp32/report.sqlite (../shared/fixtures)"
-    rundir.write_json(target / "kernels" / "analysis.json", analysis)
-    phase_kernel_table(sqlite).to_csv(target / "kernels" / "phase_kernels.csv", index=False)
-    return analysis
+    cfg = RunConfig.from_dict(rundir.read_json(target / rundir.MANIFEST)["config"])
+    return write_kernel_tables(attribute_kernels(sqlite), target / "kernels",
+                               "h200_small_fp32/report.sqlite (../shared/fixtures)", "nsys-sqlite", attention_shape(cfg))
 
 
 def add_memory(target: Path, snapshot: Path) -> None:

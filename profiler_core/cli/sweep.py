@@ -22,6 +22,7 @@ from profiler_core.studies import sweep
 from profiler_core.studies.gpu_pool import gpus_problem as pool_problem
 from profiler_core.studies.gpu_pool import parse_gpus
 from profiler_core.studies.kernel_tables import profiled_sweep_tables
+from profiler_core.studies.memory_tables import memory_sweep_tables
 from profiler_core.studies.progress import Progress
 from profiler_core.studies.tables import (
     compact,
@@ -151,8 +152,10 @@ def report_sweep(args, sweep_dir: Path, elapsed_s: float) -> int:
         print(json.dumps(document | {"elapsed_s": elapsed_s}, default=str))
     elif not args.events:
         print_rows(Console(), compact(table) if not args.pivot else table, f"sweep {sweep_dir} ({elapsed_s:.0f} s)")
-        for title, kernels in profiled_sweep_tables(rows, sweep_run_dirs(sweep_dir)).items():
-            print_rows(Console(), kernels, title)  # cells profiled with nsys: the reports' cross-cell tables
+        run_dirs = sweep_run_dirs(sweep_dir)
+        cross_cell = profiled_sweep_tables(rows, run_dirs) | memory_sweep_tables(rows, run_dirs)
+        for title, table in cross_cell.items():
+            print_rows(Console(), table, title)  # nsys or memory passes in the cells: the reports' cross-cell tables
     return 0 if all(c["status"] in events.DONE_STATUSES for c in document["cells"]) else 1
 
 

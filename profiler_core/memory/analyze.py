@@ -1,7 +1,7 @@
 """One call from a snapshot file to the JSON document `sysprof analyze SNAPSHOT --json` prints.
 
 Contract keys (DESIGN.md §2; never rename): peak_allocated_bytes, top_allocations, by_category.
-Added here: the peak's moment, max_by_category, a timeline, and `modules` (memory by module type with
+Added here: the peak's moment, max_by_category, largest_by_category, a timeline, and `modules` (memory by module type with
 --nvtx-modules; modules.py).
 All byte counts are requested tensor sizes unless the key says `rounded` (see replay.py).
 """
@@ -94,6 +94,17 @@ def _notes(replay: Replay, facts: dict, peak: dict) -> list[str]:
     return notes + replay.notes
 
 
+def _largest_by_category(replay: Replay, categories: list[str]) -> dict[str, dict]:
+    """The largest single allocation of each category over the whole trace (a block made before recording
+    started counts too), with where and when it was made."""
+    largest: dict[str, int] = {}
+    for index, (alloc, category) in enumerate(zip(replay.allocations, categories)):
+        if category not in largest or alloc.size > replay.allocations[largest[category]].size:
+            largest[category] = index
+    return {category: _allocation_row(replay.allocations[index], category, replay)
+            for category, index in largest.items()}
+
+
 def analyze_snapshot(path_or_loaded: str | os.PathLike | dict, top_n: int = 20, *, device: int | None = None,
                      shape_hint: dict | None = None, max_points: int = DEFAULT_MAX_POINTS,
                      module_types: dict[str, str] | None = None) -> dict:
@@ -120,6 +131,7 @@ def analyze_snapshot(path_or_loaded: str | os.PathLike | dict, top_n: int = 20, 
         "top_allocations": [_allocation_row(replay.allocations[i], categories[i], replay) for i in alive[:top_n]],
         "by_category": bytes_by_category([replay.allocations[i] for i in alive], [categories[i] for i in alive]),
         "max_by_category": max_by_category(replay, categories),
+        "largest_by_category": _largest_by_category(replay, categories),
         "timeline": _timeline(replay, max_points),
         "n_events": len(replay.levels),
         "n_allocations": len(replay.allocations),

@@ -16,6 +16,7 @@ from profiler_core.studies.derived import (
     warmup_table,
 )
 from profiler_core.studies.kernel_tables import profiled_sweep_tables
+from profiler_core.studies.memory_tables import memory_sweep_tables
 from profiler_core.studies.tables import pivot, sweep_rows, sweep_run_dirs, sweep_summaries, visible_columns
 
 PIVOT_VALUE = "fwd mean ms"
@@ -42,7 +43,7 @@ def study_tables(study_dir: Path) -> dict[str, list[dict]]:
             tables["peak memory, fp32 vs bf16 autocast (Δ = bf16 − fp32)"] = memory
         return tables | (_lab_tables(study_dir) if kind == "precision" else {}) | {"cells": _sweep_table(study_dir, rows)}
     return ({"sweep results": _sweep_table(study_dir, rows)} | _default_pivot(study_dir, rows)
-            | profiled_sweep_tables(rows, sweep_run_dirs(study_dir)))
+            | profiled_sweep_tables(rows, sweep_run_dirs(study_dir)) | memory_sweep_tables(rows, sweep_run_dirs(study_dir)))
 
 
 def _precision_title(rows: list[dict]) -> str:

@@ -4,7 +4,7 @@
 # study's output (OUT/GROUP.log). Run it on the GPU machine from the project root.
 #
 #   bash benchmarks/seed_tables.sh OUT_DIR GROUP...
-#   groups: attention (or attention-fp32 and attention-bf16) passes precision warmup compile profiled
+#   groups: attention (or attention-fp32 and attention-bf16) passes precision warmup compile profiled memory
 #
 # Each group is bounded by SEED_GROUP_TIMEOUT seconds (default 290): a study cut short keeps its finished cells,
 # and their tables are still written.
@@ -22,6 +22,7 @@ command_of() {  # sets `args`, the group's sysprof arguments
         attention) args=(study attention --dtype fp32,bf16) ;;
         attention-fp32) args=(study attention --dtype fp32) ;;  # the two halves of `attention`, for two GPUs
         attention-bf16) args=(study attention --dtype bf16) ;;
+        attention-bf16-sdpa) args=(study attention --dtype bf16 --impl sdpa) ;;
         passes) args=(study passes --models small,medium,large,xl,2.7B) ;;
         precision) args=(study precision --models small,medium,large) ;;
         warmup) args=(study warmup --models small,medium --ctxs 128,512 --warmups 0,1,5
@@ -29,6 +30,8 @@ command_of() {  # sets `args`, the group's sysprof arguments
         compile) args=(study compile --models small,medium --ctxs 256,512) ;;
         profiled) args=(sweep --model small,medium,large --ctx 128,256,512 --profiler nsys
                         --pivot model:ctx --value "profiled fwd ms") ;;
+        memory) args=(sweep --model small --ctx 256,512 --mode forward,forward_backward --dtype fp32,bf16
+                      --memory --nvtx-modules 3) ;;
         *) return 1 ;;
     esac
 }

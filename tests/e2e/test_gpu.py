@@ -102,6 +102,14 @@ def test_profiled_pass_gives_kernel_tables_attributed_to_phases(cli_env, tmp_pat
     # Kernel time never exceeds the phase's event time by much; a launch-bound phase (bf16) has far less.
     assert _per_step_ms(analysis, "backward") < 1.2 * clean["backward"]["median_ms"]
     assert analysis["gemm_fraction"]["backward"] > 0.3
+    # Attention sub-ranges: QKᵀ apart from scale and mask, its kernels GEMMs only; FLOPs set against kernel time.
+    attention = analysis["attention"]
+    assert list(attention["by_part"]) == ["computing attention scores", "scale and mask", "computing softmax",
+                                          "final matmul"] and attention["mask_range"]
+    assert attention["matmul_ns"] == attention["by_class"]["gemm"]  # every attention GEMM is QKᵀ or PV
+    assert attention["scale_mask_ns"] == attention["by_part"]["scale and mask"] > 0
+    assert [row["part"] for row in attention["flops"]] == ["matmul (QKᵀ + PV)", "softmax", "scale + mask"]
+    assert (Path(summary["run_dir"]) / "kernels" / "attention_kernels.csv").is_file()
 
 
 def test_memory_pass_snapshot_agrees_with_counters(cli_env):
@@ -115,6 +123,10 @@ def test_memory_pass_snapshot_agrees_with_counters(cli_env):
     # the snapshot sums requested sizes; the counters count allocator blocks (rounded up)
     assert 0.85 * counted_peak < analysis["peak_allocated_bytes"] <= 1.01 * counted_peak
     assert sum(analysis["by_category"].values()) == analysis["peak_allocated_bytes"]
+    # the timeline image beside the analysis (matplotlib from .gpu's wheels), and each category's largest block
+    assert analysis["images"] == ["timeline.png", "timeline.svg"], analysis["notes"]
+    assert (run_dir / summary["memory"]["analysis"]).with_name("timeline.png").stat().st_size > 10_000
+    assert analysis["largest_by_category"]["attention_scores"]["size_bytes"] == 4 * 12 * 256 * 256 * 4
 
 
 def test_oom_with_memory_capture_dumps_the_failing_step(cli_env):

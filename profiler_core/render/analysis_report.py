@@ -8,6 +8,7 @@ from profiler_core.kernels.attention_flops import sub_range_rows
 from profiler_core.kernels.whole_step import whole_step
 from profiler_core.render.launch_report import print_launch_analysis
 from profiler_core.render.module_tables import print_module_tables
+from profiler_core.render.run_report import print_rows
 from profiler_core.render.units import NA, format_bytes, ns_to_ms
 
 
@@ -41,35 +42,21 @@ def top_kernels(analysis: dict, limit: int = 15) -> Table:
     return table
 
 
-def rows_table(title: str, rows: list[dict]) -> Table:
-    """A plain table of records, text left and numbers right; None shows as N/A."""
-    table = Table(title=title, title_justify="left")
-    for column in rows[0]:
-        table.add_column(column, justify="left" if isinstance(rows[0][column], str) else "right")
-    for row in rows:
-        table.add_row(*(NA if value is None else str(value) for value in row.values()))
-    return table
-
-
-def attention_tables(analysis: dict) -> list[Table]:
+def print_attention_tables(console, analysis: dict) -> None:
     """Naive attention: kernel time per sub-range and, for a run of a built-in model, FLOPs against time."""
     attention = analysis.get("attention") or {}
-    tables = []
     if sub_range_rows(attention):
-        tables.append(rows_table(f"Attention sub-ranges (forward; {attention.get('ranges')} attention calls)",
-                                 sub_range_rows(attention)))
+        print_rows(console, sub_range_rows(attention),
+                   f"Attention sub-ranges (forward; {attention.get('ranges')} attention calls)")
     if attention.get("flops"):
-        tables.append(rows_table("Attention FLOPs vs kernel time (matmul: GEMM kernels of QKᵀ and PV)",
-                                 attention["flops"]))
-    return tables
+        print_rows(console, attention["flops"], "Attention FLOPs vs kernel time (matmul: GEMM kernels of QKᵀ and PV)")
 
 
 def print_kernel_analysis(console, analysis: dict) -> None:
     console.print(phase_kernel_summary(analysis))
     print_launch_analysis(console, analysis)
     console.print(top_kernels(analysis))
-    for table in attention_tables(analysis):
-        console.print(table)
+    print_attention_tables(console, analysis)
     print_module_tables(console, analysis, "kernels")
     for note in analysis.get("notes", []):
         console.print(f"[yellow]note:[/] {note}")

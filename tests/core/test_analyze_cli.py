@@ -47,6 +47,9 @@ def test_analyze_human_tables(cli_env, fixture_sqlite):
     assert "remedy: bf16 will not help; try CUDA graphs" in result.stdout
     # recorded without --nvtx-modules: one line instead of the module-type table
     assert "by module type: no module ranges: run with --nvtx-modules N" in result.stdout
+    # the fixture predates the scale-and-mask range: its scores sub-range says what it holds
+    assert "Attention sub-ranges (forward; 60 attention calls)" in result.stdout
+    assert "computing softmax" in result.stdout and "(with" in result.stdout
 
 
 def test_analyze_stats_dir_notes_the_undercount(cli_env, shared_fixtures):

@@ -19,7 +19,7 @@ from profiler_core.errors import StudyFailed
 from profiler_core.nvml import gpu_count
 from profiler_core.options import add_config_options, config_from_args
 from profiler_core.render import export
-from profiler_core.render.run_report import print_rows
+from profiler_core.render.rows import print_rows
 from profiler_core.studies import attention, sweep
 from profiler_core.studies.progress import Progress
 from profiler_core.studies.results import all_cells_done, study_tables

@@ -16,7 +16,7 @@ from profiler_core.errors import UsageError
 from profiler_core.options import OPTION_HELP, add_model_args_file_option, flag, model_args
 from profiler_core.ranks import gpus_problem
 from profiler_core.render import export
-from profiler_core.render.run_report import print_rows
+from profiler_core.render.rows import print_rows
 from profiler_core.session.backends import choose_backend
 from profiler_core.studies import sweep
 from profiler_core.studies.gpu_pool import gpus_problem as pool_problem

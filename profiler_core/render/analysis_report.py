@@ -8,7 +8,7 @@ from profiler_core.kernels.attention_flops import sub_range_rows
 from profiler_core.kernels.whole_step import whole_step
 from profiler_core.render.launch_report import print_launch_analysis
 from profiler_core.render.module_tables import print_module_tables
-from profiler_core.render.run_report import print_rows
+from profiler_core.render.rows import print_rows
 from profiler_core.render.units import NA, format_bytes, ns_to_ms
 
 

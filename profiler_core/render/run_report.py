@@ -11,7 +11,7 @@ from rich.table import Table
 from models.presets import PRESETS, count_params, forward_flops, human_count
 from profiler_core.config import model_label
 from profiler_core.records import RunSummary
-from profiler_core.render.units import format_bytes, format_ms, optional, significant
+from profiler_core.render.units import format_bytes, format_ms, optional
 
 
 def phase_table(summary: RunSummary) -> Table:
@@ -214,27 +214,3 @@ def print_run(console, summary: RunSummary) -> None:
             printer(console, analysis)
     console.print(f"[dim]run directory: {run_dir}[/]")
 
-
-def _cell(value) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, float):
-        # six significant digits below 100 (so 10.0001 and 10.0021 stay apart), two decimals above
-        return significant(value) if abs(value) < 100 else f"{value:,.2f}"
-    return str(value)
-
-
-def print_rows(console, table, title: str) -> None:
-    """Any table (DataFrame or list of dicts) as a rich table, numbers right-aligned; a column empty in every
-    row (memory on a CPU, say) is left out of the view, not of exports."""
-    from profiler_core.render.export import table_records
-
-    columns, records = table_records(table)
-    columns = [c for c in columns if any(r.get(c) is not None for r in records)] if records else columns
-    view = Table(title=title, title_justify="left")
-    for column in columns:
-        numeric = any(isinstance(r.get(column), (int, float)) and not isinstance(r.get(column), bool) for r in records)
-        view.add_column(str(column), justify="right" if numeric else "left")
-    for record in records:
-        view.add_row(*(_cell(record.get(column)) for column in columns))
-    console.print(view)

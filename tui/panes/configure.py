@@ -33,7 +33,7 @@ from profiler_core.api import (
     predict_run_memory,
     visible_gpu_count,
 )
-from profiler_core.render.run_report import format_bytes
+from profiler_core.render.units import format_bytes
 from tui.factory_picker import FactoryPicker
 from tui.keys import pane_bindings
 from tui.panes.base import Pane

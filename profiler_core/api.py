@@ -38,6 +38,7 @@ from profiler_core.options import OneLineParser
 from profiler_core.ranks import gpus_problem
 from profiler_core.records import PhaseStats, RunError, RunSummary, StepRecord, median_ms
 from profiler_core.session.inspecting import inspect_argv, read_inspect_output
+from profiler_core.session.live import EventFollower, LiveProcess, in_progress, live_process, settle_died
 from profiler_core.session.process import CANCEL_GRACE_S, mark_killed, session_argv, signal_group
 from profiler_core.stability import warnings_for_summary
 from profiler_core.studies.catalog import list_studies, study_kind, study_record
@@ -66,5 +67,6 @@ __all__ = [
     "inspect_argv", "read_inspect_output",
     "list_studies", "mark_killed", "model_column", "model_label", "median_ms", "PhaseStats", "RunError", "RunSummary",
     "StepRecord", "phase_stats", "predict_run_memory", "rundir", "session_argv", "signal_group",
+    "EventFollower", "LiveProcess", "in_progress", "live_process", "settle_died",
     "study_argv", "study_kind", "study_record", "study_tables", "throughput", "warnings_for_summary", "whole_step",
 ]

@@ -41,8 +41,9 @@ CAPTURES = ("none", "nsys", "torch", "memory")  # what a runner pass records bes
 OK, OOM, FAILED_STATUS = "ok", "oom", "failed"
 PENDING, INCOMPLETE = "pending", "incomplete"  # a cell not run yet; a run directory without a summary
 DONE_STATUSES = (OK, OOM)  # a cell that need not run again: an OOM is a result, not a failure
-FAILURE_KINDS = ("oom", "config", "cuda", "killed", "cancelled", "error")
-CANCELLED, KILLED, CONFIG = "cancelled", "killed", "config"
+# killed: the runner died under a session that saw it; died: the session itself vanished (no one saw the end).
+FAILURE_KINDS = ("oom", "config", "cuda", "killed", "died", "cancelled", "error")
+CANCELLED, KILLED, DIED, CONFIG = "cancelled", "killed", "died", "config"
 
 
 def encode_event(event: str, **fields: object) -> str:

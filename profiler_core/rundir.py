@@ -40,6 +40,8 @@ TORCH_TRACE, MEMORY_SNAPSHOT = "torch_trace.json", "memory_snapshot.pickle"
 ANALYSIS, PHASE_KERNELS, ATTENTION_KERNELS = "analysis.json", "phase_kernels.csv", "attention_kernels.csv"
 REPEATS_DIR = "repeats"  # processes 2..N of a run with --repeats N (session/repeats)
 EVENTS = "events.jsonl"  # a rank other than 0 (--nproc): its events, which rank 0's stdout does not carry
+SESSION_EVENTS = "session_events.jsonl"  # every event the run's or study's driver emitted (session/live)
+LIVE = "live.json"  # pid and heartbeat of the process running in this directory, while it runs (session/live)
 TELEMETRY = "telemetry.jsonl"  # NVML samples the session took during the clean pass's measured steps
 MODULES = "modules.json"  # the hooked modules of a pass run with --nvtx-modules: path → class, category, parameters
 # What nsys leaves in the profiled pass's directory.

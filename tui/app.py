@@ -15,13 +15,18 @@ from textual.worker import get_current_worker
 
 from profiler_core.api import (
     GpuTelemetry,
+    LiveProcess,
     NvmlSampler,
     RunConfig,
+    events,
     finish_event,
     gpu_count,
+    in_progress,
+    live_process,
     mark_killed,
     rundir,
     session_argv,
+    settle_died,
     study_kind,
 )
 from tui.exporting import TableExportActions
@@ -113,6 +118,20 @@ class SysprofApp(TableExportActions, App):
             self.notify(self.settings_notice, severity="warning")
         if self.sample_gpu:
             self.sample_telemetry()
+        self.announce_in_progress()
+
+    def announce_in_progress(self) -> None:
+        """Runs and studies an earlier app (or the CLI) left running: Runs lists them and enter re-attaches. The
+        ones whose process is gone are written down as died, so nothing shows as running forever."""
+        running = []
+        for live in in_progress(self.runs_root):
+            if live.alive:
+                running.append(live.directory.name)
+            else:
+                self.notify(settle_died(live), title="Died while nobody watched", severity="warning", timeout=10)
+        if running:
+            names = ", ".join(running[:2]) + (f" and {len(running) - 2} more" if len(running) > 2 else "")
+            self.notify(f"Still running: {names}. Runs (5) lists them; enter re-attaches.", timeout=10)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
@@ -187,7 +206,13 @@ class SysprofApp(TableExportActions, App):
             self.notify(str(exc), title="Cannot open run", severity="error")
 
     def open_path(self, path: Path) -> None:
-        """A run directory opens on Live, a sweep or study directory on Studies."""
+        """A run directory opens on Live, a sweep or study directory on Studies; one still running re-attaches."""
+        live = live_process(path)
+        if live is not None and live.alive:
+            self.attach(live)
+            return
+        if live is not None:  # marked, but its process is gone: say so and write it down before showing it
+            self.notify(settle_died(live), title="Died while nobody watched", severity="warning")
         if study_kind(path) is not None:
             self.action_show_pane("studies")
             # the pane may have been built just now: its widgets exist after the next refresh
@@ -233,13 +258,41 @@ class SysprofApp(TableExportActions, App):
     @work(exclusive=True, exit_on_error=False, group="run")
     async def stream_run(self, cfg: RunConfig, run_dir: Path) -> None:
         try:
-            returncode = await self.control.stream(RUN, self.argv_factory(cfg, run_dir), run_dir / rundir.STDERR,
-                                                   self.apply_event)
+            returncode = await self.control.run_followed(RUN, self.argv_factory(cfg, run_dir), run_dir / rundir.STDERR,
+                                                         run_dir / rundir.SESSION_EVENTS, self.apply_event,
+                                                         events.RUN_EVENTS)
         except OSError as exc:
             self.notify(f"cannot start the runner: {exc}", severity="error")
             returncode = None
         if self.run_state.running:  # the session died without a last event: what it saved still counts
             self.apply_event(finish_event(mark_killed(run_dir, cfg, returncode)))
+        (run_dir / rundir.LIVE).unlink(missing_ok=True)  # a session killed before it could remove it
+
+    def attach(self, live: LiveProcess) -> None:
+        """Re-attach Live or Studies to a run or study that an earlier app (or the CLI) started."""
+        if live.kind == "run":
+            if self.run_state.running:
+                self.notify("A run is in progress here: cancel it (ctrl+g) before attaching to another.",
+                            severity="warning")
+                return
+            self.run_state = RunState(stage="starting", run_dir=str(live.directory), config=live.config,
+                                      planned_steps=(live.config or {}).get("steps", 0))
+            self.action_show_pane("live")
+            self.follow_run(live)
+        elif self.control.running(STUDY):
+            self.notify("A study is in progress here: cancel it (ctrl+g) before attaching to another.",
+                        severity="warning")
+        else:
+            self.action_show_pane("studies")
+            self.call_after_refresh(self.query_one("#pane-studies", StudiesPane).attach_study, live)
+
+    @work(exclusive=True, exit_on_error=False, group="run")
+    async def follow_run(self, live: LiveProcess) -> None:
+        await self.control.attach(RUN, live, live.directory / rundir.SESSION_EVENTS, self.apply_event,
+                                  events.RUN_EVENTS)
+        if self.run_state.running:  # it ended without a last event: it died while nobody watched
+            self.notify(settle_died(live), severity="warning")
+            self.run_state = state_from_run_dir(live.directory)
 
     def apply_event(self, event: Mapping[str, Any]) -> None:
         self.run_state = self.run_state.apply(event)
@@ -257,15 +310,12 @@ class SysprofApp(TableExportActions, App):
             self.exit()
             return
 
-        async def answered(quit_now: bool | None) -> None:
-            if quit_now:
+        async def answered(choice: str | None) -> None:
+            if choice == ConfirmQuit.CANCEL:
                 await self.action_cancel()
+            if choice in (ConfirmQuit.CANCEL, ConfirmQuit.LEAVE):
                 self.exit()
         self.push_screen(ConfirmQuit(), answered)
-
-    def on_unmount(self) -> None:
-        """Last line of defence against orphans: a runner still alive here is killed with its group."""
-        self.control.kill_all()
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="telemetry")
     def sample_telemetry(self) -> None:

@@ -57,19 +57,26 @@ class ExportModal(ModalScreen[str | None]):
         self.dismiss(None)
 
 
-class ConfirmQuit(ModalScreen[bool]):
-    BINDINGS = [Binding("y", "answer(True)", "Yes"), Binding("n,escape", "answer(False)", "No")]
+class ConfirmQuit(ModalScreen[str]):
+    """Quitting during a run: leave it running (the default: a run outlives the app; `sysprof-tui` re-attaches),
+    cancel it, or stay."""
+
+    LEAVE, CANCEL, STAY = "leave", "cancel", "stay"
+    BINDINGS = [Binding("l,enter", "answer('leave')", "Leave running"), Binding("c", "answer('cancel')", "Cancel run"),
+                Binding("n,escape", "answer('stay')", "Stay")]
 
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm-dialog"):
-            yield Label("A run is in progress. Cancel it and quit? (y / n)")
+            yield Label("A run is in progress. Quit and leave it running (sysprof-tui re-attaches), cancel it, "
+                        "or stay?")
             with Horizontal():
-                yield Button("Cancel run and quit (y)", id="confirm-yes", variant="error", compact=True)
-                yield Button("Keep running (n)", id="confirm-no", compact=True)
+                yield Button("Leave running (l)", id=f"confirm-{self.LEAVE}", variant="primary", compact=True)
+                yield Button("Cancel run (c)", id=f"confirm-{self.CANCEL}", variant="error", compact=True)
+                yield Button("Stay (n)", id=f"confirm-{self.STAY}", compact=True)
 
     @on(Button.Pressed)
     def pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(event.button.id == "confirm-yes")
+        self.dismiss((event.button.id or "").removeprefix("confirm-"))
 
-    def action_answer(self, answer: bool) -> None:
+    def action_answer(self, answer: str) -> None:
         self.dismiss(answer)

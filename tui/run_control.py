@@ -1,56 +1,115 @@
-"""Every process the app starts, in one place: the run's session and a study's CLI are started, streamed,
-cancelled and reaped here, and nowhere else.
+"""Every process the app starts or re-attaches to, in one place: started, followed, cancelled and reaped here.
 
-Each process gets its own session (process group), so a cancel reaches nsys and the runner it wraps, and the
-app's own Ctrl-C handling never does. Events arrive as lines on its stdout; its stderr goes to a log file.
+Each process gets its own session (process group, no controlling terminal), so a cancel reaches nsys and the
+runner it wraps, the app's own Ctrl-C handling never does, and a dropped SSH session (SIGHUP to the terminal's
+processes) does not reach it. No process writes to a pipe the app holds: a run writes its events to a file in its
+directory, a study's stdout goes to a file; the app follows the file. So the process outlives the app, and the
+next app follows a run the same way (re-attach). stderr goes to a log file.
+
+Plain `subprocess.Popen`, not asyncio's: an asyncio transport kills its child when it is closed, and the app
+closing must leave the child running.
 """
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from profiler_core.api import CANCEL_GRACE_S, decode_line, events, signal_group
+from profiler_core.api import CANCEL_GRACE_S, EventFollower, LiveProcess, live_process, signal_group
 
 RUN, STUDY = "run", "study"  # the slots: at most one run and one study at a time
-LINE_LIMIT = 1 << 20  # events are small, but a stray long line must not kill the reader
+POLL_S = 0.1  # how often a followed event file is read: well under a step, well over the cost of a read
 EventSink = Callable[[dict], None]
+
+
+class Child:
+    """A process this app started."""
+
+    def __init__(self, process: subprocess.Popen):
+        self.process = process
+        self.pid = process.pid  # its own group: start_new_session
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    async def wait(self) -> int | None:
+        while self.alive():
+            await asyncio.sleep(POLL_S)
+        return self.process.returncode
+
+
+class Attached:
+    """A process an earlier app (or `sysprof run` in another terminal) started: known by its directory's live.json."""
+
+    def __init__(self, live: LiveProcess):
+        self.directory, self.pid = live.directory, live.pgid
+
+    def alive(self) -> bool:
+        live = live_process(self.directory)
+        return live is not None and live.alive
+
+    async def wait(self) -> int | None:
+        while self.alive():
+            await asyncio.sleep(POLL_S)
+        return None  # not our child: its exit code is not ours to read
 
 
 class ProcessControl:
     def __init__(self) -> None:
-        self.processes: dict[str, asyncio.subprocess.Process] = {}
+        self.processes: dict[str, Child | Attached] = {}
 
     def running(self, slot: str | None = None) -> bool:
         """Is the slot's process (any process, without a slot) still alive?"""
         slots = [slot] if slot else list(self.processes)
-        return any(s in self.processes and self.processes[s].returncode is None for s in slots)
+        return any(s in self.processes and self.processes[s].alive() for s in slots)
 
     def pid(self, slot: str) -> int | None:
         process = self.processes.get(slot)
         return process.pid if process else None
 
-    async def stream(self, slot: str, argv: list[str], stderr_path: Path, on_event: EventSink,
-                     kinds: tuple[str, ...] = events.RUN_EVENTS) -> int:
-        """Start argv in the slot and hand each event to on_event until it exits; its exit code."""
+    def start(self, slot: str, argv: list[str], stderr_path: Path, stdout_path: Path | None) -> Child:
+        """argv in a session of its own; stdout to stdout_path (None: nowhere), stderr appended to stderr_path."""
         if self.running(slot):
             raise RuntimeError(f"a {slot} is already running")
-        with stderr_path.open("ab") as stderr_log:
-            process = await asyncio.create_subprocess_exec(
-                *argv, stdout=asyncio.subprocess.PIPE, stderr=stderr_log, limit=LINE_LIMIT, start_new_session=True)
-            self.processes[slot] = process
-            assert process.stdout is not None
-            async for line in process.stdout:
-                event = decode_line(line, kinds)
-                if event is not None:
-                    on_event(event)
-            return await process.wait()
+        with stderr_path.open("ab") as stderr_log, \
+                (stdout_path.open("ab") if stdout_path else open(os.devnull, "wb")) as stdout:
+            process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr_log,
+                                       start_new_session=True)
+        self.processes[slot] = child = Child(process)
+        return child
+
+    async def run_followed(self, slot: str, argv: list[str], stderr_path: Path, events_path: Path,
+                           on_event: EventSink, kinds: tuple[str, ...], stdout_path: Path | None = None) -> int | None:
+        """Start argv and hand each event it writes to events_path to on_event until it exits; its exit code."""
+        child = self.start(slot, argv, stderr_path, stdout_path)
+        await self.follow(child, EventFollower(events_path, kinds), on_event)
+        return child.process.returncode
+
+    async def attach(self, slot: str, live: LiveProcess, events_path: Path, on_event: EventSink,
+                     kinds: tuple[str, ...]) -> None:
+        """Follow a process started before this app: everything it wrote so far first, then as it comes."""
+        if self.running(slot):
+            raise RuntimeError(f"a {slot} is already running")
+        self.processes[slot] = attached = Attached(live)
+        await self.follow(attached, EventFollower(events_path, kinds), on_event)
+
+    @staticmethod
+    async def follow(process: Child | Attached, follower: EventFollower, on_event: EventSink) -> None:
+        while True:
+            alive = process.alive()  # before the read: what it wrote before it ended is read below
+            for event in follower.read_new():
+                on_event(event)
+            if not alive:
+                return
+            await asyncio.sleep(POLL_S)
 
     async def cancel(self, slot: str) -> None:
         """SIGINT to the slot's process group (the session saves what finished), then SIGKILL if it lingers."""
         process = self.processes.get(slot)
-        if process is None or process.returncode is not None:
+        if process is None or not process.alive():
             return
         signal_group(process.pid, signal.SIGINT)
         try:
@@ -59,9 +118,3 @@ class ProcessControl:
         except asyncio.TimeoutError:
             signal_group(process.pid, signal.SIGKILL)
             await process.wait()
-
-    def kill_all(self) -> None:
-        """The last line of defence against orphans when the app goes away: kill every live group."""
-        for process in self.processes.values():
-            if process.returncode is None:
-                signal_group(process.pid, signal.SIGKILL)

@@ -12,12 +12,15 @@ from rich.console import Console
 
 from profiler_core import events, rundir
 from profiler_core.analyze import analyze_path
+from profiler_core.cli.event_lines import print_run_event
 from profiler_core.cli.export import add_export_options, command_export
+from profiler_core.cli.live import add_live_parsers, command_attach, command_ps
 from profiler_core.cli.studies import add_study_parsers, command_study
 from profiler_core.cli.sweep import add_sweep_options, command_sweep
 from profiler_core.compare import ALPHA, MIN_EFFECT, compare_summaries, config_differences
 from profiler_core.config import RunConfig, model_column, validate
 from profiler_core.errors import SysprofError, UsageError
+from profiler_core.events import finish_event
 from profiler_core.options import OneLineParser, add_config_options, config_from_args
 from profiler_core.ranks import gpus_problem
 from profiler_core.records import RunSummary
@@ -27,6 +30,7 @@ from profiler_core.render.compare_report import print_compare
 from profiler_core.render.inspect_report import print_inspect
 from profiler_core.session.backends import choose_backend
 from profiler_core.session.inspecting import inspect_model
+from profiler_core.session.live import RUN, recorded
 from profiler_core.session.repeats import RepeatedRun
 
 stderr_console = Console(stderr=True, highlight=False)
@@ -77,42 +81,23 @@ def build_parser() -> OneLineParser:
     inspect.add_argument("--depth", type=int, default=3, help="module table depth (default 3)")
     inspect.add_argument("--runs-dir", help="where a failing model's traceback is kept (default $SYSPROF_RUNS or ./runs)")
     inspect.add_argument("--json", action="store_true")
+    add_live_parsers(commands)
     models = commands.add_parser("models", help="list presets with exact parameter counts")
     models.add_argument("--json", action="store_true")
     return parser
 
 
-def _step_progress(event: dict) -> None:
-    kind = event["event"]
-    if kind == events.HELLO:
-        env = event["env"]
-        stderr_console.print(f"[dim]runner on {env['device_type']} ({env.get('device_name')}), torch {env['torch_version']}[/]")
-    elif kind == events.COMPILE:
-        stderr_console.print(f"[dim]compiled in {event['seconds']:.1f} s[/]")
-    elif kind in (events.WARMUP_STEP, events.STEP):
-        label = "warm-up" if kind == events.WARMUP_STEP else "step"
-        phases = " ".join(f"{p} {report.format_ms(ms)}" for p, ms in event["phases_ms"].items())
-        stderr_console.print(f"[dim]{label} {event['index']}: {report.format_ms(event['wall_ms'])} ({phases})[/]")
-
-
-def _progress(event: dict) -> None:
-    if event.get("pass"):
-        return  # profiled and memory passes: their step times are not the step times
-    if event["event"] == events.NOTICE:
-        stderr_console.print(f"[yellow]{event['message']}[/]")
-    elif event["event"] == events.STAGE and event["name"] in ("profiling", "analysing", "memory"):
-        stderr_console.print(f"[dim]{event['name']}…[/]")
-    else:
-        _step_progress(event)
-
-
-def execute_run(cfg: RunConfig, runs_dir: str | None, nsys: str | None = None, on_event=_progress) -> RunSummary:
+def execute_run(cfg: RunConfig, runs_dir: str | None, nsys: str | None = None, on_event=print_run_event) -> RunSummary:
     """Run cfg (clean pass, then the passes it asks for); returns the summary whatever happened."""
     backend, notice = choose_backend(cfg.profiler, nsys)
     run_dir = rundir.new_run_dir(rundir.runs_root(runs_dir), cfg)
-    if notice:
-        on_event({"event": events.NOTICE, "message": notice})
-    return RepeatedRun(cfg, run_dir, on_event, backend).run()
+    # Recorded as the app's runs are: `sysprof ps` lists it and `sysprof attach` follows it from another terminal.
+    with recorded(run_dir, RUN, on_event, cfg.to_dict()) as sink:
+        if notice:
+            sink({"event": events.NOTICE, "message": notice})
+        summary = RepeatedRun(cfg, run_dir, sink, backend).run()
+        sink(finish_event(summary))
+    return summary
 
 
 def command_run(args) -> int:
@@ -199,7 +184,8 @@ def command_compare(args) -> int:
 
 
 COMMANDS = {"run": command_run, "inspect": command_inspect, "models": command_models, "analyze": command_analyze, "sweep": command_sweep,
-            "study": command_study, "compare": command_compare, "export": command_export}
+            "study": command_study, "compare": command_compare, "export": command_export, "ps": command_ps,
+            "attach": command_attach}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -88,7 +88,8 @@ def _run_configs(args, name: str, configs: list[RunConfig], varied: list[str],
     sweep_dir = sweep.create(rundir.runs_root(args.runs_dir), name, configs, varied, study=name)
     if before_run:
         before_run(sweep_dir)
-    sweep.run(sweep_dir, Progress(args.events).sweep_listener(name, sweep_dir))
+    with Progress(args.events).recorded(sweep_dir) as progress:
+        sweep.run(sweep_dir, progress.sweep_listener(name, sweep_dir))
     return sweep_dir
 
 
@@ -186,10 +187,11 @@ def study_attention(args) -> int:
     if problem:
         raise ConfigError(problem)
     study_dir = rundir.new_timestamped_dir(rundir.runs_root(args.runs_dir), "attention")
-    progress, cells = Progress(args.events), sum(len(group) for group in groups)
-    progress.study("attention", study_dir, cells, cells)
-    report = lambda row: progress.cell_done(progress.done, row["status"], _cell_label(row))  # noqa: E731
-    attention.run_study(study_dir, groups, batch, iters, device, report)
+    cells = sum(len(group) for group in groups)
+    with Progress(args.events).recorded(study_dir) as progress:
+        progress.study("attention", study_dir, cells, cells)
+        report = lambda row: progress.cell_done(progress.done, row["status"], _cell_label(row))  # noqa: E731
+        attention.run_study(study_dir, groups, batch, iters, device, report)
     return emit_tables(args, study_dir, started)
 
 

@@ -138,7 +138,8 @@ def command_sweep(args) -> int:
     if not args.resume:
         sweep_dir = sweep.create(rundir.runs_root(args.runs_dir), args.name, configs, varied)
     started = time.perf_counter()
-    sweep.run(sweep_dir, Progress(args.events).sweep_listener("sweep", sweep_dir), args.nsys, gpus)
+    with Progress(args.events).recorded(sweep_dir) as progress:
+        sweep.run(sweep_dir, progress.sweep_listener("sweep", sweep_dir), args.nsys, gpus)
     return report_sweep(args, sweep_dir, time.perf_counter() - started)
 
 

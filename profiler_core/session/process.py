@@ -50,14 +50,23 @@ def mark_killed(run_dir: Path, cfg: RunConfig, returncode: int | None) -> RunSum
     """The runner died without a summary (killed, segfault): write one from the steps that finished.
 
     A summary already there (the clean pass finished before a later pass died) is kept as it is."""
+    return _mark_ended(run_dir, cfg, events.KILLED, f"runner exited with code {returncode} before finishing")
+
+
+def mark_died(run_dir: Path, cfg: RunConfig, reason: str) -> RunSummary:
+    """The run's own process vanished (host reboot, kill -9 of its group): a summary from the finished steps."""
+    done = sum(1 for step in rundir.read_steps(run_dir) if step.get("kind") == "measured")
+    return _mark_ended(run_dir, cfg, events.DIED, f"{reason}: died at step {done} of {cfg.steps}")
+
+
+def _mark_ended(run_dir: Path, cfg: RunConfig, kind: str, message: str) -> RunSummary:
     from profiler_core.metrics import build_summary
 
     existing = rundir.read_summary(run_dir)
     if existing:
         return existing
     manifest = rundir.read_json(run_dir / rundir.MANIFEST) or {}
-    error: RunError = {"kind": events.KILLED, "message": f"runner exited with code {returncode} before finishing",
-                       "phase": None, "peak_allocated_bytes": None}
+    error: RunError = {"kind": kind, "message": message, "phase": None, "peak_allocated_bytes": None}
     steps = rundir.read_steps(run_dir)
     model = manifest.get("model") or {}
     summary = build_summary(cfg, manifest.get("env", {}), steps, events.FAILED_STATUS, str(run_dir), error=error,

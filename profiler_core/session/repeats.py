@@ -26,11 +26,11 @@ from pathlib import Path
 from profiler_core import events, rundir
 from profiler_core.config import ConfigError, RunConfig, validate
 from profiler_core.errors import BackendUnavailable
-from profiler_core.events import emit as print_event
 from profiler_core.events import finish_event
 from profiler_core.metrics import aggregate_processes
 from profiler_core.records import RunSummary, median_ms
 from profiler_core.session.backends import Backend, choose_backend
+from profiler_core.session.live import RUN, EventLog, recorded
 from profiler_core.session.passes import Session
 
 EventSink = Callable[[dict], None]
@@ -170,13 +170,16 @@ def main(argv: list[str] | None = None) -> int:
         cfg = validate(RunConfig.from_dict(json.loads(args.config_json)))
         backend, notice = choose_backend(cfg.profiler, args.nsys)
     except (ConfigError, BackendUnavailable, ValueError, TypeError, OSError) as exc:
-        print_event(events.FAILED, kind=events.CONFIG, message=str(exc), phase=None, peak_allocated_bytes=None)
+        log = EventLog(args.run_dir if args.run_dir.is_dir() else None)  # the app follows the file
+        log({"event": events.FAILED, "kind": events.CONFIG, "message": str(exc), "phase": None,
+             "peak_allocated_bytes": None})
+        log.close()
         return 2
-    if notice:
-        print_event(events.NOTICE, message=notice)
-    group = RepeatedRun(cfg, args.run_dir, lambda event: print(json.dumps(event), flush=True), backend)
-    summary = (group.resume() if args.resume else group).run()
-    event = finish_event(summary)
-    print(json.dumps(event), flush=True)
+    with recorded(args.run_dir, RUN, config=cfg.to_dict()) as on_event:  # events to the file and stdout
+        if notice:
+            on_event({"event": events.NOTICE, "message": notice})
+        group = RepeatedRun(cfg, args.run_dir, on_event, backend)
+        summary = (group.resume() if args.resume else group).run()
+        on_event(finish_event(summary))
     error = summary.get("error")
     return 0 if summary["status"] == events.OK else 2 if error and error.get("kind") == events.CONFIG else 1

@@ -3,15 +3,16 @@ profiler_core.events on stdout for the app. Every kind counts cells and estimate
 """
 from __future__ import annotations
 
-import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from rich.console import Console
 
 from profiler_core import events
 from profiler_core.config import RunConfig, model_label
+from profiler_core.session.live import STUDY, EventLog, Heartbeat
 
 
 def config_label(config: dict) -> str:
@@ -30,11 +31,23 @@ class Progress:
         self.as_events = as_events
         self.console = Console(stderr=True, highlight=False)
         self.started, self.done, self.pending, self.label = time.perf_counter(), 0, 0, ""
+        self.log = EventLog(to_stdout=as_events)  # and to the study's event file once recorded() opens it
+
+    @contextmanager
+    def recorded(self, study_dir: Path) -> Iterator[Progress]:
+        """While the study runs: its events in study_dir's event file and the directory marked live, so that
+        `sysprof ps` lists it and the app re-attaches to it after a dropped connection."""
+        self.log.open(study_dir)
+        heartbeat = Heartbeat(study_dir, STUDY).start()
+        try:
+            yield self
+        finally:
+            heartbeat.stop()
+            self.log.close()
 
     def _emit(self, event: dict, text: str | None, style: str = "dim") -> None:
-        if self.as_events:
-            print(json.dumps(event, default=str), flush=True)
-        elif text:
+        self.log(event)
+        if not self.as_events and text:
             self.console.print(f"[{style}]{text}[/]")
 
     def eta_s(self) -> float | None:

@@ -2,6 +2,7 @@
 
 Needs tmux (CI: `apt-get install -y tmux`); skipped without it.
 """
+import json
 import shutil
 import subprocess
 import sys
@@ -88,3 +89,64 @@ def test_open_run_filter_kernels_export_markdown(session, tmp_path):
     tmux("send-keys", "-t", session, "q")
     time.sleep(1.0)
     assert "backend nsys" not in screen(session)  # the app quit and restored the terminal
+
+
+def process_left(needle: str) -> list[str]:
+    """Processes (not zombies) whose command line names needle: what a dropped session must not leave."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            command = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if needle in command and state != "Z":
+            found.append(f"{proc.name}: {command}")
+    return found
+
+
+def test_a_dropped_terminal_leaves_the_run_going_and_a_new_app_reattaches_to_its_end(tmp_path):
+    from profiler_core import rundir
+    from profiler_core.session.live import live_process
+
+    runs, config = tmp_path / "runs", tmp_path / "config"
+    (config / "sysprof-tui").mkdir(parents=True)
+    steps = 600
+    (config / "sysprof-tui" / "last_config.json").write_text(json.dumps(
+        {"model": "tiny", "ctx": 32, "batch": 2, "warmup": 1, "steps": steps, "device": "cpu"}))
+    env = ["-e", "NO_COLOR=", "-e", f"XDG_CONFIG_HOME={config}"]
+    first = f"sysprof-e2e-drop-{tmp_path.name}"
+    tmux("new-session", "-d", "-s", first, "-x", "100", "-y", "30", *env,
+         f"cd {ROOT} && {sys.executable} -m tui --runs-dir {runs}")
+    try:
+        wait_for(first, "tiny")
+        press_until(first, "C-r", "measured steps", timeout=30)
+        deadline = time.monotonic() + 120
+        while not runs.is_dir() or not any(runs.iterdir()):
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        run_dir = next(runs.iterdir())
+        while sum(step["kind"] == "measured" for step in rundir.read_steps(run_dir)) < 20:
+            assert time.monotonic() < deadline, "the run never reached step 20"
+            time.sleep(0.1)
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", first], capture_output=True)  # the SSH session drops
+    time.sleep(2.0)
+    live = live_process(run_dir)
+    assert live is not None and live.alive, "the run died with its terminal"
+    assert rundir.read_summary(run_dir) is None
+
+    second = f"sysprof-e2e-back-{tmp_path.name}"
+    tmux("new-session", "-d", "-s", second, "-x", "100", "-y", "30", *env,
+         f"cd {ROOT} && {sys.executable} -m tui {run_dir} --runs-dir {runs}; sleep 30")
+    try:
+        wait_for(second, f"finished · {steps} measured steps", timeout=240)
+        tmux("send-keys", "-t", second, "q")
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", second], capture_output=True)
+    summary = rundir.read_summary(run_dir)
+    assert summary["status"] == "ok" and summary["phases"]["step"]["n"] == steps
+    assert sum(step["kind"] == "measured" for step in rundir.read_steps(run_dir)) == steps
+    assert not (run_dir / rundir.LIVE).exists()
+    time.sleep(1.0)
+    assert process_left(str(run_dir)) == []

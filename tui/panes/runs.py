@@ -16,6 +16,7 @@ from profiler_core.api import (
     MIN_EFFECT,
     compare_summaries,
     list_studies,
+    live_process,
     median_ms,
     model_column,
     rundir,
@@ -52,17 +53,25 @@ def run_record(path: Path) -> dict:
     config = record.manifest.get("config", {})
     summary: Mapping[str, Any] = record.summary or {}
     model = model_column(config) if "model" in config else None
-    return {"name": path.name, "path": str(path), "status": record.status, "model": model,
+    return {"name": path.name, "path": str(path), "status": "running" if _running(path) else record.status, "model": model,
             "ctx": config.get("ctx"), "batch": config.get("batch"), "dtype": config.get("dtype"),
             "device": (record.manifest.get("env") or {}).get("device_type"),
             "step_median_ms": median_ms(summary),
             "started": record.manifest.get("started") or path.stat().st_mtime, "summary": summary}
 
 
+def _running(path: Path) -> bool:
+    """Is the directory's process alive (then enter re-attaches to it)?"""
+    live = live_process(path)
+    return live is not None and live.alive
+
+
 def study_row(record: dict) -> dict:
     """A sweep or study in the runs table: its kind and how many cells finished, in the status column."""
-    return {"name": record["name"], "path": record["path"], "status": f"{record['kind']} {record['finished']}/"
-            f"{record['cells']}", "started": record["created"], "study": True}
+    cells = f"{record['kind']} {record['finished']}/{record['cells']}"
+    status = f"{cells} running" if _running(Path(record["path"])) else cells
+    return {"name": record["name"], "path": record["path"], "status": status, "started": record["created"],
+            "study": True}
 
 
 def list_run_records(root: Path, extra: list[Path]) -> list[dict]:

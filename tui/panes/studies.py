@@ -2,8 +2,10 @@
 its cells with an ETA, and show its tables (rebuilt from the study directory, so a saved one opens offline)."""
 from __future__ import annotations
 
+import os
 import re
 import shlex
+from dataclasses import replace
 from pathlib import Path
 
 from textual import on, work
@@ -12,7 +14,17 @@ from textual.containers import Horizontal
 from textual.reactive import reactive
 from textual.widgets import Input, ProgressBar, Select, Static
 
-from profiler_core.api import SysprofError, events, gpu_count, rundir, study_record, study_tables
+from profiler_core.api import (
+    LiveProcess,
+    SysprofError,
+    events,
+    gpu_count,
+    live_process,
+    rundir,
+    settle_died,
+    study_record,
+    study_tables,
+)
 from profiler_core.api import study_argv as cli_study_argv
 from profiler_core.render.units import table_number
 from tui.keys import pane_bindings
@@ -103,11 +115,18 @@ class StudiesPane(Pane):
     async def run_study(self, argv: list[str]) -> None:
         log = self.runs_root / rundir.STUDIES_STDERR
         log_start = log.stat().st_size if log.exists() else 0
+        # Its stdout to a file of its own, not a pipe: the study outlives the app (it re-attaches from the
+        # study's directory, whose event file holds the same events).
+        stdout = self.runs_root / f".study-events-{os.getpid()}.jsonl"  # one study at a time per app
         try:
-            returncode = await self.control.stream(STUDY, argv, log, self.on_study_event, events.STUDY_EVENTS)
+            stdout.write_bytes(b"")
+            returncode = await self.control.run_followed(STUDY, argv, log, stdout, self.on_study_event,
+                                                         events.STUDY_EVENTS, stdout_path=stdout)
         except OSError as exc:
             returncode, log_start = None, -1
             self.notify(f"cannot start the study: {exc}", severity="error")
+        finally:
+            stdout.unlink(missing_ok=True)  # a study still running keeps writing to it, unseen: harmless
         last_line = _last_line(log, log_start) if log_start >= 0 else ""
         self.study = self.study.ended(returncode, last_line)
         if self.study.directory:
@@ -117,6 +136,21 @@ class StudiesPane(Pane):
         self.study = self.study.apply(event)
         if event["event"] == events.CELL_DONE and self.study.directory:
             self.load_tables(Path(self.study.directory))
+
+    @work(exclusive=True, exit_on_error=False, group="study")
+    async def attach_study(self, live: LiveProcess) -> None:
+        """Follow a study an earlier app started: its events so far, replayed, then as they come."""
+        directory = live.directory
+        self.study, self.tables = StudyState(stage="running", directory=str(directory)), {}
+        await self.control.attach(STUDY, live, directory / rundir.SESSION_EVENTS, self.on_study_event,
+                                  events.STUDY_EVENTS)
+        left_behind = live_process(directory)  # still marked: it died without unmarking itself
+        died = settle_died(left_behind) if left_behind is not None else None
+        record = study_record(directory) or {}
+        finished = record.get("finished", 0) >= record.get("cells", 1)
+        message = "" if finished else died or "the study ended before all its cells ran; finished cells are kept"
+        self.study = replace(self.study, stage="finished" if finished else "failed", current="", message=message)
+        self.load_tables(directory)
 
     def open_study(self, path: Path) -> None:
         if self.study.running:

@@ -1,0 +1,111 @@
+"""`sysprof ps` and `sysprof attach`: the runs and studies still going under a runs root, and one followed in
+the terminal (a run the app started before the SSH session dropped, or one `sysprof run` runs in another shell)."""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from profiler_core import events, rundir
+from profiler_core.cli.event_lines import print_event
+from profiler_core.errors import UsageError
+from profiler_core.session.live import RUN, EventFollower, LiveProcess, in_progress, live_process, settle_died
+
+POLL_S = 0.2
+
+
+def add_live_parsers(commands) -> None:
+    ps = commands.add_parser("ps", help="runs and studies still in progress under the runs root (and the ones "
+                                        "whose process died, written down as such)")
+    ps.add_argument("--runs-dir", help="root of run directories (default $SYSPROF_RUNS or ./runs)")
+    ps.add_argument("--json", action="store_true")
+    attach = commands.add_parser("attach", help="follow a run or study in progress from its directory "
+                                                "(Ctrl-C stops following; the run goes on)")
+    attach.add_argument("directory", type=Path)
+
+
+def progress_text(live: LiveProcess) -> str:
+    """How far it got: measured steps for a run, finished cells for a study."""
+    if live.kind == RUN:
+        done = sum(1 for step in rundir.read_steps(live.directory) if step.get("kind") == "measured")
+        return f"{done}/{(live.config or {}).get('steps', '?')} steps"
+    from profiler_core.studies.catalog import study_record
+
+    record = study_record(live.directory) or {}
+    return f"{record.get('finished', 0)}/{record.get('cells', '?')} cells"
+
+
+def command_ps(args) -> int:
+    found = in_progress(rundir.runs_root(args.runs_dir))
+    died = [settle_died(live) for live in found if not live.alive]
+    running = [live for live in found if live.alive]
+    rows = [{"dir": str(live.directory), "kind": live.kind, "pid": live.pid, "progress": progress_text(live),
+             "started": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(live.started_at))} for live in running]
+    if args.json:
+        print(json.dumps({"running": rows, "died": died}))
+        return 0
+    console = Console()
+    for line in died:
+        console.print(f"[yellow]died:[/] {escape(line)}", soft_wrap=True)
+    if not rows:
+        console.print("nothing in progress")
+        return 0
+    table = Table(title="in progress (sysprof attach DIR follows one; sysprof-tui re-attaches from Runs)",
+                  title_justify="left")
+    for column in ("dir", "kind", "pid", "progress", "started"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*(escape(str(row[column])) for column in ("dir", "kind", "pid", "progress", "started")))
+    console.print(table)
+    return 0
+
+
+def command_attach(args) -> int:
+    live = live_process(args.directory)
+    if live is None:
+        raise UsageError(f"{args.directory} has nothing in progress (no {rundir.LIVE}); open it with "
+                         f"`sysprof-tui {args.directory}`")
+    if not live.alive:
+        raise UsageError(settle_died(live))
+    console = Console(stderr=True, highlight=False)
+    console.print(f"[dim]following {escape(str(args.directory))} (pid {live.pid}); Ctrl-C stops following, the run goes on[/]",
+                  soft_wrap=True)
+    try:
+        follow(live)
+    except KeyboardInterrupt:
+        console.print(f"[dim]stopped following; it goes on: sysprof attach {escape(str(args.directory))}[/]", soft_wrap=True)
+        return 0
+    return report_end(live, console)
+
+
+def follow(live: LiveProcess) -> None:
+    follower = EventFollower(live.directory / rundir.SESSION_EVENTS)
+    while True:
+        current = live_process(live.directory)
+        for event in follower.read_new():
+            print_event(event)
+        if current is None or not current.alive:
+            return
+        time.sleep(POLL_S)
+
+
+def report_end(live: LiveProcess, console: Console) -> int:
+    """What the directory says now that its process is gone (a run that died gets its summary written first)."""
+    still_marked = live_process(live.directory)
+    if still_marked is not None:  # the process went away without removing its mark: it died
+        console.print(f"[yellow]{escape(settle_died(still_marked))}[/]", soft_wrap=True)
+    if live.kind != RUN:
+        console.print(f"[dim]ended: `sysprof export {escape(str(live.directory))} --list` lists its tables[/]",
+                      soft_wrap=True)
+        return 0
+    from profiler_core.render.run_report import print_run
+
+    summary = rundir.read_summary(live.directory)
+    if summary is None:
+        raise UsageError(f"{live.directory} ended without a summary")
+    print_run(Console(), summary)
+    return 0 if summary["status"] == events.OK else 1

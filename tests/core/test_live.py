@@ -1,0 +1,192 @@
+"""Runs that outlive their viewer: the event file, the heartbeat, `sysprof ps` and `sysprof attach`, with real
+tiny CPU sessions (real subprocesses, real torch) killed the ways a dropped connection or a reboot kills them."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from profiler_core import events, rundir
+from profiler_core.config import RunConfig
+from profiler_core.session.live import (
+    STALE_S,
+    EventFollower,
+    EventLog,
+    Heartbeat,
+    in_progress,
+    live_process,
+    settle_died,
+)
+from profiler_core.session.process import session_argv
+
+TINY = RunConfig(model="tiny", ctx=32, batch=2, warmup=1, device="cpu")
+
+
+def start_session(runs: Path, steps: int, **popen) -> tuple[subprocess.Popen, Path]:
+    """A real session, started as the app starts it: its own process group."""
+    cfg = RunConfig.from_dict({**TINY.to_dict(), "steps": steps})
+    run_dir = rundir.new_run_dir(runs, cfg)
+    process = subprocess.Popen(session_argv(cfg, run_dir), start_new_session=True, **popen)
+    return process, run_dir
+
+
+def measured_steps(run_dir: Path) -> int:
+    return sum(1 for step in rundir.read_steps(run_dir) if step.get("kind") == "measured")
+
+
+def wait_until(condition, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def sysprof(args, env, timeout=180):
+    return subprocess.run([sys.executable, "-m", "profiler_core", *args], env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_a_session_whose_reader_went_away_finishes_and_its_file_has_every_event(tmp_path):
+    process, run_dir = start_session(tmp_path, steps=40, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert process.stdout is not None
+    first = process.stdout.readline()  # one event through the pipe, then the reader vanishes (a dropped SSH)
+    assert json.loads(first)["event"] in events.RUN_EVENTS
+    process.stdout.close()
+    assert process.wait(timeout=180) == 0
+    assert rundir.read_summary(run_dir)["status"] == "ok" and measured_steps(run_dir) == 40
+    written = events.decode_lines((run_dir / rundir.SESSION_EVENTS).read_text())
+    assert sum(event["event"] == events.STEP for event in written) == 40
+    assert written[-1]["event"] == events.FINISHED
+    assert not (run_dir / rundir.LIVE).exists()  # an ended run is not listed as in progress
+
+
+def test_event_log_survives_a_closed_pipe_in_a_process_of_its_own(tmp_path):
+    code = ("import sys; from pathlib import Path; from profiler_core.session.live import EventLog\n"
+            "log = EventLog(Path(sys.argv[1]))\n"
+            "for i in range(2000): log({'event': 'notice', 'message': 'x' * 100, 'i': i})\n")
+    process = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.readline()
+    process.stdout.close()  # 2000 lines of 130 bytes overflow the pipe's buffer: writes after this fail
+    assert process.wait(timeout=60) == 0, process.stderr.read()
+    assert process.stderr.read() == b""  # no BrokenPipeError, not even at exit's flush
+    assert len((tmp_path / rundir.SESSION_EVENTS).read_text().splitlines()) == 2000
+
+
+def test_heartbeat_marks_the_directory_while_it_runs_and_is_gone_after(tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    heartbeat = Heartbeat(run_dir, "run", {"steps": 5}).start()
+    live = live_process(run_dir)
+    assert live is not None and live.alive and live.pid == os.getpid() and live.config == {"steps": 5}
+    assert [found.directory for found in in_progress(tmp_path)] == [run_dir]
+    heartbeat.stop()
+    assert live_process(run_dir) is None and in_progress(tmp_path) == []
+
+
+def test_a_gone_pid_or_a_stopped_heartbeat_is_not_alive(tmp_path):
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    Heartbeat(tmp_path, "run").start().stopped.set()  # written, never touched again
+    record = json.loads((tmp_path / rundir.LIVE).read_text())
+    rundir.write_json(tmp_path / rundir.LIVE, {**record, "pid": gone.pid})
+    dead = live_process(tmp_path)
+    assert dead is not None and not dead.alive  # the pid is gone though the heartbeat is fresh
+    rundir.write_json(tmp_path / rundir.LIVE, record)  # this very process: alive by its pid
+    assert live_process(tmp_path).alive
+    old = time.time() - STALE_S - 1
+    os.utime(tmp_path / rundir.LIVE, (old, old))
+    stale = live_process(tmp_path)
+    assert stale is not None and not stale.alive and stale.heartbeat_age_s > STALE_S
+
+
+def test_a_torn_or_foreign_live_file_is_not_a_process(tmp_path):
+    (tmp_path / rundir.LIVE).write_text('{"pid": 12')
+    assert live_process(tmp_path) is None
+    (tmp_path / rundir.LIVE).write_text('{"pid": "me"}')
+    assert live_process(tmp_path) is None
+
+
+def test_event_follower_waits_for_a_line_to_end_and_skips_what_is_not_an_event(tmp_path):
+    path = tmp_path / rundir.SESSION_EVENTS
+    follower = EventFollower(path, events.RUN_EVENTS)
+    assert follower.read_new() == []  # no file yet
+    log = EventLog(tmp_path, to_stdout=False)
+    log({"event": "stage", "name": "warmup"})
+    with path.open("a") as handle:
+        handle.write('{"event": "step", "ind')
+    assert [event["event"] for event in follower.read_new()] == ["stage"]
+    with path.open("a") as handle:
+        handle.write('ex": 0}\nnot json\n{"event": "cell"}\n')
+    assert follower.read_new() == [{"event": "step", "index": 0}]  # the study event is not a run's
+    log.close()
+
+
+def test_a_run_killed_with_its_whole_group_shows_as_died_at_its_step(tmp_path, cli_env):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    process, run_dir = start_session(runs, steps=5000, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_until(lambda: measured_steps(run_dir) >= 3)
+    listed = json.loads(sysprof(["ps", "--json"], cli_env).stdout)
+    assert [row["dir"] for row in listed["running"]] == [str(run_dir)] and listed["died"] == []
+    os.killpg(process.pid, signal.SIGKILL)  # what a reboot does: nobody is left to write an end
+    process.wait()
+    done = measured_steps(run_dir)
+    result = sysprof(["ps", "--json"], cli_env)
+    listed = json.loads(result.stdout)
+    assert listed["running"] == [] and len(listed["died"]) == 1
+    assert listed["died"][0].startswith(f"{run_dir.name}: the run's process is gone (last heartbeat ")
+    assert listed["died"][0].endswith(f"died at step {done} of 5000")
+    summary = rundir.read_summary(run_dir)
+    assert summary["status"] == "failed" and summary["error"]["kind"] == events.DIED
+    assert summary["phases"]["step"]["n"] == done  # the finished steps are kept
+    assert not (run_dir / rundir.LIVE).exists()
+    again = sysprof(["ps"], cli_env)  # settled once: not died again, not running
+    assert again.returncode == 0 and "nothing in progress" in again.stdout and "died" not in again.stdout
+    attach = sysprof(["attach", str(run_dir)], cli_env)
+    assert attach.returncode == 2 and "has nothing in progress" in attach.stderr
+    assert len(attach.stderr.strip().splitlines()) == 1
+
+
+def test_attach_follows_a_run_from_another_terminal_to_its_end(tmp_path, cli_env):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    process, run_dir = start_session(runs, steps=60, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_until(lambda: (run_dir / rundir.LIVE).exists())
+    attach = sysprof(["attach", str(run_dir)], cli_env)
+    assert process.wait(timeout=60) == 0
+    assert attach.returncode == 0, attach.stderr
+    assert f"following {run_dir}" in attach.stderr
+    assert attach.stderr.count("step ") >= 60 and "step 59:" in attach.stderr  # every step, replayed or live
+    assert "forward" in attach.stdout and "run directory" in attach.stdout  # the run's table at the end
+
+
+def test_sysprof_run_marks_its_directory_while_it_runs(tmp_path, cli_env):
+    process = subprocess.Popen([sys.executable, "-m", "profiler_core", "run", "--model", "tiny", "--ctx", "32",
+                                "--batch", "2", "--device", "cpu", "--steps", "2000", "--warmup", "1"],
+                               env=cli_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)
+    try:
+        wait_until(lambda: json.loads(sysprof(["ps", "--json"], cli_env).stdout)["running"] != [])
+        row = json.loads(sysprof(["ps", "--json"], cli_env).stdout)["running"][0]
+        assert row["kind"] == "run" and row["pid"] == process.pid and row["progress"].endswith("/2000 steps")
+        table = sysprof(["ps"], cli_env, timeout=60)
+        assert "in progress" in table.stdout and str(process.pid) in table.stdout
+    finally:
+        os.killpg(process.pid, signal.SIGINT)  # a user's Ctrl-C: the run is cancelled and unmarked
+        process.wait(timeout=60)
+    run_dir = next((tmp_path / "runs").iterdir())
+    assert not (run_dir / rundir.LIVE).exists() and rundir.read_summary(run_dir) is not None
+    assert json.loads(sysprof(["ps", "--json"], cli_env).stdout) == {"running": [], "died": []}
+
+
+def test_a_study_that_died_is_unmarked_and_says_how_to_go_on(tmp_path):
+    Heartbeat(tmp_path, "study").start().stopped.set()
+    old = time.time() - STALE_S - 1
+    os.utime(tmp_path / rundir.LIVE, (old, old))
+    line = settle_died(live_process(tmp_path))
+    assert line.startswith(f"{tmp_path.name}: died (last heartbeat ") and line.endswith("finished cells are kept")
+    assert live_process(tmp_path) is None

@@ -1,0 +1,121 @@
+"""Runs outlive the app: quit and leave a run going, re-attach from a new app, cancel from it, see what died.
+
+The fake runner replays recorded events and marks its directory as the session does; the cancel and the died
+cases use real tiny CPU sessions (real torch), started in their own process group as the app starts them."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tui_helpers import settle
+
+from profiler_core import events, rundir
+from profiler_core.config import RunConfig
+from profiler_core.session.live import live_process
+from profiler_core.session.process import session_argv
+from tui.app import SysprofApp
+from tui.modals import ConfirmQuit
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+TINY = RunConfig(model="tiny", ctx=32, batch=2, warmup=2, steps=3, device="cpu")
+
+
+def slow_fake(cfg, run_dir):
+    return [sys.executable, str(DATA / "fake_runner.py"), str(DATA / "events" / "tiny_cpu_train.jsonl"),
+            "--run-dir", str(run_dir), "--delay", "0.6"]
+
+
+def real_session(runs: Path, steps: int) -> tuple[subprocess.Popen, Path]:
+    cfg = RunConfig.from_dict({**TINY.to_dict(), "steps": steps, "warmup": 1})
+    run_dir = rundir.new_run_dir(runs, cfg)
+    process = subprocess.Popen(session_argv(cfg, run_dir), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)
+    return process, run_dir
+
+
+def group_exists(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+async def wait_for(pilot, condition, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        await pilot.pause(0.1)
+
+
+def wait_until(condition, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def notices(app) -> str:
+    return "\n".join(str(notification.message) for notification in app._notifications)
+
+
+async def test_quit_leaving_the_run_and_a_new_app_reattaches_and_replays_it_to_the_end(tmp_path):
+    first = SysprofApp(runs_dir=str(tmp_path), argv_factory=slow_fake, initial=TINY, sample_gpu=False)
+    async with first.run_test(size=(80, 24)) as pilot:
+        await pilot.press("ctrl+r")
+        await wait_for(pilot, lambda: first.run_state.stage == "warmup")
+        await pilot.press("escape", "q")
+        await wait_for(pilot, lambda: isinstance(first.screen, ConfirmQuit))
+        await pilot.press("l")
+        await wait_for(pilot, lambda: first._exit)
+    run_dir = next(tmp_path.iterdir())
+    live = live_process(run_dir)
+    assert live is not None and live.alive  # the app is gone, the run is not
+
+    second = SysprofApp(runs_dir=str(tmp_path), sample_gpu=False)
+    async with second.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert f"Still running: {run_dir.name}" in notices(second)
+        second.open_path(run_dir)  # what enter on its row in Runs does
+        await wait_for(pilot, lambda: not second.run_state.running)
+        await settle(second, pilot)
+        assert second.run_state.stage == "finished" and second.run_state.run_dir == str(run_dir)
+        assert len(second.run_state.steps) == 3  # every step, the ones before the re-attach replayed
+    first.control.processes["run"].process.wait(timeout=30)  # reaped here, as init reaps it once the app is gone
+    assert live_process(run_dir) is None and not group_exists(live.pgid)
+
+
+async def test_cancel_from_a_reattached_app_reaches_the_real_session(tmp_path):
+    process, run_dir = real_session(tmp_path, steps=5000)
+    try:
+        wait_until(lambda: live_process(run_dir) is not None)
+        app = SysprofApp(runs_dir=str(tmp_path), open_runs=[run_dir], sample_gpu=False)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_for(pilot, lambda: len(app.run_state.steps) >= 2)
+            assert app.run_state.running and app.screen.query_one("#pane-live").display
+            await pilot.press("ctrl+g")
+            await wait_for(pilot, lambda: not app.run_state.running)
+            assert app.run_state.error["kind"] == events.CANCELLED
+        assert process.wait(timeout=30) is not None and not group_exists(process.pid)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    summary = rundir.read_summary(run_dir)
+    assert summary["error"]["kind"] == events.CANCELLED and summary["phases"]["step"]["n"] >= 2
+
+
+async def test_a_run_whose_whole_group_was_killed_shows_as_died_never_running(tmp_path):
+    process, run_dir = real_session(tmp_path, steps=5000)
+    wait_until(lambda: sum(step["kind"] == "measured" for step in rundir.read_steps(run_dir)) >= 2)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    done = sum(step["kind"] == "measured" for step in rundir.read_steps(run_dir))
+    app = SysprofApp(runs_dir=str(tmp_path), sample_gpu=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot, "5")
+        assert f"died at step {done} of 5000" in notices(app)
+        assert [row["status"] for row in app.query_one("#runs-table").records] == ["failed"]
+    assert json.loads((run_dir / rundir.SUMMARY).read_text())["error"]["kind"] == events.DIED

@@ -42,8 +42,9 @@ OK, OOM, FAILED_STATUS = "ok", "oom", "failed"
 PENDING, INCOMPLETE = "pending", "incomplete"  # a cell not run yet; a run directory without a summary
 DONE_STATUSES = (OK, OOM)  # a cell that need not run again: an OOM is a result, not a failure
 # killed: the runner died under a session that saw it; died: the session itself vanished (no one saw the end).
-FAILURE_KINDS = ("oom", "config", "cuda", "killed", "died", "cancelled", "error")
-CANCELLED, KILLED, DIED, CONFIG = "cancelled", "killed", "died", "config"
+# disk: the run's own files no longer fit (ENOSPC, quota).
+FAILURE_KINDS = ("oom", "config", "cuda", "killed", "died", "cancelled", "disk", "error")
+CANCELLED, KILLED, DIED, CONFIG, DISK_FULL = "cancelled", "killed", "died", "config", "disk"
 
 
 def encode_event(event: str, **fields: object) -> str:

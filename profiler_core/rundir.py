@@ -20,6 +20,7 @@ directories, and JSON(L) readers and writers that never leave half a file. Reada
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 import time
@@ -40,6 +41,7 @@ TORCH_TRACE, MEMORY_SNAPSHOT = "torch_trace.json", "memory_snapshot.pickle"
 ANALYSIS, PHASE_KERNELS, ATTENTION_KERNELS = "analysis.json", "phase_kernels.csv", "attention_kernels.csv"
 REPEATS_DIR = "repeats"  # processes 2..N of a run with --repeats N (session/repeats)
 EVENTS = "events.jsonl"  # a rank other than 0 (--nproc): its events, which rank 0's stdout does not carry
+RESERVE, RESERVE_BYTES = ".reserve", 256 * 1024  # set aside while a run runs: its summary fits on a full disk
 SESSION_EVENTS = "session_events.jsonl"  # every event the run's or study's driver emitted (session/live)
 LIVE = "live.json"  # pid and heartbeat of the process running in this directory, while it runs (session/live)
 TELEMETRY = "telemetry.jsonl"  # NVML samples the session took during the clean pass's measured steps
@@ -96,16 +98,72 @@ def new_run_dir(root: Path, cfg: RunConfig) -> Path:
 
 
 def write_json(path: Path, payload: Mapping[str, Any]) -> None:
-    """Write via a temporary file and rename, so a reader never sees half a document."""
+    """Write via a temporary file and rename, so a reader never sees half a document. On a full disk the run's
+    reserve is given up and the write tried once more: a run that filled the disk still gets its summary."""
+    try:
+        _write_json(path, payload)
+    except OSError as exc:
+        if not is_disk_full(exc) or not release_space(path.parent):
+            raise
+        _write_json(path, payload)
+
+
+def _write_json(path: Path, payload: Mapping[str, Any]) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(payload, indent=1, default=str) + "\n")
+    try:
+        tmp.write_text(json.dumps(payload, indent=1, default=str) + "\n")
+    except OSError:
+        tmp.unlink(missing_ok=True)  # half a temporary file only takes space
+        raise
     tmp.replace(path)
 
 
+def is_disk_full(exc: BaseException) -> bool:
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+def reserve_space(directory: Path) -> None:
+    """Set RESERVE_BYTES aside in directory for the summaries written when the disk fills mid-run. Best effort:
+    on a disk already full there is nothing to set aside, and the run's first write says so."""
+    path = directory / RESERVE
+    try:
+        with path.open("wb") as handle:
+            try:
+                os.posix_fallocate(handle.fileno(), 0, RESERVE_BYTES)
+            except OSError as exc:
+                if is_disk_full(exc):
+                    raise
+                handle.write(bytes(RESERVE_BYTES))  # a file system without fallocate: blocks written out
+    except OSError:
+        path.unlink(missing_ok=True)
+
+
+def release_space(directory: Path) -> bool:
+    """Give the reserve back (from directory or the run directory above a pass's); False when there was none."""
+    for folder in (directory, *list(directory.parents)[:2]):
+        reserve = folder / RESERVE
+        if reserve.exists():
+            reserve.unlink(missing_ok=True)
+            return True
+    return False
+
+
 def append_jsonl(path: Path, record: Mapping[str, Any]) -> None:
-    with path.open("a") as handle:
-        handle.write(json.dumps(record, separators=(",", ":")) + "\n")
-        handle.flush()
+    """One whole line or none: a write cut short (a full disk) is taken back, so the lines before stay readable
+    and a later line does not join a torn one."""
+    data = (json.dumps(record, separators=(",", ":")) + "\n").encode()
+    with path.open("ab", buffering=0) as handle:
+        start = handle.seek(0, os.SEEK_END)
+        try:
+            written = 0
+            while written < len(data):
+                count = handle.write(data[written:])
+                if not count:  # nothing went in and no error said why: as good as a full disk
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+                written += count
+        except OSError:
+            handle.truncate(start)
+            raise
 
 
 def read_json(path: Path) -> dict | None:

@@ -199,6 +199,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # what finished is on disk; a sweep resumes from it
         sys.stderr.write("sysprof: interrupted\n")
         return 130
+    except OSError as exc:
+        if not rundir.is_disk_full(exc):
+            raise
+        sys.stderr.write(f"sysprof: error: no space left on the device ({exc.filename or 'a run directory'}); "
+                         "what was written before is kept\n")
+        return 1
 
 
 def entry_point() -> None:

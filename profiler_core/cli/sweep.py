@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from profiler_core import events, rundir
 from profiler_core.config import ConfigError, RunConfig
@@ -139,7 +140,10 @@ def command_sweep(args) -> int:
         sweep_dir = sweep.create(rundir.runs_root(args.runs_dir), args.name, configs, varied)
     started = time.perf_counter()
     with Progress(args.events).recorded(sweep_dir) as progress:
-        sweep.run(sweep_dir, progress.sweep_listener("sweep", sweep_dir), args.nsys, gpus)
+        results = sweep.run(sweep_dir, progress.sweep_listener("sweep", sweep_dir), args.nsys, gpus)
+    if any((cell.get("error") or {}).get("kind") == events.DISK_FULL for cell in results):
+        Console(stderr=True).print(f"[red]the disk filled up: the sweep stopped; free some space, then `sysprof sweep --resume "
+                     f"{escape(str(sweep_dir))}` runs the rest[/]", soft_wrap=True)
     return report_sweep(args, sweep_dir, time.perf_counter() - started)
 
 

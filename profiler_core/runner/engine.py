@@ -213,10 +213,19 @@ class Runner:
         if compiled:
             summary["compile"] = compiled
         if self.history:
-            self.history.dump_and_stop()  # still recording after an OOM: the snapshot shows what led up to it
+            try:
+                self.history.dump_and_stop()  # still recording after an OOM: the snapshot shows what led up to it
+            except OSError as exc:
+                if not rundir.is_disk_full(exc):
+                    raise
+                self.history.path.unlink(missing_ok=True)  # half a snapshot: the summary needs the space
             if self.history.path.exists():
                 summary["memory_snapshot"] = self.history.path.name
-        rundir.write_json(self.run_dir / rundir.SUMMARY, summary)
+        try:
+            rundir.write_json(self.run_dir / rundir.SUMMARY, summary)
+        except OSError as exc:
+            if not rundir.is_disk_full(exc):
+                raise  # on a full disk the last event still carries the summary: the session writes it if it can
         return summary
 
     def gather_ranks(self, summary: RunSummary) -> RunSummary:
@@ -260,6 +269,8 @@ def execute(runner: Runner) -> int:
         peak = torch.cuda.max_memory_allocated() if torch.cuda.is_available() else None
         return _fail(runner, events.OOM, str(exc).splitlines()[0], _current_phase(runner), peak)
     except Exception as exc:  # a crash of the workload is a result to report, not a crash of the tool
+        if rundir.is_disk_full(exc):  # our own writes: stderr.log is on the same full disk
+            return _fail(runner, events.DISK_FULL, _disk_full_message(exc, runner), None, None)
         traceback.print_exc(file=sys.stderr)
         kind, message = _classify(exc)
         return _fail(runner, kind, message, _current_phase(runner), None)
@@ -269,6 +280,13 @@ def execute(runner: Runner) -> int:
         distributed.leave()
     emit(events.FINISHED, summary_path=str(runner.run_dir / rundir.SUMMARY), summary=summary)
     return 0
+
+
+def _disk_full_message(exc: BaseException, runner: Runner) -> str:
+    where = getattr(exc, "filename", None) or runner.run_dir
+    done = sum(1 for step in runner.steps if step["kind"] == "measured")
+    return f"no space left on the device ({where}): stopped after {done} of {runner.cfg.steps} measured steps; " \
+           "the steps written before are kept"
 
 
 def _fail(runner: Runner, kind: str, message: str, phase: str | None, peak: int | None, code: int = 1) -> int:

@@ -49,7 +49,10 @@ class EventLog:
     def __call__(self, event: Any) -> None:
         line = json.dumps(event, separators=(",", ":"), default=str)
         if self.file is not None:
-            self.file.write(line + "\n")
+            try:
+                self.file.write(line + "\n")
+            except OSError:  # a full disk: the run fails on its own writes and says why; the events go on
+                self.close()
         if self.to_stdout:
             try:
                 print(line, flush=True)
@@ -64,9 +67,12 @@ class EventLog:
         os.close(devnull)
 
     def close(self) -> None:
-        if self.file is not None:
-            self.file.close()
-            self.file = None
+        file, self.file = self.file, None
+        if file is not None:
+            try:
+                file.close()
+            except OSError:  # what was still buffered did not fit on the disk
+                pass
 
 
 class Heartbeat:

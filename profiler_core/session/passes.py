@@ -54,7 +54,11 @@ class Session:
         if summary.get("ranks"):
             summary["ranks"] = with_gpu_readings(summary["ranks"], watch.per_gpu_medians(), summary.get("rank"))
             summary["ranks"] = with_communication(summary["ranks"], (summary.get("profile") or {}).get("ranks"))
-        watch.save(self.run_dir)
+        try:
+            watch.save(self.run_dir)
+        except OSError as exc:
+            if not rundir.is_disk_full(exc):
+                raise  # telemetry is a detail: the summary, written next from the reserve, is what counts
         rundir.write_json(self.run_dir / rundir.SUMMARY, summary)
         return summary
 

@@ -86,6 +86,13 @@ class RepeatedRun:
         return self.write_summary()
 
     def run_process(self, index: int) -> RunSummary:
+        rundir.reserve_space(self.run_dir)  # if this process fills the disk, its summaries still fit
+        try:
+            return self._run_process(index)
+        finally:
+            rundir.release_space(self.run_dir)
+
+    def _run_process(self, index: int) -> RunSummary:
         if index == 0:
             summary = Session(self.cfg, self.run_dir, self.on_event, self.backend).run()
         else:

@@ -105,7 +105,7 @@ def run(sweep_dir: Path, on_event: Callable[[dict], None], nsys: str | None = No
             status = group.write_summary()["status"] if group.complete else summary["status"]
             on_event({"event": events.CELL_DONE, "index": index, "status": status})
             error = summary.get("error")
-            if error and error["kind"] == events.CANCELLED:
+            if error and error["kind"] in (events.CANCELLED, events.DISK_FULL):  # the next cells would fail alike
                 return _results(sweep_dir, configs)
     return _results(sweep_dir, configs)
 

@@ -119,3 +119,13 @@ async def test_a_run_whose_whole_group_was_killed_shows_as_died_never_running(tm
         assert f"died at step {done} of 5000" in notices(app)
         assert [row["status"] for row in app.query_one("#runs-table").records] == ["failed"]
     assert json.loads((run_dir / rundir.SUMMARY).read_text())["error"]["kind"] == events.DIED
+
+
+async def test_an_unwritable_runs_directory_is_one_line_and_nothing_starts(tmp_path):
+    (tmp_path / "a-file").write_text("")
+    runs = tmp_path / "a-file" / "runs"  # even root cannot make a directory under a file
+    app = SysprofApp(runs_dir=str(runs), argv_factory=slow_fake, initial=TINY, sample_gpu=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot, "ctrl+r")
+        assert f"cannot create a directory under {runs}: Not a directory" in notices(app)
+        assert app.run_state.stage == "idle" and not app.control.running()

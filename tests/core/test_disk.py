@@ -1,0 +1,117 @@
+"""Disks fill and directories refuse writes: a real ENOSPC from a tiny tmpfs, a real permission error from a
+non-root user, and many writers in one runs directory at once."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from profiler_core import events, rundir
+from profiler_core.config import RunConfig
+
+TINY = ["--model", "tiny", "--ctx", "32", "--batch", "2", "--device", "cpu", "--warmup", "1"]
+NOBODY = 65534
+
+
+def sysprof(args, env, timeout=300, user=None):
+    prefix = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups"] if user else []
+    return subprocess.run([*prefix, sys.executable, "-m", "profiler_core", *args], env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+@pytest.fixture
+def tiny_disk(tmp_path):
+    """A 400 KiB tmpfs: room for the run's reserve and a few hundred steps, then ENOSPC from the kernel."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=400k", "tmpfs", str(disk)], capture_output=True,
+                             text=True)
+    if mounted.returncode:
+        pytest.skip(f"cannot mount a tmpfs here (needs root): {mounted.stderr.strip()}")
+    yield disk
+    subprocess.run(["umount", str(disk)], check=True)
+
+
+def test_a_run_that_fills_the_disk_is_failed_with_the_reason_and_keeps_its_steps(tiny_disk, cli_env):
+    result = sysprof(["run", *TINY, "--steps", "100000", "--runs-dir", str(tiny_disk), "--json"], cli_env)
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["status"] == events.FAILED_STATUS and summary["error"]["kind"] == events.DISK_FULL
+    assert summary["error"]["message"].startswith("no space left on the device")
+    run_dir = Path(summary["run_dir"])
+    assert rundir.read_summary(run_dir) == summary  # the reserve made room for it
+    lines = (run_dir / rundir.STEPS).read_text().splitlines()
+    assert all(json.loads(line)["kind"] in ("warmup", "measured") for line in lines)  # no torn line left
+    measured = sum(json.loads(line)["kind"] == "measured" for line in lines)
+    assert measured >= 10 and summary["phases"]["step"]["n"] >= measured
+    assert f"stopped after {summary['phases']['step']['n']} of 100000 measured steps" in summary["error"]["message"]
+    assert not (run_dir / rundir.RESERVE).exists() and not (run_dir / rundir.LIVE).exists()
+
+
+def test_an_unwritable_runs_directory_is_one_line_for_a_non_root_user(tmp_path, cli_env):
+    if shutil.which("setpriv") is None or os.geteuid() != 0:
+        pytest.skip("needs root and setpriv to run as another user")
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o555)
+    tmp_path.chmod(0o755)
+    env = dict(cli_env, HOME=str(tmp_path))
+    for command in (["run", *TINY, "--steps", "1"], ["sweep", *TINY, "--steps", "1", "--ctx", "16,32"]):
+        result = sysprof([*command, "--runs-dir", str(locked / "runs")], env, user=NOBODY)
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.strip() == f"sysprof: error: cannot create a directory under {locked / 'runs'}: " \
+                                        "Permission denied"
+    assert list(locked.iterdir()) == []
+
+
+def make_dirs(root: str) -> list[str]:
+    cfg = RunConfig(model="tiny", device="cpu")
+    return [str(rundir.new_run_dir(Path(root), cfg)) for _ in range(25)]
+
+
+def test_many_writers_in_one_runs_directory_never_share_a_directory(tmp_path):
+    with ProcessPoolExecutor(4) as pool:
+        made = [path for paths in pool.map(make_dirs, [str(tmp_path)] * 4) for path in paths]
+    assert len(made) == 100 and len(set(made)) == 100
+    assert sorted(made) == sorted(str(path) for path in tmp_path.iterdir())
+
+
+def test_a_cut_write_is_taken_back_so_the_lines_before_stay_whole(tiny_disk):
+    path = tiny_disk / rundir.STEPS
+    filler = tiny_disk / "filler"
+    filler.write_bytes(bytes(400 * 1024 - 8192))  # leave a little room: two lines fit, the third is cut
+    record = {"kind": "measured", "pad": "x" * 3000}
+    written = 0
+    with pytest.raises(OSError) as raised:
+        for _ in range(100):
+            rundir.append_jsonl(path, record)
+            written += 1
+    assert rundir.is_disk_full(raised.value) and written >= 1
+    assert len(rundir.read_jsonl(path)) == written and path.read_bytes().endswith(b"}\n")
+
+
+def test_the_reserve_gives_a_summary_room_on_a_full_disk(tiny_disk):
+    rundir.reserve_space(tiny_disk)
+    assert (tiny_disk / rundir.RESERVE).stat().st_size == rundir.RESERVE_BYTES
+    filler = tiny_disk / "filler"
+    with pytest.raises(OSError), filler.open("wb") as handle:
+        handle.write(bytes(400 * 1024))
+    rundir.write_json(tiny_disk / rundir.SUMMARY, {"status": "failed", "pad": "x" * 20000})
+    assert rundir.read_json(tiny_disk / rundir.SUMMARY)["status"] == "failed"
+    assert not (tiny_disk / rundir.RESERVE).exists() and not (tiny_disk / "summary.json.tmp").exists()
+    with pytest.raises(OSError):  # no reserve left: a full disk is an error again
+        rundir.write_json(tiny_disk / "other.json", {"pad": "x" * 400 * 1024})
+
+
+def test_a_sweep_stops_at_the_cell_that_filled_the_disk_and_says_how_to_go_on(tiny_disk, cli_env):
+    result = sysprof(["sweep", *TINY, "--steps", "100000", "--ctx", "16,32", "--runs-dir", str(tiny_disk)], cli_env)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "the disk filled up: the sweep stopped" in result.stderr and "--resume" in result.stderr
+    sweep_dir = next(tiny_disk.iterdir())
+    cells = sorted((sweep_dir / rundir.SWEEP_CELLS_DIR).iterdir())
+    assert rundir.read_summary(cells[0])["error"]["kind"] == events.DISK_FULL
+    assert all(rundir.read_summary(cell) is None for cell in cells[1:])  # not run into a full disk

@@ -1,11 +1,15 @@
 """`sysprof analyze PATH`: kernel tables or memory analysis from whatever the user has at hand."""
 from __future__ import annotations
 
+import lzma
+import pickle
+import sqlite3
 import subprocess
+import zlib
 from pathlib import Path
 
 from profiler_core import rundir
-from profiler_core.errors import AnalyzeError
+from profiler_core.errors import DAMAGED_DATA, AnalyzeError, SysprofError
 from profiler_core.kernels.nsys.commands import export_sqlite_argv
 from profiler_core.kernels.nsys.locate import find_nsys
 from profiler_core.kernels.summary import analyze_attribution, analyze_sqlite, analyze_stats_dir
@@ -17,10 +21,20 @@ SNAPSHOT_SUFFIXES = (".pickle", ".pkl", ".xz", ".gz")
 
 
 
+DAMAGED = (*DAMAGED_DATA, sqlite3.DatabaseError, pickle.UnpicklingError, lzma.LZMAError, zlib.error)
+
+
 def analyze_path(path: Path, nsys: str | None = None) -> dict:
     if not path.exists():
         raise AnalyzeError(f"{path}: no such file or directory")
-    return _dispatch(path, nsys)  # every reader raises a SysprofError with its one-line reason
+    try:
+        return _dispatch(path, nsys)  # the readers raise a SysprofError with their one-line reason where they can
+    except SysprofError:
+        raise
+    except DAMAGED as exc:
+        detail = str(exc).splitlines()[0] if str(exc) else ""
+        raise AnalyzeError(f"{path} could not be read; is it damaged, or not what its name says? "
+                           f"({type(exc).__name__}: {detail:.120})") from None
 
 
 def _dispatch(path: Path, nsys: str | None) -> dict:

@@ -27,8 +27,9 @@ from profiler_core.config import (
     config_problems,
     model_column,
     model_label,
+    type_problems,
 )
-from profiler_core.errors import ConfigError, ExportError, RunDirError, StudyError, SysprofError
+from profiler_core.errors import DAMAGED_DATA, ConfigError, ExportError, RunDirError, StudyError, SysprofError
 from profiler_core.events import decode_line, finish_event
 from profiler_core.kernels.whole_step import whole_step
 from profiler_core.memory.accounting import predict_run_memory
@@ -62,11 +63,11 @@ __all__ = [
     "ATTENTIONS", "CANCEL_GRACE_S", "CUSTOM", "DEFAULT_OPTIMIZER", "DEVICES", "DIM_FIELDS", "DTYPES", "MATMUL_PRECISIONS", "MODES", "OPTIMIZER_IMPLS", "COMPILE_MODES",
     "PARALLELS", "attention_part_labels", "gpus_problem", "visible_gpu_count",
     "ALPHA", "MIN_EFFECT", "NOISE_SIGMAS", "SUGGESTED_REPEATS", "PRESETS", "PROFILERS", "ConfigError", "ExportError", "GpuTelemetry", "NvmlSampler",
-    "OneLineParser", "RunConfig", "RunDirError", "StudyError", "SysprofError", "compare_summaries",
+    "DAMAGED_DATA", "OneLineParser", "RunConfig", "RunDirError", "StudyError", "SysprofError", "compare_summaries",
     "config_problems", "count_params", "decode_line", "events", "finish_event", "gpu_count", "human_count",
     "inspect_argv", "read_inspect_output",
     "list_studies", "mark_killed", "model_column", "model_label", "median_ms", "PhaseStats", "RunError", "RunSummary",
     "StepRecord", "phase_stats", "predict_run_memory", "rundir", "session_argv", "signal_group",
     "EventFollower", "LiveProcess", "in_progress", "live_process", "settle_died",
-    "study_argv", "study_kind", "study_record", "study_tables", "throughput", "warnings_for_summary", "whole_step",
+    "study_argv", "study_kind", "study_record", "study_tables", "throughput", "type_problems", "warnings_for_summary", "whole_step",
 ]

@@ -125,6 +125,27 @@ class RunConfig:
         return cls(**values)
 
 
+def type_problems(cfg: RunConfig) -> dict[str, str]:
+    """Fields whose value is not of the field's type (a config from JSON, or a form's text in a number field)."""
+    found = {field.name: _type_problem(field, getattr(cfg, field.name)) for field in dataclasses.fields(cfg)}
+    return {name: problem for name, problem in found.items() if problem}
+
+
+def _type_problem(field: dataclasses.Field, value: object) -> str | None:
+    annotation = str(field.type)
+    if value is None:
+        return None if "None" in annotation else f"{field.name} must not be null"
+    if annotation.startswith("tuple"):
+        ok, kind = isinstance(value, list | tuple) and all(isinstance(item, str) for item in value), "a list of strings"
+    elif annotation.startswith("bool"):
+        ok, kind = isinstance(value, bool), "true or false"
+    elif annotation.startswith("int"):
+        ok, kind = isinstance(value, int) and not isinstance(value, bool), "an integer"
+    else:
+        ok, kind = isinstance(value, str), "a string"
+    return None if ok else f"{field.name} must be {kind}; got {value!r:.40}"
+
+
 def model_label(model: str, factory: str | None) -> str:
     """What titles and directory names call the model: the preset, or the factory's module (or file) and callable."""
     if not factory:
@@ -157,6 +178,15 @@ def config_problems(cfg: RunConfig) -> dict[str, str]:
 
     Device presence and dtype support need torch, so the runner checks those (runner_checks).
     """
+    typed = type_problems(cfg)
+    if typed:  # the checks below read each field as its type: they see the defaults in place of these
+        defaults = RunConfig()
+        rest = _value_problems(dataclasses.replace(cfg, **{name: getattr(defaults, name) for name in typed}))
+        return typed | {name: problem for name, problem in rest.items() if name not in typed}
+    return _value_problems(cfg)
+
+
+def _value_problems(cfg: RunConfig) -> dict[str, str]:
     found: dict[str, str | None] = {}  # None: checked and fine
     if cfg.model != CUSTOM and cfg.model not in PRESETS:
         found["model"] = f"unknown preset {cfg.model!r}; choose one of {', '.join(PRESETS)} or custom"

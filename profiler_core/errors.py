@@ -6,6 +6,10 @@ failed step) uses its own private exceptions, which never reach the user as such
 """
 from __future__ import annotations
 
+# What reading a damaged file raises deep inside a parser, when a flipped bit or a cut leaves it parseable up to
+# some field: the file's fault, to be said as such in one line. Anything else is a bug of ours and stays loud.
+DAMAGED_DATA = (ValueError, TypeError, KeyError, AttributeError, IndexError, EOFError, RecursionError, OverflowError)
+
 
 class SysprofError(Exception):
     """A one-line reason for the user; exit 2 (invalid input, nothing ran) unless a subclass says otherwise."""

@@ -72,7 +72,7 @@ class OneLineParser(argparse.ArgumentParser):
     """argparse, but a user mistake is one line on stderr and exit 2 (no usage dump)."""
 
     def error(self, message: str) -> NoReturn:
-        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        sys.stderr.write(f"{self.prog}: error: {' '.join(message.split())}\n")  # a typed newline stays one line
         sys.exit(2)
 
 

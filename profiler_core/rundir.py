@@ -168,11 +168,14 @@ def append_jsonl(path: Path, record: Mapping[str, Any]) -> None:
 
 def read_json(path: Path) -> dict | None:
     try:
-        return json.loads(path.read_text())
+        document = json.loads(path.read_text())
     except FileNotFoundError:
         return None
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
         raise RunDirError(f"{path} is not readable JSON: {exc}") from None
+    if not isinstance(document, dict):
+        raise RunDirError(f"{path} is not readable JSON: a {type(document).__name__}, not an object")
+    return document
 
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -182,9 +185,11 @@ def read_jsonl(path: Path) -> list[dict]:
     records = []
     for line in path.read_text(errors="replace").splitlines():
         try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
+            record = json.loads(line)
+        except (json.JSONDecodeError, RecursionError):
             continue
+        if isinstance(record, dict):  # a line torn into something that parses (a number) is no record either
+            records.append(record)
     return records
 
 
@@ -204,17 +209,32 @@ class RunRecord:
     manifest: dict = field(default_factory=dict)
     steps: list[StepRecord] = field(default_factory=list)
     summary: RunSummary | None = None
+    problems: dict[str, str] = field(default_factory=dict)  # file name → why it was not read (tolerant loads)
 
     @property
     def status(self) -> str:
         return self.summary.get("status", events.INCOMPLETE) if self.summary else events.INCOMPLETE
 
 
-def load_run(path: Path) -> RunRecord:
+def load_run(path: Path, tolerant: bool = False) -> RunRecord:
+    """The run's files. tolerant: a damaged manifest or summary is left out, with the reason in .problems,
+    so that what is intact (its steps, its analyses) still opens."""
     path = Path(path)
     if not (path / MANIFEST).is_file():
         raise RunDirError(f"{path} is not a run directory (no {MANIFEST})")
-    return RunRecord(path, read_json(path / MANIFEST) or {}, read_steps(path), read_summary(path))
+    record = RunRecord(path, steps=read_steps(path))
+    for name in (MANIFEST, SUMMARY):
+        try:
+            document = read_json(path / name)
+        except RunDirError as exc:
+            if not tolerant:
+                raise
+            record.problems[name], document = str(exc), None
+        if name == MANIFEST:
+            record.manifest = document or {}
+        else:
+            record.summary = cast("RunSummary | None", document)
+    return record
 
 
 def list_runs(root: Path) -> list[Path]:

@@ -4,12 +4,11 @@ pandas is imported inside the functions: importing the app must stay fast (first
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from profiler_core.api import rundir
+from profiler_core.api import DAMAGED_DATA, rundir
 from profiler_core.render.module_tables import kernel_module_rows, type_label
 
 if TYPE_CHECKING:
@@ -84,14 +83,13 @@ def load_kernel_data(kernels_dir: Path) -> KernelData:
         data.table = pd.read_csv(csv_path)
         data.table["phase"] = data.table["phase"].astype(str)
         analysis_path = kernels_dir / rundir.ANALYSIS
-        data.analysis = json.loads(analysis_path.read_text()) if analysis_path.is_file() else {}
+        data.analysis = rundir.read_json(analysis_path) or {}
         parts_path = kernels_dir / rundir.ATTENTION_KERNELS
         data.parts = pd.read_csv(parts_path) if parts_path.is_file() else None
-    except (OSError, ValueError) as exc:
-        data.table, data.problem = None, f"cannot read the kernel tables in {kernels_dir}: {exc}"
-        return data
-    parts = () if data.parts is None else tuple(dict.fromkeys(data.parts["phase"].astype(str)))
-    data.phases = (ALL_PHASES, *dict.fromkeys(data.table["phase"]), *parts)
+        parts = () if data.parts is None else tuple(dict.fromkeys(data.parts["phase"].astype(str)))
+        data.phases = (ALL_PHASES, *dict.fromkeys(data.table["phase"]), *parts)
+    except (OSError, *DAMAGED_DATA) as exc:  # a damaged file, or one from another version: this screen says so
+        data.table, data.problem = None, f"cannot read the kernel tables in {kernels_dir}: {type(exc).__name__}: {exc}"
     return data
 
 

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import bisect
-import json
 from pathlib import Path
 
 from profiler_core.api import rundir
@@ -18,9 +17,9 @@ def load_memory_analysis(memory_dir: Path) -> tuple[dict | None, str | None]:
         return None, (f"No memory analysis in {memory_dir}. Tick 'memory capture' on the Configure screen "
                       "(CUDA only), or `sysprof run --memory`.")
     try:
-        return json.loads(path.read_text()), None
-    except (OSError, ValueError) as exc:
-        return None, f"cannot read {path}: {exc}"
+        return rundir.read_json(path), None
+    except rundir.RunDirError as exc:
+        return None, str(exc)
 
 
 def peaks_by_phase(timeline: dict) -> dict[str, int]:

@@ -183,11 +183,16 @@ def settle_died(live: LiveProcess) -> str:
 
 
 def _settle_run(live: LiveProcess, when: str) -> str:
-    from profiler_core.config import RunConfig
+    from profiler_core.config import ConfigError, RunConfig, type_problems
     from profiler_core.session.process import mark_died
 
-    manifest = rundir.read_json(live.directory / rundir.MANIFEST) or {}
-    cfg = RunConfig.from_dict(manifest.get("config") or live.config or {})
+    try:
+        manifest = rundir.read_json(live.directory / rundir.MANIFEST) or {}
+        cfg = RunConfig.from_dict(manifest.get("config") or live.config or {})
+        if type_problems(cfg):
+            raise ConfigError("a damaged config")
+    except (rundir.RunDirError, ConfigError, TypeError, AttributeError):  # a damaged manifest: the mark matters more
+        cfg = RunConfig()
     summary = mark_died(live.directory, cfg, f"the run's process is gone (last heartbeat {when})")
     error = summary.get("error")
     return f"{live.directory.name}: {error['message'] if error else summary['status']}"

@@ -26,7 +26,10 @@ def read_integer(text: str) -> int | str | None:
     text = text.strip()
     if not text:
         return None
-    return int(text) if text.lstrip("-").isdigit() else text
+    try:
+        return int(text) if text.lstrip("-").isdigit() else text
+    except ValueError:  # digits int() does not take (superscripts): text, named by config_problems
+        return text
 
 
 def read_pairs(text: str) -> tuple[str, ...]:

@@ -31,6 +31,7 @@ from profiler_core.api import (
     human_count,
     model_label,
     predict_run_memory,
+    type_problems,
     visible_gpu_count,
 )
 from profiler_core.render.units import format_bytes
@@ -87,6 +88,41 @@ def predicted_table(cfg: RunConfig) -> Table:
     return table
 
 
+def form_values(texts: dict[str, str], chosen: dict) -> dict:
+    """A config dict from the form: the text fields read (numbers as ints where they are), then the chosen
+    selects and checkboxes."""
+    values = dict(chosen)
+    for name, text in texts.items():
+        values[name] = read_code_field(name, text) if name in FACTORY_FIELDS + CODE_FIELDS else read_integer(text)
+    return values
+
+
+def checked_config(values: dict, visible_gpus: int) -> tuple[RunConfig | None, dict[str, str]]:
+    """The form's config (None when it cannot be built) and every problem by field."""
+    try:
+        cfg = RunConfig.from_dict(values)
+    except (TypeError, ValueError) as exc:
+        return None, {"model": str(exc)}
+    problems = config_problems(cfg)
+    if "model_factory" not in problems:
+        missing_file = factory_file_problem(cfg.model_factory)
+        if missing_file:
+            problems["model_factory"] = missing_file
+    if "nproc" not in problems and not type_problems(cfg):  # it reads the fields as their types
+        too_many_ranks = gpus_problem(cfg, visible_gpus)
+        if too_many_ranks:
+            problems["nproc"] = too_many_ranks
+    return cfg, problems
+
+
+def form_texts(cfg: RunConfig | None, problems: dict[str, str]) -> tuple[str, Table | str]:
+    """What the form says about the model and its predicted memory; only what the fields it needs allow."""
+    model_known = cfg is not None and not {"model", "model_factory", *DIM_FIELDS} & problems.keys()
+    # the prediction is the built-in model's formula: it would describe another model than a factory's
+    predicted = predicted_table(cfg) if cfg is not None and not problems and not cfg.model_factory else ""
+    return (model_text(cfg) if model_known else ""), predicted
+
+
 class ConfigurePane(Pane):
     BINDINGS = pane_bindings("Configure")
 
@@ -139,12 +175,9 @@ class ConfigurePane(Pane):
         yield from code_rows(cfg, CODE_FIELDS)
 
     def values(self) -> dict:
-        values: dict = {name: self.query_one(f"#{name}", Checkbox).value for name in CHECKBOXES}
-        values.update({select.id: select.value for select in self.query(Select)})
-        for field in self.query(Input):
-            code = field.id in FACTORY_FIELDS + CODE_FIELDS
-            values[str(field.id)] = read_code_field(str(field.id), field.value) if code else read_integer(field.value)
-        return values
+        chosen: dict = {name: self.query_one(f"#{name}", Checkbox).value for name in CHECKBOXES}
+        chosen.update({select.id: select.value for select in self.query(Select)})
+        return form_values({str(field.id): field.value for field in self.query(Input)}, chosen)
 
     def on_mount(self) -> None:
         self.check()
@@ -153,15 +186,13 @@ class ConfigurePane(Pane):
     @on(Select.Changed)
     @on(Checkbox.Changed)
     def check(self) -> None:
-        cfg, problems = self.checked_config()
+        cfg, problems = checked_config(self.values(), self.visible_gpus)
         for field in self.query("#config-form Input, #config-form Select"):
             field.set_class(field.id in problems, "-invalid")
             field.tooltip = problems.get(field.id) if field.id is not None else None
         self.query_one("#config-error", Static).update("\n".join(f"{k}: {v}" for k, v in problems.items()))
-        model_known = not {"model", "model_factory"} & problems.keys()
-        self.query_one("#model-info", Static).update(model_text(cfg) if model_known else "")
-        # the prediction is the built-in model's formula: it would describe another model than a factory's
-        predicted = predicted_table(cfg) if cfg is not None and not problems and not cfg.model_factory else ""
+        model, predicted = form_texts(cfg, problems)
+        self.query_one("#model-info", Static).update(model)
         self.query_one("#predicted-memory", Static).update(predicted)
         self.update_run_button(problems)
         self.checked = cfg if not problems else None
@@ -177,21 +208,6 @@ class ConfigurePane(Pane):
             panel.hold("inspect waits until the run finishes")
         else:
             panel.request(self.checked)
-
-    def checked_config(self) -> tuple[RunConfig | None, dict[str, str]]:
-        """The form's config (None when it cannot be built) and every problem by field."""
-        try:
-            cfg = RunConfig.from_dict(self.values())
-            problems = config_problems(cfg)
-        except (TypeError, ValueError) as exc:
-            return None, {"model": str(exc)}
-        missing_file = factory_file_problem(cfg.model_factory)
-        if missing_file and "model_factory" not in problems:
-            problems["model_factory"] = missing_file
-        too_many_ranks = gpus_problem(cfg, self.visible_gpus)
-        if too_many_ranks and "nproc" not in problems:
-            problems["nproc"] = too_many_ranks
-        return cfg, problems
 
     def update_run_button(self, problems: dict | None = None) -> None:
         if problems is not None:

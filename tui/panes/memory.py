@@ -9,7 +9,7 @@ from textual.reactive import reactive
 from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
-from profiler_core.api import rundir
+from profiler_core.api import DAMAGED_DATA, rundir
 from profiler_core.render.memory_plot import GIB, peak_point, phase_spans, x_label
 from profiler_core.render.module_tables import absent_line
 from profiler_core.render.units import bytes_cell, fixed
@@ -100,7 +100,12 @@ class MemoryPane(Pane):
         self.app.call_from_thread(self.show_analysis, analysis, problem)
 
     def show_analysis(self, analysis: dict | None, problem: str | None) -> None:
-        self.analysis = analysis
+        try:
+            self.analysis = analysis
+        except DAMAGED_DATA as exc:  # JSON, but not shaped like an analysis: damaged, or from another version
+            analysis, problem = None, f"cannot show {self.loaded_dir}/{rundir.ANALYSIS}: not a memory analysis " \
+                                      f"({type(exc).__name__}: {exc})"
+            self.analysis = None
         if analysis is None:
             self.query_one("#memory-summary", Static).update(problem or "")
         self.set_class(analysis is None, "-empty")

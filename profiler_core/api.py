@@ -31,6 +31,7 @@ from profiler_core.config import (
 )
 from profiler_core.errors import DAMAGED_DATA, ConfigError, ExportError, RunDirError, StudyError, SysprofError
 from profiler_core.events import decode_line, finish_event
+from profiler_core.kernels.names import short_kernel_name
 from profiler_core.kernels.whole_step import whole_step
 from profiler_core.memory.accounting import predict_run_memory
 from profiler_core.metrics import phase_stats, throughput
@@ -69,5 +70,5 @@ __all__ = [
     "list_studies", "mark_killed", "model_column", "model_label", "median_ms", "PhaseStats", "RunError", "RunSummary",
     "StepRecord", "phase_stats", "predict_run_memory", "rundir", "session_argv", "signal_group",
     "EventFollower", "LiveProcess", "in_progress", "live_process", "settle_died",
-    "study_argv", "study_kind", "study_record", "study_tables", "throughput", "type_problems", "warnings_for_summary", "whole_step",
+    "study_argv", "study_kind", "study_record", "study_tables", "short_kernel_name", "throughput", "type_problems", "warnings_for_summary", "whole_step",
 ]

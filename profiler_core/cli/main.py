@@ -57,11 +57,13 @@ def build_parser() -> OneLineParser:
     run.add_argument("--runs-dir", help="root of run directories (default $SYSPROF_RUNS or ./runs)")
     run.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
     run.add_argument("--nsys", help="path to nsys (else $SYSPROF_NSYS, PATH, the usual install dirs)")
+    run.add_argument("--full-names", action="store_true", help="kernel names whole (template arguments, parameter lists); tables show the base name")
     analyze = commands.add_parser("analyze", help="kernel or memory tables from a run dir, .sqlite, .nsys-rep, "
                                                   "stats dir, torch trace or memory snapshot")
     analyze.add_argument("path", type=Path)
     analyze.add_argument("--json", action="store_true")
     analyze.add_argument("--nsys", help="nsys to export a .nsys-rep with")
+    analyze.add_argument("--full-names", action="store_true", help="kernel names whole (template arguments, parameter lists); tables show the base name")
     add_sweep_options(commands.add_parser("sweep", help="run the cartesian product of comma-separated values"))
     add_study_parsers(commands)
     add_export_options(commands.add_parser("export", help="any table of a run or study directory as CSV, "
@@ -112,7 +114,7 @@ def command_run(args) -> int:
     if args.json:
         print(json.dumps(summary, default=str))
     else:
-        report.print_run(Console(), summary)
+        report.print_run(Console(), summary, args.full_names)
     return 0 if summary["status"] == events.OK else 1
 
 
@@ -121,7 +123,7 @@ def command_analyze(args) -> int:
     if args.json:
         print(json.dumps(analysis, default=str))
     else:
-        print_analysis(Console(), analysis)
+        print_analysis(Console(), analysis, args.full_names)
     return 0
 
 

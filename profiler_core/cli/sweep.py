@@ -59,6 +59,7 @@ def add_sweep_options(parser) -> None:
     parser.add_argument("--pivot", help="pivot rows:columns, e.g. ctx:d_model,compile")
     parser.add_argument("--value", default="fwd mean ms", help="the value a pivot shows")
     parser.add_argument("--output", help="also write the table to PATH (.csv, .md, .json, .tex)")
+    parser.add_argument("--full-names", action="store_true", help="kernel names whole (template arguments, parameter lists); tables show the base name")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--events", action="store_true", help="progress as JSON lines on stdout (for the app)")
     parser.add_argument("--nsys", help="path to nsys for cells with --profiler nsys")
@@ -160,7 +161,7 @@ def report_sweep(args, sweep_dir: Path, elapsed_s: float) -> int:
         run_dirs = sweep_run_dirs(sweep_dir)
         cross_cell = profiled_sweep_tables(rows, run_dirs) | memory_sweep_tables(rows, run_dirs)
         for title, table in cross_cell.items():
-            print_rows(Console(), table, title)  # nsys or memory passes in the cells: the reports' cross-cell tables
+            print_rows(Console(), table, title, args.full_names)  # passes in the cells: the cross-cell tables
     return 0 if all(c["status"] in events.DONE_STATUSES for c in document["cells"]) else 1
 
 

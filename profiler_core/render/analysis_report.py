@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 from rich.table import Table
+from rich.text import Text
 
 from models.phases import ATTRIBUTED_PHASES
 from profiler_core.kernels.attention_flops import sub_range_rows
+from profiler_core.kernels.names import short_kernel_name
 from profiler_core.kernels.whole_step import whole_step
 from profiler_core.render.launch_report import print_launch_analysis
 from profiler_core.render.module_tables import print_module_tables
@@ -32,12 +34,16 @@ def phase_kernel_summary(analysis: dict) -> Table:
     return table
 
 
-def top_kernels(analysis: dict, limit: int = 15) -> Table:
-    table = Table(title=f"Top {limit} kernels by total time", title_justify="left")
-    for column in ("kernel", "class", "n", "total ms", "avg µs"):
-        table.add_column(column, justify="left" if column in ("kernel", "class") else "right", no_wrap=column != "kernel")
+def top_kernels(analysis: dict, limit: int = 15, full_names: bool = False) -> Table:
+    title = f"Top {limit} kernels by total time" + ("" if full_names else " (short names; --full-names for all)")
+    # The name takes what the numbers leave (one line, cut with …), so no row wraps at 80 columns
+    table = Table(title=title, title_justify="left", expand=True)
+    table.add_column("kernel", overflow="fold" if full_names else "ellipsis", no_wrap=not full_names, ratio=1)
+    for column in ("class", "n", "total ms", "avg µs"):
+        table.add_column(column, justify="left" if column == "class" else "right", no_wrap=True)
     for kernel in analysis["kernels"][:limit]:
-        table.add_row(kernel["name"], kernel["class"], str(kernel["instances"]), ns_to_ms(kernel["total_ns"]),
+        name = kernel["name"] if full_names else short_kernel_name(kernel["name"])
+        table.add_row(Text(name), kernel["class"], str(kernel["instances"]), ns_to_ms(kernel["total_ns"]),
                       NA if kernel["avg_ns"] is None else f"{kernel['avg_ns'] / 1e3:.1f}")
     return table
 
@@ -52,10 +58,10 @@ def print_attention_tables(console, analysis: dict) -> None:
         print_rows(console, attention["flops"], "Attention FLOPs vs kernel time (matmul: GEMM kernels of QKᵀ and PV)")
 
 
-def print_kernel_analysis(console, analysis: dict) -> None:
+def print_kernel_analysis(console, analysis: dict, full_names: bool = False) -> None:
     console.print(phase_kernel_summary(analysis))
     print_launch_analysis(console, analysis)
-    console.print(top_kernels(analysis))
+    console.print(top_kernels(analysis, full_names=full_names))
     print_attention_tables(console, analysis)
     print_module_tables(console, analysis, "kernels")
     for note in analysis.get("notes", []):
@@ -114,9 +120,9 @@ def print_memory_analysis(console, analysis: dict) -> None:
     print_module_tables(console, analysis, "memory")
 
 
-def print_analysis(console, analysis: dict) -> None:
+def print_analysis(console, analysis: dict, full_names: bool = False) -> None:
     if "phases" in analysis:
-        print_kernel_analysis(console, analysis)
+        print_kernel_analysis(console, analysis, full_names)
     memory = analysis.get("memory") if "phases" in analysis else analysis
     if memory and "peak_allocated_bytes" in memory:
         print_memory_analysis(console, memory)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -171,7 +172,7 @@ def print_warnings(console, warnings: Sequence[dict[str, Any]]) -> None:
         console.print(f"[yellow]warning:[/] {escape(warning['message'])}")
 
 
-def print_run(console, summary: RunSummary) -> None:
+def print_run(console, summary: RunSummary, full_names: bool = False) -> None:
     """The human report of `sysprof run`: phase stats, throughput, warnings, then what the extra passes produced.
 
     Warnings: those the run stored (with the host and GPU readings taken while it ran), else those its summary and
@@ -201,16 +202,17 @@ def print_run(console, summary: RunSummary) -> None:
     console.print(throughput_line(summary))
     error = summary.get("error")
     if error:
-        console.print(f"[red]{error['kind']}[/] in {error.get('phase') or 'run'}: {error['message']}")
+        console.print(f"[red]{error['kind']}[/] in {error.get('phase') or 'run'}: {escape(error['message'])}")
     if profile_line(summary):
         console.print(profile_line(summary))
     run_dir = Path(summary["run_dir"])
     stored = summary.get("warnings")
     print_warnings(console, warnings_for_summary(summary, read_steps(run_dir)) if stored is None else stored)
-    for path, printer in (((summary.get("profile") or {}).get("kernels"), print_kernel_analysis),
+    kernels = partial(print_kernel_analysis, full_names=full_names)
+    for path, printer in (((summary.get("profile") or {}).get("kernels"), kernels),
                           ((summary.get("memory") or {}).get("analysis"), print_memory_analysis)):
         analysis = read_json(run_dir / path) if path else None
         if analysis:
             printer(console, analysis)
-    console.print(f"[dim]run directory: {run_dir}[/]")
+    console.print(f"[dim]run directory: {escape(str(run_dir))}[/]")
 

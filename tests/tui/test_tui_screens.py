@@ -360,3 +360,15 @@ async def test_leaving_runs_while_comparing_stays_left():
             await pilot.pause(0.05)
         assert app.query_one("#panes").active == "live"
         assert app.screen.focused is not None and app.query_one("#pane-live") in app.screen.focused.ancestors
+
+
+async def test_kernel_table_shows_short_names_and_the_detail_line_the_whole_name_unaltered():
+    app = offline_app(ANALYSED)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(app, pilot, "3")
+        assert "elementwise_kernel" in text(app) and "void at::native" not in text(app)
+        await settle(app, pilot, "slash", *"direct_copy", "enter")
+        pane = app.query_one("#pane-kernels")
+        assert len(pane.view_rows) > 0 and all("direct_copy" in name for name in pane.view_rows["name"])
+        details = str(app.query_one("#kernel-details").render())
+        assert "direct_copy_kernel_cuda(at::TensorIteratorBase &)::[lambda() (instance 3)]" in details

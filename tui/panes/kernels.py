@@ -15,7 +15,7 @@ from textual.containers import Horizontal
 from textual.reactive import reactive
 from textual.widgets import DataTable, Input, Static
 
-from profiler_core.api import attention_part_labels, whole_step
+from profiler_core.api import attention_part_labels, short_kernel_name, whole_step
 from profiler_core.render.launch_report import short_verdict, verdict_lines
 from profiler_core.render.module_tables import KERNEL_ROW_FIELDS, absent_line
 from profiler_core.render.units import NA, blank_or, fixed, ns_as_ms, ns_as_us
@@ -30,7 +30,7 @@ MAX_SHOWN_ROWS = 1000  # the DataTable draws every row it holds; export still ge
 COLUMNS = {"phase": "phase", "name": "kernel", "class": "class", "instances": "n", "total_ns": "total ms",
            "pct_of_phase": "% phase", "avg_ns": "avg µs", "med_ns": "med µs", "min_ns": "min µs",
            "max_ns": "max µs", "std_ns": "std µs"}
-FORMATTERS = {"total_ns": ns_as_ms, "pct_of_phase": fixed(1), **{k: ns_as_us for k in
+FORMATTERS = {"name": lambda name: short_kernel_name(str(name)), "total_ns": ns_as_ms, "pct_of_phase": fixed(1), **{k: ns_as_us for k in
                                                                  ("avg_ns", "med_ns", "min_ns", "max_ns", "std_ns")}}
 MODULE_COLUMNS = {"phase": "phase", "type": "module type", "gpu_ms_per_step": "ms/step", "gpu_ns": "total ms",
                   "kernels": "kernels", "share": "% phase"}
@@ -130,7 +130,7 @@ def rank_choices(profile: Mapping[str, Any] | None) -> list[tuple[int, str]]:
 def kernel_details(record: dict | None) -> str:
     if not record:
         return ""
-    return (f"[b]{record.get('name')}[/b]\n{record.get('class')} · {record.get('phase')} · "
+    return (f"[b]{escape(str(record.get('name')))}[/b]\n{record.get('class')} · {record.get('phase')} · "
             f"{record.get('instances')} launches · total {ns_as_ms(record.get('total_ns'))} ms · avg "
             f"{ns_as_us(record.get('avg_ns'))} µs · min {ns_as_us(record.get('min_ns'))} · max "
             f"{ns_as_us(record.get('max_ns'))} µs · {fixed(1)(record.get('pct_of_phase'))}% of phase")

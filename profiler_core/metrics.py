@@ -119,6 +119,20 @@ def throughput(cfg: RunConfig, env: dict, median_step_ms: float | None, flops: i
             "mfu": tflops / peak if peak and tflops else None}
 
 
+def mfu_missing(numbers: Mapping[str, Any], env: Mapping[str, Any]) -> str | None:
+    """Why MFU is N/A, in a few words (None when it is there)."""
+    if numbers.get("mfu") is not None:
+        return None
+    device = env.get("device_type")
+    if device and device != "cuda":
+        return f"no peak FLOP/s for a {device.upper()} run"
+    if numbers.get("flops_per_step") is None:
+        return "your model's FLOPs per step are not counted"
+    if numbers.get("peak_tflops") is None:
+        return f"peak {numbers.get('precision_used')} FLOP/s of {env.get('device_name') or 'this GPU'} unknown"
+    return "no step timed yet"
+
+
 def build_summary(cfg: RunConfig, env: dict, steps: list[StepRecord], status: str, run_dir: str,
                   compile_s: float | None = None, error: RunError | None = None,
                   params: int | None = None, flops: int | None = None) -> RunSummary:

@@ -38,10 +38,11 @@ class GpuTelemetry:
     sm_clock_mhz: int | None = None
     temperature_c: int | None = None
     throttle_reasons: tuple[str, ...] | None = None
+    missing: str | None = None  # why there are no readings at all (no driver, no GPU)
 
     @property
     def available(self) -> bool:
-        return any(getattr(self, f.name) is not None for f in fields(self))
+        return any(getattr(self, f.name) is not None for f in fields(self) if f.name != "missing")
 
 
 def _read(call: Callable[[], object]) -> object | None:
@@ -58,11 +59,20 @@ def decode_throttle_reasons(pynvml, mask: int | None) -> tuple[str, ...] | None:
     return tuple(label for name, label in THROTTLE_REASONS if mask & getattr(pynvml, name, 0))
 
 
+def _why_no_nvml(exc: BaseException) -> str:
+    """One line: no NVIDIA driver (a CPU machine), or what NVML said."""
+    text = str(exc) or type(exc).__name__
+    if isinstance(exc, ImportError) or "NVML Shared Library Not Found" in text or "libnvidia-ml" in text:
+        return "no NVIDIA driver on this machine (CPU runs only)"
+    return f"NVML: {text}"
+
+
 class NvmlSampler:
     """Open NVML once, sample a device cheaply many times, close at the end."""
 
     def __init__(self, index: int = 0):
         self.index, self.pynvml, self.handle = index, None, None
+        self.missing: str | None = None
 
     def open(self) -> bool:
         try:
@@ -70,15 +80,16 @@ class NvmlSampler:
 
             pynvml.nvmlInit()
             self.pynvml, self.handle = pynvml, pynvml.nvmlDeviceGetHandleByIndex(self.index)
-        except Exception:  # no library, no driver, no such GPU: telemetry is simply N/A
+        except Exception as exc:  # no library, no driver, no such GPU: telemetry is simply N/A, and says why
             self.close()
+            self.missing = _why_no_nvml(exc)
             return False
         return True
 
     def sample(self) -> GpuTelemetry:
         nvml, handle = self.pynvml, self.handle
         if nvml is None:
-            return GpuTelemetry()
+            return GpuTelemetry(missing=self.missing)
         memory = _read(lambda: nvml.nvmlDeviceGetMemoryInfo(handle))
         power = _read(lambda: nvml.nvmlDeviceGetPowerUsage(handle))
         limit = _read(lambda: nvml.nvmlDeviceGetEnforcedPowerLimit(handle))

@@ -36,7 +36,7 @@ from tui.panes.base import Pane
 from tui.panes.configure import ConfigurePane
 from tui.panes.help import HelpPane
 from tui.panes.kernels import KernelsPane
-from tui.panes.live import LivePane
+from tui.panes.live import WAITING_FOR_NVML, LivePane
 from tui.panes.memory import MemoryPane
 from tui.panes.runs import RunsPane
 from tui.panes.studies import StudiesPane
@@ -71,7 +71,7 @@ class SysprofApp(TableExportActions, App):
     BINDINGS = bindings(GLOBAL_KEYS) + delegated_pane_bindings()
 
     run_state: reactive[RunState] = reactive(RunState, always_update=True)
-    telemetry: reactive[GpuTelemetry] = reactive(GpuTelemetry)
+    telemetry: reactive[GpuTelemetry] = reactive(lambda: GpuTelemetry(missing=WAITING_FOR_NVML))
 
     def __init__(self, runs_dir: str | None = None, argv_factory: ArgvFactory = default_argv,
                  open_runs: list[Path] | None = None, initial: RunConfig | None = None,

@@ -76,9 +76,7 @@ def load_kernel_data(kernels_dir: Path) -> KernelData:
     data = KernelData(kernels_dir)
     csv_path = kernels_dir / rundir.PHASE_KERNELS
     if not csv_path.is_file():
-        data.problem = (f"No kernel tables in {kernels_dir}. Run with profiler nsys (or torch) "
-                        "on the Configure screen, or `sysprof run --profiler nsys`.")
-        return data
+        return data  # absent, not damaged: the screen says why from the run (tui/advice.py)
     try:
         data.table = pd.read_csv(csv_path)
         data.table["phase"] = data.table["phase"].astype(str)

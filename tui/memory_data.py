@@ -11,11 +11,11 @@ MEMORY_TABLES = ("top allocations", "categories", "predicted vs measured", "modu
 
 
 def load_memory_analysis(memory_dir: Path) -> tuple[dict | None, str | None]:
-    """(analysis, None) or (None, the reason it is not there and how to get it)."""
+    """(analysis, None), (None, why it cannot be read), or (None, None) when there is none (tui/advice.py says
+    why from the run)."""
     path = memory_dir / rundir.ANALYSIS
     if not path.is_file():
-        return None, (f"No memory analysis in {memory_dir}. Tick 'memory capture' on the Configure screen "
-                      "(CUDA only), or `sysprof run --memory`.")
+        return None, None
     try:
         return rundir.read_json(path), None
     except rundir.RunDirError as exc:

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from models.presets import PRESETS, count_params, forward_flops, human_count
 from profiler_core.config import model_label
+from profiler_core.metrics import mfu_missing
 from profiler_core.records import RunSummary
 from profiler_core.render.units import format_bytes, format_ms, optional
 
@@ -124,11 +125,15 @@ def gpu_readings_line(rows: Sequence[dict[str, Any]]) -> str | None:
         for row in read)
 
 
+def _why_not(reason: str | None) -> str:
+    return f" ({reason})" if reason else ""
+
+
 def throughput_line(summary: RunSummary) -> str:
     parts = [f"status {summary['status']}",
              f"tokens/s {optional(summary.get('tokens_per_s'), ',.0f')}",
              f"{optional(summary.get('tflops'), '.1f')} TFLOP/s ({summary.get('precision_used')})",
-             f"MFU {optional(summary.get('mfu'), '.1%')}"]
+             f"MFU {optional(summary.get('mfu'), '.1%')}" + _why_not(mfu_missing(summary, summary.get("env") or {}))]
     if summary.get("compile_s") is not None:
         parts.append(f"compile {summary['compile_s']:.1f} s (not in step times)")
     if summary.get("compile"):

@@ -12,6 +12,7 @@ from profiler_core.render.export import ExportError, osc52, to_csv, to_json, to_
 from profiler_core.render.units import telemetry_cells
 from tui.kernel_data import KernelView, apply_view, load_kernel_data
 from tui.memory_data import peaks_by_phase
+from tui.panes.live import telemetry_line
 from tui.run_files import state_from_run_dir
 from tui.settings import load_last_config
 from tui.state import RunState
@@ -95,12 +96,15 @@ def test_osc52_sequences():
     assert osc52("hi", tmux_passthrough=True) == "\x1bPtmux;\x1b\x1b]52;c;aGk=\a\x1b\\"
 
 
-def test_telemetry_without_nvml_is_all_na():
+def test_telemetry_without_nvml_says_why_in_one_line():
     sampler = NvmlSampler(index=99)
     assert not sampler.open()  # CPU machine (or no GPU 99): nothing to open
     sample = sampler.sample()
-    assert sample == GpuTelemetry() and not sample.available
+    assert not sample.available and sample.missing == sampler.missing and sample.missing
     assert all("N/A" in text for _, text in telemetry_cells(sample))
+    line = telemetry_line(sample)
+    assert line.startswith("[b]GPU[/b] no telemetry: ") and "N/A" not in line
+    assert telemetry_line(GpuTelemetry(name="NVIDIA H200", utilization_pct=97)).startswith("[b]GPU[/b] NVIDIA H200")
 
 
 def test_throttle_reasons_decode_from_the_mask():

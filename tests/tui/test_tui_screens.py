@@ -1,6 +1,7 @@
 """Each screen driven with Textual's pilot: saved run directories made from real data, the fake runner."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import replace
@@ -112,13 +113,37 @@ async def test_kernel_header_click_sorts_by_that_column():
         assert list(pane.view_rows["instances"]) == sorted(pane.view_rows["instances"], reverse=True)
 
 
-async def test_run_without_kernels_says_how_to_get_them():
+async def test_a_cpu_run_says_why_it_has_no_kernels_memory_or_mfu_and_what_would_work():
     app = offline_app(TINY32)
     async with app.run_test(size=(100, 30)) as pilot:
+        await settle(app, pilot, "2")
+        assert "MFU N/A (no peak FLOP/s for a CPU run)" in " ".join(text(app).split())
         await settle(app, pilot, "3")
-        assert "profiler nsys" in text(app)
+        shown = " ".join(text(app).split())
+        assert "this run was on the CPU" in shown and "Run it on a GPU node with profiler nsys" in shown
         await settle(app, pilot, "4")
-        assert "memory capture" in text(app)
+        shown = " ".join(text(app).split())
+        assert "this run was on the CPU" in shown and "Run it on a GPU node with memory capture" in shown
+
+
+async def test_a_gpu_run_without_passes_says_which_pass_to_add(tmp_path):
+    run_dir = tmp_path / "run"
+    shutil.copytree(ANALYSED, run_dir)
+    shutil.rmtree(run_dir / "kernels")
+    shutil.rmtree(run_dir / "memory")
+    for name in ("manifest.json", "summary.json"):
+        document = json.loads((run_dir / name).read_text())
+        document["config"] |= {"profiler": "none", "memory": False, "device": "cuda"}
+        document["env"] |= {"device_type": "cuda", "device_name": "NVIDIA H200"}  # the fixture's steps ran on a CPU
+        document.pop("profile", None)
+        document.pop("memory", None)
+        (run_dir / name).write_text(json.dumps(document))
+    app = offline_app(run_dir)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(app, pilot, "3")
+        assert "this run had no profiled pass" in " ".join(text(app).split())
+        await settle(app, pilot, "4")
+        assert "this run had no memory pass" in " ".join(text(app).split())
 
 
 async def test_memory_screen_peaks_timeline_and_tables():
@@ -215,7 +240,7 @@ async def test_live_screen_fills_from_fake_runner_and_remembers_config(tmp_path)
         await settle(app, pilot, "ctrl+r")
         assert app.query_one("#panes").active == "live" and app.run_state.stage == "finished"
         assert len(app.query_one("#chart-wall").data) == 5
-        assert "tokens/s" in text(app) and "N/A" in str(app.query_one("#telemetry").render())
+        assert "tokens/s" in text(app) and "no telemetry" in str(app.query_one("#telemetry").render())
     assert json.loads(settings.read_text())["ctx"] == 32
     again = SysprofApp(runs_dir=str(tmp_path), settings_path=settings, sample_gpu=False)
     assert again.initial == TINY

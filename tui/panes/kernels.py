@@ -19,6 +19,7 @@ from profiler_core.api import attention_part_labels, short_kernel_name, whole_st
 from profiler_core.render.launch_report import short_verdict, verdict_lines
 from profiler_core.render.module_tables import KERNEL_ROW_FIELDS, absent_line
 from profiler_core.render.units import NA, blank_or, fixed, ns_as_ms, ns_as_us
+from tui.advice import absent_kernels
 from tui.kernel_data import KERNEL_TABLES, KernelData, KernelView, apply_view, load_kernel_data, module_type_rows
 from tui.keys import pane_bindings
 from tui.live_numbers import profiled_numbers
@@ -204,7 +205,7 @@ class KernelsPane(Pane):
     def watch_data(self, data: KernelData | None) -> None:
         header, phases = self.query_one("#kernel-header", Static), self.query_one("#kernel-phases", Static)
         if data is None or data.table is None:
-            header.update((data.problem if data else None) or "No kernel tables.")
+            header.update((data.problem if data else None) or absent_kernels(self.run_state))
             phases.update("")
         else:
             header.update(backend_line(profiled_numbers(self.run_state), data.analysis))

@@ -9,7 +9,7 @@ from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.widgets import DataTable, Label, ProgressBar, Sparkline, Static
 
-from profiler_core.api import GpuTelemetry
+from profiler_core.api import GpuTelemetry, mfu_missing
 from profiler_core.render.units import NA, format_ms, optional, ratio, telemetry_cells
 from tui.live_numbers import CHART_SERIES, chart_series, profiled_numbers, running_phases, running_throughput
 from tui.panes.base import ExportTable, Pane
@@ -42,11 +42,16 @@ def stats_table(state: RunState) -> Table:
     return table
 
 
+def _why_not(numbers, state: RunState) -> str:
+    reason = mfu_missing(numbers, state.env or {}) if numbers else None
+    return f" [dim]({reason})[/]" if reason else ""
+
+
 def throughput_text(state: RunState) -> str:
     numbers = running_throughput(state)
     lines = [f"tokens/s {optional(numbers.get('tokens_per_s'), ',.0f')}",
              f"{optional(numbers.get('tflops'), '.2f')} TFLOP/s ({numbers.get('precision_used', NA)})",
-             f"MFU {optional(numbers.get('mfu'), '.1%')}"]
+             f"MFU {optional(numbers.get('mfu'), '.1%')}" + _why_not(numbers, state)]
     compile_s = state.compile_s
     if compile_s is None and state.summary:
         compile_s = state.summary.get("compile_s")
@@ -126,8 +131,18 @@ class StepTable(DataTable):
                          *(format_ms(phases[p]) if p in phases else "—" for p in STEP_COLUMNS[2:]))
 
 
+WAITING_FOR_NVML = "waiting for the first NVML reading"
+
+
+def telemetry_line(sample: GpuTelemetry) -> str:
+    """NVML's readings, or one line saying why there are none (not a row of N/As)."""
+    if not sample.available:
+        return f"[b]GPU[/b] no telemetry: {escape(sample.missing or 'NVML gave no readings')}"
+    return " · ".join(f"[b]{k}[/b] {v}" for k, v in telemetry_cells(sample))
+
+
 class LivePane(Pane):
-    telemetry: reactive[GpuTelemetry] = reactive(GpuTelemetry, init=False)
+    telemetry: reactive[GpuTelemetry] = reactive(lambda: GpuTelemetry(missing=WAITING_FOR_NVML), init=False)
 
     def compose(self) -> ComposeResult:
         yield Static(id="stage-line")
@@ -140,7 +155,7 @@ class LivePane(Pane):
                 yield Static(id="live-stats")
                 yield Static(id="live-throughput")
                 yield Static(id="live-warnings")
-        yield Static(" · ".join(f"{k} N/A" for k, _ in telemetry_cells(GpuTelemetry())), id="telemetry")
+        yield Static(telemetry_line(GpuTelemetry(missing=WAITING_FOR_NVML)), id="telemetry")
 
     def watch_run_state(self, state: RunState) -> None:
         self.query_one("#stage-line", Static).update(stage_text(state))
@@ -155,8 +170,7 @@ class LivePane(Pane):
         self.query_one("#live-warnings", Static).update(warnings_text(state))
 
     def watch_telemetry(self, sample: GpuTelemetry) -> None:
-        cells = telemetry_cells(sample)
-        self.query_one("#telemetry", Static).update(" · ".join(f"[b]{k}[/b] {v}" for k, v in cells))
+        self.query_one("#telemetry", Static).update(telemetry_line(sample))
 
     def export_table(self) -> ExportTable | None:
         phases = running_phases(self.run_state)

@@ -13,6 +13,7 @@ from profiler_core.api import DAMAGED_DATA, rundir
 from profiler_core.render.memory_plot import GIB, peak_point, phase_spans, x_label
 from profiler_core.render.module_tables import absent_line
 from profiler_core.render.units import bytes_cell, fixed
+from tui.advice import absent_memory
 from tui.keys import pane_bindings
 from tui.memory_data import MEMORY_TABLES, load_memory_analysis, memory_table, peaks_by_phase
 from tui.panes.base import ExportTable, Pane
@@ -107,7 +108,7 @@ class MemoryPane(Pane):
                                       f"({type(exc).__name__}: {exc})"
             self.analysis = None
         if analysis is None:
-            self.query_one("#memory-summary", Static).update(problem or "")
+            self.query_one("#memory-summary", Static).update(problem or absent_memory(self.run_state))
         self.set_class(analysis is None, "-empty")
 
     def watch_analysis(self, analysis: dict | None) -> None:

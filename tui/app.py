@@ -298,12 +298,17 @@ class SysprofApp(TableExportActions, App):
         self.run_state = self.run_state.apply(event)
 
     async def action_cancel(self) -> None:
-        if self.control.running(RUN):
-            self.notify("Cancelling: SIGINT sent to the run's process group.")
-            await self.control.cancel(RUN)
-        elif self.control.running(STUDY):
-            self.notify("Cancelling the study: finished cells stay; run it again with --resume.")
-            await self.control.cancel(STUDY)
+        slot = RUN if self.control.running(RUN) else STUDY if self.control.running(STUDY) else None
+        if slot is None:
+            return
+        try:
+            if slot == RUN:
+                self.notify("Cancelling: SIGINT sent to the run's process group.")
+            else:
+                self.notify("Cancelling the study: the cells that finished stay.")
+            await self.control.cancel(slot)
+        except ProcessLookupError as exc:
+            self.notify(f"Cannot cancel: {exc}", severity="warning")
 
     async def action_quit(self) -> None:
         if not self.run_state.running and not self.control.running():

@@ -45,7 +45,7 @@ class Attached:
     """A process an earlier app (or `sysprof run` in another terminal) started: known by its directory's live.json."""
 
     def __init__(self, live: LiveProcess):
-        self.directory, self.pid = live.directory, live.pgid
+        self.directory, self.pid, self.here = live.directory, live.pgid, live.here
 
     def alive(self) -> bool:
         live = live_process(self.directory)
@@ -111,6 +111,9 @@ class ProcessControl:
         process = self.processes.get(slot)
         if process is None or not process.alive():
             return
+        if isinstance(process, Attached) and not process.here:
+            raise ProcessLookupError("it runs on another host (its directory is on a shared file system): "
+                                     "cancel it there")
         signal_group(process.pid, signal.SIGINT)
         try:
             # Longer than the session gives its runner, so the session can still write its summary.

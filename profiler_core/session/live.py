@@ -132,6 +132,7 @@ class LiveProcess:
     heartbeat_age_s: float
     alive: bool
     config: dict | None
+    here: bool  # on this host: its pid can be checked and signalled from here
 
 
 def live_process(directory: Path) -> LiveProcess | None:
@@ -140,13 +141,13 @@ def live_process(directory: Path) -> LiveProcess | None:
     try:
         record = json.loads(path.read_text())
         age = max(0.0, time.time() - path.stat().st_mtime)
-        pid, pgid = int(record["pid"]), int(record["pgid"])
-    except (OSError, ValueError, KeyError, TypeError):
+        pid, pgid, started = int(record["pid"]), int(record["pgid"]), float(record.get("started_at") or 0)
+        config = record.get("config") if isinstance(record.get("config"), dict) else None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None  # gone meanwhile, or torn: not ours to judge
     here = record.get("host") == socket.gethostname()
     alive = age < STALE_S and (not here or pid_exists(pid))
-    return LiveProcess(directory, pid, pgid, str(record.get("kind")), float(record.get("started_at") or 0), age,
-                       alive, record.get("config"))
+    return LiveProcess(directory, pid, pgid, str(record.get("kind")), started, age, alive, config, here)
 
 
 def pid_exists(pid: int) -> bool:

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from tui_helpers import settle
 
 from profiler_core import events, rundir
@@ -129,3 +130,18 @@ async def test_an_unwritable_runs_directory_is_one_line_and_nothing_starts(tmp_p
         await settle(app, pilot, "ctrl+r")
         assert f"cannot create a directory under {runs}: Not a directory" in notices(app)
         assert app.run_state.stage == "idle" and not app.control.running()
+
+
+async def test_a_run_on_another_host_is_followed_but_never_signalled_from_here(tmp_path):
+    from profiler_core.session.live import Heartbeat
+    from tui.run_control import RUN, Attached, ProcessControl
+
+    Heartbeat(tmp_path, "run").start().stopped.set()
+    record = json.loads((tmp_path / rundir.LIVE).read_text())
+    rundir.write_json(tmp_path / rundir.LIVE, {**record, "host": "another-node", "pid": 1, "pgid": 1})
+    live = live_process(tmp_path)
+    assert live is not None and live.alive and not live.here  # a fresh heartbeat is all there is to judge by
+    control = ProcessControl()
+    control.processes[RUN] = Attached(live)
+    with pytest.raises(ProcessLookupError, match="another host"):
+        await control.cancel(RUN)

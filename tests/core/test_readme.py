@@ -1,4 +1,9 @@
+import argparse
+import re
+import shlex
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -19,3 +24,76 @@ def test_readme_opens_with_install_and_test_commands():
 def test_ci_runs_the_readme_test_command_verbatim():
     ci_lines = (ROOT / ".ci" / "run").read_text().splitlines()
     assert readme_commands()[1] in ci_lines
+
+
+def cli_parsers() -> dict[str, argparse.ArgumentParser]:
+    """Every sysprof (sub)command's parser by its words ("run", "study attention"), and sysprof-tui's."""
+    from profiler_core.cli.main import build_parser
+
+    found: dict[str, argparse.ArgumentParser] = {}
+
+    def walk(words: str, parser: argparse.ArgumentParser) -> None:
+        found[words] = parser
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    walk(f"{words} {name}".strip(), sub)
+    walk("", build_parser())
+    return found
+
+
+def documented_flags(parser: argparse.ArgumentParser) -> set[str]:
+    return {option for action in parser._actions if action.help != argparse.SUPPRESS
+            for option in action.option_strings if option.startswith("--") and option != "--help"}
+
+
+README = (ROOT / "README.md").read_text()
+
+
+def test_every_flag_in_help_is_in_the_readme_and_every_readme_flag_exists():
+    from tui.cli import parse_args  # noqa: F401  (sysprof-tui's flags are a subset of sysprof's)
+
+    parsers = cli_parsers()
+    undocumented = {words: sorted(flag for flag in documented_flags(parser) if flag not in README)
+                    for words, parser in parsers.items()}
+    assert {words: flags for words, flags in undocumented.items() if flags} == {}
+    known = {option for parser in parsers.values() for action in parser._actions for option in action.option_strings}
+    unknown = set(re.findall(r"(?<![\w/-])--[a-z][a-z0-9-]*", README)) - known - NOT_SYSPROF_FLAGS
+    assert unknown == set()
+
+
+NOT_SYSPROF_FLAGS = {"--nodes", "--ntasks-per-node", "--no-python", "--standalone"}  # torchrun's and srun's, quoted
+
+
+def readme_examples() -> list[str]:
+    """The `sysprof …` lines of the README's code blocks, continuation lines joined, comments dropped."""
+    lines = []
+    for block in README.split("```bash\n")[1:]:
+        text = block.split("```", 1)[0].replace("\\\n", " ")
+        lines += [line.split("  #")[0].strip() for line in text.splitlines() if line.startswith("sysprof ")]
+    return lines
+
+
+def concrete(example: str) -> list[str]:
+    """An example as argv: [optional] parts left out, the first of a|b alternatives, <...> placeholders filled."""
+    example = re.sub(r"\[[^\[\]]*\]", "", example)
+    words = shlex.split(example.replace("<...>", "x").replace("…", ""))[1:]
+    return [word.split("|")[0] if "|" in word and not word.startswith("-") else word for word in words]
+
+
+@pytest.mark.parametrize("example", readme_examples())
+def test_each_readme_example_parses(example):
+    from profiler_core.cli.main import build_parser
+
+    argv = concrete(example)
+    try:
+        build_parser().parse_args(argv)
+    except SystemExit as exc:
+        raise AssertionError(f"README example does not parse: {example} → {argv}") from exc
+
+
+def test_the_readme_points_only_inside_the_repository():
+    assert "../" not in README.replace("../shared/fixtures", "") and "DESIGN.md" not in README
+    for link in re.findall(r"\]\(([^)#]+)\)", README):
+        if not link.startswith("http"):
+            assert (ROOT / link).exists(), link

@@ -192,7 +192,8 @@ COMMANDS = {"run": command_run, "inspect": command_inspect, "models": command_mo
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    signal.signal(signal.SIGTERM, signal.default_int_handler)  # stop a run like Ctrl-C does: steps are kept
+    for signum in (signal.SIGTERM, signal.SIGHUP):  # stop a run like Ctrl-C does (a hang-up too): steps are kept
+        signal.signal(signum, signal.default_int_handler)
     try:
         return COMMANDS[args.command](args)
     except SysprofError as exc:

@@ -51,9 +51,13 @@ class StepFailure(Exception):
         self.kind, self.phase, self.peak_bytes = kind, phase, peak_bytes
 
 
+# Ctrl-C, a launcher's stop, and the terminal hanging up (a dropped SSH session): each ends the run with its summary
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 def _ignore_stop_signals() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
 
 
 def _raise_cancelled(signum: int, _frame: object) -> None:
@@ -308,8 +312,8 @@ def main(argv: list[str] | None = None) -> int:
     own_dir.mkdir(parents=True, exist_ok=True)
     if rank and rank.local_rank:  # the node's first rank's events are the run's; the others keep theirs apart
         sys.stdout = (own_dir / rundir.EVENTS).open("w", buffering=1)
-    signal.signal(signal.SIGINT, _raise_cancelled)
-    signal.signal(signal.SIGTERM, _raise_cancelled)
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, _raise_cancelled)
     try:
         cfg = validate(RunConfig.from_dict(json.loads(args.config_json)))
     except (ConfigError, json.JSONDecodeError, TypeError) as exc:

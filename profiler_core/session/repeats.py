@@ -171,7 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nsys", help="path to nsys (else $SYSPROF_NSYS, PATH, usual install dirs)")
     parser.add_argument("--resume", action="store_true", help="keep the processes of the group that finished")
     args = parser.parse_args(argv)
-    signal.signal(signal.SIGTERM, signal.default_int_handler)  # a closing app asks like Ctrl-C does
+    for signum in (signal.SIGTERM, signal.SIGHUP):  # a closing app (or a hang-up) asks like Ctrl-C does
+        signal.signal(signum, signal.default_int_handler)
     try:
         args.run_dir.mkdir(parents=True, exist_ok=True)
         cfg = validate(RunConfig.from_dict(json.loads(args.config_json)))

@@ -190,3 +190,20 @@ def test_a_study_that_died_is_unmarked_and_says_how_to_go_on(tmp_path):
     line = settle_died(live_process(tmp_path))
     assert line.startswith(f"{tmp_path.name}: died (last heartbeat ") and line.endswith("finished cells are kept")
     assert live_process(tmp_path) is None
+
+
+def test_a_cli_run_whose_terminal_hangs_up_writes_its_summary(tmp_path, cli_env):
+    process = subprocess.Popen([sys.executable, "-m", "profiler_core", "run", "--model", "tiny", "--ctx", "32",
+                                "--batch", "2", "--device", "cpu", "--steps", "5000", "--warmup", "1"],
+                               env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    runs = tmp_path / "runs"
+    wait_until(lambda: runs.is_dir() and any(runs.iterdir()) and measured_steps(next(runs.iterdir())) >= 3)
+    os.killpg(process.pid, signal.SIGHUP)  # what the kernel sends the terminal's process group when SSH drops
+    out, err = process.communicate(timeout=120)
+    run_dir = next(runs.iterdir())
+    summary = rundir.read_summary(run_dir)
+    assert process.returncode == 1 and "Traceback" not in err, err
+    assert summary["error"]["kind"] == events.CANCELLED and "SIGHUP" in summary["error"]["message"]
+    assert summary["phases"]["step"]["n"] == measured_steps(run_dir) >= 3
+    assert not (run_dir / rundir.LIVE).exists()

@@ -145,3 +145,26 @@ async def test_a_run_on_another_host_is_followed_but_never_signalled_from_here(t
     control.processes[RUN] = Attached(live)
     with pytest.raises(ProcessLookupError, match="another host"):
         await control.cancel(RUN)
+
+
+async def test_a_sweep_started_elsewhere_is_reattached_on_studies_and_followed_to_its_end(tmp_path, cli_env):
+    sweep = subprocess.Popen([sys.executable, "-m", "profiler_core", "sweep", "--model", "tiny", "--device", "cpu",
+                              "--ctx", "16,32", "--batch", "2", "--warmup", "1", "--steps", "50", "--events",
+                              "--runs-dir", str(tmp_path)], env=cli_env, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        wait_until(lambda: any(live_process(path) for path in tmp_path.iterdir()))
+        sweep_dir = next(path for path in tmp_path.iterdir() if live_process(path))
+        app = SysprofApp(runs_dir=str(tmp_path), sample_gpu=False)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.pause()
+            app.open_path(sweep_dir)
+            pane = app.query_one("#pane-studies")
+            await wait_for(pilot, lambda: pane.study.stage not in ("idle", "running"), timeout=240)
+            assert pane.study.stage == "finished" and pane.study.cells == 2 and pane.study.done == 2
+            assert pane.study.directory == str(sweep_dir)
+        assert sweep.wait(timeout=60) == 0
+    finally:
+        if sweep.poll() is None:
+            os.killpg(sweep.pid, signal.SIGKILL)
+    assert live_process(sweep_dir) is None

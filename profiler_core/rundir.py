@@ -43,6 +43,7 @@ REPEATS_DIR = "repeats"  # processes 2..N of a run with --repeats N (session/rep
 EVENTS = "events.jsonl"  # a rank other than 0 (--nproc): its events, which rank 0's stdout does not carry
 RESERVE, RESERVE_BYTES = ".reserve", 256 * 1024  # set aside while a run runs: its summary fits on a full disk
 SESSION_EVENTS = "session_events.jsonl"  # every event the run's or study's driver emitted (session/live)
+APP_RECORD = "app.json"  # a run the app started: that it did, and the app's CPU while the steps were measured
 LIVE = "live.json"  # pid and heartbeat of the process running in this directory, while it runs (session/live)
 TELEMETRY = "telemetry.jsonl"  # NVML samples the session took during the clean pass's measured steps
 MODULES = "modules.json"  # the hooked modules of a pass run with --nvtx-modules: path → class, category, parameters

@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
 
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
@@ -32,6 +31,7 @@ from profiler_core.api import (
 from tui.exporting import TableExportActions
 from tui.keys import GLOBAL_KEYS, PANE_KEYS, PANES, bindings, delegated_pane_bindings
 from tui.modals import ConfirmQuit
+from tui.own_load import MeasuredLoad, record_load, record_start
 from tui.panes.base import Pane
 from tui.panes.configure import ConfigurePane
 from tui.panes.help import HelpPane
@@ -40,7 +40,7 @@ from tui.panes.live import WAITING_FOR_NVML, LivePane
 from tui.panes.memory import MemoryPane
 from tui.panes.runs import RunsPane
 from tui.panes.studies import StudiesPane
-from tui.run_control import RUN, STUDY, ProcessControl
+from tui.run_control import POLL_S, RUN, STUDY, ProcessControl
 from tui.run_files import state_from_run_dir
 from tui.settings import default_settings_path, load_last_config, save_last_config
 from tui.state import RunState
@@ -86,6 +86,7 @@ class SysprofApp(TableExportActions, App):
         self.initial = initial or remembered or default_config()
         self.pending: tuple[RunConfig | None, dict] = (None, {"config": "not checked yet"})
         self.control = ProcessControl()  # owns every process the app starts
+        self.load = MeasuredLoad()  # the app's CPU while the run it follows measures its steps
         self.focus_pending = False  # a pane was shown and takes the focus after the next refresh
 
     def compose(self) -> ComposeResult:
@@ -257,16 +258,22 @@ class SysprofApp(TableExportActions, App):
 
     @work(exclusive=True, exit_on_error=False, group="run")
     async def stream_run(self, cfg: RunConfig, run_dir: Path) -> None:
+        self.load = MeasuredLoad()
         try:
+            record_start(run_dir, POLL_S)
             returncode = await self.control.run_followed(RUN, self.argv_factory(cfg, run_dir), run_dir / rundir.STDERR,
-                                                         run_dir / rundir.SESSION_EVENTS, self.apply_event,
+                                                         run_dir / rundir.SESSION_EVENTS, self.apply_events,
                                                          events.RUN_EVENTS)
         except OSError as exc:
             self.notify(f"cannot start the runner: {exc}", severity="error")
             returncode = None
         if self.run_state.running:  # the session died without a last event: what it saved still counts
-            self.apply_event(finish_event(mark_killed(run_dir, cfg, returncode)))
+            self.apply_events([dict(finish_event(mark_killed(run_dir, cfg, returncode)))])
         (run_dir / rundir.LIVE).unlink(missing_ok=True)  # a session killed before it could remove it
+        try:
+            record_load(run_dir, self.load)
+        except (OSError, rundir.RunDirError):
+            pass  # a record of the app's own cost is not worth a failure
 
     def attach(self, live: LiveProcess) -> None:
         """Re-attach Live or Studies to a run or study that an earlier app (or the CLI) started."""
@@ -288,14 +295,20 @@ class SysprofApp(TableExportActions, App):
 
     @work(exclusive=True, exit_on_error=False, group="run")
     async def follow_run(self, live: LiveProcess) -> None:
-        await self.control.attach(RUN, live, live.directory / rundir.SESSION_EVENTS, self.apply_event,
+        await self.control.attach(RUN, live, live.directory / rundir.SESSION_EVENTS, self.apply_events,
                                   events.RUN_EVENTS)
         if self.run_state.running:  # it ended without a last event: it died while nobody watched
             self.notify(settle_died(live), severity="warning")
             self.run_state = state_from_run_dir(live.directory)
 
-    def apply_event(self, event: Mapping[str, Any]) -> None:
-        self.run_state = self.run_state.apply(event)
+    def apply_events(self, batch: list[dict]) -> None:
+        """A batch of the run's events (one read of its event file) as one new state: one redraw, not one per
+        event, so the screen stays quiet while steps are measured."""
+        state = self.run_state
+        for event in batch:
+            state = state.apply(event)
+        self.load.stage(state.stage)
+        self.run_state = state
 
     async def action_cancel(self) -> None:
         slot = RUN if self.control.running(RUN) else STUDY if self.control.running(STUDY) else None

@@ -21,8 +21,10 @@ from pathlib import Path
 from profiler_core.api import CANCEL_GRACE_S, EventFollower, LiveProcess, live_process, signal_group
 
 RUN, STUDY = "run", "study"  # the slots: at most one run and one study at a time
-POLL_S = 0.1  # how often a followed event file is read: well under a step, well over the cost of a read
-EventSink = Callable[[dict], None]
+# How often a followed event file is read, and so at most how often the screen redraws for a run: the events of
+# one read arrive as one batch, one redraw. 4 Hz keeps the app's CPU off the cores the measured steps use.
+POLL_S = 0.25
+EventBatch = Callable[[list[dict]], None]
 
 
 class Child:
@@ -82,26 +84,28 @@ class ProcessControl:
         return child
 
     async def run_followed(self, slot: str, argv: list[str], stderr_path: Path, events_path: Path,
-                           on_event: EventSink, kinds: tuple[str, ...], stdout_path: Path | None = None) -> int | None:
-        """Start argv and hand each event it writes to events_path to on_event until it exits; its exit code."""
+                           on_events: EventBatch, kinds: tuple[str, ...], stdout_path: Path | None = None) -> int | None:
+        """Start argv and hand what it writes to events_path to on_events, a batch per read, until it exits; its
+        exit code."""
         child = self.start(slot, argv, stderr_path, stdout_path)
-        await self.follow(child, EventFollower(events_path, kinds), on_event)
+        await self.follow(child, EventFollower(events_path, kinds), on_events)
         return child.process.returncode
 
-    async def attach(self, slot: str, live: LiveProcess, events_path: Path, on_event: EventSink,
+    async def attach(self, slot: str, live: LiveProcess, events_path: Path, on_events: EventBatch,
                      kinds: tuple[str, ...]) -> None:
         """Follow a process started before this app: everything it wrote so far first, then as it comes."""
         if self.running(slot):
             raise RuntimeError(f"a {slot} is already running")
         self.processes[slot] = attached = Attached(live)
-        await self.follow(attached, EventFollower(events_path, kinds), on_event)
+        await self.follow(attached, EventFollower(events_path, kinds), on_events)
 
     @staticmethod
-    async def follow(process: Child | Attached, follower: EventFollower, on_event: EventSink) -> None:
+    async def follow(process: Child | Attached, follower: EventFollower, on_events: EventBatch) -> None:
         while True:
             alive = process.alive()  # before the read: what it wrote before it ended is read below
-            for event in follower.read_new():
-                on_event(event)
+            batch = follower.read_new()
+            if batch:
+                on_events(batch)
             if not alive:
                 return
             await asyncio.sleep(POLL_S)

@@ -1,4 +1,5 @@
 """The app drives a runner and shows its steps: a fake runner (recorded events) and one real tiny run."""
+import json
 import sys
 from pathlib import Path
 
@@ -74,6 +75,26 @@ async def test_real_tiny_run_through_the_real_runner(tmp_path):
         assert app.run_state.stage == "finished", app.run_state.error
         reopened = state_from_run_dir(Path(app.run_state.run_dir))
         assert reopened.summary == app.run_state.summary and len(reopened.steps) == 3
+    record = json.loads((Path(app.run_state.run_dir) / "app.json").read_text())
+    assert record["started_from"] == "app" and record["redraws_per_s_at_most"] == 4
+    assert "ui_cpu_pct_while_measured" in record  # None when all 3 steps came in one read: too short to say
+
+
+def test_the_apps_own_load_is_its_cpu_over_the_measured_wall_time():
+    import time
+
+    from tui.own_load import MeasuredLoad
+
+    busy, idle = MeasuredLoad(), MeasuredLoad()
+    for load, work in ((busy, lambda: sum(range(10**7))), (idle, lambda: time.sleep(0.3))):
+        load.stage("warmup")
+        started = time.monotonic()
+        load.stage("measured")
+        while time.monotonic() - started < 0.3:
+            work()
+        load.stage("finished")
+    assert MeasuredLoad().percent() is None
+    assert idle.percent() < 20 < busy.percent() <= 110  # one busy core is 100%
 
 
 async def test_a_run_with_repeats_shows_the_spread_between_its_processes(tmp_path):

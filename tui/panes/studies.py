@@ -120,7 +120,7 @@ class StudiesPane(Pane):
         stdout = self.runs_root / f".study-events-{os.getpid()}.jsonl"  # one study at a time per app
         try:
             stdout.write_bytes(b"")
-            returncode = await self.control.run_followed(STUDY, argv, log, stdout, self.on_study_event,
+            returncode = await self.control.run_followed(STUDY, argv, log, stdout, self.on_study_events,
                                                          events.STUDY_EVENTS, stdout_path=stdout)
         except OSError as exc:
             returncode, log_start = None, -1
@@ -132,17 +132,20 @@ class StudiesPane(Pane):
         if self.study.directory:
             self.load_tables(Path(self.study.directory))
 
-    def on_study_event(self, event: dict) -> None:
-        self.study = self.study.apply(event)
-        if event["event"] == events.CELL_DONE and self.study.directory:
-            self.load_tables(Path(self.study.directory))
+    def on_study_events(self, batch: list[dict]) -> None:
+        study = self.study
+        for event in batch:
+            study = study.apply(event)
+        self.study = study  # one redraw for the batch
+        if any(event["event"] == events.CELL_DONE for event in batch) and study.directory:
+            self.load_tables(Path(study.directory))
 
     @work(exclusive=True, exit_on_error=False, group="study")
     async def attach_study(self, live: LiveProcess) -> None:
         """Follow a study an earlier app started: its events so far, replayed, then as they come."""
         directory = live.directory
         self.study, self.tables = StudyState(stage="running", directory=str(directory)), {}
-        await self.control.attach(STUDY, live, directory / rundir.SESSION_EVENTS, self.on_study_event,
+        await self.control.attach(STUDY, live, directory / rundir.SESSION_EVENTS, self.on_study_events,
                                   events.STUDY_EVENTS)
         left_behind = live_process(directory)  # still marked: it died without unmarking itself
         died = settle_died(left_behind) if left_behind is not None else None

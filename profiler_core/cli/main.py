@@ -21,6 +21,7 @@ from profiler_core.compare import ALPHA, MIN_EFFECT, compare_summaries, config_d
 from profiler_core.config import RunConfig, model_column, validate
 from profiler_core.errors import SysprofError, UsageError
 from profiler_core.events import finish_event
+from profiler_core.memory.fit import device_memory, fit_problem
 from profiler_core.options import OneLineParser, add_config_options, config_from_args
 from profiler_core.ranks import gpus_problem
 from profiler_core.records import RunSummary
@@ -57,6 +58,8 @@ def build_parser() -> OneLineParser:
     run.add_argument("--runs-dir", help="root of run directories (default $SYSPROF_RUNS or ./runs)")
     run.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
     run.add_argument("--nsys", help="path to nsys (else $SYSPROF_NSYS, PATH, the usual install dirs)")
+    run.add_argument("--force", action="store_true",
+                     help="run even when the predicted memory is more than the device has")
     run.add_argument("--full-names", action="store_true", help="kernel names whole (template arguments, parameter lists); tables show the base name")
     analyze = commands.add_parser("analyze", help="kernel or memory tables from a run dir, .sqlite, .nsys-rep, "
                                                   "stats dir, torch trace or memory snapshot")
@@ -106,6 +109,9 @@ def command_run(args) -> int:
     cfg = validate(config_from_args(args))
     if gpus_problem(cfg):
         raise UsageError(gpus_problem(cfg))
+    too_big = None if args.force else fit_problem(cfg, device_memory(cfg.device))
+    if too_big:
+        raise UsageError(too_big)
     summary = execute_run(cfg, args.runs_dir, args.nsys)
     error = summary.get("error")
     if error and error.get("kind") == "config":  # nothing ran: leave no directory behind, say why

@@ -59,3 +59,15 @@ async def test_junk_typed_into_every_field_is_marked_and_the_app_goes_on(tmp_pat
             field.value = original
         await settle(app, pilot)
         assert app._exception is None and not app.query_one("#run").disabled
+
+
+async def test_configure_refuses_a_config_that_cannot_fit_before_run(tmp_path):
+    app = SysprofApp(runs_dir=str(tmp_path), initial=RunConfig(model="tiny", device="cpu"), sample_gpu=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        app.query_one("#ctx").value = "99999999"
+        await settle(app, pilot)
+        error = " ".join(str(app.query_one("#config-error").render()).split())
+        assert "is more than the host's RAM" in error and app.query_one("#run").disabled
+        app.query_one("#ctx").value = "32"
+        await settle(app, pilot)
+        assert not app.query_one("#run").disabled

@@ -18,6 +18,7 @@ from profiler_core.api import (
     DEVICES,
     DIM_FIELDS,
     DTYPES,
+    LOWER_BOUND_KEYS,
     MATMUL_PRECISIONS,
     MODES,
     OPTIMIZER_IMPLS,
@@ -27,6 +28,8 @@ from profiler_core.api import (
     RunConfig,
     config_problems,
     count_params,
+    device_memory,
+    fit_problem,
     gpus_problem,
     human_count,
     model_label,
@@ -53,9 +56,9 @@ CHOICES = {"mode": MODES, "dtype": DTYPES, "matmul_precision": MATMUL_PRECISIONS
            "parallel": PARALLELS}
 INTEGERS = ("ctx", "batch", "warmup", "steps", "repeats", "nproc")
 CHECKBOXES = {"compile": "torch.compile", "memory": "memory capture (CUDA)"}
-PREDICTED_ITEMS = (("parameters", "parameters_bytes"), ("gradients", "gradients_bytes"),
-                   ("AdamW state", "optimizer_state_bytes"), ("activations ≥", "residual_stream_all_layers_bytes"),
-                   ("attention scores", "attention_scores_all_layers_bytes"), ("logits", "logits_bytes"))
+# The items of the lower bound that `sysprof run` and Run refuse a config by (memory/fit.py), in its order
+PREDICTED_ITEMS = tuple(zip(("parameters", "gradients", "AdamW state", "activations ≥", "attention scores", "logits"),
+                            LOWER_BOUND_KEYS, strict=True))
 
 
 def model_text(cfg: RunConfig | None) -> str:
@@ -97,8 +100,10 @@ def form_values(texts: dict[str, str], chosen: dict) -> dict:
     return values
 
 
-def checked_config(values: dict, visible_gpus: int) -> tuple[RunConfig | None, dict[str, str]]:
-    """The form's config (None when it cannot be built) and every problem by field."""
+def checked_config(values: dict, visible_gpus: int,
+                   memory: dict[str, tuple[int, str] | None] | None = None) -> tuple[RunConfig | None, dict[str, str]]:
+    """The form's config (None when it cannot be built) and every problem by field; memory: what each device
+    has (device_memory), to refuse a config whose predicted memory cannot fit, as `sysprof run` does."""
     try:
         cfg = RunConfig.from_dict(values)
     except (TypeError, ValueError) as exc:
@@ -112,6 +117,10 @@ def checked_config(values: dict, visible_gpus: int) -> tuple[RunConfig | None, d
         too_many_ranks = gpus_problem(cfg, visible_gpus)
         if too_many_ranks:
             problems["nproc"] = too_many_ranks
+    if not problems and memory:
+        too_big = fit_problem(cfg, memory.get(cfg.device))
+        if too_big:
+            problems["ctx"] = too_big  # the usual culprit; the line names the prediction and the limit
     return cfg, problems
 
 
@@ -139,6 +148,7 @@ class ConfigurePane(Pane):
         self.has_problems = False
         self.checked: RunConfig | None = None  # the last config the form built without problems
         self.visible_gpus = visible_gpu_count()  # once: --nproc is capped at what this node shows
+        self.device_memory = {device: device_memory(device) for device in ("auto", "cuda", "cpu")}  # once too
         self.was_running = False
 
     def compose(self) -> ComposeResult:
@@ -186,7 +196,7 @@ class ConfigurePane(Pane):
     @on(Select.Changed)
     @on(Checkbox.Changed)
     def check(self) -> None:
-        cfg, problems = checked_config(self.values(), self.visible_gpus)
+        cfg, problems = checked_config(self.values(), self.visible_gpus, self.device_memory)
         for field in self.query("#config-form Input, #config-form Select"):
             field.set_class(field.id in problems, "-invalid")
             field.tooltip = problems.get(field.id) if field.id is not None else None

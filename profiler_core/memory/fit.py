@@ -1,0 +1,46 @@
+"""Will the config fit? The predicted lower bound on a step's memory against what the run's device has: GPU 0's
+memory (NVML) or, on the CPU, the host's RAM. Said before the run, so that a context of 99,999,999 is refused in
+a second instead of failing after a minute of swapping. The prediction undercounts (it leaves out the workspace
+and the activations beyond the residual stream), so a refusal is certain; passing is not a promise."""
+from __future__ import annotations
+
+import os
+
+from profiler_core.config import RunConfig
+from profiler_core.memory.accounting import predict_run_memory
+from profiler_core.nvml import _with_nvml, visible_gpu_count
+from profiler_core.render.units import format_bytes
+
+# What predicted_table's "total ≥" adds up: every item is certainly held at the step's peak.
+LOWER_BOUND_KEYS = ("parameters_bytes", "gradients_bytes", "optimizer_state_bytes",
+                    "residual_stream_all_layers_bytes", "attention_scores_all_layers_bytes", "logits_bytes")
+
+
+def predicted_lower_bound(cfg: RunConfig) -> int:
+    predicted = predict_run_memory(cfg)
+    return sum(predicted[key] for key in LOWER_BOUND_KEYS)
+
+
+def device_memory(device: str) -> tuple[int, str] | None:
+    """(bytes, what they are) for the run's device; None where it cannot be told (MPS, no NVML reading)."""
+    gpu = device == "cuda" or (device == "auto" and visible_gpu_count() > 0)
+    if gpu:
+        total = _with_nvml(lambda nvml: nvml.nvmlDeviceGetMemoryInfo(nvml.nvmlDeviceGetHandleByIndex(0)).total)
+        return (int(total), "GPU 0's memory") if total else None
+    if device in ("cpu", "auto"):
+        try:
+            return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), "the host's RAM"
+        except (ValueError, OSError):
+            return None
+    return None
+
+
+def fit_problem(cfg: RunConfig, limit: tuple[int, str] | None) -> str | None:
+    """One line when the config's predicted memory is more than the device has (None: fits, or unknown)."""
+    if limit is None or cfg.model_factory or (cfg.nproc > 1 and cfg.parallel != "ddp"):
+        return None  # the formula is the built-in model's, whole on each rank
+    needed = predicted_lower_bound(cfg)
+    if needed <= limit[0]:
+        return None
+    return (f"predicted memory ≥ {format_bytes(needed)} is more than {limit[1]} ({format_bytes(limit[0])}): "
+            "it cannot fit; lower ctx or batch (--force runs it anyway)")

@@ -77,7 +77,7 @@ def test_the_sweep_command_prints_the_kernel_tables_after_its_own(tmp_path, caps
 
     from profiler_core.cli.sweep import report_sweep
 
-    args = argparse.Namespace(pivot=None, value="fwd mean ms", output=None, json=False, events=False)
+    args = argparse.Namespace(pivot=None, value="fwd mean ms", output=None, json=False, events=False, full_names=False)
     assert report_sweep(args, profiled_sweep(tmp_path), 1.0) == 1  # the second cell has not run
     printed = " ".join(capsys.readouterr().out.split())
     assert "top kernel per pass (profiled pass)" in printed and "GEMM % of GPU time" in printed

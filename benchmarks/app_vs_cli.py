@@ -58,7 +58,11 @@ def from_app(cfg: dict, runs: Path, home: Path) -> Path:
             assert time.monotonic() < deadline, "the app never started the run"
             subprocess.run(["tmux", "send-keys", "-t", session, "C-r"], check=True)
             time.sleep(1.0)
-        return new_run(runs, before)
+        run_dir = new_run(runs, before)
+        deadline = time.monotonic() + 10  # the app writes its own load once it has followed the run to the end
+        while app_cpu(run_dir) is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        return run_dir
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
 

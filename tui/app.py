@@ -224,6 +224,11 @@ class SysprofApp(TableExportActions, App):
             # tab change was sometimes lost.
             self.call_after_refresh(self.action_show_pane, "live")
 
+    @on(StudiesPane.Ended)
+    def study_ended(self) -> None:
+        for runs in self.query(RunsPane):  # built already: it lists the study now; else it will when built
+            runs.action_refresh()
+
     @on(RunsPane.Open)
     def run_chosen(self, message: RunsPane.Open) -> None:
         self.open_path(message.path)

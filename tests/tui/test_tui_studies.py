@@ -42,12 +42,15 @@ async def wait_for_end(app, pilot, limit_s=240):
 async def test_a_study_started_in_the_app_runs_the_real_cli_and_shows_its_tables(tmp_path):
     app = studies_app(tmp_path)
     async with app.run_test(size=(110, 36)) as pilot:
-        await settle(app, pilot, "6")
+        await settle(app, pilot, "5", "6")  # Runs built (and empty) before the study exists
         await type_command(app, pilot, "study warmup --model tiny --device cpu --ctx 16 --steps 2 --warmups 0,2")
         pane = await wait_for_end(app, pilot)
         assert pane.study.stage == "finished" and (pane.study.done, pane.study.pending) == (2, 2)
         assert list(pane.tables) == ["warm-up study", "cells"]
         assert "warm-up study (1/2, t: next)" in text(app) and "warmup · finished · 2/2 cells run" in text(app)
+        await settle(app, pilot, "5")
+        assert "warmup 2/2" in text(app)  # listed without g
+        await settle(app, pilot, "6")
         await settle(app, pilot, "t")
         assert "cells (2/2" in text(app)
         await settle(app, pilot, "e")
@@ -66,6 +69,9 @@ async def test_refused_commands_say_why_in_one_line(tmp_path):
         pane = await wait_for_end(app, pilot, limit_s=60)
         assert pane.study.stage == "failed" and pane.study.message == "--ctx takes integers; got '16,abc'"
         assert "--ctx takes integers" in text(app) and "Traceback" not in text(app)
+        assert app.screen.focused is app.query_one("#study-command")  # the line to fix, not the table
+        await settle(app, pilot, "2")
+        assert app.query_one("#panes").active == "studies" and app.query_one("#study-command").value.endswith("2")
         await type_command(app, pilot, "train --model tiny")
         await pilot.pause()
         assert pane.study.stage == "failed"  # nothing started

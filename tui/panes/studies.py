@@ -11,6 +11,7 @@ from pathlib import Path
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal
+from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import Input, ProgressBar, Select, Static
 
@@ -67,6 +68,9 @@ class StudiesPane(Pane):
     BINDINGS = pane_bindings("Studies")
     study: reactive[StudyState] = reactive(StudyState, always_update=True, init=False)
     tables: reactive[dict] = reactive(dict, always_update=True, init=False)
+
+    class Ended(Message):
+        """A study this pane followed has ended: Runs lists it without being asked (g)."""
 
     def __init__(self, runs_root: Path, control: ProcessControl, **kwargs):
         super().__init__(**kwargs)
@@ -131,6 +135,9 @@ class StudiesPane(Pane):
         self.study = self.study.ended(returncode, last_line)
         if self.study.directory:
             self.load_tables(Path(self.study.directory))
+        if self.study.stage == "failed" and self.is_on_screen:  # back to the line to fix it: typed text stays text
+            self.query_one("#study-command", Input).focus()
+        self.post_message(self.Ended())
 
     def on_study_events(self, batch: list[dict]) -> None:
         study = self.study
@@ -154,6 +161,7 @@ class StudiesPane(Pane):
         message = "" if finished else died or "the study ended before all its cells ran; finished cells are kept"
         self.study = replace(self.study, stage="finished" if finished else "failed", current="", message=message)
         self.load_tables(directory)
+        self.post_message(self.Ended())
 
     def open_study(self, path: Path) -> None:
         if self.study.running:

@@ -139,5 +139,10 @@ def visible_gpu_count() -> int:
     return min(count, len([d for d in visible.split(",") if d.strip() and not d.strip().startswith("-")]))
 
 
+def gpu_memory_total(index: int = 0) -> int | None:
+    """The GPU's memory in bytes; None without NVML or that GPU."""
+    return _with_nvml(lambda nvml: int(nvml.nvmlDeviceGetMemoryInfo(nvml.nvmlDeviceGetHandleByIndex(index)).total))
+
+
 def driver_version() -> str | None:
     return _with_nvml(lambda nvml: nvml.nvmlSystemGetDriverVersion())

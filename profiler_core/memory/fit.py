@@ -8,7 +8,7 @@ import os
 
 from profiler_core.config import RunConfig
 from profiler_core.memory.accounting import predict_run_memory
-from profiler_core.nvml import _with_nvml, visible_gpu_count
+from profiler_core.nvml import gpu_memory_total, visible_gpu_count
 from profiler_core.render.units import format_bytes
 
 # What predicted_table's "total ≥" adds up: every item is certainly held at the step's peak.
@@ -25,8 +25,8 @@ def device_memory(device: str) -> tuple[int, str] | None:
     """(bytes, what they are) for the run's device; None where it cannot be told (MPS, no NVML reading)."""
     gpu = device == "cuda" or (device == "auto" and visible_gpu_count() > 0)
     if gpu:
-        total = _with_nvml(lambda nvml: nvml.nvmlDeviceGetMemoryInfo(nvml.nvmlDeviceGetHandleByIndex(0)).total)
-        return (int(total), "GPU 0's memory") if total else None
+        total = gpu_memory_total(0)
+        return (total, "GPU 0's memory") if total else None
     if device in ("cpu", "auto"):
         try:
             return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), "the host's RAM"

@@ -2,6 +2,8 @@
 import subprocess
 import sys
 
+import pytest
+
 from profiler_core.config import RunConfig
 from profiler_core.memory.fit import device_memory, fit_problem, predicted_lower_bound
 
@@ -32,3 +34,13 @@ def test_sysprof_run_refuses_in_one_line_before_anything_runs(cli_env, tmp_path)
     assert result.returncode == 2 and result.stderr.count("\n") == 1
     assert "is more than the host's RAM" in result.stderr and "--force" in result.stderr
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+@pytest.mark.gpu
+def test_the_cuda_limit_is_gpu_0s_memory_by_nvml():
+    import torch
+
+    limit = device_memory("cuda")
+    assert limit is not None and limit[1] == "GPU 0's memory"
+    cuda = torch.cuda.get_device_properties(0).total_memory
+    assert abs(limit[0] - cuda) <= 0.02 * cuda  # NVML's total and CUDA's can differ by what the driver keeps

@@ -99,6 +99,7 @@ class PassRecord(TypedDict, total=False):
     phase_kernels: str
     gemm_fraction: dict[str, float]
     notes: list[str]
+    seconds: dict[str, float]  # profile: where the run's time went (session/clock.profiled_breakdown)
     gpu_ms_per_step: float
     communication: dict[str, Any]  # kernels/communication.py: NCCL kernel time, exposed time, overlap
     ranks: list[dict[str, Any]]  # --nproc > 1: each rank's own figures or its reason for having none

@@ -171,6 +171,17 @@ def profile_line(summary: RunSummary) -> str | None:
     return text + (f"; [red]{profile['error']}[/]" if profile.get("error") else "")
 
 
+def profiled_time_line(summary: RunSummary) -> str | None:
+    """Where a profiled run's seconds went (session/clock.py): the clean pass, then the profiled part step by step."""
+    seconds = (summary.get("profile") or {}).get("seconds")
+    if not seconds:
+        return None
+    parts = ", ".join(f"{name.removeprefix('profiled_')} {value:.1f}" for name, value in seconds.items()
+                      if name not in ("clean_pass", "profiled_total"))
+    return (f"[dim]time: clean pass {seconds.get('clean_pass', 0):.1f} s; profiled part "
+            f"{seconds.get('profiled_total', 0):.1f} s ({parts} s)[/]")
+
+
 def print_warnings(console, warnings: Sequence[dict[str, Any]]) -> None:
     """Instability warnings (profiler_core.stability) under a run's numbers, one line each: cause and remedy."""
     for warning in warnings:
@@ -210,6 +221,8 @@ def print_run(console, summary: RunSummary, full_names: bool = False) -> None:
         console.print(f"[red]{error['kind']}[/] in {error.get('phase') or 'run'}: {escape(error['message'])}")
     if profile_line(summary):
         console.print(profile_line(summary))
+    if profiled_time_line(summary):
+        console.print(profiled_time_line(summary))
     run_dir = Path(summary["run_dir"])
     stored = summary.get("warnings")
     print_warnings(console, warnings_for_summary(summary, read_steps(run_dir)) if stored is None else stored)

@@ -102,7 +102,8 @@ def memory_analysis(cfg: RunConfig, snapshot: Path) -> dict:
         analysis["notes"] = [*analysis.get("notes", []), "no predicted memory for your own model (yet)"]
         return analysis
     analysis["predicted"] = predict_run_memory(cfg)
-    analysis["predicted_vs_measured"] = compare_predicted(analysis["predicted"], analysis["max_by_category"])
+    measured = {**analysis["max_by_category"], "peak": analysis.get("peak_allocated_bytes")}
+    analysis["predicted_vs_measured"] = compare_predicted(analysis["predicted"], measured)
     return analysis
 
 

@@ -8,6 +8,7 @@ repeats: session/repeats.py.)
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import cast
@@ -24,6 +25,7 @@ from profiler_core.session.analysis import (
     attention_shape,
 )
 from profiler_core.session.backends import Backend
+from profiler_core.session.clock import PassClock, profiled_breakdown
 from profiler_core.session.process import RunnerProcess, mark_killed, runner_argv
 from profiler_core.session.watch import MeasuredWatch
 
@@ -37,6 +39,7 @@ class SessionCancelled(Exception):
 class Session:
     def __init__(self, cfg: RunConfig, run_dir: Path, on_event: EventSink, backend: Backend | None = None):
         self.cfg, self.run_dir, self.on_event, self.backend = cfg, run_dir, on_event, backend
+        self.pass_seconds: dict[str, dict[str, float]] = {}  # by pass name ("clean" for the timing pass): PassClock
 
     def run(self) -> RunSummary:
         if self.cfg.nvtx_modules and not self.backend and not self.cfg.memory:
@@ -69,9 +72,11 @@ class Session:
         cfg = cfg or self.cfg
         pass_dir.mkdir(exist_ok=True)
         process = RunnerProcess(runner_argv(cfg, pass_dir, capture, launcher), pass_dir)
+        clock = PassClock()
         summary: RunSummary | None = None
         try:
             for event in process.events():
+                clock.saw(event)
                 if watch and event["event"] == events.STAGE and event.get("name") == "measured":
                     watch.start(process.proc.pid)
                 if watch and event["event"] in events.END_EVENTS:
@@ -88,6 +93,7 @@ class Session:
             if pass_name is None:
                 return summary
             raise SessionCancelled from None
+        self.pass_seconds[pass_name or "clean"] = clock.stop()
         summary = summary or rundir.read_summary(pass_dir) or mark_killed(pass_dir, cfg, process.proc.returncode)
         if cfg.distributed:
             summary = cast("RunSummary", with_rank_failure(dict(summary), pass_dir, cfg.nproc))
@@ -111,6 +117,7 @@ class Session:
             self.notice(f"profiled pass {profiled['status']}: {profile['error']}")
             return profile
         self.on_event({"event": events.STAGE, "name": "analysing"})
+        analysis_started = time.monotonic()
         if self.cfg.distributed:
             profile |= analyze_rank_kernels(backend, pass_dir, self.run_dir, local_ranks(clean, self.cfg.nproc),
                                             attention_shape(self.cfg))
@@ -119,6 +126,9 @@ class Session:
                     self.notice(f"kernel tables unavailable for {row['error']}")
         else:
             profile |= analyze_kernels(backend, pass_dir, self.run_dir, shape=attention_shape(self.cfg))
+        analysis_s = time.monotonic() - analysis_started
+        profile["seconds"] = profiled_breakdown(self.pass_seconds.get("clean", {}), self.pass_seconds.get("profiled", {}),
+                                                backend.finish(), analysis_s)
         if profile.get("error"):
             self.notice(f"kernel tables unavailable: {profile['error']}")
         else:

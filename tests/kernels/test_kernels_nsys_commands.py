@@ -14,7 +14,7 @@ from profiler_core.kernels.nsys.commands import (
 def test_profile_argv_limits_capture_to_profiler_api_window():
     argv = profile_argv("/opt/nsys", "/runs/r1/profile", ["python", "-m", "profiler_core.runner", "--x"])
     assert argv == [
-        "/opt/nsys", "profile", "--trace=cuda,nvtx,osrt", "--sample=none", "--cpuctxsw=none",
+        "/opt/nsys", "profile", "--trace=cuda,nvtx", "--sample=none", "--cpuctxsw=none",
         "--capture-range=cudaProfilerApi", "--capture-range-end=stop", "--force-overwrite", "true",
         "-o", "/runs/r1/profile", "python", "-m", "profiler_core.runner", "--x",
     ]
@@ -26,10 +26,10 @@ def test_export_and_stats_argv():
     assert export_sqlite_argv("nsys", "run/profile.nsys-rep", "run/profile.sqlite") == [
         "nsys", "export", "--type", "sqlite", "--force-overwrite", "true", "--output", "run/profile.sqlite",
         "run/profile.nsys-rep"]
-    argv = stats_argv("nsys", "run/profile.nsys-rep", ["cuda_gpu_kern_sum", "nvtx_sum"], "run/stats/profile")
+    # Stats read the sqlite the export just wrote: a second export of the report would double the slowest step.
+    argv = stats_argv("nsys", "run/profile.sqlite", ["cuda_gpu_kern_sum", "nvtx_sum"], "run/stats/profile")
     assert argv == ["nsys", "stats", "--report", "cuda_gpu_kern_sum,nvtx_sum", "--format", "csv",
-                    "--output", "run/stats/profile", "--force-export=true", "--force-overwrite=true",
-                    "run/profile.nsys-rep"]
+                    "--output", "run/stats/profile", "--force-overwrite=true", "run/profile.sqlite"]
     assert "cuda_gpu_kern_sum" in STATS_REPORTS and "nvtx_kern_sum" in STATS_REPORTS
 
 

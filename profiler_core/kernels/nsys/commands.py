@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,10 +25,9 @@ from profiler_core.rundir import (
     QDSTRM_IMPORT_LOG,
 )
 
-STATS_REPORTS = (
-    "cuda_gpu_kern_sum", "nvtx_sum", "nvtx_kern_sum", "nvtx_gpu_proj_sum", "cuda_api_sum",
-    "cuda_gpu_mem_time_sum", "cuda_gpu_mem_size_sum", "osrt_sum",
-)
+# The stats reports `sysprof analyze` reads back from a stats directory (kernels, NVTX ranges, kernels per range):
+# the run's own tables come from the sqlite, so writing others only costs time.
+STATS_REPORTS = ("cuda_gpu_kern_sum", "nvtx_sum", "nvtx_kern_sum")
 NSYS_TIMEOUT_S = 1800
 LIBDW_HINT = ("nsys needs libdw.so.1 to import the capture: install elfutils' libdw "
               "(apt-get install libdw1 / dnf install elfutils-libs) or put its folder on LD_LIBRARY_PATH")
@@ -47,9 +47,10 @@ class ReportResult:
 
 def profile_argv(nsys: str | Path, output_prefix: str | Path, runner_argv: list[str],
                  extra: list[str] | None = None) -> list[str]:
-    """`nsys profile` limited to the cudaProfilerStart/Stop window of the runner."""
+    """`nsys profile` limited to the cudaProfilerStart/Stop window of the runner. No OS-runtime trace: no table reads
+    it, and tracing every system call lengthens the capture and the report write (`extra` can add it back)."""
     return [
-        str(nsys), "profile", "--trace=cuda,nvtx,osrt", "--sample=none", "--cpuctxsw=none",
+        str(nsys), "profile", "--trace=cuda,nvtx", "--sample=none", "--cpuctxsw=none",
         "--capture-range=cudaProfilerApi", "--capture-range-end=stop", "--force-overwrite", "true",
         *(extra or []), "-o", str(output_prefix), *runner_argv,
     ]
@@ -60,11 +61,12 @@ def export_sqlite_argv(nsys: str | Path, report: str | Path, sqlite_path: str | 
             "--output", str(sqlite_path), str(report)]
 
 
-def stats_argv(nsys: str | Path, report: str | Path, report_names: list[str] | tuple[str, ...],
+def stats_argv(nsys: str | Path, sqlite_path: str | Path, report_names: list[str] | tuple[str, ...],
                out_prefix: str | Path) -> list[str]:
-    """CSV files `<out_prefix>_<report>.csv`, overwriting old ones (else nsys skips them)."""
+    """CSV files `<out_prefix>_<report>.csv` from the sqlite just exported (read as it is: exporting the report a
+    second time would double the slowest step), overwriting old ones (else nsys skips them)."""
     return [str(nsys), "stats", "--report", ",".join(report_names), "--format", "csv",
-            "--output", str(out_prefix), "--force-export=true", "--force-overwrite=true", str(report)]
+            "--output", str(out_prefix), "--force-overwrite=true", str(sqlite_path)]
 
 
 def importer_argv(importer: str | Path, qdstrm: str | Path) -> list[str]:
@@ -72,25 +74,47 @@ def importer_argv(importer: str | Path, qdstrm: str | Path) -> list[str]:
 
 
 def postprocess_report(nsys: str | Path, run_dir: str | Path) -> ReportResult:
-    """profile.nsys-rep (importing a leftover .qdstrm if needed) -> profile.sqlite + stats/*.csv."""
+    """profile.nsys-rep (importing a leftover .qdstrm if needed) -> profile.sqlite + stats/*.csv, one after the other.
+    (A session runs the stats beside its analysis instead: export_report, then a StatsJob.)"""
+    result = export_report(nsys, run_dir)
+    if not result.ok or result.sqlite_path is None:
+        return result
+    stats = StatsJob(nsys, result.sqlite_path, Path(run_dir))
+    return ReportResult(True, result.report_path, result.sqlite_path, stats.stats_dir, warnings=stats.finish())
+
+
+def export_report(nsys: str | Path, run_dir: str | Path) -> ReportResult:
+    """profile.nsys-rep (importing a leftover .qdstrm if needed) -> profile.sqlite."""
     run_dir = Path(run_dir)
     report = run_dir / NSYS_REPORT
     if not report.is_file():
         imported = _import_qdstrm(nsys, run_dir)
         if imported.error:
             return imported
-    sqlite_path, stats_dir = run_dir / NSYS_SQLITE, run_dir / NSYS_STATS_DIR
+    sqlite_path = run_dir / NSYS_SQLITE
     export_error = _run_nsys(export_sqlite_argv(nsys, report, sqlite_path), run_dir / NSYS_EXPORT_LOG)
     if export_error or not sqlite_path.is_file():
         return ReportResult(False, report, error=f"nsys export failed: {export_error or 'no sqlite written'}")
-    stats_dir.mkdir(exist_ok=True)
-    stats_log = run_dir / NSYS_STATS_LOG
-    # Stats read the .nsys-rep with --force-export=true, so they never see a stale sqlite.
-    stats_error = _run_nsys(stats_argv(nsys, report, STATS_REPORTS, stats_dir / NSYS_OUTPUT), stats_log)
-    warnings = nsys_output_skips(stats_log.read_text(errors="replace")) if stats_log.is_file() else []
-    if stats_error:
-        warnings.append(f"nsys stats: {stats_error}")
-    return ReportResult(True, report, sqlite_path, stats_dir, warnings=warnings)
+    return ReportResult(True, report, sqlite_path)
+
+
+class StatsJob:
+    """`nsys stats` writing stats/*.csv from the exported sqlite, in the background: the CSVs are for the user's own
+    tools and `sysprof analyze`; the run's tables do not wait for them."""
+
+    def __init__(self, nsys: str | Path, sqlite_path: Path, run_dir: Path):
+        self.stats_dir = run_dir / NSYS_STATS_DIR
+        self.stats_dir.mkdir(exist_ok=True)
+        self.job = NsysJob(stats_argv(nsys, sqlite_path, STATS_REPORTS, self.stats_dir / NSYS_OUTPUT),
+                           run_dir / NSYS_STATS_LOG)
+
+    def finish(self) -> list[str]:
+        """Wait for it; the reports it skipped and its error, as warnings."""
+        error = self.job.finish()
+        log = self.job.log_path
+        warnings = nsys_output_skips(log.read_text(errors="replace")) if log.is_file() else []
+        return [*warnings, *([f"nsys stats: {error}"] if error else [])]
+
 
 
 def _import_qdstrm(nsys: str | Path, run_dir: Path) -> ReportResult:
@@ -112,21 +136,46 @@ def _import_qdstrm(nsys: str | Path, run_dir: Path) -> ReportResult:
     return ReportResult(True, run_dir / NSYS_REPORT)
 
 
+class NsysJob:
+    """One nsys step started now; its output goes to log_path as it comes (no pipe to fill while nobody reads)."""
+
+    def __init__(self, argv: list[str], log_path: Path):
+        self.argv, self.log_path = argv, log_path
+        self.started, self.seconds = time.monotonic(), 0.0
+        self.proc: subprocess.Popen | None = None
+        self.start_error: str | None = None
+        env = {**os.environ, "LC_ALL": "C"}  # C locale: no thousands separators in numbers
+        with log_path.open("w") as log:
+            log.write(f"$ {' '.join(argv)}\n")
+            log.flush()
+            try:
+                self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env)
+            except OSError as error:
+                self.start_error = f"could not run {Path(argv[0]).name}: {error}"
+
+    def finish(self, timeout: float = NSYS_TIMEOUT_S) -> str | None:
+        """Wait for it: the first error line of its output, or None. (Its own time is in `seconds` after.)"""
+        if self.proc is None:
+            return self.start_error
+        try:
+            code = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            return f"{Path(self.argv[0]).name} {self.argv[1]} took more than {timeout:.0f} s and was stopped"
+        finally:
+            self.seconds = time.monotonic() - self.started
+        errors = nsys_output_errors(self.log_path.read_text(errors="replace"))
+        if errors:
+            return errors[0]
+        if code != 0:
+            return f"exit code {code}: {_last_line(self.log_path) or 'no output'}"
+        return None
+
+
 def _run_nsys(argv: list[str], log_path: Path) -> str | None:
     """Run one nsys step, keep its output in log_path; the first error line, or None."""
-    env = {**os.environ, "LC_ALL": "C"}  # C locale: no thousands separators in numbers
-    try:
-        result = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=NSYS_TIMEOUT_S)
-    except (OSError, subprocess.TimeoutExpired) as error:
-        return f"could not run {Path(argv[0]).name}: {error}"
-    output = result.stdout + result.stderr
-    log_path.write_text(f"$ {' '.join(argv)}\n{output}")
-    errors = nsys_output_errors(output)
-    if errors:
-        return errors[0]
-    if result.returncode != 0:
-        return f"exit code {result.returncode}: {_last_line(log_path) or 'no output'}"
-    return None
+    return NsysJob(argv, log_path).finish()
 
 
 def _last_line(path: Path) -> str:

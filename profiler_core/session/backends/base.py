@@ -8,8 +8,6 @@ if TYPE_CHECKING:
     from profiler_core.kernels.attribution import KernelAttribution
 
 
-
-
 class Backend(Protocol):
     name: str
     capture: str  # the runner's --capture for the profiled pass
@@ -24,3 +22,6 @@ class Backend(Protocol):
 
     def attribute(self, pass_dir: Path) -> KernelAttribution:
         """Labelled kernels from what the profiled pass left in pass_dir (KernelReportError if nothing)."""
+
+    def finish(self) -> dict[str, float]:
+        """Wait for what attribute() left running beside the analysis; seconds by step, for the time breakdown."""

@@ -7,11 +7,12 @@ each into that rank's directory, where the single-process code reads it.
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from profiler_core.errors import KernelReportError
-from profiler_core.kernels.nsys.commands import postprocess_report, profile_argv
+from profiler_core.kernels.nsys.commands import StatsJob, export_report, profile_argv
 from profiler_core.kernels.nsys.locate import nsys_version
 from profiler_core.ranks import rank_dir
 from profiler_core.rundir import NSYS_OUTPUT
@@ -28,6 +29,8 @@ class NsysBackend:
 
     def __init__(self, nsys: Path, extra_args: list[str] | None = None):
         self.nsys, self.extra_args = nsys, extra_args
+        self.stats_jobs: list[StatsJob] = []
+        self.export_s = 0.0
 
     def version(self) -> str | None:
         return nsys_version(self.nsys)
@@ -44,9 +47,23 @@ class NsysBackend:
                 path.replace(target / f"{NSYS_OUTPUT}{found[3]}")
 
     def attribute(self, pass_dir: Path) -> KernelAttribution:
-        result = postprocess_report(self.nsys, pass_dir)
+        """Export the report to sqlite, start `nsys stats` beside the analysis, and read the kernels from the sqlite."""
+        started = time.monotonic()
+        result = export_report(self.nsys, pass_dir)
+        self.export_s += time.monotonic() - started
         if not result.ok or result.sqlite_path is None:  # an ok result always names its sqlite
             raise KernelReportError(result.error or "nsys produced no report")
+        self.stats_jobs.append(StatsJob(self.nsys, result.sqlite_path, pass_dir))
         from profiler_core.kernels.attribution import attribute_kernels  # pandas: only once there is a report
 
         return attribute_kernels(result.sqlite_path)
+
+    def finish(self) -> dict[str, float]:
+        """Wait for the stats CSVs; seconds spent exporting, writing stats, and waiting for them after the analysis."""
+        waited = time.monotonic()
+        for job in self.stats_jobs:
+            job.finish()
+        waited = time.monotonic() - waited
+        stats_s = sum(job.job.seconds for job in self.stats_jobs)
+        self.stats_jobs = []
+        return {"export": self.export_s, "stats": stats_s, "stats_wait": waited}

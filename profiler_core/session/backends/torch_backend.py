@@ -26,3 +26,6 @@ class TorchBackend:
         from profiler_core.kernels.torch_trace import attribute_torch_trace  # pandas: only once there is a trace
 
         return attribute_torch_trace(pass_dir / TORCH_TRACE)
+
+    def finish(self) -> dict[str, float]:
+        return {}  # nothing runs beside the analysis

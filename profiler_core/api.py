@@ -33,8 +33,8 @@ from profiler_core.errors import DAMAGED_DATA, ConfigError, ExportError, RunDirE
 from profiler_core.events import decode_line, finish_event
 from profiler_core.kernels.names import short_kernel_name
 from profiler_core.kernels.whole_step import whole_step
-from profiler_core.memory.accounting import predict_run_memory
-from profiler_core.memory.fit import LOWER_BOUND_KEYS, device_memory, fit_problem
+from profiler_core.memory.accounting import PEAK_ITEMS, predict_run_memory
+from profiler_core.memory.fit import device_memory, fit_problem
 from profiler_core.metrics import mfu_missing, phase_stats, throughput
 from profiler_core.nvml import GpuTelemetry, NvmlSampler, gpu_count, visible_gpu_count
 from profiler_core.options import OneLineParser
@@ -71,5 +71,5 @@ __all__ = [
     "list_studies", "mark_killed", "model_column", "model_label", "median_ms", "PhaseStats", "RunError", "RunSummary",
     "StepRecord", "phase_stats", "predict_run_memory", "rundir", "session_argv", "signal_group",
     "EventFollower", "LiveProcess", "in_progress", "live_process", "settle_died",
-    "study_argv", "study_kind", "study_record", "study_tables", "LOWER_BOUND_KEYS", "device_memory", "fit_problem", "mfu_missing", "short_kernel_name", "throughput", "type_problems", "warnings_for_summary", "whole_step",
+    "study_argv", "study_kind", "study_record", "study_tables", "PEAK_ITEMS", "device_memory", "fit_problem", "mfu_missing", "short_kernel_name", "throughput", "type_problems", "warnings_for_summary", "whole_step",
 ]

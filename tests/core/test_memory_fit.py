@@ -15,7 +15,7 @@ def test_a_config_beyond_the_limit_is_refused_with_the_prediction_and_the_limit(
     huge = RunConfig(model="small", ctx=99_999_999, batch=4, device="cpu")
     assert fit_problem(small, (GIB, "the host's RAM")) is None
     problem = fit_problem(huge, (24 * GIB, "the host's RAM"))
-    assert problem.startswith("predicted memory ≥ ") and "PiB is more than the host's RAM (24.00 GiB)" in problem
+    assert problem.startswith("predicted peak memory ≥ ") and "PiB is more than the host's RAM (24.00 GiB)" in problem
     assert predicted_lower_bound(huge) > 2**50
     assert fit_problem(huge, None) is None  # a device whose memory cannot be told: not refused
     assert fit_problem(RunConfig(model="small", ctx=99_999_999, model_factory="m:f"), (GIB, "x")) is None

@@ -18,11 +18,11 @@ from profiler_core.api import (
     DEVICES,
     DIM_FIELDS,
     DTYPES,
-    LOWER_BOUND_KEYS,
     MATMUL_PRECISIONS,
     MODES,
     OPTIMIZER_IMPLS,
     PARALLELS,
+    PEAK_ITEMS,
     PRESETS,
     PROFILERS,
     RunConfig,
@@ -56,9 +56,6 @@ CHOICES = {"mode": MODES, "dtype": DTYPES, "matmul_precision": MATMUL_PRECISIONS
            "parallel": PARALLELS}
 INTEGERS = ("ctx", "batch", "warmup", "steps", "repeats", "nproc")
 CHECKBOXES = {"compile": "torch.compile", "memory": "memory capture (CUDA)"}
-# The items of the lower bound that `sysprof run` and Run refuse a config by (memory/fit.py), in its order
-PREDICTED_ITEMS = tuple(zip(("parameters", "gradients", "AdamW state", "activations ≥", "attention scores", "logits"),
-                            LOWER_BOUND_KEYS, strict=True))
 
 
 def model_text(cfg: RunConfig | None) -> str:
@@ -82,11 +79,9 @@ def predicted_table(cfg: RunConfig) -> Table:
     table = Table(title="predicted memory", title_justify="left", box=None, padding=(0, 1), show_header=False)
     table.add_column("item")
     table.add_column("bytes", justify="right")
-    total = 0
-    for label, key in PREDICTED_ITEMS:
+    for label, key in PEAK_ITEMS:  # the items held at the predicted peak: they add up to it
         table.add_row(label, format_bytes(predicted[key]))
-        total += predicted[key]
-    table.add_row("[b]total ≥[/b]", f"[b]{format_bytes(total)}[/b]")
+    table.add_row(f"[b]peak[/b] ({predicted['peak_phase']})", f"[b]{format_bytes(predicted['peak_bytes'])}[/b]")
     table.add_row("residual / layer", format_bytes(predicted["residual_stream_per_layer_bytes"]))  # B·T·d·bytes
     return table
 

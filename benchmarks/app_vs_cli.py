@@ -2,7 +2,7 @@
 terminal: tmux) and from the CLI, interleaved (CLI, app, then app, CLI, …), each run a fresh process; prints the
 step medians per side, their spread, the ratio of medians and the app's own CPU while the steps were measured.
 
-    python benchmarks/app_vs_cli.py [--pairs 5] [--model tiny --ctx 64 --batch 4 --steps 30 --device cpu]
+    python benchmarks/app_vs_cli.py [--pairs 5] [--model tiny --ctx 64 --batch 4 --steps 30 --device cpu --dtype fp32]
 
 Needs tmux. Issue 18's target: app/CLI step median ≤ 1.05.
 """
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def config(args) -> dict:
-    return {"model": args.model, "ctx": args.ctx, "batch": args.batch, "mode": "train", "dtype": "fp32",
+    return {"model": args.model, "ctx": args.ctx, "batch": args.batch, "mode": "train", "dtype": args.dtype,
             "warmup": args.warmup, "steps": args.steps, "device": args.device}
 
 
@@ -85,6 +85,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--dtype", default="fp32")
     args = parser.parse_args()
     cfg = config(args)
     work = Path(tempfile.mkdtemp(prefix="app-vs-cli-"))

@@ -105,37 +105,39 @@ def process_left(needle: str) -> list[str]:
     return found
 
 
-def test_a_dropped_terminal_leaves_the_run_going_and_a_new_app_reattaches_to_its_end(tmp_path):
-    from profiler_core import rundir
+def start_in_app_then_drop(tmp_path, config: dict, dropped_when) -> tuple[Path, Path, list[str]]:
+    """Start config's run from the app in tmux, kill the tmux session (a dropped SSH connection) once
+    dropped_when(run_dir) holds: the run directory, the runs root and the tmux environment."""
     from profiler_core.session.live import live_process
 
-    runs, config = tmp_path / "runs", tmp_path / "config"
-    (config / "sysprof-tui").mkdir(parents=True)
-    steps = 600
-    (config / "sysprof-tui" / "last_config.json").write_text(json.dumps(
-        {"model": "tiny", "ctx": 32, "batch": 2, "warmup": 1, "steps": steps, "device": "cpu"}))
-    env = ["-e", "NO_COLOR=", "-e", f"XDG_CONFIG_HOME={config}"]
+    runs, config_home = tmp_path / "runs", tmp_path / "config"
+    (config_home / "sysprof-tui").mkdir(parents=True)
+    (config_home / "sysprof-tui" / "last_config.json").write_text(json.dumps(config))
+    env = ["-e", "NO_COLOR=", "-e", f"XDG_CONFIG_HOME={config_home}"]
     first = f"sysprof-e2e-drop-{tmp_path.name}"
     tmux("new-session", "-d", "-s", first, "-x", "100", "-y", "30", *env,
          f"cd {ROOT} && {sys.executable} -m tui --runs-dir {runs}")
     try:
-        wait_for(first, "tiny")
-        press_until(first, "C-r", "measured steps", timeout=30)
-        deadline = time.monotonic() + 120
+        wait_for(first, config["model"])
+        press_until(first, "C-r", "measured steps", timeout=60)
+        deadline = time.monotonic() + 240
         while not runs.is_dir() or not any(runs.iterdir()):
             assert time.monotonic() < deadline
             time.sleep(0.1)
         run_dir = next(runs.iterdir())
-        while sum(step["kind"] == "measured" for step in rundir.read_steps(run_dir)) < 20:
-            assert time.monotonic() < deadline, "the run never reached step 20"
+        while not dropped_when(run_dir):
+            assert time.monotonic() < deadline, "the run never reached the moment to drop the terminal"
             time.sleep(0.1)
     finally:
         subprocess.run(["tmux", "kill-session", "-t", first], capture_output=True)  # the SSH session drops
     time.sleep(2.0)
     live = live_process(run_dir)
     assert live is not None and live.alive, "the run died with its terminal"
-    assert rundir.read_summary(run_dir) is None
+    return run_dir, runs, env
 
+
+def reattach_until_finished(tmp_path, run_dir: Path, runs: Path, env: list[str], steps: int) -> None:
+    """A new app on run_dir follows it to its end."""
     second = f"sysprof-e2e-back-{tmp_path.name}"
     tmux("new-session", "-d", "-s", second, "-x", "100", "-y", "30", *env,
          f"cd {ROOT} && {sys.executable} -m tui {run_dir} --runs-dir {runs}; sleep 30")
@@ -144,9 +146,58 @@ def test_a_dropped_terminal_leaves_the_run_going_and_a_new_app_reattaches_to_its
         tmux("send-keys", "-t", second, "q")
     finally:
         subprocess.run(["tmux", "kill-session", "-t", second], capture_output=True)
+
+
+def measured_steps(directory: Path) -> int:
+    from profiler_core import rundir
+
+    return sum(step["kind"] == "measured" for step in rundir.read_steps(directory))
+
+
+def test_a_dropped_terminal_leaves_the_run_going_and_a_new_app_reattaches_to_its_end(tmp_path):
+    from profiler_core import rundir
+
+    steps = 600
+    config = {"model": "tiny", "ctx": 32, "batch": 2, "warmup": 1, "steps": steps, "device": "cpu"}
+    run_dir, runs, env = start_in_app_then_drop(tmp_path, config, lambda run_dir: measured_steps(run_dir) >= 20)
+    assert rundir.read_summary(run_dir) is None
+    reattach_until_finished(tmp_path, run_dir, runs, env, steps)
     summary = rundir.read_summary(run_dir)
     assert summary["status"] == "ok" and summary["phases"]["step"]["n"] == steps
-    assert sum(step["kind"] == "measured" for step in rundir.read_steps(run_dir)) == steps
+    assert measured_steps(run_dir) == steps
     assert not (run_dir / rundir.LIVE).exists()
+    time.sleep(1.0)
+    assert process_left(str(run_dir)) == []
+
+
+@pytest.mark.gpu
+def test_a_terminal_dropped_during_the_nsys_capture_still_gives_kernel_tables(tmp_path):
+    """The same on a GPU with Nsight Systems: the connection drops while nsys captures the profiled pass; the
+    report is still written, exported and analysed, and nothing (runner, nsys) is left behind."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    from profiler_core import rundir
+    from profiler_core.kernels.nsys.locate import find_nsys
+
+    if find_nsys() is None:
+        pytest.skip("needs nsys")
+    steps = 40
+    config = {"model": "small", "ctx": 256, "batch": 4, "warmup": 3, "steps": steps, "device": "cuda",
+              "profiler": "nsys"}
+    run_dir, runs, env = start_in_app_then_drop(
+        tmp_path, config, lambda run_dir: measured_steps(run_dir / rundir.PROFILED_DIR) >= 5)
+    reattach_until_finished(tmp_path, run_dir, runs, env, steps)
+    deadline = time.monotonic() + 120
+    while rundir.read_summary(run_dir) is None or (run_dir / rundir.LIVE).exists():
+        assert time.monotonic() < deadline, "the session never wrote its summary"
+        time.sleep(0.5)
+    summary = rundir.read_summary(run_dir)
+    assert summary["status"] == "ok", summary.get("error")
+    profile = summary["profile"]
+    assert not profile.get("error") and measured_steps(run_dir / rundir.PROFILED_DIR) == steps
+    analysis = rundir.read_json(run_dir / profile["kernels"])
+    assert analysis["phases"]["backward"]["kernels"] > 0
+    assert (run_dir / rundir.PROFILED_DIR / "profile.nsys-rep").is_file()
     time.sleep(1.0)
     assert process_left(str(run_dir)) == []

@@ -6,7 +6,8 @@ torch.cuda's allocated bytes, their maximum (the run's peak), and the memory in 
 Predicted: profiler_core.memory.accounting.predict_run_memory, the figure Configure and `sysprof run` show.
 One process for all configs (allocated bytes do not depend on what ran before; the cache is emptied between).
 
-Usage (GPU): python3 benchmarks/memory_prediction.py [--models ...] [--ctxs 128,256,512] [--modes train] [--json F]
+Usage (GPU): python3 benchmarks/memory_prediction.py [--models ...] [--ctxs 128,256,512] [--modes train] [--batch 4]
+             [--json F]
 """
 from __future__ import annotations
 
@@ -45,13 +46,13 @@ def measure(cfg: RunConfig) -> dict:
         torch.cuda.empty_cache()
 
 
-def row(model: str, ctx: int, dtype: str, attention: str, mode: str) -> dict:
-    cfg = RunConfig(model=model, ctx=ctx, dtype=dtype, attention=attention, mode=mode, device="cuda")
+def row(model: str, ctx: int, dtype: str, attention: str, mode: str, batch: int) -> dict:
+    cfg = RunConfig(model=model, ctx=ctx, dtype=dtype, attention=attention, mode=mode, batch=batch, device="cuda")
     predicted = predict_run_memory(cfg)
     measured = measure(cfg)
     peak = measured.get("peak_bytes")
     error = (predicted["peak_bytes"] - peak) / peak if peak and "peak_bytes" in predicted else None
-    return {"model": model, "ctx": ctx, "dtype": dtype, "attention": attention, "mode": mode, **measured,
+    return {"model": model, "ctx": ctx, "batch": batch, "dtype": dtype, "attention": attention, "mode": mode, **measured,
             "predicted": predicted, "error": error}
 
 
@@ -62,6 +63,7 @@ def main() -> None:
     parser.add_argument("--dtypes", default="fp32,bf16")
     parser.add_argument("--attentions", default="naive,sdpa")
     parser.add_argument("--modes", default="train")
+    parser.add_argument("--batch", type=int, default=4)
     parser.add_argument("--json", help="write every row here as JSON lines")
     args = parser.parse_args()
     out = open(args.json, "w") if args.json else None  # noqa: SIM115  # kept open while rows come
@@ -69,7 +71,7 @@ def main() -> None:
     for model, ctx, dtype, attention, mode in itertools.product(
             args.models.split(","), map(int, args.ctxs.split(",")), args.dtypes.split(","),
             args.attentions.split(","), args.modes.split(",")):
-        result = row(model, ctx, dtype, attention, mode)
+        result = row(model, ctx, dtype, attention, mode, args.batch)
         measured = f"{result['peak_bytes'] / GIB:12.3f}" if result.get("peak_bytes") else f"{result['status']:>12}"
         predicted = result["predicted"].get("peak_bytes")
         predicted_text = f"{predicted / GIB:13.3f}" if predicted else f"{'—':>13}"

@@ -3,7 +3,8 @@
 Each build (a folder holding profiler_core/, models/ and tui/, put first on PYTHONPATH) runs the same config twice
 per round, interleaved with the other builds and in fresh processes: once with `--profiler nsys` and once without
 (the clean pass alone). Their difference is the profiled part: the profiled runner, nsys's report, the export,
-the analysis. Builds that record the breakdown (summary.profile.seconds) print it too.
+the analysis. Builds that record the breakdown (summary.profile.seconds) print it too, and every run's clean step
+median: a profiled runner started early and held beside the clean pass must leave it as fast as without one.
 
     python3 benchmarks/profiled_time.py --build new=. --build old=.bench_old [--rounds 3] [--json F]
 """
@@ -32,8 +33,9 @@ def timed_run(root: Path, profiler: str, runs: Path) -> dict:
     seconds = time.monotonic() - started
     summary = json.loads(result.stdout) if result.stdout.strip() else {"status": f"exit {result.returncode}"}
     profile = summary.get("profile") or {}
+    step = (summary.get("phases") or {}).get("step") or {}
     return {"seconds": seconds, "status": summary.get("status"), "breakdown": profile.get("seconds"),
-            "profile_error": profile.get("error")}
+            "profile_error": profile.get("error"), "clean_step_median_ms": step.get("median_ms")}
 
 
 def spread(values: list[float]) -> str:
@@ -56,13 +58,19 @@ def main() -> None:
                     record = timed_run(Path(builds[name]).resolve(), profiler, Path(runs))
                     results[name][profiler].append(record)
                     print(f"round {round_index} {name:>4} {profiler:>4}: {record['seconds']:6.2f} s "
-                          f"{record['status']} {record['breakdown'] or ''}", flush=True)
+                          f"{record['status']} clean step median {record['clean_step_median_ms']} ms "
+                          f"{record['breakdown'] or ''}", flush=True)
     for name, by_profiler in results.items():
         with_nsys = [r["seconds"] for r in by_profiler["nsys"]]
         clean = [r["seconds"] for r in by_profiler["none"]]
         parts = [a - b for a, b in zip(with_nsys, clean)]
         print(f"{name}: command → kernel tables {spread(with_nsys)}; clean only {spread(clean)}; "
               f"profiled part (per round) {spread(parts)}")
+        for profiler, runs in by_profiler.items():  # a runner held beside the clean pass must not slow its steps
+            medians = [r["clean_step_median_ms"] for r in runs if r["clean_step_median_ms"]]
+            if medians:
+                print(f"    clean step median, --profiler {profiler}: {statistics.median(medians):.2f} ms "
+                      f"({min(medians):.2f}–{max(medians):.2f})")
         breakdowns = [r["breakdown"] for r in by_profiler["nsys"] if r["breakdown"]]
         for key in (breakdowns[0] if breakdowns else {}):
             print(f"    {key:>18}: {spread([b[key] for b in breakdowns])}")

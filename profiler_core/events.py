@@ -26,6 +26,7 @@ WARMUP_STEP, STEP = "warmup_step", "step"
 FINISHED, FAILED = "finished", "failed"  # the last event of a run: exactly one of them
 RUN_EVENTS = (HELLO, STAGE, MODEL, COMPILE, WARMUP_STEP, STEP, NOTICE, ANALYSIS, FINISHED, FAILED)
 END_EVENTS = (FINISHED, FAILED)
+RELEASE_LINE = "go"  # what the session writes to a held runner's stdin to let it go on (runner/hold.py)
 
 STUDY, CELL, CELL_DONE = "study", "cell", "cell_done"
 STUDY_EVENTS = (STUDY, CELL, CELL_DONE)

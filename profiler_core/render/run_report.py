@@ -177,9 +177,11 @@ def profiled_time_line(summary: RunSummary) -> str | None:
     if not seconds:
         return None
     parts = ", ".join(f"{name.removeprefix('profiled_')} {value:.1f}" for name, value in seconds.items()
-                      if name not in ("clean_pass", "profiled_total"))
+                      if name not in ("clean_pass", "profiled_total", "started_early"))
+    early = (f"; its runner started {seconds['started_early']:.1f} s early, held beside the clean pass"
+             if "started_early" in seconds else "")
     return (f"[dim]time: clean pass {seconds.get('clean_pass', 0):.1f} s; profiled part "
-            f"{seconds.get('profiled_total', 0):.1f} s ({parts} s)[/]")
+            f"{seconds.get('profiled_total', 0):.1f} s ({parts} s){early}[/]")
 
 
 def print_warnings(console, warnings: Sequence[dict[str, Any]]) -> None:

@@ -28,6 +28,7 @@ from profiler_core.records import RunError, RunSummary, StepRecord
 from profiler_core.runner import distributed
 from profiler_core.runner.capture import MemoryHistory, measured_capture
 from profiler_core.runner.environment import collect_env
+from profiler_core.runner.hold import NotNeeded, wait_for_release
 from profiler_core.runner.inspect_model import counted_step_flops
 from profiler_core.runner.module_ranges import ModuleRanges, describe_modules, install_module_ranges, tags_supported
 from profiler_core.runner.timing import StepInstruments, run_step, synchronize
@@ -74,8 +75,9 @@ def _profiler_range(work, start: bool) -> None:
 
 
 class Runner:
-    def __init__(self, cfg: RunConfig, run_dir: Path, capture: str = "none", rank: distributed.Rank | None = None):
-        self.cfg, self.capture, self.rank = cfg, capture, rank
+    def __init__(self, cfg: RunConfig, run_dir: Path, capture: str = "none", rank: distributed.Rank | None = None,
+                 hold: bool = False):
+        self.cfg, self.capture, self.rank, self.hold = cfg, capture, rank, hold
         self.run_dir = rank_dir(run_dir, rank.rank, rank.local_rank) if rank else run_dir
         self.history = MemoryHistory(self.run_dir, cfg.memory_max_entries) if capture == "memory" else None
         self.steps: list[StepRecord] = []
@@ -90,6 +92,8 @@ class Runner:
             device = distributed.rank_device(device, self.rank)
             distributed.join(device)
         check_dtype_support(device, self.cfg.dtype)
+        if self.hold:
+            wait_for_release(device)
         torch.set_float32_matmul_precision(self.cfg.matmul_precision)  # before collect_env records it
         self.env = collect_env(device)
         command = ["sysprof", "run", *config_to_args(self.cfg)]
@@ -263,6 +267,8 @@ def execute(runner: Runner) -> int:
     try:
         runner.start()
         runner.run_steps()
+    except NotNeeded:  # held and never released: nothing was written, nothing to report
+        return 0
     except ConfigError as exc:
         return _fail(runner, events.CONFIG, str(exc), None, None, code=2)
     except StepFailure as exc:
@@ -306,6 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run-dir", required=True, type=Path)
     parser.add_argument("--config-json", required=True)
     parser.add_argument("--capture", choices=CAPTURES, default="none", help="what this pass records")
+    parser.add_argument("--hold", action="store_true", help="start up, then wait for 'go' on stdin (runner/hold.py)")
     args = parser.parse_args(argv)
     rank = distributed.rank_from_env()
     own_dir = rank_dir(args.run_dir, rank.rank, rank.local_rank) if rank else args.run_dir
@@ -318,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
         cfg = validate(RunConfig.from_dict(json.loads(args.config_json)))
     except (ConfigError, json.JSONDecodeError, TypeError) as exc:
         return _fail(Runner(RunConfig(), args.run_dir, rank=rank), events.CONFIG, str(exc), None, None, code=2)
-    return execute(Runner(cfg, args.run_dir, args.capture, rank))
+    return execute(Runner(cfg, args.run_dir, args.capture, rank, args.hold))
 
 
 if __name__ == "__main__":

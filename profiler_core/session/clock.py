@@ -7,7 +7,7 @@ import time
 from profiler_core import events
 
 # The keys of a breakdown, in the order the work happens (stage names are the runner's).
-PASS_PARTS = ("start", "build", "compile", "warmup", "measured", "exit")
+PASS_PARTS = ("start", "held", "build", "compile", "warmup", "measured", "exit")
 
 
 class PassClock:
@@ -33,9 +33,11 @@ class PassClock:
 def profiled_breakdown(clean: dict[str, float], profiled: dict[str, float], backend: dict[str, float],
                        analysis_s: float) -> dict[str, float]:
     """Seconds of a run with a profiled pass, by step: the clean pass whole, then the profiled part (the runner under
-    the profiler, stage by stage; the export; the analysis; the wait for work left beside it). Rounded to ms."""
+    the profiler, stage by stage from its release where it was started early and held; the export; the analysis;
+    the wait for work left beside it). Rounded to ms. started_early: how long it was held, beside the clean pass."""
     export_s = backend.get("export", 0.0)
     parts = {"clean_pass": clean.get("total", 0.0),
+             **({"started_early": profiled["started_early"]} if "started_early" in profiled else {}),
              **{f"profiled_{name}": profiled[name] for name in PASS_PARTS if name in profiled},
              "export": export_s, "analysis": max(analysis_s - export_s, 0.0),
              "stats": backend.get("stats", 0.0), "stats_wait": backend.get("stats_wait", 0.0),

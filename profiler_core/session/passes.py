@@ -26,6 +26,7 @@ from profiler_core.session.analysis import (
 )
 from profiler_core.session.backends import Backend
 from profiler_core.session.clock import PassClock, profiled_breakdown
+from profiler_core.session.prestart import HeldPass, can_prestart
 from profiler_core.session.process import RunnerProcess, mark_killed, runner_argv
 from profiler_core.session.watch import MeasuredWatch
 
@@ -45,14 +46,19 @@ class Session:
         if self.cfg.nvtx_modules and not self.backend and not self.cfg.memory:
             self.notice("--nvtx-modules adds ranges in the profiled and memory passes only: add --profiler or --memory")
         watch = MeasuredWatch(self.cfg.device, self.cfg.nproc)
-        summary = self.run_pass(None, self.run_dir, "none", watch=watch)
+        held = self.prestart_profiled()
         try:
-            if self.backend and summary["status"] == events.OK:
-                summary["profile"] = self.profile_pass(summary)
-            if self.cfg.memory and summary["status"] in events.DONE_STATUSES:
-                summary["memory"] = self.memory_pass(summary)
-        except (SessionCancelled, KeyboardInterrupt):  # also during nsys export/stats or snapshot analysis
-            self.notice("cancelled: later passes skipped; the clean timing is kept")
+            summary = self.run_pass(None, self.run_dir, "none", watch=watch)
+            try:
+                if self.backend and summary["status"] == events.OK:
+                    summary["profile"] = self.profile_pass(summary, held)
+                if self.cfg.memory and summary["status"] in events.DONE_STATUSES:
+                    summary["memory"] = self.memory_pass(summary)
+            except (SessionCancelled, KeyboardInterrupt):  # also during nsys export/stats or snapshot analysis
+                self.notice("cancelled: later passes skipped; the clean timing is kept")
+        finally:
+            if held:
+                held.discard()
         summary["warnings"] = watch.warnings(summary, rundir.read_steps(self.run_dir))
         if summary.get("ranks"):
             summary["ranks"] = with_gpu_readings(summary["ranks"], watch.per_gpu_medians(), summary.get("rank"))
@@ -65,13 +71,26 @@ class Session:
         rundir.write_json(self.run_dir / rundir.SUMMARY, summary)
         return summary
 
+    def prestart_profiled(self) -> HeldPass | None:
+        """The profiled pass's runner, started now and held until the clean pass has ended (session/prestart.py)."""
+        if not self.backend or not can_prestart(self.cfg):
+            return None
+        pass_dir = self.run_dir / rundir.PROFILED_DIR
+        return HeldPass(self.cfg, pass_dir, self.backend.capture, self.backend.launcher(pass_dir, ranks=False))
+
     def run_pass(self, pass_name: str | None, pass_dir: Path, capture: str, cfg: RunConfig | None = None,
-                 launcher: Sequence[str] = (), watch: MeasuredWatch | None = None) -> RunSummary:
+                 launcher: Sequence[str] = (), watch: MeasuredWatch | None = None,
+                 held: HeldPass | None = None) -> RunSummary:
         """One runner process (or torchrun's ranks), under `launcher` if any; its events go to on_event (tagged with
-        the pass), its summary is returned; watch samples the node from the runner's measured stage to its end."""
+        the pass), its summary is returned; watch samples the node from the runner's measured stage to its end.
+        held: the pass's runner started earlier (prestart_profiled), released now; its clock starts here."""
         cfg = cfg or self.cfg
         pass_dir.mkdir(exist_ok=True)
-        process = RunnerProcess(runner_argv(cfg, pass_dir, capture, launcher), pass_dir)
+        held_s = 0.0
+        if held:
+            process, held_s = held.take()
+        else:
+            process = RunnerProcess(runner_argv(cfg, pass_dir, capture, launcher), pass_dir)
         clock = PassClock()
         summary: RunSummary | None = None
         try:
@@ -93,7 +112,7 @@ class Session:
             if pass_name is None:
                 return summary
             raise SessionCancelled from None
-        self.pass_seconds[pass_name or "clean"] = clock.stop()
+        self.pass_seconds[pass_name or "clean"] = clock.stop() | ({"started_early": held_s} if held else {})
         summary = summary or rundir.read_summary(pass_dir) or mark_killed(pass_dir, cfg, process.proc.returncode)
         if cfg.distributed:
             summary = cast("RunSummary", with_rank_failure(dict(summary), pass_dir, cfg.nproc))
@@ -103,13 +122,13 @@ class Session:
     def notice(self, message: str) -> None:
         self.on_event({"event": events.NOTICE, "message": message})
 
-    def profile_pass(self, clean: RunSummary) -> PassRecord:
+    def profile_pass(self, clean: RunSummary, held: HeldPass | None = None) -> PassRecord:
         backend = self.backend
         assert backend is not None  # run() starts a profiled pass only when there is a backend
         self.on_event({"event": events.STAGE, "name": "profiling", "backend": backend.name})
         pass_dir = self.run_dir / rundir.PROFILED_DIR
         launcher = backend.launcher(pass_dir, ranks=self.cfg.distributed)
-        profiled = self.run_pass("profiled", pass_dir, backend.capture, launcher=launcher)
+        profiled = self.run_pass("profiled", pass_dir, backend.capture, launcher=launcher, held=held)
         profile = _inflation(backend, clean, profiled)
         if profiled["status"] != events.OK:
             error = profiled.get("error")

@@ -16,12 +16,15 @@ from profiler_core.records import RunError, RunSummary
 CANCEL_GRACE_S = 15.0  # time an interrupted runner (and a wrapping nsys) gets to finish its files
 
 
-def runner_argv(cfg: RunConfig, run_dir: Path, capture: str = "none", launcher: Sequence[str] = ()) -> list[str]:
+def runner_argv(cfg: RunConfig, run_dir: Path, capture: str = "none", launcher: Sequence[str] = (),
+                hold: bool = False) -> list[str]:
     """One runner process, or torchrun starting one per rank (this node's first rank's events on stdout).
 
-    launcher: a command the runner runs under (nsys profile …); with ranks torchrun starts it once per rank."""
+    launcher: a command the runner runs under (nsys profile …); with ranks torchrun starts it once per rank.
+    hold: the runner starts up, then waits to be released (runner/hold.py; one process only)."""
     runner = ["-m", "profiler_core.runner", "--run-dir", str(run_dir), "--config-json", json.dumps(cfg.to_dict())]
     runner += ["--capture", capture] if capture != "none" else []
+    runner += ["--hold"] if hold else []
     if not cfg.distributed:
         return [*launcher, sys.executable, *runner]
     if launcher:  # torchrun runs the launcher as the program of each rank, which then starts python
@@ -78,14 +81,33 @@ def _mark_ended(run_dir: Path, cfg: RunConfig, kind: str, message: str) -> RunSu
 class RunnerProcess:
     """A runner (or nsys wrapping one) in our process group, so a terminal's Ctrl-C reaches it too."""
 
-    def __init__(self, argv: list[str], run_dir: Path):
+    def __init__(self, argv: list[str], run_dir: Path, held: bool = False):
         self.run_dir = run_dir
         self._stderr = (run_dir / rundir.STDERR).open("ab")
         try:
-            self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self._stderr)
+            self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self._stderr,
+                                         stdin=subprocess.PIPE if held else None)
         except OSError:
             self._stderr.close()
             raise
+
+    def release(self) -> None:
+        """A held runner (--hold) goes on from where it waits."""
+        self._close_stdin(f"{events.RELEASE_LINE}\n".encode())
+
+    def abandon(self) -> None:
+        """A held runner is not needed: its stdin closes, it exits without writing anything."""
+        self._close_stdin(b"")
+        self.wait_after_interrupt()
+
+    def _close_stdin(self, line: bytes) -> None:
+        if self.proc.stdin is None or self.proc.stdin.closed:
+            return
+        try:
+            self.proc.stdin.write(line)
+            self.proc.stdin.close()
+        except BrokenPipeError:  # it has ended already: its events or its exit code say how
+            pass
 
     def events(self) -> Iterator[dict]:
         assert self.proc.stdout is not None

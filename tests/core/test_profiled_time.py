@@ -63,3 +63,8 @@ def test_run_report_prints_the_breakdown():
     assert "clean pass 12.8 s" in line and "profiled part 12.4 s" in line
     assert "start 6.1" in line and "build 5.9" in line and "export 0.1" in line and "analysis 0.3" in line
     assert profiled_time_line({"profile": {"status": "ok"}}) is None  # type: ignore[typeddict-item]
+    held = profiled_breakdown({"total": 12.8}, {"started_early": 13.0, "start": 0.0, "held": 0.2, "build": 1.1,
+                                                "total": 6.0}, {}, 0.4)
+    line = profiled_time_line({"profile": {"seconds": held}})  # type: ignore[typeddict-item]
+    assert line is not None and "started 13.0 s early, held beside the clean pass" in line
+    assert "early 13.0" not in line  # not a part of the profiled time: it overlapped the clean pass

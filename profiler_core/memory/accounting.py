@@ -19,7 +19,8 @@ for backward, tensor by tensor, in the built-in model (models/transformer.py), b
     its weight (the cast cache, 2 bytes a weight, held until backward); softmax runs in fp32 and the PV matmul
     saves a 2-byte copy of it.
   head: the final norm's tensors and cross-entropy's fp32 log-softmax (the logits themselves are not kept).
-  allocator: up to 1 MiB of an unsplit block per large saved tensor, counted as half a MiB each.
+  allocator: up to 1 MiB of an unsplit block per large tensor (saved activations; weights, gradients, m, v and
+    the temporary, one block each), counted as half a MiB each.
 The step peaks at the larger of backward's start (parameters + AdamW state + saved activations) and the optimizer
 step (parameters + gradients + state + foreach AdamW's one parameter-sized temporary, sqrt(v)).
 Checked on an H100 against every preset × ctx 128/256/512 × fp32/bf16 × naive/SDPA (benchmarks/README.md).
@@ -66,7 +67,8 @@ FAR_FROM_ONE = (0.9, 1.1)
 # The items that add up to the predicted peak, in the order Configure lists them (keys of predict_memory).
 PEAK_ITEMS = (("parameters", "parameters_bytes"), ("gradients", "gradients_at_peak_bytes"),
               ("AdamW state", "optimizer_state_bytes"), ("saved activations", "activations_at_peak_bytes"),
-              ("optimizer temporary", "optimizer_temporary_at_peak_bytes"))
+              ("optimizer temporary", "optimizer_temporary_at_peak_bytes"),
+              ("allocator slack", "parameter_slack_at_peak_bytes"))
 
 
 def predict_run_memory(cfg: RunConfig) -> dict:
@@ -113,6 +115,7 @@ def predict_memory(*, params: int, d_model: int, d_ff: int, layers: int, heads: 
         "logits_bytes": batch * ctx * vocab * activation_bytes,
         **{f"saved_{term}_bytes": value for term, value in saved.items()},
         "saved_activations_bytes": sum(saved.values()),
+        "large_parameter_tensors": _large_parameter_tensors(d_model, d_ff, layers, vocab, param_bytes),
     }
     return predicted | predicted_peak(predicted, 2 * batch * ctx * vocab * 4)
 
@@ -137,6 +140,13 @@ def saved_activations(*, batch: int, ctx: int, d_model: int, d_ff: int, layers: 
             "head_and_loss": head, "allocator_slack": large_blocks * SLACK_PER_LARGE_BLOCK}
 
 
+def _large_parameter_tensors(d_model: int, d_ff: int, layers: int, vocab: int, param_bytes: int) -> int:
+    """Weight matrices of a MiB or more (the RMSNorm vectors are smaller): each parameter-shaped tensor (weight,
+    gradient, m, v, AdamW's temporary) is one large block carrying the allocator's slack."""
+    large = [(4 * layers, d_model * d_model), (3 * layers, d_model * d_ff), (2, vocab * d_model)]
+    return sum(count for count, elements in large if elements * param_bytes >= MIB)
+
+
 def predicted_peak(predicted: dict, forward_transient: int) -> dict:
     """Which moment of the step peaks, and the items held there: backward's start (saved activations on top of
     the weights and state) or the end of backward / the optimizer step (gradients, state, AdamW's temporary).
@@ -149,6 +159,11 @@ def predicted_peak(predicted: dict, forward_transient: int) -> dict:
                    "optimizer step" if state else "backward end": {
                        "gradients_at_peak_bytes": predicted["gradients_bytes"],
                        "optimizer_temporary_at_peak_bytes": predicted["optimizer_temporary_bytes"]}}
+    per_copy = predicted["large_parameter_tensors"] * SLACK_PER_LARGE_BLOCK
+    for moment in moments.values():  # the weights and the state, and the gradients and temporary where held
+        copies = 1 + (2 if state else 0) + sum(1 for key in ("gradients_at_peak_bytes",
+                                                             "optimizer_temporary_at_peak_bytes") if moment.get(key))
+        moment["parameter_slack_at_peak_bytes"] = copies * per_copy
     phase, held = max(moments.items(), key=lambda item: sum(item[1].values()))
     items = {key: held.get(key, 0) for _, key in PEAK_ITEMS if key.endswith("_at_peak_bytes")}
     return {**items, "peak_phase": phase, "peak_bytes": params + state + sum(items.values())}

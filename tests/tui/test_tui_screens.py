@@ -179,8 +179,12 @@ async def test_runs_screen_lists_newest_first_opens_and_compares():
         assert [r["phase"] for r in rows] == ["forward", "backward", "optimizer", "step", "tokens/s"]
         assert all(r["verdict"] in ("noise unknown", "within noise") for r in rows)
         assert all(r["reason"].startswith("1 process per side: run-to-run noise unknown") for r in rows)
-        exported = app.query_one("#pane-runs").export_table().records
-        assert exported == rows  # the display cells stay out of the export
+        export = app.query_one("#pane-runs").export_table()
+        marked = [record["name"] for record in table.selected_records()]
+        assert export.name == f"compare-{marked[0]}-vs-{marked[1]}"
+        assert export.base == app.runs_root  # a comparison belongs to neither run: not inside run A
+        # The export names A and B on every row; the display cells stay out of it.
+        assert export.records == [{"A": marked[0], "B": marked[1], **row} for row in rows]
         chosen = table.cursor_record()["name"]
         await settle(app, pilot, "enter")
         assert app.run_state.run_dir.endswith(chosen)

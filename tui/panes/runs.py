@@ -94,6 +94,7 @@ class RunsPane(Pane):
         super().__init__(**kwargs)
         self.runs_root, self.extra_runs = runs_root, extra_runs
         self.comparison: list[dict] = []
+        self.compared: tuple[str, str] = ("", "")  # the names of runs A and B, for exports
 
     def compose(self) -> ComposeResult:
         yield Static(f"runs and studies under {short_path(self.runs_root)} · enter open · space mark · "
@@ -137,6 +138,10 @@ class RunsPane(Pane):
         if run_a.get("study") or run_b.get("study"):
             self.notify("Compare takes two runs; open a study (enter) to see its tables.", severity="warning")
             return
+        if Path(run_a["path"]).resolve() == Path(run_b["path"]).resolve():
+            self.notify("Both marks are the same run; mark two different runs.", severity="warning")
+            return
+        self.compared = (run_a["name"], run_b["name"])
         self.comparison = compare_summaries(run_a.get("summary") or {}, run_b.get("summary") or {})
         name_a, name_b = (f"{run['name']} ({run.get('model')})" for run in (run_a, run_b))
         self.query_one("#compare-title", Static).update(
@@ -149,6 +154,9 @@ class RunsPane(Pane):
     def export_table(self) -> ExportTable | None:
         if self.comparison:
             rows = self.query_one("#compare-table", MarkableTable).selected_records()
-            return ExportTable("comparison", [{k: v for k, v in r.items() if k not in TEXT_KEYS} for r in rows])
+            name_a, name_b = self.compared  # a comparison belongs to neither run: it goes under the runs directory
+            return ExportTable(f"compare-{name_a}-vs-{name_b}",
+                               [{"A": name_a, "B": name_b, **{k: v for k, v in r.items() if k not in TEXT_KEYS}}
+                                for r in rows], base=self.runs_root)
         records = self.query_one("#runs-table", MarkableTable).selected_records()
         return ExportTable("runs", [{k: v for k, v in r.items() if k != "summary"} for r in records])

@@ -2,10 +2,13 @@
 
 nsys's nvtx_kern_sum matches kernels to NVTX ranges pushed on the *same thread*
 that launched them.  PyTorch launches backward kernels from its autograd thread,
-so `backward` gets almost nothing here and those kernels show up with an empty
-range; the numbers are reported as nsys gives them, with a note saying so.
-Summed kernel times carry no start or end, so there is no GPU span to measure
-busy time or launch waits over: busy_pct and launch are None here (LAUNCH_NOTE).
+so `backward` gets almost nothing there and those kernels show up with an empty
+range, on a thread of their own (the TID column).  Where the profile has a
+backward range, kernels outside every range launched from a thread other than the
+one that pushed the phase ranges are counted as backward (AUTOGRAD_NOTE says so);
+on the H200 fixture that gives backward the sqlite analysis's kernels to the
+nanosecond.  Summed kernel times carry no start or end, so there is no GPU span to
+measure busy time or launch waits over: busy_pct and launch are None (LAUNCH_NOTE).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from models.phases import ATTRIBUTED_PHASES, OTHER, PHASE_OF_RANGE
+from models.phases import ATTRIBUTED_PHASES, BACKWARD, OTHER, PHASE_OF_RANGE
 from profiler_core.errors import KernelReportError
 from profiler_core.kernels.classify import classify_kernels
 from profiler_core.kernels.nsys_stats.csv_reader import find_report_file, read_stats_csv
@@ -23,6 +26,11 @@ BACKWARD_NOTE = (
     "phases from nsys nvtx_kern_sum: nsys matches kernels to ranges on the same thread, so "
     "backward (launched by the autograd thread) is undercounted; use the sqlite export for "
     "launch-time attribution"
+)
+AUTOGRAD_NOTE = (
+    "backward includes {kernels} kernels ({ms:.3f} ms) launched outside every range by thread(s) {threads}, not the "
+    "thread {main} that pushed the phase ranges: PyTorch's autograd engine launches backward from its own thread, so "
+    "they are assumed to be backward's (the sqlite export checks each kernel by its launch time)"
 )
 LAUNCH_NOTE = ("busy % and the launch-bound verdict need each kernel's start and end: analyze the "
                "sqlite export (nsys export --type sqlite)")
@@ -38,8 +46,8 @@ def attribution_from_stats_dir(stats_dir: str | Path) -> dict:
     totals = _kernel_totals_by_class(stats_dir)
     if totals is not None:
         phases[OTHER] = _other_from_totals(totals, [phases[p] for p in ATTRIBUTED_PHASES if p != OTHER])
-    notes = [BACKWARD_NOTE, LAUNCH_NOTE]
-    unranged = kernel_rows[kernel_rows["range"] == ""]
+    notes = [_backward_note(kernel_rows, wall_ns.get(BACKWARD, 0)), LAUNCH_NOTE]
+    unranged = kernel_rows[(kernel_rows["range"] == "") & (kernel_rows["phase"] == OTHER)]
     if len(unranged):
         notes.append(f"{int(unranged['instances'].sum())} kernels ({unranged['total_ns'].sum() / 1e6:.3f} ms) "
                      "have no NVTX range on their launching thread; counted as 'other' (in a training "
@@ -61,8 +69,37 @@ def phase_kernel_rows_from_stats_dir(stats_dir: str | Path) -> pd.DataFrame:
     # ranges and the kernels outside any range, so nothing is counted twice.
     rows = rows[rows["range"].isin(PHASE_OF_RANGE) | (rows["range"] == "")].copy()
     rows["phase"] = rows["range"].map(PHASE_OF_RANGE).fillna(OTHER)
+    rows.loc[_autograd_thread(rows), "phase"] = BACKWARD
     rows["class"] = classify_kernels(rows["name"])
     return rows.reset_index(drop=True)
+
+
+def _phase_threads(rows: pd.DataFrame) -> set:
+    """The thread(s) that pushed the phase ranges: the training loop's."""
+    return set(rows.loc[rows["range"].isin(PHASE_OF_RANGE), "tid"]) if "tid" in rows else set()
+
+
+def _autograd_thread(rows: pd.DataFrame) -> pd.Series:
+    """Rows outside every range, launched from another thread than the phase ranges', in a profile with a backward
+    range: the autograd engine's kernels (module docstring). All False where the CSV has no TID column."""
+    main = _phase_threads(rows)
+    has_backward = (rows["range"].map(PHASE_OF_RANGE) == BACKWARD).any()
+    if not main or not has_backward:
+        return pd.Series(False, index=rows.index)
+    return (rows["range"] == "") & ~rows["tid"].isin(main)
+
+
+def _backward_note(rows: pd.DataFrame, backward_wall_ns: int) -> str:
+    autograd = rows[(rows["phase"] == BACKWARD) & (rows["range"] == "")]
+    if autograd.empty:
+        return BACKWARD_NOTE
+    note = AUTOGRAD_NOTE.format(kernels=int(autograd["instances"].sum()), ms=autograd["total_ns"].sum() / 1e6,
+                                threads=", ".join(str(t) for t in sorted(set(autograd["tid"]))),
+                                main=", ".join(str(t) for t in sorted(_phase_threads(rows))))
+    if backward_wall_ns and autograd["total_ns"].sum() > backward_wall_ns:
+        note += (f"; but they add up to more than the backward ranges' own {backward_wall_ns / 1e6:.3f} ms, so some "
+                 "are not backward's")
+    return note
 
 
 def _phase_entry(rows: pd.DataFrame, wall_ns: int) -> dict:

@@ -52,12 +52,13 @@ def test_analyze_human_tables(cli_env, fixture_sqlite):
     assert "computing softmax" in result.stdout and "(with" in result.stdout
 
 
-def test_analyze_stats_dir_notes_the_undercount(cli_env, shared_fixtures):
+def test_analyze_stats_dir_gives_backward_the_autograd_threads_kernels(cli_env, shared_fixtures):
     result = sysprof(["analyze", str(shared_fixtures / "h200_small_fp32"), "--json"], cli_env)
     assert result.returncode == 0, result.stderr
     analysis = json.loads(result.stdout)
     assert analysis["source_kind"] == "nsys-stats-csv"
-    assert any("undercount" in note or "same thread" in note for note in analysis["notes"])
+    assert analysis["phases"]["backward"]["gpu_ns"] == 84103290  # the sqlite analysis's, to the nanosecond
+    assert any(note.startswith("backward includes") and "assumed" in note for note in analysis["notes"])
 
 
 def test_analyze_memory_snapshot(cli_env, shared_fixtures):

@@ -51,6 +51,10 @@ class KernelReportError(SysprofError):
     title = "Kernel report"
 
 
+class StatsSetError(KernelReportError):
+    """A directory holds the CSVs of several `nsys stats` runs and none was named: reading it would mix them."""
+
+
 class SnapshotError(SysprofError):
     """A memory snapshot that cannot be read."""
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import pandas as pd
 
 from models.phases import ATTRIBUTED_PHASES, OTHER
-from profiler_core.errors import KernelReportError
+from profiler_core.errors import KernelReportError, StatsSetError
 from profiler_core.kernels.attribution import KernelAttribution, attribute_kernels
 from profiler_core.kernels.classify import classify_kernels
 from profiler_core.kernels.communication import communication_summary
@@ -38,7 +38,7 @@ from profiler_core.kernels.kernel_stats import (
 )
 from profiler_core.kernels.module_stats import module_summary
 from profiler_core.kernels.nsys_stats.attribution import attribution_from_stats_dir, phase_kernel_rows_from_stats_dir
-from profiler_core.kernels.nsys_stats.csv_reader import find_report_file, read_stats_csv
+from profiler_core.kernels.nsys_stats.csv_reader import find_report_file, only_stats_set, read_stats_csv, stats_sets
 from profiler_core.kernels.whole_step import STEP_ROW, whole_step
 
 KERNEL_FIELDS = ("name", "class", "instances", "total_ns", "avg_ns", "med_ns", "min_ns", "max_ns", "std_ns")
@@ -74,15 +74,21 @@ def analyze_attribution(attribution: KernelAttribution, source: str, source_kind
     }
 
 
-def analyze_stats_dir(path: str | Path) -> dict:
-    """Analyze JSON from a directory of `nsys stats --format csv` files."""
+def analyze_stats_dir(path: str | Path, prefix: str | None = None) -> dict:
+    """Analyze JSON from a directory of `nsys stats --format csv` files: its only stats set, or the one prefix
+    names (a directory holding several is refused, never read as a mix)."""
     stats_dir = Path(path)
     if not stats_dir.is_dir():
         raise KernelReportError(f"{stats_dir}: not a directory")
-    kernels = _stats_kernel_table(stats_dir)
+    if prefix is None:
+        prefix = only_stats_set(stats_dir)
+    elif prefix not in stats_sets(stats_dir):
+        held = ", ".join(repr(p) for p in stats_sets(stats_dir)) or "none"
+        raise StatsSetError(f"{stats_dir} has no stats set {prefix!r} (it holds: {held})")
+    kernels = _stats_kernel_table(stats_dir, prefix)
     notes: list[str] = []
     try:
-        attribution = attribution_from_stats_dir(stats_dir)
+        attribution = attribution_from_stats_dir(stats_dir, prefix)
         phases, notes = attribution["phases"], attribution["notes"]
     except KernelReportError as error:
         phases = {phase: _empty_phase() for phase in ATTRIBUTED_PHASES}
@@ -91,6 +97,7 @@ def analyze_stats_dir(path: str | Path) -> dict:
     return {
         "source": str(stats_dir),
         "source_kind": "nsys-stats-csv",
+        "stats_prefix": prefix,
         "kernels": _kernel_records(kernels),
         "phases": phases,
         "gemm_fraction": {p: _fraction(phases[p]["by_class"].get("gemm", 0), phases[p]["gpu_ns"]) for p in ATTRIBUTED_PHASES}
@@ -120,10 +127,11 @@ def phase_kernel_table(source: str | Path | KernelAttribution) -> pd.DataFrame:
     return table
 
 
-def _stats_kernel_table(stats_dir: Path) -> pd.DataFrame:
-    path = find_report_file(stats_dir, "cuda_gpu_kern_sum")
+def _stats_kernel_table(stats_dir: Path, prefix: str | None) -> pd.DataFrame:
+    path = find_report_file(stats_dir, "cuda_gpu_kern_sum", prefix)
     if path is None:
-        raise KernelReportError(f"{stats_dir}: no cuda_gpu_kern_sum (or gpukernsum) CSV")
+        named = f" with prefix {prefix!r}" if prefix else ""
+        raise KernelReportError(f"{stats_dir}: no cuda_gpu_kern_sum (or gpukernsum) CSV{named}")
     kernels = read_stats_csv(path, "cuda_gpu_kern_sum")
     if kernels.empty:
         return pd.DataFrame(columns=list(KERNEL_FIELDS))

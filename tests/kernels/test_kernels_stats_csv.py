@@ -244,9 +244,32 @@ def test_missing_and_garbage_files_raise_typed_errors(tmp_path):
 @needs_fixtures
 def test_find_report_file_by_new_bare_and_legacy_names(tmp_path):
     assert find_report_file(H200, "cuda_gpu_kern_sum") == H200 / "cuda_gpu_kern_sum.csv"
-    assert find_report_file(PUBLIC, "nvtx_gpu_proj_sum") == PUBLIC / "kiln_2024.5.1_nvtx_gpu_proj_sum.csv"
+    assert find_report_file(PUBLIC, "nvtx_gpu_proj_sum", "kiln_2024.5.1") == \
+        PUBLIC / "kiln_2024.5.1_nvtx_gpu_proj_sum.csv"
     shutil.copy(PUBLIC / "gpa_2021_gpukernsum_paddle_bert.csv", tmp_path / "run_gpukernsum.csv")
     found = find_report_file(tmp_path, "cuda_gpu_kern_sum")
     assert found == tmp_path / "run_gpukernsum.csv"
     assert len(read_stats_csv(found, "cuda_gpu_kern_sum")) == 80
     assert find_report_file(tmp_path, "nvtx_sum") is None
+
+
+@needs_fixtures
+def test_a_directory_of_several_stats_sets_is_never_read_as_a_mix():
+    """nsys_public holds the CSVs of three `nsys stats` runs (two nvtx_kern_sum files among them): without --prefix
+    it is refused with the sets listed; with one, only that set's files are read."""
+    from profiler_core.errors import StatsSetError
+    from profiler_core.kernels import analyze_stats_dir
+    from profiler_core.kernels.nsys_stats.csv_reader import stats_sets
+
+    assert stats_sets(PUBLIC) == ["forkni_2026.2.1_windows", "kiln_2024.5.1", "kiln_2024.6.2"]
+    assert stats_sets(H200) == [""]
+    with pytest.raises(StatsSetError, match=r"holds 3 sets of nsys stats \('forkni_2026.2.1_windows', "
+                                            r"'kiln_2024.5.1', 'kiln_2024.6.2'\); name one with --prefix"):
+        analyze_stats_dir(PUBLIC)
+    with pytest.raises(StatsSetError, match="has no stats set 'kiln' .it holds: 'forkni"):
+        analyze_stats_dir(PUBLIC, prefix="kiln")
+    chosen = analyze_stats_dir(PUBLIC, prefix="kiln_2024.5.1")
+    kernels = read_stats_csv(PUBLIC / "kiln_2024.5.1_cuda_gpu_kern_sum.csv", "cuda_gpu_kern_sum")
+    assert chosen["stats_prefix"] == "kiln_2024.5.1"
+    assert chosen["totals"]["gpu_ns"] == int(kernels["total_ns"].sum())
+    assert find_report_file(PUBLIC, "nvtx_kern_sum", "kiln_2024.6.2") == PUBLIC / "kiln_2024.6.2_nvtx_kern_sum.csv"

@@ -36,14 +36,15 @@ LAUNCH_NOTE = ("busy % and the launch-bound verdict need each kernel's start and
                "sqlite export (nsys export --type sqlite)")
 
 
-def attribution_from_stats_dir(stats_dir: str | Path) -> dict:
-    """{"phases": {phase: {gpu_ns, kernels, by_class, wall_ns, busy_pct, launch}}, "notes": [...]}."""
+def attribution_from_stats_dir(stats_dir: str | Path, prefix: str | None = None) -> dict:
+    """{"phases": {phase: {gpu_ns, kernels, by_class, wall_ns, busy_pct, launch}}, "notes": [...]}.
+    prefix: which stats set of the directory (csv_reader.find_report_file)."""
     stats_dir = Path(stats_dir)
-    kernel_rows = phase_kernel_rows_from_stats_dir(stats_dir)
-    wall_ns = _phase_wall_ns(stats_dir)
+    kernel_rows = phase_kernel_rows_from_stats_dir(stats_dir, prefix)
+    wall_ns = _phase_wall_ns(stats_dir, prefix)
     phases = {phase: _phase_entry(kernel_rows[kernel_rows["phase"] == phase], wall_ns.get(phase, 0))
               for phase in ATTRIBUTED_PHASES}
-    totals = _kernel_totals_by_class(stats_dir)
+    totals = _kernel_totals_by_class(stats_dir, prefix)
     if totals is not None:
         phases[OTHER] = _other_from_totals(totals, [phases[p] for p in ATTRIBUTED_PHASES if p != OTHER])
     notes = [_backward_note(kernel_rows, wall_ns.get(BACKWARD, 0)), LAUNCH_NOTE]
@@ -55,10 +56,10 @@ def attribution_from_stats_dir(stats_dir: str | Path) -> dict:
     return {"phases": phases, "notes": notes}
 
 
-def phase_kernel_rows_from_stats_dir(stats_dir: str | Path) -> pd.DataFrame:
+def phase_kernel_rows_from_stats_dir(stats_dir: str | Path, prefix: str | None = None) -> pd.DataFrame:
     """nvtx_kern_sum rows of the phase ranges plus unranged kernels, with phase and class."""
     stats_dir = Path(stats_dir)
-    path = find_report_file(stats_dir, "nvtx_kern_sum")
+    path = find_report_file(stats_dir, "nvtx_kern_sum", prefix)
     if path is None:
         raise KernelReportError(f"{stats_dir}: no nvtx_kern_sum CSV, cannot attribute phases")
     rows = read_stats_csv(path, "nvtx_kern_sum")
@@ -115,8 +116,8 @@ def _phase_entry(rows: pd.DataFrame, wall_ns: int) -> dict:
     }
 
 
-def _kernel_totals_by_class(stats_dir: Path) -> pd.DataFrame | None:
-    path = find_report_file(stats_dir, "cuda_gpu_kern_sum")
+def _kernel_totals_by_class(stats_dir: Path, prefix: str | None) -> pd.DataFrame | None:
+    path = find_report_file(stats_dir, "cuda_gpu_kern_sum", prefix)
     if path is None:
         return None
     kernels = read_stats_csv(path, "cuda_gpu_kern_sum")
@@ -137,8 +138,8 @@ def _other_from_totals(totals: pd.DataFrame, phases: list[dict]) -> dict:
             "by_class": {str(c): int(ns) for c, ns in by_class.items()}, "wall_ns": 0, "busy_pct": None, "launch": None}
 
 
-def _phase_wall_ns(stats_dir: Path) -> dict[str, int]:
-    path = find_report_file(stats_dir, "nvtx_sum")
+def _phase_wall_ns(stats_dir: Path, prefix: str | None) -> dict[str, int]:
+    path = find_report_file(stats_dir, "nvtx_sum", prefix)
     if path is None:
         return {}
     ranges = read_stats_csv(path, "nvtx_sum")

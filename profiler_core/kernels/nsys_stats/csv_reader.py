@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from profiler_core.errors import KernelReportError
+from profiler_core.errors import KernelReportError, StatsSetError
 from profiler_core.kernels.nsys_stats.columns import DASH_LINE, parse_column_tables
 from profiler_core.kernels.nsys_stats.schema import (
     REPORT_ALIASES,
@@ -92,18 +92,44 @@ def split_stats_csv_line(line: str, field_count: int) -> list[str]:
     return fields
 
 
-def find_report_file(stats_dir: str | Path, report: str) -> Path | None:
-    """The CSV for `report` in a stats directory, under its new or its old name.
+def find_report_file(stats_dir: str | Path, report: str, prefix: str | None = None) -> Path | None:
+    """The CSV for `report` in one stats set of a directory, under its new or its old name.
 
-    Matches `PREFIX_cuda_gpu_kern_sum.csv`, `cuda_gpu_kern_sum.csv` and legacy
-    `PREFIX_gpukernsum.csv`; with several candidates the newest file wins.
+    A set is the files one `nsys stats --output PREFIX` wrote: `PREFIX_cuda_gpu_kern_sum.csv`, legacy
+    `PREFIX_gpukernsum.csv`, or bare `cuda_gpu_kern_sum.csv` (prefix ""). prefix None: the directory's only set;
+    a directory holding several is refused (StatsSetError) rather than read as a mix of runs.
     """
+    if prefix is None:
+        prefix = only_stats_set(stats_dir)
+        if prefix is None:
+            return None
     canonical = canonical_report_name(report) or report
     for name in (canonical, *REPORT_ALIASES.get(canonical, ())):
-        candidates = sorted(set(Path(stats_dir).glob(f"*_{name}.csv")) | set(Path(stats_dir).glob(f"{name}.csv")))
-        if candidates:
-            return max(candidates, key=lambda p: (p.stat().st_mtime, p.name))
+        path = Path(stats_dir) / (f"{prefix}_{name}.csv" if prefix else f"{name}.csv")
+        if path.is_file():
+            return path
     return None
+
+
+def stats_sets(stats_dir: str | Path) -> list[str]:
+    """The prefixes of the stats sets in a directory ("" for files named by their report alone)."""
+    names = sorted((n for c, olds in REPORT_ALIASES.items() for n in (c, *olds)), key=len, reverse=True)
+    prefixes = set()
+    for path in Path(stats_dir).glob("*.csv"):
+        for name in names:  # longest first, so `nvtx_pushpop_sum` is not read as a set ending in `nvtx_sum`
+            if path.name == f"{name}.csv" or path.name.endswith(f"_{name}.csv"):
+                prefixes.add(path.name[:-len(f"{name}.csv")].removesuffix("_"))
+                break
+    return sorted(prefixes)
+
+
+def only_stats_set(stats_dir: str | Path) -> str | None:
+    """The directory's one stats set; None without any; StatsSetError with several."""
+    sets = stats_sets(stats_dir)
+    if len(sets) > 1:
+        named = ", ".join(repr(prefix) if prefix else "'' (no prefix)" for prefix in sets)
+        raise StatsSetError(f"{stats_dir} holds {len(sets)} sets of nsys stats ({named}); name one with --prefix")
+    return sets[0] if sets else None
 
 
 def _parse_csv_tables(lines: list[str], source: str) -> list[tuple[str | None, pd.DataFrame]]:

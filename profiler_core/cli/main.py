@@ -11,7 +11,6 @@ from pathlib import Path
 from rich.console import Console
 
 from profiler_core import events, rundir
-from profiler_core.analyze import analyze_path
 from profiler_core.cli.event_lines import print_run_event
 from profiler_core.cli.export import add_export_options, command_export
 from profiler_core.cli.live import add_live_parsers, command_attach, command_ps
@@ -125,6 +124,9 @@ def command_run(args) -> int:
 
 
 def command_analyze(args) -> int:
+    # Here, not at the top: the analyzers import pandas (and numpy), ~0.15 s that --help and models never need.
+    from profiler_core.analyze import analyze_path
+
     analysis = analyze_path(args.path, args.nsys)
     if args.json:
         print(json.dumps(analysis, default=str))

@@ -20,6 +20,33 @@ PHASE_RANGES = {FORWARD: "forward", BACKWARD: "backward", OPTIMIZER: "optimizer 
 # Reading a profile back: every range name that means a phase (a bare "optimizer" from users' scripts too).
 PHASE_OF_RANGE = {**{name: phase for phase, name in PHASE_RANGES.items()}, "optimizer": OPTIMIZER}
 
+# Reading a user's own profile: the names their scripts give each phase, matched without case (the tool's own first).
+# `--phase forward=NAME,...` names them where these do not.
+PHASE_ALIASES = {
+    FORWARD: ("forward", "fwd", "forward pass", "forward_pass", "model forward"),
+    BACKWARD: ("backward", "bwd", "backward pass", "backward_pass", "loss.backward", "loss backward"),
+    OPTIMIZER: ("optimizer step", "optimizer", "opt", "optim", "optimizer.step", "optimizer_step", "opt step",
+                "opt_step"),
+}
+# A user's step ranges, read as the tool's `step N`: "train step 3", "train_step_3", "iteration 3", "iter 3".
+STEP_ALIAS = re.compile(r"^(?:train[ _-]?step|training[ _-]step|step|iteration|iter)[ _#-]?(\d+)$", re.IGNORECASE)
+
+def phase_option(text: str) -> dict[str, str]:
+    """`forward=fwd,backward=bwd` → {"forward": "fwd", "backward": "bwd"}; ValueError with the reason."""
+    chosen: dict[str, str] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        phase, separator, name = item.partition("=")
+        phase = phase.strip().lower()
+        if not separator or not name.strip():
+            raise ValueError(f"{item!r}: expected PHASE=RANGE NAME")
+        if phase not in PHASES:
+            raise ValueError(f"{phase!r} is not a phase (one of {', '.join(PHASES)})")
+        chosen[phase] = name.strip()
+    if not chosen:
+        raise ValueError("expected PHASE=RANGE NAME, e.g. forward=fwd,backward=bwd,optimizer=opt")
+    return chosen
+
+
 WARMUP_RANGE = "warmup"
 COMPILE_RANGE = "compile"
 STEP_RANGE = re.compile(r"^step (\d+)$")

@@ -24,14 +24,16 @@ SNAPSHOT_SUFFIXES = (".pickle", ".pkl", ".xz", ".gz")
 DAMAGED = (*DAMAGED_DATA, sqlite3.DatabaseError, pickle.UnpicklingError, lzma.LZMAError, zlib.error)
 
 
-def analyze_path(path: Path, nsys: str | None = None, prefix: str | None = None) -> dict:
-    """prefix: which `nsys stats` set of a directory holding several (`--prefix`)."""
+def analyze_path(path: Path, nsys: str | None = None, prefix: str | None = None,
+                 phase_names: dict[str, str] | None = None) -> dict:
+    """prefix: which `nsys stats` set of a directory holding several (`--prefix`); phase_names: each phase's NVTX
+    range where a profile's are not names the tool knows (`--phase`)."""
     if not path.exists():
         raise AnalyzeError(f"{path}: no such file or directory")
     if prefix is not None and (not path.is_dir() or (path / rundir.MANIFEST).is_file()):
         raise AnalyzeError(f"--prefix names a set of nsys stats CSVs in a directory; {path} is not such a directory")
     try:
-        return _dispatch(path, nsys, prefix)  # the readers raise a SysprofError with their one-line reason where they can
+        return _dispatch(path, nsys, prefix, phase_names)  # the readers raise a SysprofError with their one-line reason where they can
     except SysprofError:
         raise
     except DAMAGED as exc:
@@ -40,13 +42,13 @@ def analyze_path(path: Path, nsys: str | None = None, prefix: str | None = None)
                            f"({type(exc).__name__}: {detail:.120})") from None
 
 
-def _dispatch(path: Path, nsys: str | None, prefix: str | None) -> dict:
+def _dispatch(path: Path, nsys: str | None, prefix: str | None, phase_names: dict[str, str] | None) -> dict:
     if path.is_dir():
-        return _analyze_dir(path, prefix)
+        return _analyze_dir(path, prefix, phase_names)
     if path.suffix == ".sqlite":
-        return analyze_sqlite(path)
+        return analyze_sqlite(path, phase_names)
     if path.suffix == ".nsys-rep":
-        return analyze_sqlite(_export_sqlite(path, nsys))
+        return analyze_sqlite(_export_sqlite(path, nsys), phase_names)
     if path.suffix == ".json":
         return analyze_attribution(attribute_torch_trace(path), str(path), "torch")
     if path.name.endswith(SNAPSHOT_SUFFIXES):
@@ -55,7 +57,7 @@ def _dispatch(path: Path, nsys: str | None, prefix: str | None) -> dict:
                        "torch trace .json or memory snapshot .pickle")
 
 
-def _analyze_dir(path: Path, prefix: str | None) -> dict:
+def _analyze_dir(path: Path, prefix: str | None, phase_names: dict[str, str] | None) -> dict:
     """A run directory: its saved analyses (kernels, memory); a directory of CSVs: nsys's own stats."""
     if (path / rundir.MANIFEST).is_file():
         saved = {kind: rundir.read_json(path / sub / rundir.ANALYSIS)
@@ -65,7 +67,7 @@ def _analyze_dir(path: Path, prefix: str | None) -> dict:
             raise AnalyzeError(f"{path}: this run has no kernel or memory analysis; run it with "
                                "--profiler nsys|torch or --memory")
         return found["kernels"] | {"memory": found["memory"]} if len(found) == 2 else next(iter(found.values()))
-    return analyze_stats_dir(path, prefix)
+    return analyze_stats_dir(path, prefix, phase_names)
 
 
 def _export_sqlite(report: Path, nsys: str | None) -> Path:

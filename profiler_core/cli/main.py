@@ -10,6 +10,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from models.phases import phase_option
 from profiler_core import events, rundir
 from profiler_core.cli.event_lines import print_run_event
 from profiler_core.cli.export import add_export_options, command_export
@@ -36,6 +37,14 @@ from profiler_core.session.repeats import RepeatedRun
 stderr_console = Console(stderr=True, highlight=False)
 
 
+
+
+def phase_names(text: str) -> dict[str, str]:
+    """--phase forward=NAME,backward=NAME,optimizer=NAME."""
+    try:
+        return phase_option(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def min_effect_fraction(text: str) -> float:
@@ -65,6 +74,11 @@ def build_parser() -> OneLineParser:
     analyze.add_argument("path", type=Path)
     analyze.add_argument("--json", action="store_true")
     analyze.add_argument("--nsys", help="nsys to export a .nsys-rep with")
+    analyze.add_argument("--prefix", help="which set of nsys stats CSVs in a directory holding several "
+                                          "(PREFIX of PREFIX_cuda_gpu_kern_sum.csv)")
+    analyze.add_argument("--phase", type=phase_names, metavar="forward=NAME,backward=NAME,optimizer=NAME",
+                         help="the NVTX range of each phase, where the profile's names are not known ones "
+                              "(fwd, bwd, opt, optimizer step, …)")
     analyze.add_argument("--full-names", action="store_true", help="kernel names whole (template arguments, parameter lists); tables show the base name")
     add_sweep_options(commands.add_parser("sweep", help="run the cartesian product of comma-separated values"))
     add_study_parsers(commands)
@@ -127,7 +141,7 @@ def command_analyze(args) -> int:
     # Here, not at the top: the analyzers import pandas (and numpy), ~0.15 s that --help and models never need.
     from profiler_core.analyze import analyze_path
 
-    analysis = analyze_path(args.path, args.nsys)
+    analysis = analyze_path(args.path, args.nsys, args.prefix, args.phase)
     if args.json:
         print(json.dumps(analysis, default=str))
     else:

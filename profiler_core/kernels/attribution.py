@@ -18,6 +18,7 @@ Module ranges (--nvtx-modules) are looked up on the launching thread instead
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,6 +38,7 @@ from profiler_core.kernels.nsys.sqlite_tables import (
     load_thread_names,
     open_nsys_sqlite,
 )
+from profiler_core.kernels.phase_names import drop_unbalanced, rename_phase_ranges
 
 
 @dataclass(frozen=True)
@@ -62,8 +64,9 @@ class KernelAttribution:
     module_ranges: int = 0
 
 
-def attribute_kernels(sqlite_path: str | Path) -> KernelAttribution:
-    """Label every kernel of an nsys sqlite export with phase, step and attention part."""
+def attribute_kernels(sqlite_path: str | Path, phase_names: Mapping[str, str] | None = None) -> KernelAttribution:
+    """Label every kernel of an nsys sqlite export with phase, step and attention part.
+    phase_names: the range name of each phase, where the profile's are not ones phase_names.py knows."""
     conn = open_nsys_sqlite(sqlite_path)
     try:
         kernels = _kernels_with_launch_calls(conn)
@@ -76,9 +79,12 @@ def attribute_kernels(sqlite_path: str | Path) -> KernelAttribution:
     finally:
         conn.close()
     notes = _launch_notes(kernels)
+    ranges["name"], naming_notes = rename_phase_ranges(ranges["name"], phase_names)
+    ranges, unbalanced_notes = drop_unbalanced(ranges, kernels)
+    notes += naming_notes + unbalanced_notes
     main_tid = find_main_thread(ranges)
     main_ranges = ranges[ranges["global_tid"] == main_tid] if main_tid is not None else ranges.iloc[:0]
-    notes += _range_notes(ranges, main_tid)
+    notes += [note for note in _range_notes(ranges, main_tid) if not naming_notes or "found" not in note]
     names = strings.reindex(kernels["name_id"].unique()).fillna("<unknown kernel>")
     short_names = strings.reindex(kernels["short_id"].unique()).fillna("<unknown kernel>")
     kernels["class"] = _classes(kernels["name_id"], names)

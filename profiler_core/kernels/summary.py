@@ -20,6 +20,7 @@ figures and the verdict (launch-bound or GPU-bound, reason, remedy); None for
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
@@ -44,9 +45,9 @@ from profiler_core.kernels.whole_step import STEP_ROW, whole_step
 KERNEL_FIELDS = ("name", "class", "instances", "total_ns", "avg_ns", "med_ns", "min_ns", "max_ns", "std_ns")
 
 
-def analyze_sqlite(path: str | Path) -> dict:
+def analyze_sqlite(path: str | Path, phase_names: Mapping[str, str] | None = None) -> dict:
     """Analyze JSON from an nsys sqlite export, with launch-time phase attribution."""
-    return analyze_attribution(attribute_kernels(path), str(path), "nsys-sqlite")
+    return analyze_attribution(attribute_kernels(path, phase_names), str(path), "nsys-sqlite")
 
 
 def analyze_attribution(attribution: KernelAttribution, source: str, source_kind: str) -> dict:
@@ -74,7 +75,8 @@ def analyze_attribution(attribution: KernelAttribution, source: str, source_kind
     }
 
 
-def analyze_stats_dir(path: str | Path, prefix: str | None = None) -> dict:
+def analyze_stats_dir(path: str | Path, prefix: str | None = None,
+                      phase_names: Mapping[str, str] | None = None) -> dict:
     """Analyze JSON from a directory of `nsys stats --format csv` files: its only stats set, or the one prefix
     names (a directory holding several is refused, never read as a mix)."""
     stats_dir = Path(path)
@@ -88,7 +90,7 @@ def analyze_stats_dir(path: str | Path, prefix: str | None = None) -> dict:
     kernels = _stats_kernel_table(stats_dir, prefix)
     notes: list[str] = []
     try:
-        attribution = attribution_from_stats_dir(stats_dir, prefix)
+        attribution = attribution_from_stats_dir(stats_dir, prefix, phase_names)
         phases, notes = attribution["phases"], attribution["notes"]
     except KernelReportError as error:
         phases = {phase: _empty_phase() for phase in ATTRIBUTED_PHASES}

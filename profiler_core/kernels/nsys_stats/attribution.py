@@ -13,14 +13,16 @@ measure busy time or launch waits over: busy_pct and launch are None (LAUNCH_NOT
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
 
-from models.phases import ATTRIBUTED_PHASES, BACKWARD, OTHER, PHASE_OF_RANGE
+from models.phases import ATTRIBUTED_PHASES, BACKWARD, OTHER, PHASE_OF_RANGE, STEP_RANGE
 from profiler_core.errors import KernelReportError
 from profiler_core.kernels.classify import classify_kernels
 from profiler_core.kernels.nsys_stats.csv_reader import find_report_file, read_stats_csv
+from profiler_core.kernels.phase_names import rename_phase_ranges
 
 BACKWARD_NOTE = (
     "phases from nsys nvtx_kern_sum: nsys matches kernels to ranges on the same thread, so "
@@ -36,18 +38,21 @@ LAUNCH_NOTE = ("busy % and the launch-bound verdict need each kernel's start and
                "sqlite export (nsys export --type sqlite)")
 
 
-def attribution_from_stats_dir(stats_dir: str | Path, prefix: str | None = None) -> dict:
+def attribution_from_stats_dir(stats_dir: str | Path, prefix: str | None = None,
+                               phase_names: Mapping[str, str] | None = None) -> dict:
     """{"phases": {phase: {gpu_ns, kernels, by_class, wall_ns, busy_pct, launch}}, "notes": [...]}.
-    prefix: which stats set of the directory (csv_reader.find_report_file)."""
+    prefix: which stats set of the directory (csv_reader.find_report_file); phase_names: the range name of each
+    phase where the profile's are not ones kernels/phase_names.py knows."""
     stats_dir = Path(stats_dir)
-    kernel_rows = phase_kernel_rows_from_stats_dir(stats_dir, prefix)
-    wall_ns = _phase_wall_ns(stats_dir, prefix)
+    kernel_rows, naming_notes = _named_kernel_rows(stats_dir, prefix, phase_names)
+    wall_ns = _phase_wall_ns(stats_dir, prefix, phase_names)
     phases = {phase: _phase_entry(kernel_rows[kernel_rows["phase"] == phase], wall_ns.get(phase, 0))
               for phase in ATTRIBUTED_PHASES}
     totals = _kernel_totals_by_class(stats_dir, prefix)
     if totals is not None:
         phases[OTHER] = _other_from_totals(totals, [phases[p] for p in ATTRIBUTED_PHASES if p != OTHER])
-    notes = [_backward_note(kernel_rows, wall_ns.get(BACKWARD, 0)), LAUNCH_NOTE]
+    notes = [*naming_notes, _backward_note(kernel_rows, wall_ns.get(BACKWARD, 0)), LAUNCH_NOTE,
+             *_unbalanced_notes(stats_dir, prefix, phase_names)]
     unranged = kernel_rows[(kernel_rows["range"] == "") & (kernel_rows["phase"] == OTHER)]
     if len(unranged):
         notes.append(f"{int(unranged['instances'].sum())} kernels ({unranged['total_ns'].sum() / 1e6:.3f} ms) "
@@ -56,16 +61,26 @@ def attribution_from_stats_dir(stats_dir: str | Path, prefix: str | None = None)
     return {"phases": phases, "notes": notes}
 
 
-def phase_kernel_rows_from_stats_dir(stats_dir: str | Path, prefix: str | None = None) -> pd.DataFrame:
+def phase_kernel_rows_from_stats_dir(stats_dir: str | Path, prefix: str | None = None,
+                                     phase_names: Mapping[str, str] | None = None) -> pd.DataFrame:
     """nvtx_kern_sum rows of the phase ranges plus unranged kernels, with phase and class."""
-    stats_dir = Path(stats_dir)
+    return _named_kernel_rows(Path(stats_dir), prefix, phase_names)[0]
+
+
+def _named_kernel_rows(stats_dir: Path, prefix: str | None,
+                       phase_names: Mapping[str, str] | None) -> tuple[pd.DataFrame, list[str]]:
     path = find_report_file(stats_dir, "nvtx_kern_sum", prefix)
     if path is None:
         raise KernelReportError(f"{stats_dir}: no nvtx_kern_sum CSV, cannot attribute phases")
     rows = read_stats_csv(path, "nvtx_kern_sum")
     if rows.empty:
-        return pd.DataFrame(columns=["phase", "range", "name", "class", "instances", "total_ns"])
+        return pd.DataFrame(columns=["phase", "range", "name", "class", "instances", "total_ns"]), []
     rows = rows.assign(range=rows["range"].fillna("").replace("nan", ""))
+    rows["range"], notes = rename_phase_ranges(rows["range"], phase_names, instances=False)
+    return _phase_rows(rows), notes
+
+
+def _phase_rows(rows: pd.DataFrame) -> pd.DataFrame:
     # nvtx_kern_sum repeats a kernel under every enclosing range; keep the phase
     # ranges and the kernels outside any range, so nothing is counted twice.
     rows = rows[rows["range"].isin(PHASE_OF_RANGE) | (rows["range"] == "")].copy()
@@ -138,12 +153,34 @@ def _other_from_totals(totals: pd.DataFrame, phases: list[dict]) -> dict:
             "by_class": {str(c): int(ns) for c, ns in by_class.items()}, "wall_ns": 0, "busy_pct": None, "launch": None}
 
 
-def _phase_wall_ns(stats_dir: Path, prefix: str | None) -> dict[str, int]:
+def _phase_wall_ns(stats_dir: Path, prefix: str | None, phase_names: Mapping[str, str] | None) -> dict[str, int]:
     path = find_report_file(stats_dir, "nvtx_sum", prefix)
     if path is None:
         return {}
     ranges = read_stats_csv(path, "nvtx_sum")
     if ranges.empty:
         return {}
+    ranges["range"] = rename_phase_ranges(ranges["range"].fillna("").astype(str), phase_names, instances=False)[0]
     ranges = ranges[ranges["range"].isin(PHASE_OF_RANGE)]
     return {PHASE_OF_RANGE[name]: int(ns) for name, ns in ranges.groupby("range")["total_ns"].sum().items()}
+
+
+def _unbalanced_notes(stats_dir: Path, prefix: str | None, phase_names: Mapping[str, str] | None) -> list[str]:
+    """nvtx_sum has no capture span to hold ranges against; the step ranges together stand in for it. A range
+    longer than all of them cannot be inside one step: pushed before the capture, or never popped (nsys closes
+    such a range at the capture's end)."""
+    path = find_report_file(stats_dir, "nvtx_sum", prefix)
+    ranges = read_stats_csv(path, "nvtx_sum") if path else None
+    if ranges is None or ranges.empty or "max_ns" not in ranges:
+        return []
+    ranges["range"] = rename_phase_ranges(ranges["range"].fillna("").astype(str), phase_names, instances=False)[0]
+    steps = ranges["range"].str.match(STEP_RANGE)
+    if not steps.any():
+        return []
+    all_steps_ns = int(ranges.loc[steps, "total_ns"].sum())
+    longer = ranges[~steps & (ranges["max_ns"] > all_steps_ns)]
+    if longer.empty:
+        return []
+    named = ", ".join(f"{name!r} ({ns / 1e6:.3f} ms)" for name, ns in zip(longer["range"], longer["max_ns"]))
+    return [f"unbalanced NVTX ranges: {named}, each longer than all {int(steps.sum())} step ranges together "
+            f"({all_steps_ns / 1e6:.3f} ms): pushed before the capture or never popped"]

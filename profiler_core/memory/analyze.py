@@ -3,7 +3,11 @@
 Contract keys (DESIGN.md §2; never rename): peak_allocated_bytes, top_allocations, by_category.
 Added here: the peak's moment, max_by_category, largest_by_category, a timeline, and `modules` (memory by module type with
 --nvtx-modules; modules.py).
-All byte counts are requested tensor sizes unless the key says `rounded` (see replay.py).
+All byte counts are requested tensor sizes unless the key says `rounded` or `block` (see replay.py). Which torch counter
+each peak is: `peak_allocated_bytes` (requested sizes) is torch.cuda.memory_stats()["requested_bytes.all.peak"];
+`allocator_peak.allocated_bytes` (allocator blocks, replayed in blocks.py) is torch.cuda.max_memory_allocated(), both
+over the recorded span (equal to the byte on four H100 snapshots, replay.py). `peak_allocated_rounded_bytes` only rounds
+each request up to 512 B, a lower bound of the blocks.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import os
 
 from .categories import bytes_by_category, classify_allocations, max_by_category
 from .modules import module_memory, module_types_beside
-from .phases import BEFORE_RECORDING
+from .phases import BEFORE_RECORDING, step_words
 from .replay import Allocation, Replay, replay_trace
 from .snapshot import load_snapshot
 from .timeline import DEFAULT_MAX_POINTS, downsample_timeline
@@ -56,13 +60,43 @@ def _allocation_row(alloc: Allocation, category: str, replay: Replay) -> dict:
     }
 
 
-def _peak_summary(replay: Replay) -> dict:
-    index = replay.peak_index
+REQUESTED_PEAK_COUNTER = 'torch.cuda.memory_stats()["requested_bytes.all.peak"]'
+BLOCK_PEAK_COUNTER = "torch.cuda.max_memory_allocated()"
+
+
+def _moment(replay: Replay, index: int) -> dict:
+    """When event `index` happened: phase, recorded step (counted from 0), ms since the first event."""
     return {
         "event_index": index,
         "phase": replay.phases[index] if index >= 0 else BEFORE_RECORDING,
         "step": replay.steps[index] if index >= 0 else None,
         "t_ms": _t_ms(replay, index),
+    }
+
+
+def _recorded_steps(replay: Replay) -> int | None:
+    """How many steps the recording holds (a step begins where forward follows backward or optimizer); None when no
+    event's phase is known."""
+    return max(replay.steps) + 1 if replay.marks and replay.steps else None
+
+
+def _peak_summary(replay: Replay) -> dict:
+    return _moment(replay, replay.peak_index) | {
+        "recorded_steps": _recorded_steps(replay),
+        # the recording began inside a step: its first phase is not forward, so step 0 is that step's tail
+        "first_step_partial": bool(replay.marks) and replay.marks[0].phase != "forward",
+        "counter": REQUESTED_PEAK_COUNTER,
+    }
+
+
+def _allocator_peak(replay: Replay) -> dict:
+    """The peak of allocator blocks (it may fall at another event than the requested peak) and when."""
+    index = replay.block_peak_index
+    return _moment(replay, index) | {
+        "allocated_bytes": replay.block_bytes_at(index),
+        "replayed": replay.blocks_replayed,  # False: a lower bound, some requests only rounded (`note` says why)
+        "note": replay.blocks_note,
+        "counter": BLOCK_PEAK_COUNTER,
     }
 
 
@@ -79,12 +113,17 @@ def _peak_reserved(replay: Replay) -> int | None:
     return int(top) if top > 0 else None
 
 
+def _blocks_caveat(replay: Replay) -> str:
+    return "" if replay.blocks_replayed else f" (a lower bound here: {replay.blocks_note})"
+
+
 def _notes(replay: Replay, facts: dict, peak: dict) -> list[str]:
-    notes = ["Bytes are requested tensor sizes from the trace; torch.cuda.max_memory_allocated counts allocator "
-             "blocks (512 B rounding, unsplit remainders) and reads a little higher "
-             "(see peak_allocated_rounded_bytes).",
-             f"Peak in {peak['phase']} of recorded step {peak['step']} (event {peak['event_index']}); phases are "
-             "inferred from stack frames and Optimizer.* annotations, not NVTX."]
+    notes = [f"Bytes are requested tensor sizes from the trace: peak_allocated_bytes is {REQUESTED_PEAK_COUNTER}. "
+             f"{BLOCK_PEAK_COUNTER} counts allocator blocks (requests rounded up to 512 B, some given a whole free "
+             "block) and reads higher: allocator_peak.allocated_bytes"
+             + _blocks_caveat(replay) + ".",
+             f"Peak in {step_words(peak, peak['recorded_steps'])} (peak.step {peak['step']}, event "
+             f"{peak['event_index']}); phases are inferred from stack frames and Optimizer.* annotations, not NVTX."]
     if facts["optimizer"]:
         notes.append(f"Optimizer '{facts['optimizer']}' seen in the trace: blocks alive since before recording are "
                      f"split assuming {facts['states_per_parameter']} state tensor(s) per parameter, by size class.")
@@ -125,6 +164,8 @@ def analyze_snapshot(path_or_loaded: str | os.PathLike | dict, top_n: int = 20, 
         "source": str(path_or_loaded) if not isinstance(path_or_loaded, dict) else None,
         "peak_allocated_bytes": replay.peak_bytes,
         "peak_allocated_rounded_bytes": replay.peak_rounded_bytes,
+        "peak_allocated_block_bytes": replay.block_bytes_at(peak["event_index"]),  # allocator blocks, same moment
+        "allocator_peak": _allocator_peak(replay),
         "peak_reserved_bytes": _peak_reserved(replay),
         "baseline_bytes": replay.baseline_bytes,
         "peak": peak,

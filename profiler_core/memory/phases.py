@@ -21,6 +21,8 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 
+from profiler_core.render.units import ordinal
+
 from .frames import StackCache
 
 BEFORE_RECORDING = "before_recording"
@@ -85,3 +87,17 @@ def assign_phases(trace: list[dict], stacks: StackCache, annotations: list[dict]
         phases.append(current)
         steps.append(step)
     return phases, steps, marks
+
+
+def step_words(moment: dict, recorded_steps: int | None) -> str:
+    """"backward of the 1st of 2 recorded steps", or why the step is not known."""
+    phase, step = moment.get("phase"), moment.get("step")
+    if phase in (None, BEFORE_RECORDING):
+        return "before recording began (no phase or step recorded)"
+    if phase == UNKNOWN or step is None:
+        return "an unknown phase and step (neither stack frames nor Optimizer.* annotations tell)"
+    if recorded_steps == 1:
+        return f"{phase} of the one recorded step"
+    if recorded_steps is None:
+        return f"{phase} of the {ordinal(step + 1)} recorded step"
+    return f"{phase} of the {ordinal(step + 1)} of {recorded_steps} recorded steps"

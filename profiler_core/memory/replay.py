@@ -4,9 +4,11 @@ Decisions, checked against the real fixture (torch 2.11, H200):
 
 - Bytes are the sizes the trace records. For `alloc` that is the *requested* size (trace entries show
   4-, 24- and 128-byte allocations, which the allocator would round to 512 B), so the timeline is the
-  sum of live tensor sizes. torch.cuda.max_memory_allocated counts rounded block sizes and reads
-  higher; `rounded_levels` estimates that (requests rounded up to 512 B, real block sizes for blocks
-  that are alive at the end).
+  sum of live tensor sizes, and its peak is torch's `memory_stats()["requested_bytes.all.peak"]` (equal to
+  the byte on four H100 snapshots). torch.cuda.max_memory_allocated counts allocator blocks and reads
+  higher: `block_levels` replays the allocator's blocks (blocks.py; equal to allocated_bytes.all.peak on
+  the same four), `rounded_levels` only rounds each request up to 512 B (a lower bound; real block sizes
+  for the blocks alive before recording).
 - A block stops counting at `free_completed` (or `free` in old traces), not `free_requested`: between
   the two, a block used on another stream is still owned by that stream and cannot be reused. On the
   fixture every free_requested is immediately followed by its free_completed, so both give one peak.
@@ -25,14 +27,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .blocks import FREE_DONE_ACTIONS, SEGMENT_GROW, SEGMENT_SHRINK, replay_blocks, rounded
 from .frames import EMPTY_STACK, StackCache, StackSummary
 from .phases import BEFORE_RECORDING, PhaseMark, assign_phases
 
-FREE_DONE_ACTIONS = {"free_completed", "free"}
-SEGMENT_GROW = {"segment_alloc", "segment_map"}
-SEGMENT_SHRINK = {"segment_free", "segment_unmap"}
 ACTIVE_BLOCK_STATES = {"active_allocated", "active_pending_free"}
-ROUNDING_BYTES = 512  # the caching allocator's kMinBlockSize
 
 
 @dataclass(slots=True)
@@ -64,7 +63,7 @@ class Allocation:
 class Replay:
     allocations: list[Allocation]
     levels: np.ndarray  # active bytes after each event (int64)
-    rounded_levels: np.ndarray  # same, with 512-B rounding (estimate of torch's allocated_bytes)
+    rounded_levels: np.ndarray  # same, each request rounded up to 512 B (a lower bound of allocated_bytes)
     reserved_levels: np.ndarray  # reserved bytes after each event
     baseline_bytes: int
     rounded_baseline_bytes: int
@@ -76,6 +75,11 @@ class Replay:
     marks: list[PhaseMark]
     notes: list[str]
     tags_recorded: bool = False  # whether the trace's entries carry allocator metadata at all (newer torch)
+    # Allocator blocks after each event (blocks.py): what torch.cuda.max_memory_allocated counts. None: built by hand
+    block_levels: np.ndarray | None = None
+    block_baseline_bytes: int = 0
+    blocks_replayed: bool = False  # False: some or all requests count rounded up to 512 B (blocks_note says why)
+    blocks_note: str | None = None
 
     @property
     def peak_index(self) -> int:
@@ -93,6 +97,24 @@ class Replay:
         """The 512-B-rounded level at the same moment as the peak (not the rounded series' own max)."""
         return int(self.rounded_levels[self.peak_index]) if self.peak_index >= 0 else self.rounded_baseline_bytes
 
+    def _blocks(self) -> tuple[np.ndarray, int]:
+        if self.block_levels is None:
+            return self.rounded_levels, self.rounded_baseline_bytes
+        return self.block_levels, self.block_baseline_bytes
+
+    @property
+    def block_peak_index(self) -> int:
+        """Event after which allocator blocks peak (-1: the baseline); it may differ from the requested peak's."""
+        levels, baseline = self._blocks()
+        if len(levels) == 0 or int(levels.max()) <= baseline:
+            return -1
+        return int(levels.argmax())
+
+    def block_bytes_at(self, event_index: int) -> int:
+        """Allocator block bytes right after `event_index` (-1: before the first event)."""
+        levels, baseline = self._blocks()
+        return int(levels[event_index]) if event_index >= 0 else baseline
+
     def alive_at(self, event_index: int) -> list[Allocation]:
         return [alloc for alloc in self.allocations if alloc.alive_after(event_index)]
 
@@ -104,10 +126,6 @@ def pick_device(snapshot: dict) -> int:
         devices = [segment.get("device", 0) for segment in snapshot.get("segments", [])]
         return max(set(devices), key=devices.count) if devices else 0
     return max(range(len(traces)), key=lambda device: len(traces[device]))
-
-
-def rounded(size: int) -> int:
-    return max(ROUNDING_BYTES, -(-size // ROUNDING_BYTES) * ROUNDING_BYTES)
 
 
 def _walk_trace(trace: list[dict], stacks: StackCache, phases: list[str], steps: list[int]):
@@ -166,6 +184,9 @@ def replay_trace(snapshot: dict, device: int | None = None) -> Replay:
     reserved_end = sum(int(segment.get("total_size", 0)) for segment in segments)
     reserved_baseline = reserved_end - int(segment_deltas.sum())
     notes = _consistency_notes(freed_baseline, open_at_end, segments)
+    in_use_at_start = {a.address: a.block_size or rounded(a.size) for a in baseline_at_end + freed_baseline}
+    blocks = replay_blocks(snapshot, trace, segments, in_use_at_start)
+    block_baseline = sum(in_use_at_start.values())
     return Replay(
         allocations=baseline_at_end + closed + list(open_at_end.values()),
         levels=baseline_bytes + np.cumsum(deltas),
@@ -178,6 +199,10 @@ def replay_trace(snapshot: dict, device: int | None = None) -> Replay:
         times_us=[event.get("time_us") for event in trace],
         phases=phases, steps=steps, marks=marks, notes=notes,
         tags_recorded=any("user_metadata" in event for event in trace[:1]),
+        block_levels=block_baseline + np.cumsum(blocks.deltas),
+        block_baseline_bytes=block_baseline,
+        blocks_replayed=blocks.replayed,
+        blocks_note=blocks.reason,
     )
 
 

@@ -1,6 +1,12 @@
-"""Terminal tables for kernel and memory analyses (rich)."""
+"""Terminal tables for kernel and memory analyses (rich).
+
+Text that is not ours (kernel names, paths, user range and module names, stack frames, notes quoting them) never
+reaches Rich as markup: it is escaped inside markup strings, a Text in table cells, or printed with markup off. A real
+kernel name holds `[lambda() (instance 3)]`, which Rich would otherwise take for a style tag and drop.
+"""
 from __future__ import annotations
 
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -8,30 +14,43 @@ from models.phases import ATTRIBUTED_PHASES
 from profiler_core.kernels.attention_flops import sub_range_rows
 from profiler_core.kernels.names import short_kernel_name
 from profiler_core.kernels.whole_step import whole_step
+from profiler_core.memory.phases import BEFORE_RECORDING, step_words
 from profiler_core.render.launch_report import print_launch_analysis
-from profiler_core.render.module_tables import print_module_tables
+from profiler_core.render.module_tables import (
+    absent_line,
+    kernel_module_rows,
+    kernel_module_table,
+    memory_module_rows,
+    memory_module_table,
+)
 from profiler_core.render.rows import print_rows
-from profiler_core.render.units import NA, format_bytes, ns_to_ms
+from profiler_core.render.units import NA, exact_bytes, format_bytes, format_ms, ns_to_ms
+
+TOP_CLASSES = "top classes, GPU ms"  # the unit of the numbers in its cells
 
 
 def phase_kernel_summary(analysis: dict) -> Table:
-    table = Table(title=f"GPU kernels by phase ({analysis.get('source_kind')}: {analysis.get('source')})",
-                  title_justify="left")
-    for column in ("phase", "GPU ms", "kernels", "busy %", "GEMM %", "top classes"):
-        table.add_column(column, justify="left" if column in ("phase", "top classes") else "right")
+    source = escape(f"{analysis.get('source_kind')}: {analysis.get('source')}")
+    table = Table(title=f"GPU kernels by phase ({source})", title_justify="left")
+    for column in ("phase", "GPU ms", "kernels", "busy %", "GEMM %", TOP_CLASSES):
+        table.add_column(column, justify="left" if column in ("phase", TOP_CLASSES) else "right")
     for phase in ATTRIBUTED_PHASES:
         stats = analysis["phases"].get(phase) or {}
         by_class = sorted((stats.get("by_class") or {}).items(), key=lambda kv: -kv[1])[:3]
         busy = stats.get("busy_pct")
         table.add_row(phase, ns_to_ms(stats.get("gpu_ns")), str(stats.get("kernels", 0)),
                       NA if busy is None else f"{busy:.0f}", f"{analysis['gemm_fraction'].get(phase, 0):.0%}",
-                      ", ".join(f"{name} {ns_to_ms(ns)}" for name, ns in by_class))
+                      _top_classes(by_class))
     step = whole_step(analysis["phases"])
     if step["kernels"]:
         by_class = sorted(step["by_class"].items(), key=lambda kv: -kv[1])[:3]
         table.add_row("step (f+b+o)", ns_to_ms(step["gpu_ns"]), str(step["kernels"]), "",
-                      f"{step['gemm_fraction']:.0%}", ", ".join(f"{name} {ns_to_ms(ns)}" for name, ns in by_class))
+                      f"{step['gemm_fraction']:.0%}", _top_classes(by_class))
     return table
+
+
+def _top_classes(by_class: list[tuple[str, float]]) -> Text:
+    return Text(", ".join(f"{name} {ns_to_ms(ns)}" for name, ns in by_class))
 
 
 def top_kernels(analysis: dict, limit: int = 15, full_names: bool = False) -> Table:
@@ -41,9 +60,9 @@ def top_kernels(analysis: dict, limit: int = 15, full_names: bool = False) -> Ta
     table.add_column("kernel", overflow="fold" if full_names else "ellipsis", no_wrap=not full_names, ratio=1)
     for column in ("class", "n", "total ms", "avg µs"):
         table.add_column(column, justify="left" if column == "class" else "right", no_wrap=True)
-    for kernel in analysis["kernels"][:limit]:
+    for kernel in analysis["kernels"][:limit]:  # names as Text: "[lambda() (instance 3)]" is printed, not markup
         name = kernel["name"] if full_names else short_kernel_name(kernel["name"])
-        table.add_row(Text(name), kernel["class"], str(kernel["instances"]), ns_to_ms(kernel["total_ns"]),
+        table.add_row(Text(name), Text(str(kernel["class"])), str(kernel["instances"]), ns_to_ms(kernel["total_ns"]),
                       NA if kernel["avg_ns"] is None else f"{kernel['avg_ns'] / 1e3:.1f}")
     return table
 
@@ -65,7 +84,19 @@ def print_kernel_analysis(console, analysis: dict, full_names: bool = False) -> 
     print_attention_tables(console, analysis)
     print_module_tables(console, analysis, "kernels")
     for note in analysis.get("notes", []):
-        console.print(f"[yellow]note:[/] {note}")
+        console.print(f"[yellow]note:[/] {escape(str(note))}")
+
+
+def print_module_tables(console, analysis: dict, kind: str) -> None:
+    """The kernels' or the memory's module-type table (module_tables.py), or one dim line; nothing for analyses that
+    predate it. Its cells are user range names, module types and frames: printed with markup off."""
+    if "modules" not in analysis:
+        return
+    rows = kernel_module_rows(analysis) if kind == "kernels" else memory_module_rows(analysis)
+    if not rows:
+        console.print(f"[dim]by module type: {escape(absent_line(analysis['modules']))}[/]")
+        return
+    console.print(kernel_module_table(analysis) if kind == "kernels" else memory_module_table(analysis), markup=False)
 
 
 def phase_mark_line(timeline: dict, width: int) -> str:
@@ -95,27 +126,85 @@ def timeline_sparkline(levels: list[int], width: int) -> str:
     return "".join(SPARK_LEVELS[round(max(s) / top * (len(SPARK_LEVELS) - 1))] for s in slices)
 
 
+def phase_label(phase: str | None) -> str:
+    """A phase as a person reads it: `before recording` for blocks allocated before the history began."""
+    return "before recording" if phase in (None, BEFORE_RECORDING) else str(phase)
+
+
+def where_cell(alloc: dict) -> Text:
+    """Where an allocation was made: its user frame (foreign text, never markup), or why there is none."""
+    if alloc.get("frame"):
+        return Text(str(alloc["frame"]))
+    if alloc.get("phase") in (None, BEFORE_RECORDING):
+        return Text("before recording", style="dim")
+    return Text("no Python frame recorded", style="dim")
+
+
+def _allocator_peak(analysis: dict) -> dict:
+    """The allocator-block peak; an analysis that predates the block replay has only the 512-B rounding."""
+    if analysis.get("allocator_peak"):
+        return analysis["allocator_peak"]
+    return {**(analysis.get("peak") or {}), "allocated_bytes": analysis.get("peak_allocated_rounded_bytes"),
+            "replayed": False, "note": "this analysis predates the block replay, so each request counts rounded up to "
+                                       "512 B; analyze the snapshot again"}
+
+
+def _steps_in_marks(analysis: dict) -> int | None:
+    """Recorded steps from the timeline's phase marks (an analysis that predates `peak.recorded_steps`)."""
+    steps = [mark["step"] for mark in (analysis.get("timeline") or {}).get("phase_marks") or []
+             if mark.get("step") is not None]
+    return max(steps) + 1 if steps else None
+
+
+def memory_headline(analysis: dict) -> list[str]:
+    """Markup lines: both peaks with their units, when the peak fell (phase and recorded step), and which of the two
+    torch.cuda.max_memory_allocated() reads."""
+    peak, blocks = analysis.get("peak") or {}, _allocator_peak(analysis)
+    steps = peak.get("recorded_steps") or _steps_in_marks(analysis)
+    requested, allocated = analysis["peak_allocated_bytes"], blocks.get("allocated_bytes")
+    at_least = "" if blocks.get("replayed") else "≥ "
+    lines = [f"[b]peak {format_bytes(requested)}[/b] requested, {at_least}{format_bytes(allocated)} as allocator blocks"
+             f" · reserved {format_bytes(analysis.get('peak_reserved_bytes'))}"]
+    when = f"at the peak: {step_words(peak, steps)}"
+    if peak.get("t_ms") is not None:
+        when += f", {format_ms(peak['t_ms'])} after recording began"
+    if peak.get("first_step_partial"):
+        when += " (recording began inside the 1st step)"
+    if blocks.get("event_index") != peak.get("event_index"):
+        when += f"; allocator blocks peak elsewhere: {step_words(blocks, steps)}"
+        if blocks.get("t_ms") is not None:
+            when += f", {format_ms(blocks['t_ms'])} after recording began"
+    lines.append(escape(when))
+    how = ("requests rounded up to 512 B, some given a whole free block" if blocks.get("replayed")
+           else f"a lower bound here: {blocks.get('note')}")
+    lines.append(escape(f"torch.cuda.max_memory_allocated() (reset when recording began) reads the allocator-block "
+                        f"peak, {exact_bytes(allocated)} ({how}); the requested {exact_bytes(requested)} is "
+                        'torch.cuda.memory_stats()["requested_bytes.all.peak"]'))
+    return lines
+
+
 def print_memory_analysis(console, analysis: dict) -> None:
-    console.print(f"peak allocated {format_bytes(analysis['peak_allocated_bytes'])}"
-                  f" · reserved {format_bytes(analysis.get('peak_reserved_bytes'))}")
+    for line in memory_headline(analysis):
+        console.print(line, highlight=False)
     timeline, width = analysis.get("timeline") or {}, 72
     if timeline.get("active_bytes"):
         console.print("active memory over the recorded steps (F forward, B backward, O optimizer):")
         console.print(timeline_sparkline(timeline["active_bytes"], width), highlight=False)
         console.print(phase_mark_line(timeline, width), highlight=False)
     if analysis.get("images"):
-        console.print(f"the timeline as images, beside this analysis: {', '.join(analysis['images'])}")
+        console.print(f"the timeline as images, beside this analysis: {escape(', '.join(analysis['images']))}")
     table = Table(title="Memory at the peak by category", title_justify="left")
     table.add_column("category")
     table.add_column("bytes", justify="right")
     for category, size in sorted(analysis["by_category"].items(), key=lambda kv: -kv[1]):
-        table.add_row(category, format_bytes(size))
+        table.add_row(Text(str(category)), format_bytes(size))
     console.print(table)
     top = Table(title="Largest allocations alive at the peak", title_justify="left")
     for column in ("size", "phase", "category", "where"):
         top.add_column(column, justify="right" if column == "size" else "left")
     for alloc in analysis["top_allocations"][:10]:
-        top.add_row(format_bytes(alloc["size_bytes"]), str(alloc["phase"]), alloc["category"], str(alloc["frame"]))
+        top.add_row(format_bytes(alloc["size_bytes"]), phase_label(alloc["phase"]), Text(str(alloc["category"])),
+                    where_cell(alloc))
     console.print(top)
     print_module_tables(console, analysis, "memory")
 

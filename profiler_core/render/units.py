@@ -41,6 +41,17 @@ def ns_to_ms(value: float | None) -> str:
     return NA if value is None else f"{value / 1e6:.2f}"
 
 
+def ordinal(n: int) -> str:
+    """1st, 2nd, 3rd, 4th, 11th, 12th, 13th, 21st: a count that reads the same whether its data counts from 0 or 1."""
+    suffix = "th" if n % 100 in (11, 12, 13) else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def exact_bytes(value: int | None) -> str:
+    """Bytes to the byte, for comparing with a counter: 2,913,556,480 B."""
+    return NA if value is None else f"{int(value):,} B"
+
+
 def duration(seconds: float) -> str:
     """An ETA or an elapsed time: seconds, minutes, or hours and minutes."""
     if seconds < 90:

@@ -76,7 +76,10 @@ class Session:
         if not self.backend or not can_prestart(self.cfg):
             return None
         pass_dir = self.run_dir / rundir.PROFILED_DIR
-        return HeldPass(self.cfg, pass_dir, self.backend.capture, self.backend.launcher(pass_dir, ranks=False))
+        try:
+            return HeldPass(self.cfg, pass_dir, self.backend.capture, self.backend.launcher(pass_dir, ranks=False))
+        except OSError:  # the profiler would not start: the profiled pass, started in turn, reports why
+            return None
 
     def run_pass(self, pass_name: str | None, pass_dir: Path, capture: str, cfg: RunConfig | None = None,
                  launcher: Sequence[str] = (), watch: MeasuredWatch | None = None,

@@ -30,7 +30,7 @@ from profiler_core.config import (
     type_problems,
 )
 from profiler_core.errors import DAMAGED_DATA, ConfigError, ExportError, RunDirError, StudyError, SysprofError
-from profiler_core.events import decode_line, finish_event
+from profiler_core.events import RUN_STATES, decode_line, end_reason, finish_event, run_state
 from profiler_core.kernels.names import short_kernel_name
 from profiler_core.kernels.whole_step import whole_step
 from profiler_core.memory.accounting import PEAK_ITEMS, predict_run_memory
@@ -66,7 +66,8 @@ __all__ = [
     "PARALLELS", "attention_part_labels", "gpus_problem", "visible_gpu_count",
     "ALPHA", "MIN_EFFECT", "NOISE_SIGMAS", "SUGGESTED_REPEATS", "PRESETS", "PROFILERS", "ConfigError", "ExportError", "GpuTelemetry", "NvmlSampler",
     "DAMAGED_DATA", "OneLineParser", "RunConfig", "RunDirError", "StudyError", "SysprofError", "compare_summaries",
-    "config_problems", "count_params", "decode_line", "events", "finish_event", "gpu_count", "human_count",
+    "config_problems", "count_params", "decode_line", "end_reason", "events", "finish_event", "gpu_count", "human_count",
+    "RUN_STATES", "run_state",
     "inspect_argv", "read_inspect_output",
     "list_studies", "mark_killed", "model_column", "model_label", "median_ms", "PhaseStats", "RunError", "RunSummary",
     "StepRecord", "phase_stats", "predict_run_memory", "rundir", "session_argv", "signal_group",

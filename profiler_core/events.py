@@ -15,6 +15,10 @@ the run directory and the event names the path. Three pipes speak this protocol:
 from __future__ import annotations
 
 import json
+import os
+import sys
+from collections.abc import Mapping
+from typing import Any
 
 from profiler_core.records import Event, RunSummary
 
@@ -38,7 +42,8 @@ EVENT_KINDS = RUN_EVENTS + STUDY_EVENTS + HELPER_EVENTS
 
 CAPTURES = ("none", "nsys", "torch", "memory")  # what a runner pass records besides timing
 
-# How a run, a pass or a study cell ended. A cancel is a failed run whose error kind is "cancelled".
+# How a run, a pass or a study cell ended: summary.json's "status" (the contract's ok|oom|failed; a cancel is a
+# failed run whose error kind is "cancelled"). What a person reads is the run's state (RUN_STATES, below).
 OK, OOM, FAILED_STATUS = "ok", "oom", "failed"
 PENDING, INCOMPLETE = "pending", "incomplete"  # a cell not run yet; a run directory without a summary
 DONE_STATUSES = (OK, OOM)  # a cell that need not run again: an OOM is a result, not a failure
@@ -46,6 +51,11 @@ DONE_STATUSES = (OK, OOM)  # a cell that need not run again: an OOM is a result,
 # disk: the run's own files no longer fit (ENOSPC, quota).
 FAILURE_KINDS = ("oom", "config", "cuda", "killed", "died", "cancelled", "disk", "error")
 CANCELLED, KILLED, DIED, CONFIG, DISK_FULL = "cancelled", "killed", "died", "config", "disk"
+# A run's state in one word, the same in Live, Runs, `sysprof run|ps|attach` and summary.json's "state": the status
+# with the failure's kind folded in. A stop asked for (Ctrl-C, the app's cancel, a launcher's SIGTERM, a terminal's
+# SIGHUP: the runner saved its steps and its summary) is "cancelled", never "failed".
+RUNNING = "running"
+RUN_STATES = (RUNNING, OK, FAILED_STATUS, CANCELLED, KILLED, OOM, DIED)
 
 
 def encode_event(event: str, **fields: object) -> str:
@@ -75,9 +85,61 @@ def decode_lines(text: str, kinds: tuple[str, ...] = EVENT_KINDS) -> list[dict]:
     return [event for event in map(lambda line: decode_line(line, kinds), text.splitlines()) if event is not None]
 
 
+class ReaderGone(BrokenPipeError):
+    """Nobody reads this process's events any more: the process that started it (and read its stdout) is gone."""
+
+
+_reader_gone = False
+
+
 def emit(event: str, **fields: object) -> None:
-    """Write one event; flushed at once so a reader sees each step as it happens."""
-    print(encode_event(event, **fields), flush=True)
+    """Write one event; flushed at once so a reader sees each step as it happens. Raises ReaderGone the first time
+    the pipe is found closed; stdout then goes nowhere, so the events written while stopping (a runner's last one)
+    and the flush at exit do not fail again."""
+    global _reader_gone
+    if _reader_gone:
+        return
+    try:
+        print(encode_event(event, **fields), flush=True)
+    except BrokenPipeError:
+        _reader_gone = True
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        raise ReaderGone(f"nobody reads the events: {event} not delivered") from None
+
+
+def run_state(summary: Mapping[str, Any] | None, running: bool = False) -> str:
+    """One of RUN_STATES. running: its process is alive (the app and `ps` know it; a summary cannot). No summary and
+    nothing running: nobody wrote its end, so it died. Derived from status and error every time, so a summary written
+    before "state" existed reads the same as a new one."""
+    if running:
+        return RUNNING
+    if not summary:
+        return DIED
+    kind = (summary.get("error") or {}).get("kind")
+    if summary.get("status") == OK:
+        return OK
+    if summary.get("status") == OOM or kind == OOM:
+        return OOM
+    return kind if kind in (CANCELLED, KILLED, DIED) else FAILED_STATUS
+
+
+def with_state(summary: RunSummary) -> RunSummary:
+    """The summary with its "state" written beside "status" (for scripts; readers derive it with run_state)."""
+    summary["state"] = run_state(summary)
+    return summary
+
+
+def end_reason(state: str, error: Mapping[str, Any] | None) -> str:
+    """What ended a run that did not finish ok, in words to follow its state ("stopped by SIGINT", "cuda in
+    backward: CUDA error: …"): the error's kind only where the state does not say it already."""
+    if not error:
+        return ""
+    message, phase, kind = error.get("message") or "", error.get("phase"), error.get("kind")
+    if kind == state:
+        return f"{message} (in {phase})" if phase else message
+    return f"{kind} in {phase or 'run'}: {message}"
 
 
 def finish_event(summary: RunSummary) -> Event:

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from models.phases import BACKWARD, FORWARD, FORWARD_BACKWARD, PHASES, STEP, TIMED_PHASES
 from models.presets import count_params, step_flops
 from profiler_core.config import AUTOCAST_DTYPES, FP32_MATMULS, RunConfig
-from profiler_core.events import OK
+from profiler_core.events import OK, with_state
 from profiler_core.records import (
     BetweenStats,
     PhaseStats,
@@ -148,7 +148,7 @@ def build_summary(cfg: RunConfig, env: dict, steps: list[StepRecord], status: st
     )
     if error:
         summary["error"] = error
-    return summary
+    return with_state(summary)
 
 
 # Between processes. Each process's median is one observation: a within-run std cannot see what changes from one

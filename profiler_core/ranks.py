@@ -171,8 +171,8 @@ def with_rank_failure(summary: dict[str, Any], run_dir: Path, nproc: int) -> dic
         return summary
     rank, error = found
     error = {**error, "message": f"rank {rank}: {error.get('message')}" if rank is not None else error["message"]}
-    return {**summary, "status": events.OOM if error.get("kind") == events.OOM else events.FAILED_STATUS,
-            "error": error}
+    status = events.OOM if error.get("kind") == events.OOM else events.FAILED_STATUS
+    return {**summary, "status": status, "error": error, "state": events.run_state({"status": status, "error": error})}
 
 
 def rank_failure(run_dir: Path, nproc: int) -> tuple[int | None, dict[str, Any]] | None:

@@ -124,6 +124,7 @@ class RunSummary(Throughput, total=False):
     """summary.json and `sysprof run --json` (DESIGN.md §2)."""
 
     status: str  # events.OK | OOM | FAILED_STATUS
+    state: str  # events.RUN_STATES but running: the status with the failure's kind folded in (events.run_state)
     run_dir: str
     config: dict[str, Any]
     env: dict[str, Any]

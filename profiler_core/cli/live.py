@@ -39,29 +39,44 @@ def progress_text(live: LiveProcess) -> str:
     return f"{record.get('finished', 0)}/{record.get('cells', '?')} cells"
 
 
+PS_COLUMNS = ("dir", "state", "kind", "pid", "progress", "started")
+
+
 def command_ps(args) -> int:
     found = in_progress(rundir.runs_root(args.runs_dir))
-    died = [settle_died(live) for live in found if not live.alive]
+    ended = [(settle_died(live), ended_state(live)) for live in found if not live.alive]
     running = [live for live in found if live.alive]
-    rows = [{"dir": str(live.directory), "kind": live.kind, "pid": live.pid, "progress": progress_text(live),
+    rows = [{"dir": str(live.directory), "state": events.RUNNING, "kind": live.kind, "pid": live.pid,
+             "progress": progress_text(live),
              "started": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(live.started_at))} for live in running]
     if args.json:
-        print(json.dumps({"running": rows, "died": died}))
+        print(json.dumps({"running": rows, "died": [line for line, _ in ended]}))
         return 0
     console = Console()
-    for line in died:
-        console.print(f"[yellow]died:[/] {escape(line)}", soft_wrap=True)
+    for line, state in ended:
+        console.print(f"[yellow]{state}:[/] {escape(line)}", soft_wrap=True)
     if not rows:
         console.print("nothing in progress")
         return 0
     table = Table(title="in progress (sysprof attach DIR follows one; sysprof-tui re-attaches from Runs)",
                   title_justify="left")
-    for column in ("dir", "kind", "pid", "progress", "started"):
+    for column in PS_COLUMNS:
         table.add_column(column)
     for row in rows:
-        table.add_row(*(escape(str(row[column])) for column in ("dir", "kind", "pid", "progress", "started")))
+        table.add_row(*(escape(str(row[column])) for column in PS_COLUMNS))
     console.print(table)
     return 0
+
+
+def ended_state(live: LiveProcess) -> str:
+    """The state of a directory whose process is gone, once settled: a run's from the summary it has now (the run
+    may have written its own end before its launcher vanished), a study's died."""
+    if live.kind != RUN:
+        return events.DIED
+    try:
+        return events.run_state(rundir.read_summary(live.directory))
+    except rundir.RunDirError:
+        return events.DIED
 
 
 def command_attach(args) -> int:

@@ -172,8 +172,8 @@ def command_models(args) -> int:
 def _finished(path: Path, summary: RunSummary | None) -> RunSummary:
     """The summary of a run that finished; a UsageError naming the run otherwise."""
     if not summary or summary.get("status") != events.OK:
-        status = summary.get("status", "unfinished") if summary else "unfinished"
-        raise UsageError(f"{path} is a {status} run; only runs that finished can be compared")
+        state = events.run_state(summary) if summary else "unfinished"
+        raise UsageError(f"{path} is a {state} run; only runs that finished can be compared")
     return summary
 
 

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from models.presets import PRESETS, count_params, forward_flops, human_count
 from profiler_core.config import model_label
+from profiler_core.events import OK, end_reason, run_state
 from profiler_core.metrics import mfu_missing
 from profiler_core.records import RunSummary
 from profiler_core.render.units import format_bytes, format_ms, optional
@@ -130,7 +131,7 @@ def _why_not(reason: str | None) -> str:
 
 
 def throughput_line(summary: RunSummary) -> str:
-    parts = [f"status {summary['status']}",
+    parts = [f"status {run_state(summary)}",
              f"tokens/s {optional(summary.get('tokens_per_s'), ',.0f')}",
              f"{optional(summary.get('tflops'), '.1f')} TFLOP/s ({summary.get('precision_used')})",
              f"MFU {optional(summary.get('mfu'), '.1%')}" + _why_not(mfu_missing(summary, summary.get("env") or {}))]
@@ -141,6 +142,17 @@ def throughput_line(summary: RunSummary) -> str:
     if summary.get("warmup_ms"):
         parts.append("warm-up " + ", ".join(format_ms(ms) for ms in summary["warmup_ms"]))
     return " · ".join(parts)
+
+
+def state_line(summary: RunSummary) -> str:
+    """How a run that did not finish ok ended: its state, the measured steps it kept, and why."""
+    state = run_state(summary)
+    step = summary.get("phases", {}).get("step")
+    done = step["n"] if step else 0
+    planned = (summary.get("config") or {}).get("steps")
+    kept = "" if summary.get("repeats") else f" after {done} of {planned} measured steps"  # a group: its table says
+    reason = end_reason(state, summary.get("error"))
+    return f"[red]{state}[/]{kept}" + (f": {escape(reason)}" if reason else "")
 
 
 def models_table() -> Table:
@@ -218,9 +230,8 @@ def print_run(console, summary: RunSummary, full_names: bool = False) -> None:
         console.print(f"rank {rank['rank']} of {rank['world']}: the per-rank table is in rank 0's run directory, "
                       "on its node")
     console.print(throughput_line(summary))
-    error = summary.get("error")
-    if error:
-        console.print(f"[red]{error['kind']}[/] in {error.get('phase') or 'run'}: {escape(error['message'])}")
+    if run_state(summary) != OK:
+        console.print(state_line(summary))
     if profile_line(summary):
         console.print(profile_line(summary))
     if profiled_time_line(summary):

@@ -6,6 +6,7 @@ the run directory itself, so the directory is complete even if whoever launched 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import signal
 import sys
@@ -19,7 +20,7 @@ from models.nvtx import nvtx_range
 from models.phases import COMPILE_RANGE, WARMUP_RANGE, step_range
 from profiler_core import events, rundir
 from profiler_core.config import ConfigError, RunConfig, validate
-from profiler_core.events import CAPTURES, SCHEMA_VERSION, emit
+from profiler_core.events import CAPTURES, SCHEMA_VERSION, ReaderGone, emit
 from profiler_core.metrics import build_summary
 from profiler_core.options import config_to_args
 from profiler_core.ranks import all_ranks_throughput, rank_dir, rank_record, rank_table
@@ -251,8 +252,11 @@ class Runner:
         return summary
 
 
-def _current_phase(runner: Runner) -> str:
-    return (runner.tools.current_phase or "start") if runner.tools else "build"
+def _current_phase(runner: Runner) -> str | None:
+    """The phase a failure happened in; None between two steps (the last step's phase had ended)."""
+    if not runner.tools:
+        return "build"
+    return runner.tools.current_phase or (None if runner.steps else "start")
 
 
 def _classify(exc: BaseException) -> tuple[str, str]:
@@ -275,6 +279,9 @@ def execute(runner: Runner) -> int:
         return _fail(runner, exc.kind, str(exc), exc.phase, exc.peak_bytes)
     except (Cancelled, KeyboardInterrupt) as exc:
         return _fail(runner, events.CANCELLED, f"stopped by {exc or 'SIGINT'}", None, None, code=130)
+    except ReaderGone:  # the session or `sysprof run` that started it is gone: not an error in the last phase run
+        return _fail(runner, events.DIED, "the process reading its events went away (the session or `sysprof run` "
+                                          f"that started it ended): {_stopped_after(runner)}", None, None)
     except torch.OutOfMemoryError as exc:  # outside a step: building the model or compiling it
         peak = torch.cuda.max_memory_allocated() if torch.cuda.is_available() else None
         return _fail(runner, events.OOM, str(exc).splitlines()[0], _current_phase(runner), peak)
@@ -288,15 +295,19 @@ def execute(runner: Runner) -> int:
     if runner.rank:
         summary = runner.gather_ranks(summary)
         distributed.leave()
-    emit(events.FINISHED, summary_path=str(runner.run_dir / rundir.SUMMARY), summary=summary)
+    with contextlib.suppress(ReaderGone):  # it finished and its summary is written: nobody left to tell is no failure
+        emit(events.FINISHED, summary_path=str(runner.run_dir / rundir.SUMMARY), summary=summary)
     return 0
 
 
 def _disk_full_message(exc: BaseException, runner: Runner) -> str:
     where = getattr(exc, "filename", None) or runner.run_dir
+    return f"no space left on the device ({where}): {_stopped_after(runner)}"
+
+
+def _stopped_after(runner: Runner) -> str:
     done = sum(1 for step in runner.steps if step["kind"] == "measured")
-    return f"no space left on the device ({where}): stopped after {done} of {runner.cfg.steps} measured steps; " \
-           "the steps written before are kept"
+    return f"stopped after {done} of {runner.cfg.steps} measured steps; the steps written before are kept"
 
 
 def _fail(runner: Runner, kind: str, message: str, phase: str | None, peak: int | None, code: int = 1) -> int:

@@ -104,6 +104,7 @@ def run_step(work: Workload, tools: StepInstruments) -> StepRecord:
     wall_ms = (time.perf_counter() - started) * 1e3
     last_phase = tools.current_phase
     assert last_phase is not None  # the forward phase above set it
+    tools.current_phase = None  # the step is over: a failure after it is in no phase
     return {"wall_ms": wall_ms, "phases_ms": tools.elapsed_ms(), "loss": float(loss.detach()),
             "peak_allocated_bytes": dict(tools.allocated), "peak_reserved_bytes": dict(tools.reserved),
             "memory_before_backward_bytes": tools.in_use_after.get("forward"),

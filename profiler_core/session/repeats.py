@@ -26,7 +26,7 @@ from pathlib import Path
 from profiler_core import events, rundir
 from profiler_core.config import ConfigError, RunConfig, validate
 from profiler_core.errors import BackendUnavailable
-from profiler_core.events import finish_event
+from profiler_core.events import finish_event, with_state
 from profiler_core.metrics import aggregate_processes
 from profiler_core.records import RunSummary, median_ms
 from profiler_core.session.backends import Backend, choose_backend
@@ -150,7 +150,7 @@ def group_summary(summaries: list[RunSummary], requested: int, cancelled: bool =
                           "processes", "phase": None, "peak_allocated_bytes": None}
     group["repeats"]["dirs"] = [str(process_dir(Path("."), i)) for i in range(len(summaries))]
     group["warnings"] = _every_warning(summaries)
-    return group
+    return with_state(group)
 
 
 def _every_warning(summaries: list[RunSummary]) -> list[dict]:

@@ -1,8 +1,10 @@
 """The runner and `sysprof` end to end on CPU with the tiny preset (real subprocesses, real torch)."""
 import json
+import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -25,7 +27,7 @@ def test_run_json_contract_and_run_directory(cli_env, tmp_path):
     result = sysprof(["run", *TINY, "--warmup", "2", "--steps", "3", "--json"], cli_env)
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)  # exactly one JSON document on stdout
-    assert summary["status"] == "ok"
+    assert summary["status"] == "ok" and summary["state"] == "ok"
     assert set(summary["phases"]) == {"forward", "backward", "forward+backward", "optimizer", "step"}
     for stats in summary["phases"].values():
         assert stats["n"] == 3 and stats["min_ms"] <= stats["median_ms"] <= stats["max_ms"]
@@ -108,6 +110,34 @@ def test_sigint_cancels_cleanly_with_summary(tmp_path):
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["status"] == "failed" and summary["error"]["kind"] == "cancelled"
     assert summary["phases"]["step"]["n"] >= 1
+
+
+def test_a_cli_run_stopped_with_ctrl_c_says_cancelled_with_the_steps_it_kept(cli_env, tmp_path):
+    """Ctrl-C in the terminal (SIGINT to its process group): the human report's status and end line say
+    cancelled, summary.json keeps the contract's status "failed" and adds the state."""
+    process = subprocess.Popen([sys.executable, "-m", "profiler_core", "run", *TINY, "--warmup", "1",
+                                "--steps", "5000"], env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, start_new_session=True)
+    runs = tmp_path / "runs"
+    deadline = time.monotonic() + 120
+    while not (runs.is_dir() and any(runs.iterdir()) and measured(next(runs.iterdir())) >= 3):
+        assert time.monotonic() < deadline and process.poll() is None, "no measured steps"
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGINT)
+    out, err = process.communicate(timeout=120)
+    run_dir = next(runs.iterdir())
+    summary = rundir.read_summary(run_dir)
+    done = summary["phases"]["step"]["n"]
+    assert process.returncode == 1 and "Traceback" not in err, err
+    assert (summary["status"], summary["state"], summary["error"]["message"]) == ("failed", "cancelled",
+                                                                                 "stopped by SIGINT")
+    assert "status cancelled · tokens/s" in out
+    assert f"cancelled after {done} of 5000 measured steps: stopped by SIGINT" in out
+    assert "failed" not in out and "error" not in out
+
+
+def measured(run_dir: Path) -> int:
+    return sum(1 for step in rundir.read_steps(run_dir) if step.get("kind") == "measured")
 
 
 def test_oom_in_a_phase_becomes_a_failed_event(tmp_path, monkeypatch, capsys):

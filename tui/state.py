@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, cast
 
-from profiler_core.api import events
+from profiler_core.api import events, run_state
 
 if TYPE_CHECKING:
     from profiler_core.api import RunError, RunSummary, StepRecord
@@ -40,6 +40,17 @@ class RunState:
     def running(self) -> bool:
         return self.stage not in TERMINAL
 
+    @property
+    def state_name(self) -> str:
+        """The run's state in the words every screen and the CLI use (events.RUN_STATES); not meant for idle."""
+        if self.running:
+            return run_state(None, running=True)
+        if self.summary:
+            return run_state(self.summary)
+        if self.error:  # a failed event without a summary (a config the session refused)
+            return run_state({"status": events.FAILED_STATUS, "error": self.error})
+        return run_state({"status": events.OK} if self.stage == "finished" else None)
+
     def profiled_steps(self) -> tuple[StepRecord, ...]:
         return tuple(step for step in self.pass_steps if step.get("pass") == "profiled")
 
@@ -55,6 +66,8 @@ class RunState:
             return len(self.steps), self.stage_total or self.planned_steps or None
         if self.stage in ("profiling", "memory"):
             return sum(1 for s in self.pass_steps if s.get("kind") != "warmup"), self.stage_total
+        if self.stage in ("finished", "failed"):  # the measured steps that finished, whatever ended the run
+            return len(self.steps), self.planned_steps or None
         return 0, None
 
     def apply(self, event: Mapping[str, Any]) -> RunState:

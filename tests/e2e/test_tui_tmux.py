@@ -71,7 +71,7 @@ def session(tmp_path):
 
 
 def test_open_run_filter_kernels_export_markdown(session, tmp_path):
-    wait_for(session, "finished · 3 measured steps")
+    wait_for(session, "ok · 3 measured steps")
     press_until(session, "3", "backend nsys")
     shown = type_into_field(session, "/", "cutlass", "· 3 of 64")  # 3 cutlass kernels in the real table
     tmux("send-keys", "-t", session, "Enter")
@@ -142,7 +142,7 @@ def reattach_until_finished(tmp_path, run_dir: Path, runs: Path, env: list[str],
     tmux("new-session", "-d", "-s", second, "-x", "100", "-y", "30", *env,
          f"cd {ROOT} && {sys.executable} -m tui {run_dir} --runs-dir {runs}; sleep 30")
     try:
-        wait_for(second, f"finished · {steps} measured steps", timeout=240)
+        wait_for(second, f"ok · {steps} measured steps", timeout=240)
         tmux("send-keys", "-t", second, "q")
     finally:
         subprocess.run(["tmux", "kill-session", "-t", second], capture_output=True)

@@ -3,6 +3,8 @@ import json
 import sys
 from pathlib import Path
 
+from textual.widgets import ProgressBar
+
 from profiler_core.config import RunConfig
 from tui.app import SysprofApp
 from tui.panes.live import StepTable
@@ -40,7 +42,7 @@ async def test_run_key_streams_events_into_the_step_table(tmp_path):
         table = app.query_one(StepTable)
         assert table.row_count == 5
         assert str(table.get_row_at(2)[0]) == "step 0"
-        assert "finished" in str(app.query_one("#stage-line").render())
+        assert str(app.query_one("#stage-line").render()).startswith("ok · 3 measured steps · ")
 
 
 async def test_runner_dying_midway_is_reported_and_steps_kept(tmp_path):
@@ -52,6 +54,10 @@ async def test_runner_dying_midway_is_reported_and_steps_kept(tmp_path):
         await pilot.pause()
         assert app.run_state.stage == "failed" and app.run_state.error["kind"] == "killed"
         assert len(app.run_state.steps) == 1
+        # The bar keeps the measured steps that finished (1 of 3), not 0%, and the line says how it ended.
+        bar = app.query_one("#stage-progress", ProgressBar)
+        assert (bar.progress, bar.total) == (1, 3)
+        assert str(app.query_one("#stage-line").render()).startswith("killed · 1 of 3 measured steps · runner exited")
         run_dir = Path(app.run_state.run_dir)
         assert (run_dir / "summary.json").is_file() and (run_dir / "stderr.log").exists()
 

@@ -118,7 +118,8 @@ async def test_a_run_whose_whole_group_was_killed_shows_as_died_never_running(tm
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(app, pilot, "5")
         assert f"died at step {done} of 5000" in notices(app)
-        assert [row["status"] for row in app.query_one("#runs-table").records] == ["failed"]
+        records = app.query_one("#runs-table").records
+        assert [(row["status"], row["state"]) for row in records] == [("failed", "died")]  # status: the contract's
     assert json.loads((run_dir / rundir.SUMMARY).read_text())["error"]["kind"] == events.DIED
 
 

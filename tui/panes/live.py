@@ -9,7 +9,7 @@ from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.widgets import DataTable, Label, ProgressBar, Sparkline, Static
 
-from profiler_core.api import GpuTelemetry, mfu_missing
+from profiler_core.api import GpuTelemetry, end_reason, events, mfu_missing
 from profiler_core.render.units import NA, format_ms, optional, ratio, telemetry_cells
 from tui.live_numbers import CHART_SERIES, chart_series, profiled_numbers, running_phases, running_throughput
 from tui.panes.base import ExportTable, Pane
@@ -20,16 +20,21 @@ STEP_COLUMNS = ("step", "wall", "forward", "backward", "optimizer")
 
 
 def stage_text(state: RunState) -> str:
+    """The run's state (events.RUN_STATES), then its stage while it runs, or how it ended and the steps it kept."""
     if state.stage == "idle":
         return "Ready: pick a configuration (1) and press ctrl+r to run, or open a saved run (5)."
-    device = (state.env or {}).get("device_name") or "…"
-    where = f" · {short_path(state.run_dir)}" if state.run_dir else ""
-    if state.error:
-        return (f"[b]{state.stage}[/b] · {state.error.get('kind')} in {state.error.get('phase') or 'run'}: "
-                f"{state.error.get('message')}{where}")
+    device = escape((state.env or {}).get("device_name") or "…")
+    where = f" · {escape(short_path(state.run_dir))}" if state.run_dir else ""
+    word = state.state_name
     done, total = state.stage_progress()
-    progress = f" · {done}/{total}" if total else ""
-    return f"[b]{state.stage}[/b]{progress} · {len(state.steps)} measured steps · {device}{where}"
+    if state.running:
+        progress = f" {done}/{total}" if total else ""
+        return f"[b]{word}[/b] · {state.stage}{progress} · {len(state.steps)} measured steps · {device}{where}"
+    if word == events.OK:
+        return f"[b]{word}[/b] · {done} measured steps · {device}{where}"
+    kept = f"{done} of {total} measured steps" if total else f"{done} measured steps"
+    reason = end_reason(word, state.error)
+    return f"[b]{word}[/b] · {kept}" + (f" · {escape(reason)}" if reason else "") + where
 
 
 def stats_table(state: RunState) -> Table:

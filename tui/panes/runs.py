@@ -15,10 +15,12 @@ from profiler_core.api import (
     ALPHA,
     MIN_EFFECT,
     compare_summaries,
+    events,
     list_studies,
     live_process,
     median_ms,
     model_column,
+    run_state,
     rundir,
     study_kind,
 )
@@ -29,8 +31,11 @@ from tui.panes.base import ExportTable, Pane
 from tui.run_files import short_path
 from tui.tables import MarkableTable
 
-RUN_COLUMNS = {"name": "run", "status": "status", "model": "model", "ctx": "ctx", "batch": "batch",
-               "dtype": "dtype", "device": "device", "step_median_ms": "median step"}
+# Status (the run's state) and the median step stay on screen at 80 columns; the table scrolls sideways for the rest.
+RUN_COLUMNS = {"name": "run", "state": "status", "step_median_ms": "median step", "steps": "steps", "model": "model",
+               "mode": "mode", "ctx": "ctx", "batch": "batch", "dtype": "dtype", "attention": "attention",
+               "device": "device"}
+NAME_WIDTH = 22  # the timestamp and the model; the rest of a run's name is in the columns
 # A compare row's display cells (render.compare_report) ride along under these keys; export leaves them out.
 TEXT_KEYS = ("a_text", "b_text", "ratio_text", "n_text", "verdict_cell")
 COMPARE_COLUMNS = {"phase": "phase", "a_text": "A", "b_text": "B", "ratio_text": "B/A [95% CI]", "n_text": "n",
@@ -49,15 +54,26 @@ def run_record(path: Path) -> dict:
     try:
         record = rundir.load_run(path)
     except rundir.RunDirError as exc:
-        return {"name": path.name, "path": str(path), "status": "unreadable", "error": str(exc), "started": 0}
+        return {"name": path.name, "path": str(path), "status": "unreadable", "state": "unreadable",
+                "error": str(exc), "started": 0}
     config = record.manifest.get("config", {})
     summary: Mapping[str, Any] = record.summary or {}
     model = model_column(config) if "model" in config else None
-    return {"name": path.name, "path": str(path), "status": "running" if _running(path) else record.status, "model": model,
+    running = _running(path)
+    return {"name": path.name, "path": str(path), "status": "running" if running else record.status,
+            "state": run_state(record.summary, running), "model": model, "mode": config.get("mode"),
             "ctx": config.get("ctx"), "batch": config.get("batch"), "dtype": config.get("dtype"),
-            "device": (record.manifest.get("env") or {}).get("device_type"),
-            "step_median_ms": median_ms(summary),
+            "attention": config.get("attention"), "device": (record.manifest.get("env") or {}).get("device_type"),
+            "steps": _measured_steps(record), "step_median_ms": median_ms(summary),
             "started": record.manifest.get("started") or path.stat().st_mtime, "summary": summary}
+
+
+def _measured_steps(record: rundir.RunRecord) -> int:
+    """The measured steps that finished: the summary's count (every process of a group), else steps.jsonl's so far."""
+    step = record.summary.get("phases", {}).get("step") if record.summary else None
+    if step and step["n"]:
+        return step["n"]
+    return sum(1 for s in record.steps if s.get("kind") == "measured" and not s.get("pass"))
 
 
 def _running(path: Path) -> bool:
@@ -70,8 +86,8 @@ def study_row(record: dict) -> dict:
     """A sweep or study in the runs table: its kind and how many cells finished, in the status column."""
     cells = f"{record['kind']} {record['finished']}/{record['cells']}"
     status = f"{cells} running" if _running(Path(record["path"])) else cells
-    return {"name": record["name"], "path": record["path"], "status": status, "started": record["created"],
-            "study": True}
+    return {"name": record["name"], "path": record["path"], "status": status, "state": status,
+            "started": record["created"], "study": True}
 
 
 def list_run_records(root: Path, extra: list[Path]) -> list[dict]:
@@ -108,8 +124,10 @@ class RunsPane(Pane):
         self.action_refresh()
 
     def watch_run_state(self, state) -> None:
-        listed = {record["path"] for record in self.query_one("#runs-table", MarkableTable).records}
-        if state.stage in ("finished", "failed") and state.run_dir not in listed:  # a run just ended
+        if state.running or not state.run_dir:
+            return
+        shown = {record["path"]: record.get("state") for record in self.query_one("#runs-table", MarkableTable).records}
+        if shown.get(state.run_dir, events.RUNNING) == events.RUNNING:  # a run just ended: not listed yet, or listed as running
             self.action_refresh()
 
     def action_refresh(self) -> None:
@@ -121,7 +139,8 @@ class RunsPane(Pane):
         self.app.call_from_thread(self.show_runs, records)
 
     def show_runs(self, records: list[dict]) -> None:
-        self.query_one("#runs-table", MarkableTable).show(RUN_COLUMNS, records, FORMATTERS, widths={"name": 26})
+        self.query_one("#runs-table", MarkableTable).show(RUN_COLUMNS, records, FORMATTERS,
+                                                          widths={"name": NAME_WIDTH})
 
     @on(DataTable.RowSelected, "#runs-table")
     def action_open_run(self) -> None:

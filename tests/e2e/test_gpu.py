@@ -61,8 +61,9 @@ def test_another_process_on_the_gpu_is_a_stored_warning_and_telemetry_is_kept(cl
 
 
 def test_oom_is_a_result_not_a_crash(cli_env):
+    # --force: the predicted peak refuses this config up front; the test wants the real OOM.
     code, summary, stderr = sysprof_json(["--model", "2.7B", "--ctx", "4096", "--max-ctx", "4096", "--batch", "64",
-                                          "--warmup", "0", "--steps", "1"], cli_env)
+                                          "--warmup", "0", "--steps", "1", "--force"], cli_env)
     assert code == 1, stderr
     assert summary["status"] == "oom" and summary["error"]["kind"] == "oom"
     assert summary["error"]["phase"] in ("build", "forward", "backward", "optimizer")
@@ -132,7 +133,7 @@ def test_memory_pass_snapshot_agrees_with_counters(cli_env):
 def test_oom_with_memory_capture_dumps_the_failing_step(cli_env):
     from pathlib import Path
     code, summary, stderr = sysprof_json(["--model", "2.7B", "--ctx", "4096", "--max-ctx", "4096", "--batch", "64",
-                                          "--memory", "--warmup", "0", "--steps", "1"], cli_env)
+                                          "--memory", "--warmup", "0", "--steps", "1", "--force"], cli_env)
     assert code == 1 and summary["status"] == "oom", stderr
     memory = summary["memory"]
     assert memory["status"] == "oom" and (Path(summary["run_dir"]) / memory["snapshot"]).is_file()

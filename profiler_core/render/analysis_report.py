@@ -16,13 +16,7 @@ from profiler_core.kernels.names import short_kernel_name
 from profiler_core.kernels.whole_step import whole_step
 from profiler_core.memory.phases import BEFORE_RECORDING, step_words
 from profiler_core.render.launch_report import print_launch_analysis
-from profiler_core.render.module_tables import (
-    absent_line,
-    kernel_module_rows,
-    kernel_module_table,
-    memory_module_rows,
-    memory_module_table,
-)
+from profiler_core.render.module_tables import print_module_tables
 from profiler_core.render.rows import print_rows
 from profiler_core.render.units import NA, exact_bytes, format_bytes, format_ms, ns_to_ms
 
@@ -85,18 +79,6 @@ def print_kernel_analysis(console, analysis: dict, full_names: bool = False) -> 
     print_module_tables(console, analysis, "kernels")
     for note in analysis.get("notes", []):
         console.print(f"[yellow]note:[/] {escape(str(note))}")
-
-
-def print_module_tables(console, analysis: dict, kind: str) -> None:
-    """The kernels' or the memory's module-type table (module_tables.py), or one dim line; nothing for analyses that
-    predate it. Its cells are user range names, module types and frames: printed with markup off."""
-    if "modules" not in analysis:
-        return
-    rows = kernel_module_rows(analysis) if kind == "kernels" else memory_module_rows(analysis)
-    if not rows:
-        console.print(f"[dim]by module type: {escape(absent_line(analysis['modules']))}[/]")
-        return
-    console.print(kernel_module_table(analysis) if kind == "kernels" else memory_module_table(analysis), markup=False)
 
 
 def phase_mark_line(timeline: dict, width: int) -> str:

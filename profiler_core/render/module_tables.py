@@ -6,6 +6,7 @@ largest allocation). Absent data reads as one line saying how to get it.
 """
 from __future__ import annotations
 
+from rich.markup import escape
 from rich.table import Table
 
 from profiler_core.render.units import format_bytes, ns_to_ms
@@ -77,11 +78,12 @@ def _where(row: dict) -> str:
 
 
 def print_module_tables(console, analysis: dict, kind: str) -> None:
-    """The kernels' or the memory's module-type table, or one dim line; nothing for analyses that predate it."""
+    """The kernels' or the memory's module-type table, or one dim line; nothing for analyses that predate it. Its
+    cells are user range names, module types and frames: printed with markup off."""
     if "modules" not in analysis:
         return
     rows = kernel_module_rows(analysis) if kind == "kernels" else memory_module_rows(analysis)
     if not rows:
-        console.print(f"[dim]by module type: {absent_line(analysis['modules'])}[/]")
+        console.print(f"[dim]by module type: {escape(absent_line(analysis['modules']))}[/]")
         return
-    console.print(kernel_module_table(analysis) if kind == "kernels" else memory_module_table(analysis))
+    console.print(kernel_module_table(analysis) if kind == "kernels" else memory_module_table(analysis), markup=False)

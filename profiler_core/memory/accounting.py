@@ -67,8 +67,8 @@ FAR_FROM_ONE = (0.9, 1.1)
 # The items that add up to the predicted peak, in the order Configure lists them (keys of predict_memory).
 PEAK_ITEMS = (("parameters", "parameters_bytes"), ("gradients", "gradients_at_peak_bytes"),
               ("AdamW state", "optimizer_state_bytes"), ("saved activations", "activations_at_peak_bytes"),
-              ("optimizer temporary", "optimizer_temporary_at_peak_bytes"),
-              ("allocator slack", "parameter_slack_at_peak_bytes"))
+              ("AdamW temp", "optimizer_temporary_at_peak_bytes"),
+              ("alloc. slack", "parameter_slack_at_peak_bytes"))
 
 
 def predict_run_memory(cfg: RunConfig) -> dict:

@@ -76,12 +76,13 @@ def model_text(cfg: RunConfig | None) -> str:
 def predicted_table(cfg: RunConfig) -> Table:
     """Bytes of one step by item: the prediction a memory pass stores beside what it measured."""
     predicted = predict_run_memory(cfg)
-    table = Table(title="predicted memory", title_justify="left", box=None, padding=(0, 1), show_header=False)
+    table = Table(title=f"predicted memory (peak at {predicted['peak_phase']})", title_justify="left", box=None, padding=(0, 1), show_header=False)
     table.add_column("item")
     table.add_column("bytes", justify="right")
-    for label, key in PEAK_ITEMS:  # the items held at the predicted peak: they add up to it
-        table.add_row(label, format_bytes(predicted[key]))
-    table.add_row(f"[b]peak[/b] ({predicted['peak_phase']})", f"[b]{format_bytes(predicted['peak_bytes'])}[/b]")
+    for label, key in PEAK_ITEMS:  # the items held at the predicted peak (those not held there left out): their sum
+        if predicted[key]:
+            table.add_row(label, format_bytes(predicted[key]))
+    table.add_row("[b]peak[/b]", f"[b]{format_bytes(predicted['peak_bytes'])}[/b]")
     table.add_row("residual / layer", format_bytes(predicted["residual_stream_per_layer_bytes"]))  # B·T·d·bytes
     return table
 

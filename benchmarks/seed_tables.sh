@@ -4,7 +4,8 @@
 # study's output (OUT/GROUP.log). Run it on the GPU machine from the project root.
 #
 #   bash benchmarks/seed_tables.sh OUT_DIR GROUP...
-#   groups: attention (or attention-fp32 and attention-bf16) passes precision warmup compile profiled memory
+#   groups: attention (or attention-fp32 and attention-bf16, attention-bf16-sdpa) passes precision warmup compile
+#           (or compile-medium) profiled memory
 #
 # Each group is bounded by SEED_GROUP_TIMEOUT seconds (default 290): a study cut short keeps its finished cells,
 # and their tables are still written.
@@ -28,6 +29,7 @@ command_of() {  # sets `args`, the group's sysprof arguments
         warmup) args=(study warmup --models small,medium --ctxs 128,512 --warmups 0,1,5
                       --modes forward,forward_backward) ;;
         compile) args=(study compile --models small,medium --ctxs 256,512) ;;
+        compile-medium) args=(study compile --models medium --ctxs 256,512) ;;  # compile's slow half, alone
         profiled) args=(sweep --model small,medium,large --ctx 128,256,512 --profiler nsys
                         --pivot model:ctx --value "profiled fwd ms") ;;
         memory) args=(sweep --model small --ctx 256,512 --mode forward,forward_backward --dtype fp32,bf16

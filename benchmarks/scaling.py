@@ -117,8 +117,15 @@ def record(cell: Cell, summary: dict, seconds: float, profiler: str) -> dict:
             "profiler": profiler, "status": summary.get("status"), "seconds": round(seconds, 1),
             "error": (summary.get("error") or {}).get("message"), "step_ms": step,
             "tokens_per_s": ranks.get("tokens_per_s_all_ranks", summary.get("tokens_per_s")),
-            "peak_gib": _gib(summary.get("peak_memory_bytes")), "comm": comm,
+            "peak_gib": _gib(_peak_bytes(summary, rows)), "comm": comm,
             "run_dir": summary.get("run_dir"), "findings": ranks.get("findings") or []}
+
+
+def _peak_bytes(summary: dict, rank_rows: list[dict]) -> int | None:
+    """The highest allocated peak of any rank (of any phase when there are no ranks)."""
+    peaks = ([row.get("peak_allocated_bytes") for row in rank_rows] if rank_rows
+             else list((summary.get("peak_memory_bytes") or {}).values()))
+    return max((peak for peak in peaks if peak), default=None)
 
 
 def _gib(nbytes: int | None) -> float | None:

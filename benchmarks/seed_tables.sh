@@ -18,7 +18,8 @@ mkdir -p "$out" "$runs"
 
 sysprof() { python3 -m profiler_core "$@"; }
 
-command_of() {  # sets `args`, the group's sysprof arguments
+command_of() {  # sets `args`, the group's sysprof arguments, and `pivot`, the pivot its tables add
+    pivot=()
     case $1 in
         attention) args=(study attention --dtype fp32,bf16) ;;
         attention-fp32) args=(study attention --dtype fp32) ;;  # the two halves of `attention`, for two GPUs
@@ -30,8 +31,8 @@ command_of() {  # sets `args`, the group's sysprof arguments
                       --modes forward,forward_backward) ;;
         compile) args=(study compile --models small,medium --ctxs 256,512) ;;
         compile-medium) args=(study compile --models medium --ctxs 256,512) ;;  # compile's slow half, alone
-        profiled) args=(sweep --model small,medium,large --ctx 128,256,512 --profiler nsys
-                        --pivot model:ctx --value "profiled fwd ms") ;;
+        profiled) pivot=(--pivot model:ctx --value "profiled fwd ms")
+                  args=(sweep --model small,medium,large --ctx 128,256,512 --profiler nsys "${pivot[@]}") ;;
         memory) args=(sweep --model small --ctx 256,512 --mode forward,forward_backward --dtype fp32,bf16
                       --memory --nvtx-modules 3) ;;
         *) return 1 ;;
@@ -44,6 +45,11 @@ write_tables() {  # every table of one study directory, as Markdown
         sysprof export "$1" --table "$title"
         echo
     done
+    if [ ${#pivot[@]} -gt 0 ]; then
+        printf '### %s\n\n' "${pivot[*]}"
+        sysprof export "$1" "${pivot[@]}"
+        echo
+    fi
 }
 
 for group in "$@"; do

@@ -1,5 +1,5 @@
-"""`sysprof export PATH [--table NAME] [--output FILE | --format md|csv|json|tex] [--list]`: any table of a run or
-study directory, in the shapes the app exports."""
+"""`sysprof export PATH [--table NAME] [--pivot ROWS:COLUMNS [--value V]] [--output FILE | --format md|csv|json|tex]
+[--list]`: any table of a run or study directory, in the shapes the app exports."""
 from __future__ import annotations
 
 import sys
@@ -23,6 +23,9 @@ def add_export_options(parser) -> None:
     parser.add_argument("--output", help="write to PATH (.csv, .md, .json, .tex); default: stdout")
     parser.add_argument("--format", choices=list(FORMATS), default="md", help="stdout format (default md)")
     parser.add_argument("--list", action="store_true", help="list the tables of PATH")
+    parser.add_argument("--pivot", metavar="ROWS:COLUMNS",
+                        help="pivot the table, as `sysprof sweep --pivot` does (e.g. model:ctx)")
+    parser.add_argument("--value", default="fwd mean ms", help="the value a pivot shows (default: fwd mean ms)")
 
 
 def run_tables(run_dir: Path) -> dict[str, list[dict]]:
@@ -96,6 +99,10 @@ def command_export(args) -> int:
     name, records = pick(tables, args.table)
     if not records:
         raise ConfigError(f"table {name!r} of {args.path} has no rows")
+    if args.pivot:
+        from profiler_core.studies.tables import pivot_or_error
+
+        records = export.table_records(pivot_or_error(records, args.pivot, args.value))[1]
     if args.output:
         written = export.write_table(records, args.output)
         sys.stderr.write(f"wrote {name!r} ({len(records)} rows) to {written}\n")

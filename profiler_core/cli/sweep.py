@@ -27,7 +27,8 @@ from profiler_core.studies.memory_tables import memory_sweep_tables
 from profiler_core.studies.progress import Progress
 from profiler_core.studies.tables import (
     compact,
-    pivot,
+    pivot_fields,
+    pivot_or_error,
     pivot_problem,
     planned_columns,
     sweep_document,
@@ -124,7 +125,7 @@ def command_sweep(args) -> int:
         grid, varied = grid_from_args(args)
         configs = sweep.expand(grid)
     if args.pivot:  # a typo is exit 2 before the first cell, not after the last
-        problem = pivot_problem(planned_columns(configs), *_pivot_fields(args.pivot), args.value)
+        problem = pivot_problem(planned_columns(configs), *pivot_fields(args.pivot), args.value)
         if not problem and args.value == "peak GiB" and all(cfg.device == "cpu" for cfg in configs):
             problem = "'peak GiB' is measured on CUDA only; these cells run on the CPU"
         if problem:
@@ -165,18 +166,8 @@ def report_sweep(args, sweep_dir: Path, elapsed_s: float) -> int:
     return 0 if all(c["status"] in events.DONE_STATUSES for c in document["cells"]) else 1
 
 
-def _pivot_fields(text: str) -> tuple[list[str], list[str]]:
-    """"ctx,model:d_model,compile" → (["ctx", "model"], ["d_model", "compile"])."""
-    index_text, _, columns_text = text.partition(":")
-    split = lambda part: [c.strip() for c in part.split(",") if c.strip()]  # noqa: E731
-    return split(index_text), split(columns_text)
-
-
 def _pivot_or_rows(args, rows: list[dict], varied: list[str]):
     if not args.pivot:
         columns = visible_columns(rows, varied)
         return [{c: row[c] for c in columns} for row in rows]
-    try:
-        return pivot(rows, *_pivot_fields(args.pivot), args.value)
-    except KeyError as exc:
-        raise ConfigError(f"--pivot/--value: {exc.args[0]}") from None
+    return pivot_or_error(rows, args.pivot, args.value)

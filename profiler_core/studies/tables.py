@@ -7,7 +7,7 @@ from typing import Any
 
 from models.presets import PRESETS
 from profiler_core import events, rundir
-from profiler_core.config import model_column
+from profiler_core.config import ConfigError, model_column
 from profiler_core.metrics import summarize_ms
 from profiler_core.records import PhaseStats
 from profiler_core.studies.sweep import cell_dir, cell_summary, load_plan
@@ -149,6 +149,21 @@ def pivot_problem(columns: list[str], index: list[str], across: list[str], value
     if not index:
         return "a pivot needs at least one row field before the ':' (e.g. ctx:d_model)"
     return None
+
+
+def pivot_fields(text: str) -> tuple[list[str], list[str]]:
+    """"ctx,model:d_model,compile" → (["ctx", "model"], ["d_model", "compile"])."""
+    index_text, _, columns_text = text.partition(":")
+    split = lambda part: [c.strip() for c in part.split(",") if c.strip()]  # noqa: E731
+    return split(index_text), split(columns_text)
+
+
+def pivot_or_error(rows: list[dict], text: str, value: str):
+    """The pivot `--pivot TEXT --value VALUE` asks for, or a one-line usage error naming what is wrong."""
+    try:
+        return pivot(rows, *pivot_fields(text), value)
+    except KeyError as exc:
+        raise ConfigError(f"--pivot/--value: {exc.args[0]}") from None
 
 
 def pivot(rows: list[dict], index: list[str], columns: list[str], value: str):

@@ -40,11 +40,19 @@ def test_exports_a_study_with_its_oom_row_as_markdown():
     assert "| eager | fp32 | 64 | 65536 | oom |" in result.stdout
 
 
+def test_a_studys_table_exports_as_the_pivot_asked_for_with_its_oom_cells():
+    result = sysprof(ATTENTION_OOM, "--pivot", "d,seq:impl", "--value", "fwd mean ms", "--format", "csv")
+    lines = result.stdout.splitlines()
+    assert result.returncode == 0 and lines[0] == "d,seq,impl=eager,impl=sdpa"
+    assert lines[-1].startswith("64,65536,OOM,129.77")  # eager ran out of memory where SDPA did not
+
+
 def test_bad_paths_and_names_are_one_line_errors(tmp_path):
     for args, reason in (((tmp_path,), "neither a run directory"),
                          ((ANALYSED, "--table", "nope"), "no table 'nope'; choose from 'phases'"),
                          ((ANALYSED, "--output", "/proc/no/x.md"), "not a writable folder"),
-                         ((ANALYSED, "--output", tmp_path / "x.txt"), "end the name in")):
+                         ((ANALYSED, "--output", tmp_path / "x.txt"), "end the name in"),
+                         ((ATTENTION_OOM, "--pivot", "d:nope"), "--pivot/--value: no column 'nope'; choose from")):
         result = sysprof(*args)
         assert result.returncode == 2 and reason in result.stderr and "Traceback" not in result.stderr
         assert len(result.stderr.strip().splitlines()) == 1

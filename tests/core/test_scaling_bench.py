@@ -23,3 +23,18 @@ def test_the_scaling_table_has_every_cell_its_efficiency_and_the_counts_it_could
     launches = [json.loads(line) for line in (out / "launches.jsonl").read_text().splitlines()]
     assert sorted(row["cell"] for row in launches) == ["tiny ddp ×2", "tiny fsdp ×2", "tiny single ×1"]
     assert all(row["status"] == "ok" and row["tokens_per_s"] > 0 for row in launches)
+
+
+def test_a_launch_record_reads_a_real_two_rank_summary():
+    """The xl DDP run on the 2×H200 host under nsys: the job's step is its slowest rank's, the peak the highest."""
+    from pathlib import Path
+
+    summary = json.loads((Path(__file__).parents[2] / "benchmarks" / "results" / "issue15_h200x2"
+                          / "comm_xl_summary.json").read_text())
+    row = scaling.record(scaling.Cell("xl", 2, "ddp"), summary, 61.0, "nsys")
+    assert row["step_ms"] == max(rank["median_ms"]["step"] for rank in summary["ranks"]["rows"])
+    assert row["tokens_per_s"] == summary["ranks"]["tokens_per_s_all_ranks"]
+    assert row["peak_gib"] == round(48907945472 / 2**30, 2)
+    assert [rank["rank"] for rank in row["comm"]] == [0, 1] and row["comm"][0]["overlap_pct"] > 30
+    table = scaling.communication_table([row])
+    assert table[2] == "| xl | ddp | 2 | 0 | 35.1 | 20.2% | 21.4 | 38.9% |"

@@ -2,10 +2,6 @@
 H200 profile, and the FLOPs-vs-time table of a profiled run."""
 from __future__ import annotations
 
-import lzma
-import shutil
-from pathlib import Path
-
 import pytest
 import torch
 
@@ -15,18 +11,12 @@ from profiler_core.kernels.attention_flops import attention_flops, profiled_flop
 from profiler_core.kernels.attribution import attribute_kernels
 from profiler_core.kernels.kernel_stats import attention_kernel_table, attention_summary
 
-H200 = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "h200_small_fp32"
 SHAPE = {"batch": 4, "heads": 12, "ctx": 256, "d_head": 64}  # the fixture's run: small, batch 4, ctx 256
 
 
 @pytest.fixture(scope="module")
-def attribution(tmp_path_factory):
-    if not (H200 / "report.sqlite.xz").is_file():
-        pytest.skip("../shared/fixtures is not beside the checkout")
-    target = tmp_path_factory.mktemp("nsys") / "report.sqlite"
-    with lzma.open(H200 / "report.sqlite.xz") as compressed, open(target, "wb") as out:
-        shutil.copyfileobj(compressed, out)
-    return attribute_kernels(target)
+def attribution(h200_sqlite):
+    return attribute_kernels(h200_sqlite)
 
 
 def ops_by_range(monkeypatch) -> dict[str, set[str]]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import lzma
 import shutil
 import sqlite3
 from pathlib import Path
@@ -25,14 +24,6 @@ from profiler_core.kernels.kernel_stats import busy_union_ns, kernel_table, phas
 FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
 H200 = FIXTURES / "h200_small_fp32"
 pytestmark = pytest.mark.skipif(not FIXTURES.is_dir(), reason="../shared/fixtures is not beside this checkout")
-
-
-@pytest.fixture(scope="session")
-def h200_sqlite(tmp_path_factory) -> Path:
-    target = tmp_path_factory.mktemp("nsys") / "report.sqlite"
-    with lzma.open(H200 / "report.sqlite.xz") as compressed, open(target, "wb") as out:
-        shutil.copyfileobj(compressed, out)
-    return target
 
 
 @pytest.fixture(scope="session")

@@ -4,12 +4,10 @@ ranges: an empty `modules` section, no crash."""
 from __future__ import annotations
 
 import lzma
-import shutil
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pytest
 
 from models.phases import module_range
 from profiler_core.kernels import attribute_kernels
@@ -20,7 +18,6 @@ from profiler_core.kernels.summary import analyze_attribution
 from profiler_core.kernels.torch_trace import attribute_torch_trace
 from profiler_core.module_types import NO_MODULE
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
 TRACES = Path(__file__).resolve().parents[1] / "data" / "traces"
 MAIN, AUTOGRAD = 1, 2
 
@@ -78,17 +75,6 @@ def test_category_rows_split_each_phase_with_user_ranges_as_sub_rows():
     rows = [(r["phase"], r["category"], r["sub_range"], r["kernels"], r["share"]) for r in category_rows(kernels)]
     assert rows == [("forward", "attention", None, 3, 0.75), ("forward", "attention", "softmax", 2, 0.5),
                     ("forward", "mlp", None, 1, 0.25), ("backward", "attention", None, 1, 1.0)]
-
-
-@pytest.fixture(scope="module")
-def h200_sqlite(tmp_path_factory) -> Path:
-    source = FIXTURES / "h200_small_fp32" / "report.sqlite.xz"
-    if not source.is_file():
-        pytest.skip("../shared/fixtures is not beside this checkout")
-    target = tmp_path_factory.mktemp("nsys") / "report.sqlite"
-    with lzma.open(source) as compressed, open(target, "wb") as out:
-        shutil.copyfileobj(compressed, out)
-    return target
 
 
 def test_a_real_export_without_module_ranges_has_an_empty_modules_section(h200_sqlite):

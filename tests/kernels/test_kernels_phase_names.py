@@ -3,7 +3,6 @@ ranges `fwd`, `bwd`, `opt`, `train step N` and leaves one range open): known ali
 when none match, unbalanced ranges named; the sqlite and the stats CSVs give the same phases."""
 from __future__ import annotations
 
-import lzma
 import shutil
 from pathlib import Path
 
@@ -17,14 +16,6 @@ from profiler_core.kernels.phase_names import drop_unbalanced, rename_phase_rang
 FOREIGN = Path(__file__).resolve().parents[1] / "data" / "foreign_nvtx"
 PUBLIC = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "nsys_public"
 PHASES = {"forward": (832276, 25), "backward": (900852, 50), "optimizer": (1386494, 40), "other": (0, 0)}
-
-
-@pytest.fixture(scope="module")
-def foreign_sqlite(tmp_path_factory) -> Path:
-    target = tmp_path_factory.mktemp("foreign") / "foreign.sqlite"
-    with lzma.open(FOREIGN / "foreign.sqlite.xz") as compressed, open(target, "wb") as out:
-        shutil.copyfileobj(compressed, out)
-    return target
 
 
 def phases(analysis: dict) -> dict:

@@ -33,6 +33,7 @@ from profiler_core.session.backends import choose_backend
 from profiler_core.session.inspecting import inspect_model
 from profiler_core.session.live import RUN, recorded
 from profiler_core.session.repeats import RepeatedRun
+from profiler_core.stop_signals import on_stop_signals
 
 stderr_console = Console(stderr=True, highlight=False)
 
@@ -214,8 +215,8 @@ COMMANDS = {"run": command_run, "inspect": command_inspect, "models": command_mo
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    for signum in (signal.SIGTERM, signal.SIGHUP):  # stop a run like Ctrl-C does (a hang-up too): steps are kept
-        signal.signal(signum, signal.default_int_handler)
+    # stop a run like Ctrl-C does (a hang-up too, unless started under nohup): steps are kept
+    on_stop_signals(signal.default_int_handler, (signal.SIGTERM, signal.SIGHUP))
     try:
         return COMMANDS[args.command](args)
     except SysprofError as exc:

@@ -41,6 +41,7 @@ from profiler_core.runner.workload import (
     cuda_graph_report,
     resolve_device,
 )
+from profiler_core.stop_signals import STOP_SIGNALS, on_stop_signals
 
 
 class Cancelled(Exception):
@@ -51,10 +52,6 @@ class StepFailure(Exception):
     def __init__(self, kind: str, message: str, phase: str | None, peak_bytes: int | None):
         super().__init__(message)
         self.kind, self.phase, self.peak_bytes = kind, phase, peak_bytes
-
-
-# Ctrl-C, a launcher's stop, and the terminal hanging up (a dropped SSH session): each ends the run with its summary
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def _ignore_stop_signals() -> None:
@@ -330,8 +327,8 @@ def main(argv: list[str] | None = None) -> int:
     own_dir.mkdir(parents=True, exist_ok=True)
     if rank and rank.local_rank:  # the node's first rank's events are the run's; the others keep theirs apart
         sys.stdout = (own_dir / rundir.EVENTS).open("w", buffering=1)
-    for signum in STOP_SIGNALS:
-        signal.signal(signum, _raise_cancelled)
+    # Ctrl-C, a launcher's stop, and the terminal hanging up (a dropped SSH session): each ends the run with its summary
+    on_stop_signals(_raise_cancelled)
     try:
         cfg = validate(RunConfig.from_dict(json.loads(args.config_json)))
     except (ConfigError, json.JSONDecodeError, TypeError) as exc:

@@ -32,6 +32,7 @@ from profiler_core.records import RunSummary, median_ms
 from profiler_core.session.backends import Backend, choose_backend
 from profiler_core.session.live import RUN, EventLog, recorded
 from profiler_core.session.passes import Session
+from profiler_core.stop_signals import on_stop_signals
 
 EventSink = Callable[[dict], None]
 
@@ -171,8 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nsys", help="path to nsys (else $SYSPROF_NSYS, PATH, usual install dirs)")
     parser.add_argument("--resume", action="store_true", help="keep the processes of the group that finished")
     args = parser.parse_args(argv)
-    for signum in (signal.SIGTERM, signal.SIGHUP):  # a closing app (or a hang-up) asks like Ctrl-C does
-        signal.signal(signum, signal.default_int_handler)
+    # a closing app (or a hang-up, unless under nohup) asks like Ctrl-C does
+    on_stop_signals(signal.default_int_handler, (signal.SIGTERM, signal.SIGHUP))
     try:
         args.run_dir.mkdir(parents=True, exist_ok=True)
         cfg = validate(RunConfig.from_dict(json.loads(args.config_json)))

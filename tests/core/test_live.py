@@ -219,6 +219,27 @@ def test_a_cli_run_whose_terminal_hangs_up_writes_its_summary(tmp_path, cli_env,
     assert not (run_dir / rundir.LIVE).exists()
 
 
+def test_a_run_started_under_nohup_outlives_the_hang_up(tmp_path, cli_env):
+    """`nohup sysprof run … &`: SIGHUP ignored from the start stays ignored in the CLI, its session and its runner,
+    so the hang-up that follows a logout leaves the run going; a later SIGTERM still stops it with its summary."""
+    process = subprocess.Popen([sys.executable, "-m", "profiler_core", "run", "--model", "tiny", "--ctx", "32",
+                                "--batch", "2", "--device", "cpu", "--steps", "5000", "--warmup", "1"],
+                               env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    runs = tmp_path / "runs"
+    wait_until(lambda: runs.is_dir() and any(runs.iterdir()) and measured_steps(next(runs.iterdir())) >= 3)
+    run_dir = next(runs.iterdir())
+    os.killpg(process.pid, signal.SIGHUP)
+    hung_up_at = measured_steps(run_dir)
+    wait_until(lambda: measured_steps(run_dir) >= hung_up_at + 20)  # still stepping after the hang-up
+    assert process.poll() is None and rundir.read_summary(run_dir) is None
+    os.killpg(process.pid, signal.SIGTERM)
+    _, err = process.communicate(timeout=120)
+    summary = rundir.read_summary(run_dir)
+    assert process.returncode == 1 and "Traceback" not in err, err
+    assert summary["state"] == "cancelled" and summary["error"]["message"] in ("stopped by SIGTERM", "stopped by SIGINT")
+
+
 def test_a_runner_whose_reader_vanished_says_so_never_error_in_its_last_phase(tmp_path, cli_env):
     """`sysprof run` killed alone (kill -9 of its pid, not its group): the runner's next event finds its pipe closed.
     It stops with its summary, state died and the reason, not "error in optimizer: BrokenPipeError"."""

@@ -4,8 +4,8 @@
 # study's output (OUT/GROUP.log). Run it on the GPU machine from the project root.
 #
 #   bash benchmarks/seed_tables.sh OUT_DIR GROUP...
-#   groups: attention (or attention-fp32 and attention-bf16, attention-bf16-sdpa) passes precision warmup compile
-#           (or compile-medium) profiled memory
+#   groups: attention (or attention-fp32 and attention-bf16, attention-bf16-sdpa, attention-bf16-uncompiled) passes
+#           precision warmup compile (or compile-medium) profiled memory
 #
 # Each group is bounded by SEED_GROUP_TIMEOUT seconds (default 290): a study cut short keeps its finished cells,
 # and their tables are still written.
@@ -25,6 +25,7 @@ command_of() {  # sets `args`, the group's sysprof arguments, and `pivot`, the p
         attention-fp32) args=(study attention --dtype fp32) ;;  # the two halves of `attention`, for two GPUs
         attention-bf16) args=(study attention --dtype bf16) ;;
         attention-bf16-sdpa) args=(study attention --dtype bf16 --impl sdpa) ;;
+        attention-bf16-uncompiled) args=(study attention --dtype bf16 --impl eager,sdpa) ;;  # one GPU model per speedup
         passes) args=(study passes --models small,medium,large,xl,2.7B) ;;
         precision) args=(study precision --models small,medium,large) ;;
         warmup) args=(study warmup --models small,medium --ctxs 128,512 --warmups 0,1,5

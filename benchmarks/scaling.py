@@ -58,6 +58,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--small-model", default="small", help="model of the straggler and nsys runs")
     parser.add_argument("--out", type=Path, help="also write scaling.md and launches.jsonl here")
     parser.add_argument("--runs-dir", type=Path, help="keep the run directories here (default: a temporary one)")
+    parser.add_argument("--launch-timeout-s", type=float, default=1800.0, help="a launch running longer fails")
     return parser.parse_args(argv)
 
 
@@ -92,10 +93,17 @@ def run_argv(args: argparse.Namespace, cell: Cell, profiler: str, runs_dir: Path
     return argv + (["--nproc", str(cell.nproc), "--parallel", cell.parallel] if cell.nproc > 1 else [])
 
 
-def launch(argv: list[str], env: dict[str, str]) -> tuple[dict, float]:
+def launch(args: argparse.Namespace, argv: list[str], extra_env: dict[str, str] | None = None) -> tuple[dict, float]:
     """One fresh `sysprof run`: its summary (or why there is none) and the seconds from command to exit."""
+    env = {**os.environ, **(extra_env or {})}
+    if args.device == "cpu":  # torchrun gives each CPU rank one thread; the one-process reference gets the same
+        env.setdefault("OMP_NUM_THREADS", "1")
     started = time.monotonic()
-    done = subprocess.run(argv, env=env, capture_output=True, text=True)
+    try:
+        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=args.launch_timeout_s)
+    except subprocess.TimeoutExpired:
+        message = f"ran past --launch-timeout-s {args.launch_timeout_s:g} and was stopped"
+        return {"status": "failed", "error": {"message": message}}, time.monotonic() - started
     seconds = time.monotonic() - started
     try:
         return json.loads(done.stdout), seconds
@@ -109,8 +117,9 @@ def record(cell: Cell, summary: dict, seconds: float, profiler: str) -> dict:
     communication per rank when nsys ran."""
     ranks = summary.get("ranks") or {}
     rows = ranks.get("rows") or []
-    step = (max(row["median_ms"]["step"] for row in rows) if rows
-            else ((summary.get("phases") or {}).get("step") or {}).get("median_ms"))
+    steps = ([(row.get("median_ms") or {}).get("step") for row in rows] if rows
+             else [((summary.get("phases") or {}).get("step") or {}).get("median_ms")])
+    step = max((ms for ms in steps if ms is not None), default=None)  # a rank that died early has none
     comm = [{key: row.get(key) for key in ("rank", "comm_ms", "comm_share_pct", "exposed_comm_ms", "overlap_pct")}
             for row in (summary.get("profile") or {}).get("ranks") or []]
     return {"cell": cell.label, "model": cell.model, "nproc": cell.nproc, "parallel": cell.parallel,
@@ -134,18 +143,19 @@ def _gib(nbytes: int | None) -> float | None:
 
 def measure_grid(args: argparse.Namespace, cells: list[Cell], runs_dir: Path, log) -> list[dict]:
     """Every cell `repeats` times in fresh launches; each round starts at a different cell (interleaved)."""
-    launches = []
-    for round_index in range(args.repeats):
+    launches: list[dict] = []
+    for round_index in range(args.repeats if cells else 0):
         shift = round_index % len(cells)
         for cell in cells[shift:] + cells[:shift]:
             profiler = "nsys" if round_index == 0 and cell.nproc > 1 and args.device == "cuda" else "none"
-            summary, seconds = launch(run_argv(args, cell, profiler, runs_dir), dict(os.environ))
+            summary, seconds = launch(args, run_argv(args, cell, profiler, runs_dir))
             launches.append(record(cell, summary, seconds, profiler))
             log(launches[-1])
     return launches
 
 
-def spread(values: list[float]) -> str:
+def spread(values: list[float | None]) -> str:
+    values = [value for value in values if value is not None]
     if not values:
         return "—"
     middle = statistics.median(values)
@@ -157,14 +167,13 @@ def scaling_table(cells: list[Cell], launches: list[dict], skipped: dict[Cell, s
              "| tokens/s per GPU | scaling efficiency | peak GiB per GPU |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for cell in cells:
         if cell in skipped:
-            lines.append(f"| {cell.model} | {cell.parallel} | {cell.nproc} | — | not run: {skipped[cell]} | | | | |")
+            lines.append(f"| {cell.model} | {cell.parallel} | {cell.nproc} | — | {skipped[cell]} | | | | |")
             continue
         ok = [row for row in launches if row["cell"] == cell.label and row["status"] == "ok"]
-        tokens = [row["tokens_per_s"] for row in ok]
-        base = [row["tokens_per_s"] for row in launches
-                if row["cell"] == Cell(cell.model, 1, "single").label and row["status"] == "ok"]
-        efficiency = (f"{statistics.median(tokens) / cell.nproc / statistics.median(base):.2f}"
-                      if tokens and base else "—")
+        tokens = _tokens(ok)
+        base = _tokens([row for row in launches if row["cell"] == Cell(cell.model, 1, "single").label
+                        and row["status"] == "ok"])
+        efficiency = f"{efficiency_of(tokens, base, cell.nproc):.2f}" if tokens and base else "—"
         per_gpu = spread([t / cell.nproc for t in tokens])
         peak = max((row["peak_gib"] or 0 for row in ok), default=None)
         total = len([row for row in launches if row["cell"] == cell.label])
@@ -172,6 +181,15 @@ def scaling_table(cells: list[Cell], launches: list[dict], skipped: dict[Cell, s
                      f"| {spread([row['step_ms'] for row in ok])} | {spread(tokens)} | {per_gpu} | {efficiency} "
                      f"| {peak if peak else '—'} |")
     return lines
+
+
+def _tokens(rows: list[dict]) -> list[float]:
+    return [row["tokens_per_s"] for row in rows if row["tokens_per_s"]]
+
+
+def efficiency_of(tokens: list[float], base: list[float], nproc: int) -> float:
+    """Tokens/s per GPU over one GPU's, each the median of its launches."""
+    return statistics.median(tokens) / nproc / statistics.median(base)
 
 
 def failures(launches: list[dict]) -> list[str]:
@@ -197,8 +215,8 @@ def straggler_run(args: argparse.Namespace, runs_dir: Path) -> list[str]:
     """One run whose last rank's forward is delayed: the findings should name it and its victim."""
     slowed = args.straggler_gpus - 1
     cell = Cell(args.small_model, args.straggler_gpus, "ddp")
-    env = {**os.environ, SLOW_RANK_ENV: f"{slowed}:{args.straggler_delay_ms:g}"}
-    summary, _ = launch(run_argv(args, cell, "none", runs_dir), env)
+    summary, _ = launch(args, run_argv(args, cell, "none", runs_dir),
+                        {SLOW_RANK_ENV: f"{slowed}:{args.straggler_delay_ms:g}"})
     said = (summary.get("ranks") or {}).get("findings") or []
     head = (f"{cell.label}, rank {slowed}'s forward delayed by {args.straggler_delay_ms:g} ms: "
             f"{summary.get('status')}; the straggler named: {'yes' if _names(said, slowed) else 'no'}")
@@ -210,17 +228,19 @@ def _names(findings: list[str], rank: int) -> bool:
 
 
 def nsys_run(args: argparse.Namespace, runs_dir: Path) -> list[str]:
-    """nsys on every rank: seconds from the command to the per-rank kernel tables, and the reports' size."""
+    """nsys on every rank: seconds from the command to the per-rank kernel tables (the clean pass before the
+    profiled one included), and the reports' size."""
     cell = Cell(args.small_model, args.nsys_gpus, "ddp" if args.nsys_gpus > 1 else "single")
-    summary, seconds = launch(run_argv(args, cell, "nsys", runs_dir), dict(os.environ))
+    summary, seconds = launch(args, run_argv(args, cell, "nsys", runs_dir))
     profile = summary.get("profile") or {}
-    tabled = [row for row in profile.get("ranks") or [] if not row.get("error")]
+    rank_rows = profile.get("ranks") or []
+    tables = (len([row for row in rank_rows if not row.get("error")]) if rank_rows
+              else int(profile.get("status") == "ok"))
     reports = list(Path(summary["run_dir"]).rglob("*.nsys-rep")) if summary.get("run_dir") else []
     size = sum(path.stat().st_size for path in reports) / 2**20
-    tables = len(tabled) if tabled else int(profile.get("status") == "ok")
     return [f"{cell.label} under nsys: {summary.get('status')}, {seconds:.1f} s from command to the kernel tables "
-            f"of {tables} of {cell.nproc} ranks; {len(reports)} reports, {size:.1f} MiB in all",
-            f"- where the time went (profile.seconds): {json.dumps(profile.get('seconds'))}"]
+            f"of {tables} of {cell.nproc} ranks (the clean pass included); {len(reports)} reports, {size:.1f} MiB "
+            "in all", f"- where the time went (profile.seconds): {json.dumps(profile.get('seconds'))}"]
 
 
 def _not_run(ranks: int, have: int, least: int = 1) -> str:
@@ -229,23 +249,33 @@ def _not_run(ranks: int, have: int, least: int = 1) -> str:
     return f"not run: needs {ranks} GPUs, this host has {have}"
 
 
-def processes_left(device: str) -> list[str]:
-    """Compute processes on every GPU after the runs (NVML); the ranks' contexts take a moment to go."""
-    if device == "cpu":
-        return ["CPU run: no GPU to check."]
-    import pynvml
-
-    pynvml.nvmlInit()
+def compute_pids() -> dict[int, set[int]] | str:
+    """The compute processes on every GPU by NVML (anyone's), or why NVML could not say."""
     try:
-        for _ in range(20):
-            left = {index: len(pynvml.nvmlDeviceGetComputeRunningProcesses(pynvml.nvmlDeviceGetHandleByIndex(index)))
-                    for index in range(pynvml.nvmlDeviceGetCount())}
-            if not any(left.values()):
-                break
-            time.sleep(0.5)
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception as exc:  # no nvidia-ml-py, no driver: the report says so and keeps the tables
+        return f"NVML unavailable ({type(exc).__name__}: {exc})"
+    try:
+        return {index: {p.pid for p in pynvml.nvmlDeviceGetComputeRunningProcesses(
+                    pynvml.nvmlDeviceGetHandleByIndex(index))} for index in range(pynvml.nvmlDeviceGetCount())}
     finally:
         pynvml.nvmlShutdown()
-    return [f"GPU {index}: {n} compute processes left" for index, n in left.items()]
+
+
+def processes_left(before: dict[int, set[int]] | str) -> list[str]:
+    """Processes on each GPU that were not there before the runs; the ranks' contexts take a moment to go."""
+    for _ in range(20):
+        after = compute_pids()
+        if isinstance(before, str) or isinstance(after, str):
+            return [before if isinstance(before, str) else str(after)]
+        left = {index: pids - before.get(index, set()) for index, pids in after.items()}
+        if not any(left.values()):
+            break
+        time.sleep(0.5)
+    return [f"GPU {index}: {len(pids)} processes left that were not there before the runs"
+            + (f" (pids {sorted(pids)})" if pids else "") for index, pids in left.items()]
 
 
 def report(args: argparse.Namespace, cells, launches, skipped, extra: list[str]) -> str:
@@ -259,31 +289,48 @@ def report(args: argparse.Namespace, cells, launches, skipped, extra: list[str])
     return "\n".join(parts) + "\n"
 
 
+class LaunchLog:
+    """Each launch's record as it ends: a JSON line on stderr and, with --out, in launches.jsonl (begun afresh)."""
+
+    def __init__(self, out: Path | None):
+        self.path = out / "launches.jsonl" if out else None
+        if self.path:
+            out.mkdir(parents=True, exist_ok=True)
+            self.path.write_text("")
+
+    def __call__(self, row: dict) -> None:
+        print(json.dumps(row), file=sys.stderr, flush=True)
+        if self.path:
+            with self.path.open("a") as out:
+                out.write(json.dumps(row) + "\n")
+
+
+def single_runs(args: argparse.Namespace, have: int, runs_dir: Path) -> list[str]:
+    """The slowed-rank run and the nsys-on-every-rank run, or why each did not run."""
+    lines = ["## A slowed rank", ""]
+    lines += (straggler_run(args, runs_dir) if 1 < args.straggler_gpus <= have
+              else [_not_run(args.straggler_gpus, have, least=2)])
+    lines += ["", "## nsys on every rank", ""]
+    if args.device != "cuda":
+        return [*lines, "not run: nsys needs --device cuda", ""]
+    return [*lines, *(nsys_run(args, runs_dir) if 0 < args.nsys_gpus <= have else [_not_run(args.nsys_gpus, have)]),
+            ""]
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     have = usable_ranks(args.device)
     cells = grid(args)
-    skipped = {cell: f"needs {cell.nproc} GPUs, this host has {have}" for cell in cells if cell.nproc > have}
-    if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-    log_path = args.out / "launches.jsonl" if args.out else None
-
-    def log(row: dict) -> None:
-        print(json.dumps(row), file=sys.stderr, flush=True)
-        if log_path:
-            with log_path.open("a") as out:
-                out.write(json.dumps(row) + "\n")
-
+    skipped = {cell: _not_run(cell.nproc, have) for cell in cells if cell.nproc > have}
+    log = LaunchLog(args.out)
+    before = compute_pids() if args.device == "cuda" else None
     with tempfile.TemporaryDirectory(prefix="sysprof-scaling-") as scratch:
         runs_dir = args.runs_dir or Path(scratch)
         launches = measure_grid(args, [cell for cell in cells if cell not in skipped], runs_dir, log)
-        extra = ["## A slowed rank", ""]
-        extra += (straggler_run(args, runs_dir) if 1 < args.straggler_gpus <= have
-                  else [_not_run(args.straggler_gpus, have, least=2)]) + [""]
-        extra += ["## nsys on every rank", ""]
-        extra += (nsys_run(args, runs_dir) if 0 < args.nsys_gpus <= have else [_not_run(args.nsys_gpus, have)]) + [""]
-        extra += ["## Processes left on the GPUs", "", *processes_left(args.device)]
-        text = report(args, cells, launches, skipped, extra)
+        extra = single_runs(args, have, runs_dir)
+    extra += ["## Processes left on the GPUs", ""]
+    extra += processes_left(before) if before is not None else ["CPU run: no GPU to check."]
+    text = report(args, cells, launches, skipped, extra)
     print(text)
     if args.out:
         (args.out / "scaling.md").write_text(text)

@@ -47,7 +47,7 @@ write_tables() {  # every table of one study directory, as Markdown
         echo
     done
     if [ ${#pivot[@]} -gt 0 ]; then
-        printf '### %s\n\n' "${pivot[*]}"
+        printf '### %s by %s\n\n' "${pivot[3]}" "${pivot[1]}"  # e.g. "profiled fwd ms by model:ctx"
         sysprof export "$1" "${pivot[@]}"
         echo
     fi

@@ -25,7 +25,7 @@ def add_export_options(parser) -> None:
     parser.add_argument("--list", action="store_true", help="list the tables of PATH")
     parser.add_argument("--pivot", metavar="ROWS:COLUMNS",
                         help="pivot the table, as `sysprof sweep --pivot` does (e.g. model:ctx)")
-    parser.add_argument("--value", default="fwd mean ms", help="the value a pivot shows (default: fwd mean ms)")
+    parser.add_argument("--value", help="the value a pivot shows (default: fwd mean ms)")
 
 
 def run_tables(run_dir: Path) -> dict[str, list[dict]]:
@@ -99,10 +99,12 @@ def command_export(args) -> int:
     name, records = pick(tables, args.table)
     if not records:
         raise ConfigError(f"table {name!r} of {args.path} has no rows")
+    if args.value and not args.pivot:
+        raise ConfigError("--value chooses what a pivot shows: give --pivot ROWS:COLUMNS with it")
     if args.pivot:
         from profiler_core.studies.tables import pivot_or_error
 
-        records = export.table_records(pivot_or_error(records, args.pivot, args.value))[1]
+        records = export.table_records(pivot_or_error(records, args.pivot, args.value or "fwd mean ms"))[1]
     if args.output:
         written = export.write_table(records, args.output)
         sys.stderr.write(f"wrote {name!r} ({len(records)} rows) to {written}\n")

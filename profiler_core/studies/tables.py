@@ -148,6 +148,10 @@ def pivot_problem(columns: list[str], index: list[str], across: list[str], value
         return f"no column {missing[0]!r}; choose from {', '.join(columns)}"
     if not index:
         return "a pivot needs at least one row field before the ':' (e.g. ctx:d_model)"
+    fields = [*index, *across]
+    if len(set(fields)) < len(fields):
+        twice = next(field for field in fields if fields.count(field) > 1)
+        return f"{twice!r} is named twice; a field is either a row or a column of the pivot"
     return None
 
 

@@ -52,7 +52,9 @@ def test_bad_paths_and_names_are_one_line_errors(tmp_path):
                          ((ANALYSED, "--table", "nope"), "no table 'nope'; choose from 'phases'"),
                          ((ANALYSED, "--output", "/proc/no/x.md"), "not a writable folder"),
                          ((ANALYSED, "--output", tmp_path / "x.txt"), "end the name in"),
-                         ((ATTENTION_OOM, "--pivot", "d:nope"), "--pivot/--value: no column 'nope'; choose from")):
+                         ((ATTENTION_OOM, "--pivot", "d:nope"), "--pivot/--value: no column 'nope'; choose from"),
+                         ((ATTENTION_OOM, "--pivot", "d:d"), "'d' is named twice"),
+                         ((ATTENTION_OOM, "--value", "status"), "give --pivot ROWS:COLUMNS with it")):
         result = sysprof(*args)
         assert result.returncode == 2 and reason in result.stderr and "Traceback" not in result.stderr
         assert len(result.stderr.strip().splitlines()) == 1

@@ -219,11 +219,14 @@ def test_a_cli_run_whose_terminal_hangs_up_writes_its_summary(tmp_path, cli_env,
     assert not (run_dir / rundir.LIVE).exists()
 
 
-def test_a_run_started_under_nohup_outlives_the_hang_up(tmp_path, cli_env):
-    """`nohup sysprof run … &`: SIGHUP ignored from the start stays ignored in the CLI, its session and its runner,
-    so the hang-up that follows a logout leaves the run going; a later SIGTERM still stops it with its summary."""
+@pytest.mark.parametrize("nproc", [1, 2], ids=["one process", "two gloo ranks under torchrun"])
+def test_a_run_started_under_nohup_outlives_the_hang_up(tmp_path, cli_env, nproc):
+    """`nohup sysprof run … &`: SIGHUP ignored from the start stays ignored in the CLI, its session, torchrun and
+    the runners, so the hang-up that follows a logout leaves the run going; a later SIGTERM still stops it with its
+    summary."""
     process = subprocess.Popen([sys.executable, "-m", "profiler_core", "run", "--model", "tiny", "--ctx", "32",
-                                "--batch", "2", "--device", "cpu", "--steps", "5000", "--warmup", "1"],
+                                "--batch", "2", "--device", "cpu", "--steps", "5000", "--warmup", "1",
+                                "--nproc", str(nproc)],
                                env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
     runs = tmp_path / "runs"

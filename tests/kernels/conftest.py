@@ -14,7 +14,7 @@ FOREIGN_SQLITE_XZ = TESTS / "data" / "foreign_nvtx" / "foreign.sqlite.xz"
 
 def unpacked(source: Path, target: Path) -> Path:
     if not source.is_file():
-        pytest.skip(f"{source.name} is missing (../shared/fixtures is not beside the checkout?)")
+        pytest.skip(f"{source} is missing")
     with lzma.open(source) as compressed, open(target, "wb") as out:
         shutil.copyfileobj(compressed, out)
     return target

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -99,16 +100,21 @@ def launch(args: argparse.Namespace, argv: list[str], extra_env: dict[str, str] 
     if args.device == "cpu":  # torchrun gives each CPU rank one thread; the one-process reference gets the same
         env.setdefault("OMP_NUM_THREADS", "1")
     started = time.monotonic()
+    # its own process group, so a launch that runs too long is stopped whole: CLI, session, torchrun and ranks
+    process = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
     try:
-        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=args.launch_timeout_s)
+        stdout, stderr = process.communicate(timeout=args.launch_timeout_s)
     except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGTERM)  # stops like Ctrl-C: the run keeps its summary
+        process.communicate()
         message = f"ran past --launch-timeout-s {args.launch_timeout_s:g} and was stopped"
         return {"status": "failed", "error": {"message": message}}, time.monotonic() - started
     seconds = time.monotonic() - started
     try:
-        return json.loads(done.stdout), seconds
+        return json.loads(stdout), seconds
     except json.JSONDecodeError:
-        last = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+        last = (stderr.strip().splitlines() or [f"exit {process.returncode}"])[-1]
         return {"status": "failed", "error": {"message": last}}, seconds
 
 

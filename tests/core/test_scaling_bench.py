@@ -79,3 +79,13 @@ def test_a_host_that_can_run_no_cell_lists_them_all_as_not_run(capsys):
     text = capsys.readouterr().out
     assert table_rows(text)["ddp", "4096"][4].startswith("not run: needs 4096 GPUs")
     assert "A slowed rank\n\nnot run: 0 ranks asked for, it needs 2 or more" in text
+
+
+def test_a_launch_past_its_timeout_is_stopped_whole_and_recorded_as_failed(tmp_path):
+    args = scaling.parse_args(["--device", "cpu", "--launch-timeout-s", "8", "--steps", "100000"])
+    started = scaling.time.monotonic()
+    summary, seconds = scaling.launch(args, scaling.run_argv(args, scaling.Cell("tiny", 1, "single"), "none", tmp_path))
+    assert summary == {"status": "failed", "error": {"message": "ran past --launch-timeout-s 8 and was stopped"}}
+    assert 8 <= seconds < 60 and scaling.time.monotonic() - started < 60
+    [run_dir] = tmp_path.iterdir()
+    assert json.loads((run_dir / "summary.json").read_text())["state"] == "cancelled"  # stopped, its steps kept

@@ -1,7 +1,7 @@
 """The signals that stop a run the way Ctrl-C does, installed alike by the CLI, the session and the runner.
 
-A hang-up (SIGHUP: the terminal closed, the SSH session dropped) stops a run with its summary, unless the process
-started with SIGHUP ignored: that is `nohup sysprof run … &`, whose user asked for the run to outlive the terminal,
+A hang-up (SIGHUP: the terminal closed, the SSH session dropped) stops a run with its summary, and whatever was
+printed to that terminal goes nowhere from then on; unless the process started with SIGHUP ignored: that is `nohup sysprof run … &`, whose user asked for the run to outlive the terminal,
 and every process of the run then keeps ignoring it (the ignore is inherited down to the runner)."""
 from __future__ import annotations
 
@@ -17,9 +17,26 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 TORCHRUN_SIGNALS_ENV = "PET_SIGNALS_TO_HANDLE"
 
 
-def on_stop_signals(handler: Handler | int, signals: tuple[signal.Signals, ...] = STOP_SIGNALS) -> None:
+def on_stop_signals(handler: Handler, signals: tuple[signal.Signals, ...] = STOP_SIGNALS) -> None:
     for signum in signals:
-        if signum == signal.SIGHUP and signal.getsignal(signum) == signal.SIG_IGN:  # nohup: leave it ignored
+        if signum != signal.SIGHUP:
+            signal.signal(signum, handler)
+        elif signal.getsignal(signum) == signal.SIG_IGN:  # nohup: leave it ignored
             os.environ.setdefault(TORCHRUN_SIGNALS_ENV, "SIGTERM,SIGINT,SIGQUIT")  # in torchrun and its ranks too
-            continue
-        signal.signal(signum, handler)
+        else:
+            signal.signal(signum, _leaving_the_terminal(handler))
+
+
+def _leaving_the_terminal(handler: Handler) -> Handler:
+    """The hang-up's handler: output that went to the terminal goes to /dev/null from then on (a write to a hung-up
+    terminal fails with EIO, and the report would end in a traceback); output to a file or a pipe is kept."""
+    on_terminal = [fd for fd in (1, 2) if os.isatty(fd)]
+
+    def on_hang_up(signum: int, frame: FrameType | None) -> object:
+        nowhere = os.open(os.devnull, os.O_WRONLY)
+        for fd in on_terminal:
+            os.dup2(nowhere, fd)
+        os.close(nowhere)
+        return handler(signum, frame)
+
+    return on_hang_up

@@ -219,6 +219,29 @@ def test_a_cli_run_whose_terminal_hangs_up_writes_its_summary(tmp_path, cli_env,
     assert not (run_dir / rundir.LIVE).exists()
 
 
+def test_a_run_whose_terminal_is_gone_stops_without_writing_to_it(tmp_path, cli_env):
+    """The real hang-up: the terminal (a pty) closes, then SIGHUP comes. Writing the report to the dead terminal
+    would fail with EIO and end in a traceback; it goes nowhere instead, and the summary is written as always."""
+    import pty
+
+    terminal, its_device = pty.openpty()
+    process = subprocess.Popen([sys.executable, "-m", "profiler_core", "run", "--model", "tiny", "--ctx", "32",
+                                "--batch", "2", "--device", "cpu", "--steps", "5000", "--warmup", "1"],
+                               env=cli_env, stdin=its_device, stdout=its_device, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    os.close(its_device)
+    runs = tmp_path / "runs"
+    try:
+        wait_until(lambda: runs.is_dir() and any(runs.iterdir()) and measured_steps(next(runs.iterdir())) >= 3)
+    finally:
+        os.close(terminal)  # the SSH session is gone: writes to its terminal now fail
+    os.killpg(process.pid, signal.SIGHUP)
+    _, err = process.communicate(timeout=120)
+    summary = rundir.read_summary(next(runs.iterdir()))
+    assert "Traceback" not in err and "Input/output error" not in err, err
+    assert summary["state"] == "cancelled"
+
+
 @pytest.mark.parametrize("nproc", [1, 2], ids=["one process", "two gloo ranks under torchrun"])
 def test_a_run_started_under_nohup_outlives_the_hang_up(tmp_path, cli_env, nproc):
     """`nohup sysprof run … &`: SIGHUP ignored from the start stays ignored in the CLI, its session, torchrun and

@@ -55,6 +55,7 @@ def test_compare_rows_explain_only_large_gaps():
     assert rows["attention_scores"]["ratio"] == 1.0
     assert rows["activations"]["ratio"] == pytest.approx(1_034_326_016 / predicted["saved_activations_bytes"],
                                                          rel=1e-4)
+    assert "forward temporaries" in rows["activations"]["explanation"]  # a gap over 10% says why
     assert rows["gradients"]["ratio"] == 0.0 and "zero_grad" in rows["gradients"]["explanation"]
 
 

@@ -39,7 +39,7 @@ def new_run(runs: Path, before: set[Path], timeout: float = 600) -> Path:
 
 def from_cli(cfg: dict, runs: Path) -> Path:
     before = set(runs.iterdir()) if runs.is_dir() else set()
-    argv = [sys.executable, "-m", "profiler_core", "run", "--runs-dir", str(runs), "--json"]
+    argv = [sys.executable, "-m", "sysprof.profiler_core", "run", "--runs-dir", str(runs), "--json"]
     argv += [part for key, value in cfg.items() for part in (f"--{key}", str(value))]
     subprocess.run(argv, check=True, capture_output=True, cwd=ROOT)
     return new_run(runs, before)

@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # runnable as a plain script from anywhere
 
-from profiler_core.kernels import analyze_sqlite, attribute_kernels  # noqa: E402
+from sysprof.profiler_core.kernels import analyze_sqlite, attribute_kernels  # noqa: E402
 
 FIXTURE = ROOT.parent / "shared" / "fixtures" / "h200_small_fp32" / "report.sqlite.xz"
 SHIFTED_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS")

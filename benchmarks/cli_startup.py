@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/cli_startup.py [--repeat 10] [--root CHECKOUT] [--fixture STATS_DIR]
 
-Times `python -m profiler_core --help`, `models`, `models --json` and `analyze STATS_DIR` from process start to
+Times `python -m sysprof.profiler_core --help`, `models`, `models --json` and `analyze STATS_DIR` from process start to
 exit (interpreter start included: what a user waits for). Commands are run round-robin so drift on a shared
 machine hits them alike; the report is median and min–max over the repeats. --root runs another checkout (e.g. an
 older commit in a git worktree) with this interpreter, for a before/after comparison; the fixture defaults to this
@@ -31,7 +31,7 @@ def run_seconds(argv: list[str], root: Path) -> float:
     # cwd and PYTHONPATH both at the checkout: `-m profiler_core` loads its code, not the editable install's.
     env = {**os.environ, "PYTHONPATH": str(root)}
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "profiler_core", *argv], cwd=root, env=env, check=True,
+    subprocess.run([sys.executable, "-m", "sysprof.profiler_core", *argv], cwd=root, env=env, check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.perf_counter() - start
 

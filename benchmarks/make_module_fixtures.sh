@@ -23,9 +23,9 @@ pack() {  # xz -9 with Python's lzma: no xz binary needed
 }
 keep() { if [[ -f "$1" ]]; then cp "$1" "$2"; else echo "missing: $1"; fi; }
 
-python3 -m profiler_core run "${common[@]}" --profiler nsys --memory --json > "$out/run_nsys.json" \
+python3 -m sysprof.profiler_core run "${common[@]}" --profiler nsys --memory --json > "$out/run_nsys.json" \
   2> "$out/run_nsys.stderr.txt" || echo "nsys run exited $? (its JSON says why)"
-python3 -m profiler_core run "${common[@]}" --profiler torch --json > "$out/run_torch.json" \
+python3 -m sysprof.profiler_core run "${common[@]}" --profiler torch --json > "$out/run_torch.json" \
   2> "$out/run_torch.stderr.txt" || echo "torch run exited $? (its JSON says why)"
 
 nsys_run=$(run_dir_of "$out/run_nsys.json")
@@ -40,8 +40,8 @@ keep "$torch_run/kernels/analysis.json" "$out/torch_kernels_analysis.json"
 keep "$nsys_run/manifest.json" "$out/manifest.json"
 for pass in profiled memory; do keep "$nsys_run/$pass/stderr.log" "$out/nsys_run_${pass}_stderr.log"; done
 keep "$torch_run/profiled/stderr.log" "$out/torch_run_profiled_stderr.log"
-python3 -m profiler_core analyze "$nsys_run" > "$out/analyze_nsys.txt" 2>&1 || true
-python3 -m profiler_core analyze "$torch_run" > "$out/analyze_torch.txt" 2>&1 || true
+python3 -m sysprof.profiler_core analyze "$nsys_run" > "$out/analyze_nsys.txt" 2>&1 || true
+python3 -m sysprof.profiler_core analyze "$torch_run" > "$out/analyze_torch.txt" 2>&1 || true
 {
   echo "# Real --nvtx-modules output"
   echo

@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from profiler_core.memory import analyze_snapshot, load_snapshot  # noqa: E402
+from sysprof.profiler_core.memory import analyze_snapshot, load_snapshot  # noqa: E402
 
 FIXTURE = ROOT.parent / "shared" / "fixtures" / "h200_small_fp32" / "memory_snapshot.pickle.xz"
 ADDRESS_STRIDE = 1 << 48  # far above any real device address, so copies never collide

@@ -19,10 +19,10 @@ import sys
 
 import torch
 
-from profiler_core.config import RunConfig
-from profiler_core.memory.accounting import predict_run_memory
-from profiler_core.runner.timing import StepInstruments, run_step
-from profiler_core.runner.workload import build_workload
+from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.memory.accounting import predict_run_memory
+from sysprof.profiler_core.runner.timing import StepInstruments, run_step
+from sysprof.profiler_core.runner.workload import build_workload
 
 GIB = 2**30
 

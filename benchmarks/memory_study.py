@@ -14,8 +14,8 @@ import subprocess
 import sys
 import time
 
-from profiler_core.config import RunConfig
-from profiler_core.memory.accounting import predict_run_memory as memory_prediction
+from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.memory.accounting import predict_run_memory as memory_prediction
 
 GIB = 2**30
 
@@ -23,7 +23,7 @@ GIB = 2**30
 def run_row(model: str, ctx: int, mode: str, dtype: str) -> dict:
     args = ["--model", model, "--ctx", str(ctx), "--mode", mode, "--dtype", dtype, "--batch", "4",
             "--warmup", "2", "--steps", "3", "--json"]
-    result = subprocess.run([sys.executable, "-m", "profiler_core", "run", *args], capture_output=True, text=True)
+    result = subprocess.run([sys.executable, "-m", "sysprof.profiler_core", "run", *args], capture_output=True, text=True)
     return json.loads(result.stdout) if result.stdout else {"status": f"exit {result.returncode}", "peak_memory_bytes": {}}
 
 

@@ -8,7 +8,7 @@ set -u
 for round in $(seq 1 "${ROUNDS:-3}"); do
   for impl in ${IMPLS:-fused foreach}; do
     for mode in ${MODES:-default}; do
-      python3 -m profiler_core run --model 2.7B --ctx 512 --batch 4 --dtype bf16 --attention sdpa --compile \
+      python3 -m sysprof.profiler_core run --model 2.7B --ctx 512 --batch 4 --dtype bf16 --attention sdpa --compile \
         --compile-mode "$mode" --optimizer-impl "$impl" --warmup 5 --steps 20 --json --runs-dir "${RUNS:-runs}" \
         2>/dev/null |
         python3 -c "import json,sys; s=json.load(sys.stdin); p=s.get('phases') or {}; st=p.get('step') or {}

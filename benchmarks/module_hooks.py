@@ -24,10 +24,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable as a plain script from anywhere
 
-from profiler_core.config import RunConfig  # noqa: E402
-from profiler_core.runner.module_ranges import hooked_modules, install_module_ranges  # noqa: E402
-from profiler_core.runner.timing import StepInstruments, run_step  # noqa: E402
-from profiler_core.runner.workload import build_workload  # noqa: E402
+from sysprof.profiler_core.config import RunConfig  # noqa: E402
+from sysprof.profiler_core.runner.module_ranges import hooked_modules, install_module_ranges  # noqa: E402
+from sysprof.profiler_core.runner.timing import StepInstruments, run_step  # noqa: E402
+from sysprof.profiler_core.runner.workload import build_workload  # noqa: E402
 
 VARIANTS = {"off": None, "module ranges": "nsys", "ranges + memory tags": "memory"}  # variant → the pass's capture
 

@@ -18,8 +18,8 @@ import time
 
 import torch
 
-from models.presets import PRESETS
-from models.transformer import TransformerLM
+from sysprof.models.presets import PRESETS
+from sysprof.models.transformer import TransformerLM
 
 BYTES_PER_PARAMETER = 28
 

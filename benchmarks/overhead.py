@@ -44,8 +44,8 @@ def bare_step(model, optimizer, tokens, targets, dtype) -> dict:
     import torch
     import torch.nn.functional as F
 
-    from profiler_core.runner.user_model import logits_of
-    from profiler_core.runner.workload import AUTOCAST_DTYPES
+    from sysprof.profiler_core.runner.user_model import logits_of
+    from sysprof.profiler_core.runner.workload import AUTOCAST_DTYPES
 
     events = [torch.cuda.Event(enable_timing=True) for _ in range(6)]
     started = time.perf_counter()
@@ -71,8 +71,8 @@ def workload_of_this_process(cfg):
     """The runner's workload: alone on cuda, or this rank's share under DDP when torchrun started us."""
     import torch
 
-    from profiler_core.runner import distributed
-    from profiler_core.runner.workload import build_workload
+    from sysprof.profiler_core.runner import distributed
+    from sysprof.profiler_core.runner.workload import build_workload
 
     rank = distributed.rank_from_env()
     if rank is None:
@@ -86,8 +86,8 @@ def one_process(model_name: str, dtype: str, rounds: int, steps: int, factory: s
     """This process's medians per path and phase, the two paths interleaved round by round, order alternating."""
     import torch
 
-    from profiler_core.config import RunConfig
-    from profiler_core.runner.timing import StepInstruments, run_step
+    from sysprof.profiler_core.config import RunConfig
+    from sysprof.profiler_core.runner.timing import StepInstruments, run_step
 
     cfg = RunConfig(model=model_name, dtype=dtype, device="cuda", mode="train", model_factory=factory)
     work, rank = workload_of_this_process(cfg)
@@ -133,8 +133,8 @@ def paired_interval(ratios: list[float]) -> tuple[float, float, float]:
 def judge(bare: list[float], ours: list[float], ratios: list[float], limit: float) -> dict:
     """Per-process medians of the two paths and their paired ratios (≥ 2 processes): the ratio and its interval,
     pass / FAIL / inconclusive against limit, and compare's unpaired verdict with the spread between processes."""
-    from profiler_core.compare import verdict
-    from profiler_core.metrics import between_process_stats
+    from sysprof.profiler_core.compare import verdict
+    from sysprof.profiler_core.metrics import between_process_stats
 
     ratio, low, high = paired_interval(ratios)
     outcome = "pass" if 1 - limit <= low and high <= 1 + limit else \

@@ -4,7 +4,7 @@
 set -u
 for dtype in fp32 bf16; do
   for model in small medium large xl 2.7B; do
-    python3 -m profiler_core run --model "$model" --ctx 256 --batch 4 --mode train --dtype "$dtype" \
+    python3 -m sysprof.profiler_core run --model "$model" --ctx 256 --batch 4 --mode train --dtype "$dtype" \
       --warmup 5 --steps 10 --json || true
   done
 done

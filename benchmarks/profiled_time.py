@@ -26,7 +26,7 @@ CONFIG = ["--model", "small", "--ctx", "256", "--batch", "4", "--mode", "train",
 def timed_run(root: Path, profiler: str, runs: Path) -> dict:
     # Run from the build's folder: `python -m` puts the working directory first on sys.path, before PYTHONPATH.
     env = {**os.environ, "PYTHONPATH": f"{root.resolve()}:{os.environ.get('PYTHONPATH', '')}"}
-    argv = [sys.executable, "-m", "profiler_core", "run", *CONFIG, "--profiler", profiler, "--runs-dir", str(runs),
+    argv = [sys.executable, "-m", "sysprof.profiler_core", "run", *CONFIG, "--profiler", profiler, "--runs-dir", str(runs),
             "--json"]
     started = time.monotonic()
     result = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=root)

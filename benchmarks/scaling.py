@@ -71,7 +71,7 @@ def usable_ranks(device: str) -> int:
     """GPUs a rank can take; on the CPU any number of gloo ranks can share the cores."""
     if device == "cpu":
         return os.cpu_count() or 1
-    from profiler_core.nvml import visible_gpu_count
+    from sysprof.profiler_core.nvml import visible_gpu_count
 
     return visible_gpu_count()
 
@@ -86,7 +86,7 @@ def grid(args: argparse.Namespace) -> list[Cell]:
 
 
 def run_argv(args: argparse.Namespace, cell: Cell, profiler: str, runs_dir: Path) -> list[str]:
-    argv = [sys.executable, "-m", "profiler_core", "run", "--model", cell.model, "--dtype", "bf16",
+    argv = [sys.executable, "-m", "sysprof.profiler_core", "run", "--model", cell.model, "--dtype", "bf16",
             "--attention", "sdpa", "--ctx", str(args.ctx), "--batch", str(args.batch), "--mode", "train",
             "--warmup", str(args.warmup), "--steps", str(args.steps), "--device", args.device,
             "--profiler", profiler, "--runs-dir", str(runs_dir), "--json"]

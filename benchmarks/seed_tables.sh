@@ -16,7 +16,7 @@ runs=${SEED_RUNS:-/tmp/seed_runs}
 limit=${SEED_GROUP_TIMEOUT:-290}
 mkdir -p "$out" "$runs"
 
-sysprof() { python3 -m profiler_core "$@"; }
+sysprof() { python3 -m sysprof.profiler_core "$@"; }
 
 command_of() {  # sets `args`, the group's sysprof arguments, and `pivot`, the pivot its tables add
     pivot=()
@@ -56,7 +56,7 @@ write_tables() {  # every table of one study directory, as Markdown
 for group in "$@"; do
     command_of "$group" || { echo "unknown group: $group" >&2; exit 2; }
     start=$(date +%s)
-    timeout "$limit" python3 -m profiler_core "${args[@]}" --runs-dir "$runs/$group" >"$out/$group.log" 2>&1
+    timeout "$limit" python3 -m sysprof.profiler_core "${args[@]}" --runs-dir "$runs/$group" >"$out/$group.log" 2>&1
     rc=$?
     echo "sysprof ${args[*]}  # rc=$rc, $(($(date +%s) - start)) s" >>"$out/commands.txt"
     for dir in "$runs/$group"/*/; do

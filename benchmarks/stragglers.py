@@ -22,7 +22,7 @@ def one_run(args: argparse.Namespace, slowed: bool) -> dict:
     env = dict(os.environ)
     if slowed:
         env["SYSPROF_TEST_SLOW_RANK"] = f"1:{args.delay_ms}"
-    command = [sys.executable, "-m", "profiler_core", "run", "--model", args.model, "--dtype", args.dtype,
+    command = [sys.executable, "-m", "sysprof.profiler_core", "run", "--model", args.model, "--dtype", args.dtype,
                "--attention", "sdpa", "--ctx", str(args.ctx), "--batch", str(args.batch), "--warmup", "3",
                "--steps", str(args.steps), "--nproc", "2", "--device", args.device, "--json"]
     if args.runs_dir:

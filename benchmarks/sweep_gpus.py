@@ -23,7 +23,7 @@ CELLS = ["--model", "small", "--dtype", "bf16", "--attention", "sdpa", "--ctx", 
 
 def one_sweep(gpus: str, runs_dir: str) -> dict:
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "profiler_core", "sweep", *CELLS, "--gpus", gpus, "--runs-dir",
+    done = subprocess.run([sys.executable, "-m", "sysprof.profiler_core", "sweep", *CELLS, "--gpus", gpus, "--runs-dir",
                            runs_dir, "--json"], capture_output=True, text=True)
     wall_s = time.perf_counter() - started
     document = json.loads(done.stdout) if done.stdout.strip() else {"cells": []}
@@ -35,7 +35,7 @@ def one_sweep(gpus: str, runs_dir: str) -> dict:
 def cell_gpus(sweep_dir: str) -> list[str | None]:
     from pathlib import Path
 
-    from profiler_core.studies.tables import sweep_rows
+    from sysprof.profiler_core.studies.tables import sweep_rows
 
     return [row["gpu"] for row in sweep_rows(Path(sweep_dir))]
 

@@ -10,9 +10,9 @@ import asyncio
 import time
 from pathlib import Path
 
-from profiler_core.config import RunConfig
-from tui.app import SysprofApp
-from tui.screen_text import screen_lines
+from sysprof.profiler_core.config import RunConfig
+from sysprof.tui.app import SysprofApp
+from sysprof.tui.screen_text import screen_lines
 
 RUN_TIMEOUT_S = 400
 

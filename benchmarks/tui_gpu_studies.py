@@ -10,8 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-from tui.app import SysprofApp
-from tui.screen_text import screen_lines
+from sysprof.tui.app import SysprofApp
+from sysprof.tui.screen_text import screen_lines
 
 STUDY_TIMEOUT_S = 300
 

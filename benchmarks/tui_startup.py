@@ -45,7 +45,7 @@ def child(run_dir: str) -> None:
     if run_dir == BARE:
         return bare_child()
     sys.path.insert(0, str(ROOT))
-    from tui.app import SysprofApp
+    from sysprof.tui.app import SysprofApp
 
     class TimedApp(SysprofApp):
         def on_mount(self) -> None:

@@ -31,11 +31,11 @@ import statistics
 import time
 from pathlib import Path
 
-from profiler_core import rundir
-from profiler_core.compare import compare_summaries
-from profiler_core.config import RunConfig
-from profiler_core.studies import sweep
-from profiler_core.studies.progress import Progress
+from sysprof.profiler_core import rundir
+from sysprof.profiler_core.compare import compare_summaries
+from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.studies import sweep
+from sysprof.profiler_core.studies.progress import Progress
 
 LAUNCH_BOUND, GPU_BOUND = "launch-bound", "GPU-bound"
 # label, the fields that make the change, its sign, and the phase it acts on (besides the step)

@@ -8,9 +8,9 @@ import torch.nn.functional as F
 from einops import einsum, rearrange
 from torch import nn
 
-from models.nvtx import nvtx_range
-from models.phases import ATTENTION_MASK, ATTENTION_OUTPUT, ATTENTION_RANGE, ATTENTION_SCORES, ATTENTION_SOFTMAX
-from models.presets import ModelSpec
+from sysprof.models.nvtx import nvtx_range
+from sysprof.models.phases import ATTENTION_MASK, ATTENTION_OUTPUT, ATTENTION_RANGE, ATTENTION_SCORES, ATTENTION_SOFTMAX
+from sysprof.models.presets import ModelSpec
 
 ATTENTION_KINDS = ("naive", "sdpa")
 

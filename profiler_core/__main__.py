@@ -1,3 +1,3 @@
-from profiler_core.cli.main import entry_point
+from sysprof.profiler_core.cli.main import entry_point
 
 entry_point()

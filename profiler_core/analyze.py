@@ -8,13 +8,13 @@ import subprocess
 import zlib
 from pathlib import Path
 
-from profiler_core import rundir
-from profiler_core.errors import DAMAGED_DATA, AnalyzeError, SysprofError
-from profiler_core.kernels.nsys.commands import export_sqlite_argv
-from profiler_core.kernels.nsys.locate import find_nsys
-from profiler_core.kernels.summary import analyze_attribution, analyze_sqlite, analyze_stats_dir
-from profiler_core.kernels.torch_trace import attribute_torch_trace
-from profiler_core.memory import analyze_snapshot
+from sysprof.profiler_core import rundir
+from sysprof.profiler_core.errors import DAMAGED_DATA, AnalyzeError, SysprofError
+from sysprof.profiler_core.kernels.nsys.commands import export_sqlite_argv
+from sysprof.profiler_core.kernels.nsys.locate import find_nsys
+from sysprof.profiler_core.kernels.summary import analyze_attribution, analyze_sqlite, analyze_stats_dir
+from sysprof.profiler_core.kernels.torch_trace import attribute_torch_trace
+from sysprof.profiler_core.memory import analyze_snapshot
 
 SNAPSHOT_SUFFIXES = (".pickle", ".pkl", ".xz", ".gz")
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from models.phases import attention_part_labels
-from models.presets import PRESETS, count_params, human_count
-from profiler_core import events, rundir
-from profiler_core.compare import ALPHA, MIN_EFFECT, NOISE_SIGMAS, SUGGESTED_REPEATS, compare_summaries
-from profiler_core.config import (
+from sysprof.models.phases import attention_part_labels
+from sysprof.models.presets import PRESETS, count_params, human_count
+from sysprof.profiler_core import events, rundir
+from sysprof.profiler_core.compare import ALPHA, MIN_EFFECT, NOISE_SIGMAS, SUGGESTED_REPEATS, compare_summaries
+from sysprof.profiler_core.config import (
     ATTENTIONS,
     COMPILE_MODES,
     CUSTOM,
@@ -29,34 +29,34 @@ from profiler_core.config import (
     model_label,
     type_problems,
 )
-from profiler_core.errors import DAMAGED_DATA, ConfigError, ExportError, RunDirError, StudyError, SysprofError
-from profiler_core.events import RUN_STATES, decode_line, end_reason, finish_event, run_state
-from profiler_core.kernels.names import short_kernel_name
-from profiler_core.kernels.whole_step import whole_step
-from profiler_core.memory.accounting import PEAK_ITEMS, predict_run_memory
-from profiler_core.memory.fit import device_memory, fit_problem
-from profiler_core.metrics import mfu_missing, phase_stats, throughput
-from profiler_core.nvml import GpuTelemetry, NvmlSampler, gpu_count, visible_gpu_count
-from profiler_core.options import OneLineParser
-from profiler_core.ranks import gpus_problem
-from profiler_core.records import PhaseStats, RunError, RunSummary, StepRecord, median_ms
-from profiler_core.session.inspecting import inspect_argv, read_inspect_output
-from profiler_core.session.live import EventFollower, LiveProcess, in_progress, live_process, settle_died
-from profiler_core.session.process import CANCEL_GRACE_S, mark_killed, session_argv, signal_group
-from profiler_core.stability import warnings_for_summary
-from profiler_core.studies.catalog import list_studies, study_kind, study_record
+from sysprof.profiler_core.errors import DAMAGED_DATA, ConfigError, ExportError, RunDirError, StudyError, SysprofError
+from sysprof.profiler_core.events import RUN_STATES, decode_line, end_reason, finish_event, run_state
+from sysprof.profiler_core.kernels.names import short_kernel_name
+from sysprof.profiler_core.kernels.whole_step import whole_step
+from sysprof.profiler_core.memory.accounting import PEAK_ITEMS, predict_run_memory
+from sysprof.profiler_core.memory.fit import device_memory, fit_problem
+from sysprof.profiler_core.metrics import mfu_missing, phase_stats, throughput
+from sysprof.profiler_core.nvml import GpuTelemetry, NvmlSampler, gpu_count, visible_gpu_count
+from sysprof.profiler_core.options import OneLineParser
+from sysprof.profiler_core.ranks import gpus_problem
+from sysprof.profiler_core.records import PhaseStats, RunError, RunSummary, StepRecord, median_ms
+from sysprof.profiler_core.session.inspecting import inspect_argv, read_inspect_output
+from sysprof.profiler_core.session.live import EventFollower, LiveProcess, in_progress, live_process, settle_died
+from sysprof.profiler_core.session.process import CANCEL_GRACE_S, mark_killed, session_argv, signal_group
+from sysprof.profiler_core.stability import warnings_for_summary
+from sysprof.profiler_core.studies.catalog import list_studies, study_kind, study_record
 
 
 def study_argv(words: list[str], runs_root: Path) -> list[str]:
     """`sysprof sweep|study …` as the process the app starts, streaming STUDY_EVENTS."""
     import sys
 
-    return [sys.executable, "-m", "profiler_core", *words, "--runs-dir", str(runs_root), "--events"]
+    return [sys.executable, "-m", "sysprof.profiler_core", *words, "--runs-dir", str(runs_root), "--events"]
 
 
 def study_tables(study_dir: Path) -> dict[str, list[dict]]:
     """A study's tables rebuilt from its directory (pandas: call it from a worker thread)."""
-    from profiler_core.studies.results import study_tables as build
+    from sysprof.profiler_core.studies.results import study_tables as build
 
     return build(study_dir)
 

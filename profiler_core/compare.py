@@ -35,8 +35,8 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from models.phases import STEP, TIMED_PHASES
-from profiler_core.metrics import between_process_stats, process_medians, process_throughputs
+from sysprof.models.phases import STEP, TIMED_PHASES
+from sysprof.profiler_core.metrics import between_process_stats, process_medians, process_throughputs
 
 ALPHA = 0.05
 MIN_EFFECT = 0.02

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from models.presets import PRESETS, ModelSpec
-from profiler_core.errors import ConfigError
+from sysprof.models.presets import PRESETS, ModelSpec
+from sysprof.profiler_core.errors import ConfigError
 
 MODES = ("forward", "forward_backward", "train")
 DTYPES = ("fp32", "bf16", "fp16")

@@ -20,7 +20,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from profiler_core.records import Event, RunSummary
+from sysprof.profiler_core.records import Event, RunSummary
 
 SCHEMA_VERSION = 1
 

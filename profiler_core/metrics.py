@@ -11,11 +11,11 @@ import statistics
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
-from models.phases import BACKWARD, FORWARD, FORWARD_BACKWARD, PHASES, STEP, TIMED_PHASES
-from models.presets import count_params, step_flops
-from profiler_core.config import AUTOCAST_DTYPES, FP32_MATMULS, RunConfig
-from profiler_core.events import OK, with_state
-from profiler_core.records import (
+from sysprof.models.phases import BACKWARD, FORWARD, FORWARD_BACKWARD, PHASES, STEP, TIMED_PHASES
+from sysprof.models.presets import count_params, step_flops
+from sysprof.profiler_core.config import AUTOCAST_DTYPES, FP32_MATMULS, RunConfig
+from sysprof.profiler_core.events import OK, with_state
+from sysprof.profiler_core.records import (
     BetweenStats,
     PhaseStats,
     ProcessRecord,

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
-from profiler_core.config import (
+from sysprof.profiler_core.config import (
     ATTENTIONS,
     COMPILE_MODES,
     DEVICES,
@@ -19,7 +19,7 @@ from profiler_core.config import (
     PROFILERS,
     RunConfig,
 )
-from profiler_core.model_args_file import read_model_args
+from sysprof.profiler_core.model_args_file import read_model_args
 
 # field -> (help, choices); type and default come from RunConfig itself.
 OPTION_HELP: dict[str, tuple[str, tuple[str, ...] | None]] = {

@@ -13,10 +13,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from models.phases import STEP, TIMED_PHASES
-from profiler_core import events, rundir
-from profiler_core.config import RunConfig
-from profiler_core.nvml import visible_gpu_count
+from sysprof.models.phases import STEP, TIMED_PHASES
+from sysprof.profiler_core import events, rundir
+from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.nvml import visible_gpu_count
 
 RANKS_DIR = "ranks"
 STRAGGLER_SCORE = 0.75  # fastest rank's median / this rank's: below it, the rank is flagged

@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from profiler_core import events
-from profiler_core.config import RunConfig
-from profiler_core.errors import RunDirError
-from profiler_core.records import RunSummary, StepRecord
+from sysprof.profiler_core import events
+from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.errors import RunDirError
+from sysprof.profiler_core.records import RunSummary, StepRecord
 
 MANIFEST, STEPS, SUMMARY, STDERR = "manifest.json", "steps.jsonl", "summary.json", "stderr.log"
 # Passes after the clean one run in sub-directories, each a run directory of its own.

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from models.phases import FORWARD_BACKWARD, STEP
+from sysprof.models.phases import FORWARD_BACKWARD, STEP
 
 HIGH_CV = 0.10  # within-run coefficient of variation
 SLOW_START = 1.1  # first measured steps this much slower than the rest: still warming up

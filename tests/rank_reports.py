@@ -22,8 +22,8 @@ class SqliteBackend:
         pass
 
     def attribute(self, pass_dir: Path):
-        from profiler_core.errors import KernelReportError
-        from profiler_core.kernels.attribution import attribute_kernels
+        from sysprof.profiler_core.errors import KernelReportError
+        from sysprof.profiler_core.kernels.attribution import attribute_kernels
 
         if not (pass_dir / "profile.sqlite").is_file():
             raise KernelReportError(f"nsys wrote no profile.nsys-rep in {pass_dir}")

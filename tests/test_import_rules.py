@@ -17,11 +17,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("models", "profiler_core", "tui")
+ROOT_PACKAGE = "sysprof"
 
 
 def module_name(path: Path) -> str:
+    """The name a source file installs as: every folder maps under the one import root (setup.py)."""
     parts = path.relative_to(ROOT).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    return ".".join((ROOT_PACKAGE, *(parts[:-1] if parts[-1] == "__init__" else parts)))
 
 
 def project_modules() -> dict[str, Path]:
@@ -57,32 +59,32 @@ def loaded_after_import(module: str) -> set[str]:
 
 
 @pytest.mark.parametrize("module, banned", [
-    ("tui.app", {"torch", "pandas"}),
-    ("profiler_core.api", {"torch", "pandas", "textual"}),
-    ("profiler_core.session.passes", {"torch", "pandas", "textual"}),
-    ("profiler_core.cli.main", {"torch", "textual"}),
+    ("sysprof.tui.app", {"torch", "pandas"}),
+    ("sysprof.profiler_core.api", {"torch", "pandas", "textual"}),
+    ("sysprof.profiler_core.session.passes", {"torch", "pandas", "textual"}),
+    ("sysprof.profiler_core.cli.main", {"torch", "textual"}),
 ])
 def test_startup_imports_stay_light(module, banned):
     assert not loaded_after_import(module) & banned
 
 
 def test_runner_side_imports_no_ui_or_tables():
-    runner = [name for name in project_modules() if name.startswith("profiler_core.runner")
+    runner = [name for name in project_modules() if name.startswith("sysprof.profiler_core.runner")
               and not name.endswith("__main__")]
     assert not loaded_after_import(", ".join(runner)) & {"textual", "pandas", "rich"}
 
 
 def test_only_the_runner_imports_the_runner():
-    offenders = [name for name, path in project_modules().items() if not name.startswith("profiler_core.runner")
-                 and any(n.startswith("profiler_core.runner") for n in imported_names(path, top_level_only=False))]
+    offenders = [name for name, path in project_modules().items() if not name.startswith("sysprof.profiler_core.runner")
+                 and any(n.startswith("sysprof.profiler_core.runner") for n in imported_names(path, top_level_only=False))]
     assert offenders == []
 
 
 def test_the_app_enters_the_core_through_api_and_render():
-    allowed = ("profiler_core.api", "profiler_core.render")
+    allowed = ("sysprof.profiler_core.api", "sysprof.profiler_core.render")
     offenders = {name: sorted(n for n in imported_names(path, top_level_only=False)
-                              if n.startswith(("profiler_core", "models")) and not n.startswith(allowed))
-                 for name, path in project_modules().items() if name.startswith("tui")}
+                              if n.startswith(("sysprof.profiler_core", "sysprof.models")) and not n.startswith(allowed))
+                 for name, path in project_modules().items() if name.startswith("sysprof.tui")}
     assert {name: found for name, found in offenders.items() if found} == {}
 
 

@@ -1,3 +1,3 @@
-from tui.app import entry_point
+from sysprof.tui.app import entry_point
 
 entry_point()

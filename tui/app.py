@@ -12,7 +12,7 @@ from textual.screen import Screen
 from textual.widgets import Button, Footer, Header, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
-from profiler_core.api import (
+from sysprof.profiler_core.api import (
     GpuTelemetry,
     LiveProcess,
     NvmlSampler,
@@ -28,22 +28,22 @@ from profiler_core.api import (
     settle_died,
     study_kind,
 )
-from tui.exporting import TableExportActions
-from tui.keys import GLOBAL_KEYS, PANE_KEYS, PANES, bindings, delegated_pane_bindings
-from tui.modals import ConfirmQuit
-from tui.own_load import MeasuredLoad, record_load, record_start
-from tui.panes.base import Pane
-from tui.panes.configure import ConfigurePane
-from tui.panes.help import HelpPane
-from tui.panes.kernels import KernelsPane
-from tui.panes.live import WAITING_FOR_NVML, LivePane
-from tui.panes.memory import MemoryPane
-from tui.panes.runs import RunsPane
-from tui.panes.studies import StudiesPane
-from tui.run_control import POLL_S, RUN, STUDY, ProcessControl
-from tui.run_files import state_from_run_dir
-from tui.settings import default_settings_path, load_last_config, save_last_config
-from tui.state import RunState
+from sysprof.tui.exporting import TableExportActions
+from sysprof.tui.keys import GLOBAL_KEYS, PANE_KEYS, PANES, bindings, delegated_pane_bindings
+from sysprof.tui.modals import ConfirmQuit
+from sysprof.tui.own_load import MeasuredLoad, record_load, record_start
+from sysprof.tui.panes.base import Pane
+from sysprof.tui.panes.configure import ConfigurePane
+from sysprof.tui.panes.help import HelpPane
+from sysprof.tui.panes.kernels import KernelsPane
+from sysprof.tui.panes.live import WAITING_FOR_NVML, LivePane
+from sysprof.tui.panes.memory import MemoryPane
+from sysprof.tui.panes.runs import RunsPane
+from sysprof.tui.panes.studies import StudiesPane
+from sysprof.tui.run_control import POLL_S, RUN, STUDY, ProcessControl
+from sysprof.tui.run_files import state_from_run_dir
+from sysprof.tui.settings import default_settings_path, load_last_config, save_last_config
+from sysprof.tui.state import RunState
 
 ArgvFactory = Callable[[RunConfig, Path], list[str]]
 TELEMETRY_PERIOD_S = 0.5  # ≤ 2 Hz: NVML calls are cheap, but the UI thread must never wait on them
@@ -355,7 +355,7 @@ class SysprofApp(TableExportActions, App):
 
 
 def entry_point(argv: list[str] | None = None) -> None:
-    from tui.cli import parse_args
+    from sysprof.tui.cli import parse_args
 
     args = parse_args(sys.argv[1:] if argv is None else argv)
     SysprofApp(runs_dir=args.runs_dir, open_runs=args.run_dirs, settings_path=default_settings_path(),

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from profiler_core.api import OneLineParser, rundir, study_kind
+from sysprof.profiler_core.api import OneLineParser, rundir, study_kind
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:

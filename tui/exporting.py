@@ -6,16 +6,16 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from profiler_core.api import rundir
-from profiler_core.render.export import osc52, to_markdown
-from tui.modals import ExportModal
-from tui.panes.base import ExportTable
+from sysprof.profiler_core.api import rundir
+from sysprof.profiler_core.render.export import osc52, to_markdown
+from sysprof.tui.modals import ExportModal
+from sysprof.tui.panes.base import ExportTable
 
 if TYPE_CHECKING:
     from textual.app import App
 
-    from tui.panes.base import Pane
-    from tui.state import RunState
+    from sysprof.tui.panes.base import Pane
+    from sysprof.tui.state import RunState
 
     class _ExportHost(App):
         """What the mixin uses of the App it is mixed into."""

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from profiler_core.api import DAMAGED_DATA, rundir
-from profiler_core.render.module_tables import kernel_module_rows, type_label
+from sysprof.profiler_core.api import DAMAGED_DATA, rundir
+from sysprof.profiler_core.render.module_tables import kernel_module_rows, type_label
 
 if TYPE_CHECKING:
     import pandas as pd

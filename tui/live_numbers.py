@@ -5,8 +5,8 @@ import statistics
 from collections.abc import Mapping
 from typing import Any
 
-from profiler_core.api import PhaseStats, RunConfig, phase_stats, throughput
-from tui.state import RunState
+from sysprof.profiler_core.api import PhaseStats, RunConfig, phase_stats, throughput
+from sysprof.tui.state import RunState
 
 CHART_SERIES = ("wall", "forward", "backward", "optimizer")
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 import bisect
 from pathlib import Path
 
-from profiler_core.api import rundir
-from profiler_core.render.module_tables import memory_module_rows
+from sysprof.profiler_core.api import rundir
+from sysprof.profiler_core.render.module_tables import memory_module_rows
 
 MEMORY_TABLES = ("top allocations", "categories", "predicted vs measured", "module types")
 

@@ -11,8 +11,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
-from profiler_core.render.export import ExportError, write_table
-from tui.panes.base import ExportTable
+from sysprof.profiler_core.render.export import ExportError, write_table
+from sysprof.tui.panes.base import ExportTable
 
 
 class ExportModal(ModalScreen[str | None]):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from profiler_core.api import rundir
+from sysprof.profiler_core.api import rundir
 
 MEASURED = "measured"
 

@@ -18,7 +18,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from profiler_core.api import CANCEL_GRACE_S, EventFollower, LiveProcess, live_process, signal_group
+from sysprof.profiler_core.api import CANCEL_GRACE_S, EventFollower, LiveProcess, live_process, signal_group
 
 RUN, STUDY = "run", "study"  # the slots: at most one run and one study at a time
 # How often a followed event file is read, and so at most how often the screen redraws for a run: the events of

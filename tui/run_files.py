@@ -5,8 +5,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from profiler_core.api import rundir
-from tui.state import RunState
+from sysprof.profiler_core.api import rundir
+from sysprof.tui.state import RunState
 
 
 def state_from_run_dir(path: Path) -> RunState:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from profiler_core.api import RunConfig
+from sysprof.profiler_core.api import RunConfig
 
 FILE_NAME = "last_config.json"
 

@@ -9,10 +9,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, cast
 
-from profiler_core.api import events, run_state
+from sysprof.profiler_core.api import events, run_state
 
 if TYPE_CHECKING:
-    from profiler_core.api import RunError, RunSummary, StepRecord
+    from sysprof.profiler_core.api import RunError, RunSummary, StepRecord
 
 STAGES = ("build", "compile", "warmup", "measured", "profiling", "analysing", "memory")
 TERMINAL = ("idle", "finished", "failed")

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from profiler_core.api import events
-from profiler_core.render.units import duration
+from sysprof.profiler_core.api import events
+from sysprof.profiler_core.render.units import duration
 
 
 @dataclass(frozen=True)

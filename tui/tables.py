@@ -8,8 +8,8 @@ from textual.binding import Binding
 from textual.widgets import DataTable
 from textual.widgets.data_table import RowKey
 
-from profiler_core.render.units import Formatter
-from tui.keys import key_label
+from sysprof.profiler_core.render.units import Formatter
+from sysprof.tui.keys import key_label
 
 MARK = "✓"
 

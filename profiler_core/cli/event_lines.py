@@ -4,8 +4,8 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markup import escape
 
-from profiler_core import events
-from profiler_core.render.units import format_ms
+from sysprof.profiler_core import events
+from sysprof.profiler_core.render.units import format_ms
 
 stderr_console = Console(stderr=True, highlight=False)
 

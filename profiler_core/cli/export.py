@@ -7,12 +7,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from profiler_core import rundir
-from profiler_core.config import ConfigError
-from profiler_core.kernels.attention_flops import sub_range_rows
-from profiler_core.render import export
-from profiler_core.render.module_tables import kernel_module_rows, memory_module_rows
-from profiler_core.studies.catalog import study_kind
+from sysprof.profiler_core import rundir
+from sysprof.profiler_core.config import ConfigError
+from sysprof.profiler_core.kernels.attention_flops import sub_range_rows
+from sysprof.profiler_core.render import export
+from sysprof.profiler_core.render.module_tables import kernel_module_rows, memory_module_rows
+from sysprof.profiler_core.studies.catalog import study_kind
 
 FORMATS = {"md": "markdown", "csv": "csv", "json": "json", "tex": "latex"}
 
@@ -71,7 +71,7 @@ def attention_run_tables(run_dir: Path, attention: Mapping[str, Any]) -> dict[st
 
 def directory_tables(path: Path) -> dict[str, list[dict]]:
     if study_kind(path) is not None:
-        from profiler_core.studies.results import study_tables
+        from sysprof.profiler_core.studies.results import study_tables
 
         return study_tables(path)
     if not (path / rundir.MANIFEST).is_file():
@@ -102,7 +102,7 @@ def command_export(args) -> int:
     if args.value and not args.pivot:
         raise ConfigError("--value chooses what a pivot shows: give --pivot ROWS:COLUMNS with it")
     if args.pivot:
-        from profiler_core.studies.tables import pivot_or_error
+        from sysprof.profiler_core.studies.tables import pivot_or_error
 
         records = export.table_records(pivot_or_error(records, args.pivot, args.value or "fwd mean ms"))[1]
     if args.output:

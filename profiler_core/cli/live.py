@@ -10,10 +10,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from profiler_core import events, rundir
-from profiler_core.cli.event_lines import print_event
-from profiler_core.errors import UsageError
-from profiler_core.session.live import RUN, EventFollower, LiveProcess, in_progress, live_process, settle_died
+from sysprof.profiler_core import events, rundir
+from sysprof.profiler_core.cli.event_lines import print_event
+from sysprof.profiler_core.errors import UsageError
+from sysprof.profiler_core.session.live import RUN, EventFollower, LiveProcess, in_progress, live_process, settle_died
 
 POLL_S = 0.2
 
@@ -33,7 +33,7 @@ def progress_text(live: LiveProcess) -> str:
     if live.kind == RUN:
         done = sum(1 for step in rundir.read_steps(live.directory) if step.get("kind") == "measured")
         return f"{done}/{(live.config or {}).get('steps', '?')} steps"
-    from profiler_core.studies.catalog import study_record
+    from sysprof.profiler_core.studies.catalog import study_record
 
     record = study_record(live.directory) or {}
     return f"{record.get('finished', 0)}/{record.get('cells', '?')} cells"
@@ -117,7 +117,7 @@ def report_end(live: LiveProcess, console: Console) -> int:
         console.print(f"[dim]ended: `sysprof export {escape(str(live.directory))} --list` lists its tables[/]",
                       soft_wrap=True)
         return 0
-    from profiler_core.render.run_report import print_run
+    from sysprof.profiler_core.render.run_report import print_run
 
     summary = rundir.read_summary(live.directory)
     if summary is None:

@@ -10,30 +10,30 @@ from pathlib import Path
 
 from rich.console import Console
 
-from models.phases import phase_option
-from profiler_core import events, rundir
-from profiler_core.cli.event_lines import print_run_event
-from profiler_core.cli.export import add_export_options, command_export
-from profiler_core.cli.live import add_live_parsers, command_attach, command_ps
-from profiler_core.cli.studies import add_study_parsers, command_study
-from profiler_core.cli.sweep import add_sweep_options, command_sweep
-from profiler_core.compare import ALPHA, MIN_EFFECT, compare_summaries, config_differences
-from profiler_core.config import RunConfig, model_column, validate
-from profiler_core.errors import SysprofError, UsageError
-from profiler_core.events import finish_event
-from profiler_core.memory.fit import device_memory, fit_problem
-from profiler_core.options import OneLineParser, add_config_options, config_from_args
-from profiler_core.ranks import gpus_problem
-from profiler_core.records import RunSummary
-from profiler_core.render import run_report as report
-from profiler_core.render.analysis_report import print_analysis
-from profiler_core.render.compare_report import print_compare
-from profiler_core.render.inspect_report import print_inspect
-from profiler_core.session.backends import choose_backend
-from profiler_core.session.inspecting import inspect_model
-from profiler_core.session.live import RUN, recorded
-from profiler_core.session.repeats import RepeatedRun
-from profiler_core.stop_signals import on_stop_signals
+from sysprof.models.phases import phase_option
+from sysprof.profiler_core import events, rundir
+from sysprof.profiler_core.cli.event_lines import print_run_event
+from sysprof.profiler_core.cli.export import add_export_options, command_export
+from sysprof.profiler_core.cli.live import add_live_parsers, command_attach, command_ps
+from sysprof.profiler_core.cli.studies import add_study_parsers, command_study
+from sysprof.profiler_core.cli.sweep import add_sweep_options, command_sweep
+from sysprof.profiler_core.compare import ALPHA, MIN_EFFECT, compare_summaries, config_differences
+from sysprof.profiler_core.config import RunConfig, model_column, validate
+from sysprof.profiler_core.errors import SysprofError, UsageError
+from sysprof.profiler_core.events import finish_event
+from sysprof.profiler_core.memory.fit import device_memory, fit_problem
+from sysprof.profiler_core.options import OneLineParser, add_config_options, config_from_args
+from sysprof.profiler_core.ranks import gpus_problem
+from sysprof.profiler_core.records import RunSummary
+from sysprof.profiler_core.render import run_report as report
+from sysprof.profiler_core.render.analysis_report import print_analysis
+from sysprof.profiler_core.render.compare_report import print_compare
+from sysprof.profiler_core.render.inspect_report import print_inspect
+from sysprof.profiler_core.session.backends import choose_backend
+from sysprof.profiler_core.session.inspecting import inspect_model
+from sysprof.profiler_core.session.live import RUN, recorded
+from sysprof.profiler_core.session.repeats import RepeatedRun
+from sysprof.profiler_core.stop_signals import on_stop_signals
 
 stderr_console = Console(stderr=True, highlight=False)
 
@@ -140,7 +140,7 @@ def command_run(args) -> int:
 
 def command_analyze(args) -> int:
     # Here, not at the top: the analyzers import pandas (and numpy), ~0.15 s that --help and models never need.
-    from profiler_core.analyze import analyze_path
+    from sysprof.profiler_core.analyze import analyze_path
 
     analysis = analyze_path(args.path, args.nsys, args.prefix, args.phase)
     if args.json:

@@ -12,18 +12,18 @@ from pathlib import Path
 
 from rich.console import Console
 
-from models.presets import PRESETS
-from profiler_core import events, rundir
-from profiler_core.config import MODES, ConfigError, RunConfig, validate
-from profiler_core.errors import StudyFailed
-from profiler_core.nvml import gpu_count
-from profiler_core.options import add_config_options, config_from_args
-from profiler_core.render import export
-from profiler_core.render.rows import print_rows
-from profiler_core.studies import attention, sweep
-from profiler_core.studies.progress import Progress
-from profiler_core.studies.results import all_cells_done, study_tables
-from profiler_core.studies.tables import compact
+from sysprof.models.presets import PRESETS
+from sysprof.profiler_core import events, rundir
+from sysprof.profiler_core.config import MODES, ConfigError, RunConfig, validate
+from sysprof.profiler_core.errors import StudyFailed
+from sysprof.profiler_core.nvml import gpu_count
+from sysprof.profiler_core.options import add_config_options, config_from_args
+from sysprof.profiler_core.render import export
+from sysprof.profiler_core.render.rows import print_rows
+from sysprof.profiler_core.studies import attention, sweep
+from sysprof.profiler_core.studies.progress import Progress
+from sysprof.profiler_core.studies.results import all_cells_done, study_tables
+from sysprof.profiler_core.studies.tables import compact
 
 err = Console(stderr=True, highlight=False)
 
@@ -165,7 +165,7 @@ def study_precision(args) -> int:
 
 
 def _precision_lab(device: str) -> dict:
-    done = subprocess.run([sys.executable, "-m", "profiler_core.runner.precision_lab", "--device", device],
+    done = subprocess.run([sys.executable, "-m", "sysprof.profiler_core.runner.precision_lab", "--device", device],
                           capture_output=True, text=True)
     found = events.decode_lines(done.stdout, (events.LAB_RESULT,))
     if done.returncode != 0 or not found:

@@ -11,21 +11,21 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from profiler_core import events, rundir
-from profiler_core.config import ConfigError, RunConfig
-from profiler_core.errors import UsageError
-from profiler_core.options import OPTION_HELP, add_model_args_file_option, flag, model_args
-from profiler_core.ranks import gpus_problem
-from profiler_core.render import export
-from profiler_core.render.rows import print_rows
-from profiler_core.session.backends import choose_backend
-from profiler_core.studies import sweep
-from profiler_core.studies.gpu_pool import gpus_problem as pool_problem
-from profiler_core.studies.gpu_pool import parse_gpus
-from profiler_core.studies.kernel_tables import profiled_sweep_tables
-from profiler_core.studies.memory_tables import memory_sweep_tables
-from profiler_core.studies.progress import Progress
-from profiler_core.studies.tables import (
+from sysprof.profiler_core import events, rundir
+from sysprof.profiler_core.config import ConfigError, RunConfig
+from sysprof.profiler_core.errors import UsageError
+from sysprof.profiler_core.options import OPTION_HELP, add_model_args_file_option, flag, model_args
+from sysprof.profiler_core.ranks import gpus_problem
+from sysprof.profiler_core.render import export
+from sysprof.profiler_core.render.rows import print_rows
+from sysprof.profiler_core.session.backends import choose_backend
+from sysprof.profiler_core.studies import sweep
+from sysprof.profiler_core.studies.gpu_pool import gpus_problem as pool_problem
+from sysprof.profiler_core.studies.gpu_pool import parse_gpus
+from sysprof.profiler_core.studies.kernel_tables import profiled_sweep_tables
+from sysprof.profiler_core.studies.memory_tables import memory_sweep_tables
+from sysprof.profiler_core.studies.progress import Progress
+from sysprof.profiler_core.studies.tables import (
     compact,
     pivot_fields,
     pivot_or_error,

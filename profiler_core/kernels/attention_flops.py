@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from models.phases import ATTENTION_SCORES as SCORES_RANGE
+from sysprof.models.phases import ATTENTION_SCORES as SCORES_RANGE
 
 
 def attention_flops(matrices: int, seq: int, d: int) -> dict[str, int]:

@@ -25,12 +25,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from models.phases import ATTENTION_PARTS, ATTENTION_RANGE, ATTRIBUTED_PHASES, OTHER, PHASE_OF_RANGE, STEP_RANGE
-from profiler_core.errors import KernelReportError
-from profiler_core.kernels.classify import classify_kernel
-from profiler_core.kernels.intervals import NO_RANGE, containing_range
-from profiler_core.kernels.module_attribution import label_modules
-from profiler_core.kernels.nsys.sqlite_tables import (
+from sysprof.models.phases import ATTENTION_PARTS, ATTENTION_RANGE, ATTRIBUTED_PHASES, OTHER, PHASE_OF_RANGE, STEP_RANGE
+from sysprof.profiler_core.errors import KernelReportError
+from sysprof.profiler_core.kernels.classify import classify_kernel
+from sysprof.profiler_core.kernels.intervals import NO_RANGE, containing_range
+from sysprof.profiler_core.kernels.module_attribution import label_modules
+from sysprof.profiler_core.kernels.nsys.sqlite_tables import (
     load_kernels,
     load_launch_calls,
     load_nvtx_ranges,
@@ -38,7 +38,7 @@ from profiler_core.kernels.nsys.sqlite_tables import (
     load_thread_names,
     open_nsys_sqlite,
 )
-from profiler_core.kernels.phase_names import drop_unbalanced, rename_phase_ranges
+from sysprof.profiler_core.kernels.phase_names import drop_unbalanced, rename_phase_ranges
 
 
 @dataclass(frozen=True)

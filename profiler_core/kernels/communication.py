@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from profiler_core.kernels.attribution import KernelAttribution
-from profiler_core.kernels.intervals import NO_RANGE
+from sysprof.profiler_core.kernels.attribution import KernelAttribution
+from sysprof.profiler_core.kernels.intervals import NO_RANGE
 
 COMMUNICATION_CLASS = "nccl"  # classify.py: every kernel named nccl*, ncclDevKernel_* included
 

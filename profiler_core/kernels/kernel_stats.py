@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from models.phases import (
+from sysprof.models.phases import (
     ATTENTION_MASK,
     ATTENTION_OUTPUT,
     ATTENTION_PARTS,
@@ -21,10 +21,10 @@ from models.phases import (
     STEP_RANGE,
     attention_part_labels,
 )
-from profiler_core.kernels.attribution import KernelAttribution
-from profiler_core.kernels.intervals import NO_RANGE
-from profiler_core.kernels.launch_bound import launch_figures
-from profiler_core.kernels.launch_verdict import judge
+from sysprof.profiler_core.kernels.attribution import KernelAttribution
+from sysprof.profiler_core.kernels.intervals import NO_RANGE
+from sysprof.profiler_core.kernels.launch_bound import launch_figures
+from sysprof.profiler_core.kernels.launch_verdict import judge
 
 TOP_NON_GEMM = 5
 

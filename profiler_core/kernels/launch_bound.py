@@ -26,9 +26,9 @@ from dataclasses import astuple, dataclass
 import numpy as np
 import pandas as pd
 
-from models.phases import PHASE_OF_RANGE, PHASES
-from profiler_core.kernels.attribution import KernelAttribution
-from profiler_core.kernels.intervals import NO_RANGE, containing_range
+from sysprof.models.phases import PHASE_OF_RANGE, PHASES
+from sysprof.profiler_core.kernels.attribution import KernelAttribution
+from sysprof.profiler_core.kernels.intervals import NO_RANGE, containing_range
 
 # On the H200 fixture a kernel whose launch was already queued starts a median 0.99 µs after its predecessor ends,
 # 88% of them within 2 µs (n = 7192): the GPU's own dispatch gap between back-to-back kernels. Longer queued gaps

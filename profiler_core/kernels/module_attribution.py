@@ -19,9 +19,9 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from models.phases import is_tool_range, parse_module_range
-from profiler_core.kernels.intervals import NO_RANGE, innermost_range, outermost_range
-from profiler_core.module_types import NO_MODULE, module_category
+from sysprof.models.phases import is_tool_range, parse_module_range
+from sysprof.profiler_core.kernels.intervals import NO_RANGE, innermost_range, outermost_range
+from sysprof.profiler_core.module_types import NO_MODULE, module_category
 
 Lookup = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 

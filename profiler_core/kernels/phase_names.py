@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from models.phases import PHASE_ALIASES, PHASE_RANGES, PHASES, STEP_ALIAS, STEP_RANGE, is_tool_range, step_range
+from sysprof.models.phases import PHASE_ALIASES, PHASE_RANGES, PHASES, STEP_ALIAS, STEP_RANGE, is_tool_range, step_range
 
 MOST_LISTED = 12  # ranges named in the "none matched" note
 

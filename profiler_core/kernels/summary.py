@@ -25,22 +25,30 @@ from pathlib import Path
 
 import pandas as pd
 
-from models.phases import ATTRIBUTED_PHASES, OTHER
-from profiler_core.errors import KernelReportError, StatsSetError
-from profiler_core.kernels.attribution import KernelAttribution, attribute_kernels
-from profiler_core.kernels.classify import classify_kernels
-from profiler_core.kernels.communication import communication_summary
-from profiler_core.kernels.kernel_stats import (
+from sysprof.models.phases import ATTRIBUTED_PHASES, OTHER
+from sysprof.profiler_core.errors import KernelReportError, StatsSetError
+from sysprof.profiler_core.kernels.attribution import KernelAttribution, attribute_kernels
+from sysprof.profiler_core.kernels.classify import classify_kernels
+from sysprof.profiler_core.kernels.communication import communication_summary
+from sysprof.profiler_core.kernels.kernel_stats import (
     attention_summary,
     busy_union_ns,
     kernel_table,
     phase_summaries,
     step_summaries,
 )
-from profiler_core.kernels.module_stats import module_summary
-from profiler_core.kernels.nsys_stats.attribution import attribution_from_stats_dir, phase_kernel_rows_from_stats_dir
-from profiler_core.kernels.nsys_stats.csv_reader import find_report_file, only_stats_set, read_stats_csv, stats_sets
-from profiler_core.kernels.whole_step import STEP_ROW, whole_step
+from sysprof.profiler_core.kernels.module_stats import module_summary
+from sysprof.profiler_core.kernels.nsys_stats.attribution import (
+    attribution_from_stats_dir,
+    phase_kernel_rows_from_stats_dir,
+)
+from sysprof.profiler_core.kernels.nsys_stats.csv_reader import (
+    find_report_file,
+    only_stats_set,
+    read_stats_csv,
+    stats_sets,
+)
+from sysprof.profiler_core.kernels.whole_step import STEP_ROW, whole_step
 
 KERNEL_FIELDS = ("name", "class", "instances", "total_ns", "avg_ns", "med_ns", "min_ns", "max_ns", "std_ns")
 

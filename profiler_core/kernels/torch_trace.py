@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from profiler_core.errors import KernelReportError
-from profiler_core.kernels.attribution import KernelAttribution, _classes, _label_kernels, find_main_thread
-from profiler_core.kernels.intervals import NO_RANGE
-from profiler_core.kernels.module_attribution import label_modules
+from sysprof.profiler_core.errors import KernelReportError
+from sysprof.profiler_core.kernels.attribution import KernelAttribution, _classes, _label_kernels, find_main_thread
+from sysprof.profiler_core.kernels.intervals import NO_RANGE
+from sysprof.profiler_core.kernels.module_attribution import label_modules
 
 LAUNCH_CATEGORIES = ("cuda_runtime", "cuda_driver")
 US_TO_NS = 1000

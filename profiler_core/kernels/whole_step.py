@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from models.phases import PHASES
+from sysprof.models.phases import PHASES
 
 STEP_ROW = "step"  # forward + backward + optimizer; "other" (outside every phase range) is left out
 

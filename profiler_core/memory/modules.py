@@ -12,10 +12,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from models.phases import parse_module_range
-from profiler_core import rundir
-from profiler_core.errors import RunDirError
-from profiler_core.module_types import CATEGORIES, NO_MODULE, module_category
+from sysprof.models.phases import parse_module_range
+from sysprof.profiler_core import rundir
+from sysprof.profiler_core.errors import RunDirError
+from sysprof.profiler_core.module_types import CATEGORIES, NO_MODULE, module_category
 
 from .categories import bytes_by_category, max_by_category
 from .replay import Allocation, Replay

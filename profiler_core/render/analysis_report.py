@@ -10,15 +10,15 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from models.phases import ATTRIBUTED_PHASES
-from profiler_core.kernels.attention_flops import sub_range_rows
-from profiler_core.kernels.names import short_kernel_name
-from profiler_core.kernels.whole_step import whole_step
-from profiler_core.memory.phases import BEFORE_RECORDING, step_words
-from profiler_core.render.launch_report import print_launch_analysis
-from profiler_core.render.module_tables import print_module_tables
-from profiler_core.render.rows import print_rows
-from profiler_core.render.units import NA, exact_bytes, format_bytes, format_ms, ns_to_ms
+from sysprof.models.phases import ATTRIBUTED_PHASES
+from sysprof.profiler_core.kernels.attention_flops import sub_range_rows
+from sysprof.profiler_core.kernels.names import short_kernel_name
+from sysprof.profiler_core.kernels.whole_step import whole_step
+from sysprof.profiler_core.memory.phases import BEFORE_RECORDING, step_words
+from sysprof.profiler_core.render.launch_report import print_launch_analysis
+from sysprof.profiler_core.render.module_tables import print_module_tables
+from sysprof.profiler_core.render.rows import print_rows
+from sysprof.profiler_core.render.units import NA, exact_bytes, format_bytes, format_ms, ns_to_ms
 
 TOP_CLASSES = "top classes, GPU ms"  # the unit of the numbers in its cells
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from models.presets import human_count
-from profiler_core.records import InspectReport
-from profiler_core.render.units import format_bytes
+from sysprof.models.presets import human_count
+from sysprof.profiler_core.records import InspectReport
+from sysprof.profiler_core.render.units import format_bytes
 
 MEMORY_ITEMS = (("weights", "weights_bytes"), ("gradients", "gradients_bytes"),
                 ("optimizer state", "optimizer_state_bytes"), ("activations (saved for backward)", "activations_bytes"))

@@ -4,8 +4,8 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
-from profiler_core.kernels.names import short_kernel_name
-from profiler_core.render.units import significant
+from sysprof.profiler_core.kernels.names import short_kernel_name
+from sysprof.profiler_core.render.units import significant
 
 KERNEL_COLUMN, NAME_WIDTH = "kernel", 40  # the cross-run kernel tables' name column, and its width on a line
 
@@ -23,7 +23,7 @@ def print_rows(console, table, title: str, full_names: bool = False) -> None:
     """Any table (DataFrame or list of dicts) as a rich table, numbers right-aligned; a column empty in every
     row (memory on a CPU, say) is left out of the view, not of exports. A kernel column shows base names on one
     line each (full_names: whole), its exports the whole names."""
-    from profiler_core.render.export import table_records
+    from sysprof.profiler_core.render.export import table_records
 
     columns, records = table_records(table)
     columns = [c for c in columns if any(r.get(c) is not None for r in records)] if records else columns

@@ -9,12 +9,12 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
-from models.presets import PRESETS, count_params, forward_flops, human_count
-from profiler_core.config import model_label
-from profiler_core.events import OK, end_reason, run_state
-from profiler_core.metrics import mfu_missing
-from profiler_core.records import RunSummary
-from profiler_core.render.units import format_bytes, format_ms, optional
+from sysprof.models.presets import PRESETS, count_params, forward_flops, human_count
+from sysprof.profiler_core.config import model_label
+from sysprof.profiler_core.events import OK, end_reason, run_state
+from sysprof.profiler_core.metrics import mfu_missing
+from sysprof.profiler_core.records import RunSummary
+from sysprof.profiler_core.render.units import format_bytes, format_ms, optional
 
 
 def phase_table(summary: RunSummary) -> Table:
@@ -70,7 +70,7 @@ def between_table(summary: RunSummary) -> Table:
 def ranks_table(summary: RunSummary) -> Table:
     """--nproc: one row per rank (ms, one decimal so that a row fits 80 columns with its peak memory), the slowest
     and fastest marked, the straggler score flagged below 0.75."""
-    from profiler_core.ranks import STRAGGLER_SCORE
+    from sysprof.profiler_core.ranks import STRAGGLER_SCORE
 
     ranks = summary["ranks"]
     total = optional(ranks.get("tokens_per_s_all_ranks"), ",.0f")
@@ -207,9 +207,9 @@ def print_run(console, summary: RunSummary, full_names: bool = False) -> None:
 
     Warnings: those the run stored (with the host and GPU readings taken while it ran), else those its summary and
     steps alone show."""
-    from profiler_core.render.analysis_report import print_kernel_analysis, print_memory_analysis
-    from profiler_core.rundir import read_json, read_steps
-    from profiler_core.stability import warnings_for_summary
+    from sysprof.profiler_core.render.analysis_report import print_kernel_analysis, print_memory_analysis
+    from sysprof.profiler_core.rundir import read_json, read_steps
+    from sysprof.profiler_core.stability import warnings_for_summary
 
     console.print(between_table(summary) if summary.get("repeats") else phase_table(summary))
     if summary.get("ranks"):

@@ -1,6 +1,6 @@
-"""`python -m profiler_core.runner`: one runner process (see engine.py)."""
+"""`python -m sysprof.profiler_core.runner`: one runner process (see engine.py)."""
 import sys
 
-from profiler_core.runner.engine import main
+from sysprof.profiler_core.runner.engine import main
 
 sys.exit(main())

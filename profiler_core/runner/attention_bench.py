@@ -1,4 +1,4 @@
-"""Attention microbenchmark cells (runner side; imports torch): `python -m profiler_core.runner.attention_bench`.
+"""Attention microbenchmark cells (runner side; imports torch): `python -m sysprof.profiler_core.runner.attention_bench`.
 
 Batch 8, no head dimension: Q, K, V of shape (B, T, d). Per cell: `iters` timed forwards, the memory around the
 forward and backward (the handout's "memory in use before backward" among them), `iters` timed backwards, and for
@@ -25,8 +25,8 @@ import torch
 import torch.nn.functional as F
 from einops import einsum
 
-from profiler_core.events import CELL_RESULT, CONFIG, FAILED, OK, OOM, emit
-from profiler_core.runner.timing import synchronize
+from sysprof.profiler_core.events import CELL_RESULT, CONFIG, FAILED, OK, OOM, emit
+from sysprof.profiler_core.runner.timing import synchronize
 
 IMPLEMENTATIONS = ("eager", "compiled", "sdpa")
 PARTS = ("scores", "scale_mask", "softmax", "output")  # the eager forward, in order
@@ -209,7 +209,7 @@ def device_problem(device: str) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="profiler_core.runner.attention_bench")
+    parser = argparse.ArgumentParser(prog="sysprof.profiler_core.runner.attention_bench")
     parser.add_argument("--cells-json", required=True, help='[{"impl": "eager", "d": 16, "seq": 256}, ...]')
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--iters", type=int, default=100)

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import torch
 
-from models.nvtx import mirror_to_torch_profiler
-from profiler_core.rundir import MEMORY_SNAPSHOT, TORCH_TRACE
+from sysprof.models.nvtx import mirror_to_torch_profiler
+from sysprof.profiler_core.rundir import MEMORY_SNAPSHOT, TORCH_TRACE
 
 
 @contextlib.contextmanager

@@ -1,4 +1,4 @@
-"""The runner: `python -m profiler_core.runner --run-dir DIR --config-json JSON`.
+"""The runner: `python -m sysprof.profiler_core.runner --run-dir DIR --config-json JSON`.
 
 Runs warm-up and measured steps in its own process and reports each as a JSON event on stdout. It writes
 the run directory itself, so the directory is complete even if whoever launched it has gone away.
@@ -16,32 +16,37 @@ from pathlib import Path
 
 import torch
 
-from models.nvtx import nvtx_range
-from models.phases import COMPILE_RANGE, WARMUP_RANGE, step_range
-from profiler_core import events, rundir
-from profiler_core.config import ConfigError, RunConfig, validate
-from profiler_core.events import CAPTURES, SCHEMA_VERSION, ReaderGone, emit
-from profiler_core.metrics import build_summary
-from profiler_core.options import config_to_args
-from profiler_core.ranks import all_ranks_throughput, rank_dir, rank_record, rank_table
-from profiler_core.ranks import findings as rank_findings
-from profiler_core.records import RunError, RunSummary, StepRecord
-from profiler_core.runner import distributed
-from profiler_core.runner.capture import MemoryHistory, measured_capture
-from profiler_core.runner.environment import collect_env
-from profiler_core.runner.hold import NotNeeded, wait_for_release
-from profiler_core.runner.inspect_model import counted_step_flops
-from profiler_core.runner.module_ranges import ModuleRanges, describe_modules, install_module_ranges, tags_supported
-from profiler_core.runner.timing import StepInstruments, run_step, synchronize
-from profiler_core.runner.user_model import attention_note
-from profiler_core.runner.workload import (
+from sysprof.models.nvtx import nvtx_range
+from sysprof.models.phases import COMPILE_RANGE, WARMUP_RANGE, step_range
+from sysprof.profiler_core import events, rundir
+from sysprof.profiler_core.config import ConfigError, RunConfig, validate
+from sysprof.profiler_core.events import CAPTURES, SCHEMA_VERSION, ReaderGone, emit
+from sysprof.profiler_core.metrics import build_summary
+from sysprof.profiler_core.options import config_to_args
+from sysprof.profiler_core.ranks import all_ranks_throughput, rank_dir, rank_record, rank_table
+from sysprof.profiler_core.ranks import findings as rank_findings
+from sysprof.profiler_core.records import RunError, RunSummary, StepRecord
+from sysprof.profiler_core.runner import distributed
+from sysprof.profiler_core.runner.capture import MemoryHistory, measured_capture
+from sysprof.profiler_core.runner.environment import collect_env
+from sysprof.profiler_core.runner.hold import NotNeeded, wait_for_release
+from sysprof.profiler_core.runner.inspect_model import counted_step_flops
+from sysprof.profiler_core.runner.module_ranges import (
+    ModuleRanges,
+    describe_modules,
+    install_module_ranges,
+    tags_supported,
+)
+from sysprof.profiler_core.runner.timing import StepInstruments, run_step, synchronize
+from sysprof.profiler_core.runner.user_model import attention_note
+from sysprof.profiler_core.runner.workload import (
     Workload,
     build_workload,
     check_dtype_support,
     cuda_graph_report,
     resolve_device,
 )
-from profiler_core.stop_signals import STOP_SIGNALS, on_stop_signals
+from sysprof.profiler_core.stop_signals import STOP_SIGNALS, on_stop_signals
 
 
 class Cancelled(Exception):
@@ -316,7 +321,7 @@ def _fail(runner: Runner, kind: str, message: str, phase: str | None, peak: int 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="profiler_core.runner")
+    parser = argparse.ArgumentParser(prog="sysprof.profiler_core.runner")
     parser.add_argument("--run-dir", required=True, type=Path)
     parser.add_argument("--config-json", required=True)
     parser.add_argument("--capture", choices=CAPTURES, default="none", help="what this pass records")

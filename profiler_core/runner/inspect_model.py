@@ -1,4 +1,4 @@
-"""`python -m profiler_core.runner.inspect_model --config-json JSON [--depth N]`: the model before it runs.
+"""`python -m sysprof.profiler_core.runner.inspect_model --config-json JSON [--depth N]`: the model before it runs.
 
 The model is built on the meta device, so nothing is allocated and no kernel runs: parameters (total,
 trainable, embedding), a per-module table, forward and training FLOPs counted with torch's FlopCounterMode formulas over a
@@ -25,15 +25,15 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
-from models.presets import step_flops
-from models.transformer import TransformerLM
-from profiler_core import events
-from profiler_core.config import COMPILED_STEP, ConfigError, RunConfig, validate
-from profiler_core.events import emit
-from profiler_core.memory.accounting import predict_run_memory
-from profiler_core.records import InspectReport
-from profiler_core.runner.user_model import build_optimizer, build_user_model, load_callable
-from profiler_core.runner.workload import loss_of
+from sysprof.models.presets import step_flops
+from sysprof.models.transformer import TransformerLM
+from sysprof.profiler_core import events
+from sysprof.profiler_core.config import COMPILED_STEP, ConfigError, RunConfig, validate
+from sysprof.profiler_core.events import emit
+from sysprof.profiler_core.memory.accounting import predict_run_memory
+from sysprof.profiler_core.records import InspectReport
+from sysprof.profiler_core.runner.user_model import build_optimizer, build_user_model, load_callable
+from sysprof.profiler_core.runner.workload import loss_of
 
 META = torch.device("meta")
 DEFAULT_DEPTH = 3
@@ -229,7 +229,7 @@ def _one_line(exc: BaseException) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="profiler_core.runner.inspect_model")
+    parser = argparse.ArgumentParser(prog="sysprof.profiler_core.runner.inspect_model")
     parser.add_argument("--config-json", required=True)
     parser.add_argument("--depth", type=int, default=DEFAULT_DEPTH, help="module table depth")
     args = parser.parse_args(argv)

@@ -23,8 +23,8 @@ from typing import Any, Protocol
 import torch
 from torch import nn
 
-from models.phases import module_range, parse_module_range
-from profiler_core.module_types import category_of, module_category, module_depth
+from sysprof.models.phases import module_range, parse_module_range
+from sysprof.profiler_core.module_types import category_of, module_category, module_depth
 
 # PyTorch warns each time the hook of a module without grad-requiring inputs fires early; that case is handled.
 _EARLY_HOOK_WARNING = "Full backward hook is firing when gradients are computed with respect to module outputs"

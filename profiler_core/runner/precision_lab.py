@@ -1,4 +1,4 @@
-"""The mixed-precision lab, computed live (runner side; imports torch): `python -m profiler_core.precision_lab`.
+"""The mixed-precision lab, computed live (runner side; imports torch): `python -m sysprof.profiler_core.runner.precision_lab`.
 
 1. Accumulating 0.01 a thousand times in fp32, fp16, and fp32 with fp16 addends (with and without an explicit
    cast): what each sum lands on.
@@ -13,7 +13,7 @@ import sys
 import torch
 from torch import nn
 
-from profiler_core.events import LAB_RESULT, emit
+from sysprof.profiler_core.events import LAB_RESULT, emit
 
 
 def accumulation_demo() -> list[dict]:
@@ -64,7 +64,7 @@ def autocast_dtypes(device: torch.device, autocast_dtype: torch.dtype) -> dict[s
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="profiler_core.runner.precision_lab")
+    parser = argparse.ArgumentParser(prog="sysprof.profiler_core.runner.precision_lab")
     parser.add_argument("--device", default="auto")
     args = parser.parse_args(argv)
     device = torch.device("cuda" if args.device == "auto" and torch.cuda.is_available() else

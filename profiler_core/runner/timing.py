@@ -11,10 +11,10 @@ import time
 
 import torch
 
-from models.nvtx import nvtx_range
-from models.phases import PHASE_RANGES
-from profiler_core.records import StepRecord
-from profiler_core.runner.workload import Workload
+from sysprof.models.nvtx import nvtx_range
+from sysprof.models.phases import PHASE_RANGES
+from sysprof.profiler_core.records import StepRecord
+from sysprof.profiler_core.runner.workload import Workload
 
 
 def synchronize(device: torch.device) -> None:

@@ -20,8 +20,8 @@ from typing import Any
 
 import torch
 
-from profiler_core.config import RunConfig
-from profiler_core.errors import ConfigError
+from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.errors import ConfigError
 
 # Where each of the tool's dimensions may appear in a factory's signature: the CS336 names first, then the
 # spellings of other codebases (nanoGPT, Hugging Face, llama-style).

@@ -10,11 +10,11 @@ import torch
 import torch.nn.functional as F
 from einops import rearrange
 
-from models.transformer import TransformerLM
-from profiler_core.config import AUTOCAST_DTYPES as AUTOCAST_DTYPE_NAMES
-from profiler_core.config import COMPILED_STEP, CUDA_GRAPH_MODES, ConfigError, RunConfig
-from profiler_core.runner.model_checks import check_placement, check_vocabulary
-from profiler_core.runner.user_model import build_optimizer, build_user_model, load_callable, logits_of
+from sysprof.models.transformer import TransformerLM
+from sysprof.profiler_core.config import AUTOCAST_DTYPES as AUTOCAST_DTYPE_NAMES
+from sysprof.profiler_core.config import COMPILED_STEP, CUDA_GRAPH_MODES, ConfigError, RunConfig
+from sysprof.profiler_core.runner.model_checks import check_placement, check_vocabulary
+from sysprof.profiler_core.runner.user_model import build_optimizer, build_user_model, load_callable, logits_of
 
 AUTOCAST_DTYPES = {name: getattr(torch, torch_name) for name, torch_name in AUTOCAST_DTYPE_NAMES.items()}
 

@@ -1,6 +1,6 @@
-"""`python -m profiler_core.session`: one whole run (its passes, and its repeats) as a process, for the app."""
+"""`python -m sysprof.profiler_core.session`: one whole run (its passes, and its repeats) as a process, for the app."""
 import sys
 
-from profiler_core.session.repeats import main
+from sysprof.profiler_core.session.repeats import main
 
 sys.exit(main())

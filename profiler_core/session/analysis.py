@@ -7,16 +7,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from profiler_core import rundir
-from profiler_core.config import DTYPE_BYTES, RunConfig
-from profiler_core.errors import KernelReportError, SnapshotError
-from profiler_core.memory.accounting import compare_predicted, predict_run_memory
-from profiler_core.ranks import rank_dir
-from profiler_core.records import PassRecord, RunSummary
+from sysprof.profiler_core import rundir
+from sysprof.profiler_core.config import DTYPE_BYTES, RunConfig
+from sysprof.profiler_core.errors import KernelReportError, SnapshotError
+from sysprof.profiler_core.memory.accounting import compare_predicted, predict_run_memory
+from sysprof.profiler_core.ranks import rank_dir
+from sysprof.profiler_core.records import PassRecord, RunSummary
 
 if TYPE_CHECKING:
-    from profiler_core.kernels.attribution import KernelAttribution
-    from profiler_core.session.backends import Backend
+    from sysprof.profiler_core.kernels.attribution import KernelAttribution
+    from sysprof.profiler_core.session.backends import Backend
 
 
 def attention_shape(cfg: RunConfig) -> dict | None:
@@ -49,9 +49,9 @@ def analyze_kernels(backend: Backend, pass_dir: Path, run_dir: Path, kernels_dir
 def write_kernel_tables(attribution: KernelAttribution, kernels_dir: Path, source: str, source_kind: str,
                         shape: dict | None) -> dict:
     """analysis.json, phase_kernels.csv and, with naive attention, attention_kernels.csv; the analysis."""
-    from profiler_core.kernels.attention_flops import profiled_flops_rows
-    from profiler_core.kernels.kernel_stats import attention_kernel_table
-    from profiler_core.kernels.summary import analyze_attribution, phase_kernel_table
+    from sysprof.profiler_core.kernels.attention_flops import profiled_flops_rows
+    from sysprof.profiler_core.kernels.kernel_stats import attention_kernel_table
+    from sysprof.profiler_core.kernels.summary import analyze_attribution, phase_kernel_table
 
     kernels_dir.mkdir(parents=True, exist_ok=True)
     analysis = analyze_attribution(attribution, source, source_kind)
@@ -93,7 +93,7 @@ def rank_kernel_row(rank: int, record: PassRecord) -> dict:
 def memory_analysis(cfg: RunConfig, snapshot: Path) -> dict:
     """The snapshot's analysis with the config's predicted memory beside what was measured (SnapshotError if
     unreadable). The Memory screen shows exactly this prediction: nothing recomputes it elsewhere."""
-    from profiler_core.memory.analyze import analyze_snapshot
+    from sysprof.profiler_core.memory.analyze import analyze_snapshot
 
     spec = cfg.spec()
     hint = {"batch": cfg.batch, "heads": spec.heads, "ctx": cfg.ctx, "bytes_per_element": DTYPE_BYTES[cfg.dtype]}
@@ -130,7 +130,7 @@ def analyze_memory(cfg: RunConfig, pass_dir: Path, recorded: RunSummary, where: 
 def timeline_images(cfg: RunConfig, analysis: dict, pass_dir: Path) -> dict:
     """memory/timeline.png and .svg: {"images": [names]}, or {"note": why not} (no matplotlib, no timeline, a
     plotting error): the analysis is worth keeping without them."""
-    from profiler_core.render.memory_plot import MISSING_MATPLOTLIB, write_timeline_images
+    from sysprof.profiler_core.render.memory_plot import MISSING_MATPLOTLIB, write_timeline_images
 
     timeline = analysis.get("timeline") or {}
     if not timeline.get("active_bytes"):

@@ -7,16 +7,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-from profiler_core import events, rundir
-from profiler_core.config import RunConfig
-from profiler_core.errors import ConfigError, InspectFailed
-from profiler_core.records import InspectReport
+from sysprof.profiler_core import events, rundir
+from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.errors import ConfigError, InspectFailed
+from sysprof.profiler_core.records import InspectReport
 
 INSPECT_TIMEOUT_S = 300.0  # a large user model on the meta device: minutes at worst, never forever
 
 
 def inspect_argv(cfg: RunConfig, depth: int) -> list[str]:
-    return [sys.executable, "-m", "profiler_core.runner.inspect_model", "--config-json", json.dumps(cfg.to_dict()),
+    return [sys.executable, "-m", "sysprof.profiler_core.runner.inspect_model", "--config-json", json.dumps(cfg.to_dict()),
             "--depth", str(depth)]
 
 

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from profiler_core import events, rundir
-from profiler_core.studies.catalog import study_kind
+from sysprof.profiler_core import events, rundir
+from sysprof.profiler_core.studies.catalog import study_kind
 
 HEARTBEAT_S = 2.0  # how often a live process touches live.json
 STALE_S = 30.0  # a heartbeat older than this: the process is gone, whatever its pid says (a reused pid)
@@ -184,8 +184,8 @@ def settle_died(live: LiveProcess) -> str:
 
 
 def _settle_run(live: LiveProcess, when: str) -> str:
-    from profiler_core.config import ConfigError, RunConfig, type_problems
-    from profiler_core.session.process import mark_died
+    from sysprof.profiler_core.config import ConfigError, RunConfig, type_problems
+    from sysprof.profiler_core.session.process import mark_died
 
     try:
         manifest = rundir.read_json(live.directory / rundir.MANIFEST) or {}

@@ -2,7 +2,7 @@
 
 Every pass is a fresh runner process writing its own run directory (the clean one is the run directory
 itself; the others are sub-directories), so a profiler or allocator history never touches the clean timing,
-and a crash in a later pass keeps everything before it. (`python -m profiler_core.session` runs one, with its
+and a crash in a later pass keeps everything before it. (`python -m sysprof.profiler_core.session` runs one, with its
 repeats: session/repeats.py.)
 """
 from __future__ import annotations
@@ -13,22 +13,22 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import cast
 
-from profiler_core import events, rundir
-from profiler_core.config import RunConfig
-from profiler_core.ranks import local_ranks, with_communication, with_gpu_readings, with_rank_failure
-from profiler_core.records import PassRecord, RunSummary, median_ms
-from profiler_core.session.analysis import (
+from sysprof.profiler_core import events, rundir
+from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.ranks import local_ranks, with_communication, with_gpu_readings, with_rank_failure
+from sysprof.profiler_core.records import PassRecord, RunSummary, median_ms
+from sysprof.profiler_core.session.analysis import (
     analyze_kernels,
     analyze_memory,
     analyze_rank_kernels,
     analyze_rank_memory,
     attention_shape,
 )
-from profiler_core.session.backends import Backend
-from profiler_core.session.clock import PassClock, profiled_breakdown
-from profiler_core.session.prestart import HeldPass, can_prestart
-from profiler_core.session.process import RunnerProcess, mark_killed, runner_argv
-from profiler_core.session.watch import MeasuredWatch
+from sysprof.profiler_core.session.backends import Backend
+from sysprof.profiler_core.session.clock import PassClock, profiled_breakdown
+from sysprof.profiler_core.session.prestart import HeldPass, can_prestart
+from sysprof.profiler_core.session.process import RunnerProcess, mark_killed, runner_argv
+from sysprof.profiler_core.session.watch import MeasuredWatch
 
 EventSink = Callable[[dict], None]
 

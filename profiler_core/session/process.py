@@ -9,9 +9,9 @@ import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from profiler_core import events, rundir
-from profiler_core.config import RunConfig
-from profiler_core.records import RunError, RunSummary
+from sysprof.profiler_core import events, rundir
+from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.records import RunError, RunSummary
 
 CANCEL_GRACE_S = 15.0  # time an interrupted runner (and a wrapping nsys) gets to finish its files
 
@@ -22,7 +22,7 @@ def runner_argv(cfg: RunConfig, run_dir: Path, capture: str = "none", launcher: 
 
     launcher: a command the runner runs under (nsys profile …); with ranks torchrun starts it once per rank.
     hold: the runner starts up, then waits to be released (runner/hold.py; one process only)."""
-    runner = ["-m", "profiler_core.runner", "--run-dir", str(run_dir), "--config-json", json.dumps(cfg.to_dict())]
+    runner = ["-m", "sysprof.profiler_core.runner", "--run-dir", str(run_dir), "--config-json", json.dumps(cfg.to_dict())]
     runner += ["--capture", capture] if capture != "none" else []
     runner += ["--hold"] if hold else []
     if not cfg.distributed:
@@ -44,7 +44,7 @@ def torchrun_argv(cfg: RunConfig) -> list[str]:
 
 def session_argv(cfg: RunConfig, run_dir: Path, nsys: str | None = None) -> list[str]:
     """The whole run (clean pass, then profiling and memory passes as configured) as one process."""
-    argv = [sys.executable, "-m", "profiler_core.session", "--run-dir", str(run_dir),
+    argv = [sys.executable, "-m", "sysprof.profiler_core.session", "--run-dir", str(run_dir),
             "--config-json", json.dumps(cfg.to_dict())]
     return argv + (["--nsys", nsys] if nsys else [])
 
@@ -63,7 +63,7 @@ def mark_died(run_dir: Path, cfg: RunConfig, reason: str) -> RunSummary:
 
 
 def _mark_ended(run_dir: Path, cfg: RunConfig, kind: str, message: str) -> RunSummary:
-    from profiler_core.metrics import build_summary
+    from sysprof.profiler_core.metrics import build_summary
 
     existing = rundir.read_summary(run_dir)
     if existing:

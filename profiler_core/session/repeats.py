@@ -23,16 +23,16 @@ import signal
 from collections.abc import Callable
 from pathlib import Path
 
-from profiler_core import events, rundir
-from profiler_core.config import ConfigError, RunConfig, validate
-from profiler_core.errors import BackendUnavailable
-from profiler_core.events import finish_event, with_state
-from profiler_core.metrics import aggregate_processes
-from profiler_core.records import RunSummary, median_ms
-from profiler_core.session.backends import Backend, choose_backend
-from profiler_core.session.live import RUN, EventLog, recorded
-from profiler_core.session.passes import Session
-from profiler_core.stop_signals import on_stop_signals
+from sysprof.profiler_core import events, rundir
+from sysprof.profiler_core.config import ConfigError, RunConfig, validate
+from sysprof.profiler_core.errors import BackendUnavailable
+from sysprof.profiler_core.events import finish_event, with_state
+from sysprof.profiler_core.metrics import aggregate_processes
+from sysprof.profiler_core.records import RunSummary, median_ms
+from sysprof.profiler_core.session.backends import Backend, choose_backend
+from sysprof.profiler_core.session.live import RUN, EventLog, recorded
+from sysprof.profiler_core.session.passes import Session
+from sysprof.profiler_core.stop_signals import on_stop_signals
 
 EventSink = Callable[[dict], None]
 
@@ -166,7 +166,7 @@ def _every_warning(summaries: list[RunSummary]) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="profiler_core.session")
+    parser = argparse.ArgumentParser(prog="sysprof.profiler_core.session")
     parser.add_argument("--run-dir", required=True, type=Path)
     parser.add_argument("--config-json", required=True)
     parser.add_argument("--nsys", help="path to nsys (else $SYSPROF_NSYS, PATH, usual install dirs)")

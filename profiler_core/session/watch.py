@@ -15,9 +15,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from profiler_core import rundir
-from profiler_core.nvml import NvmlSampler
-from profiler_core.stability import warnings_for_summary
+from sysprof.profiler_core import rundir
+from sysprof.profiler_core.nvml import NvmlSampler
+from sysprof.profiler_core.stability import warnings_for_summary
 
 PERIOD_S = 0.25  # NVML's clock and reason readings are instantaneous: a few per second catch a dip of a step
 

@@ -9,9 +9,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from profiler_core import events, rundir
-from profiler_core.config import DTYPE_BYTES
-from profiler_core.kernels.attention_flops import attention_flops, ratio
+from sysprof.profiler_core import events, rundir
+from sysprof.profiler_core.config import DTYPE_BYTES
+from sysprof.profiler_core.kernels.attention_flops import attention_flops, ratio
 
 DTYPES = ("fp32", "bf16")  # bf16: autocast over fp32 inputs, as users run it (studies before it cast Q, K, V)
 DEVICES = ("cuda", "cpu", "mps")
@@ -29,7 +29,7 @@ def grid(impls: list[str], dims: list[int], seqs: list[int], dtypes: list[str]) 
 
 
 def bench_argv(cells: list[dict], batch: int, iters: int, dtype: str, device: str) -> list[str]:
-    return [sys.executable, "-m", "profiler_core.runner.attention_bench", "--cells-json", json.dumps(cells),
+    return [sys.executable, "-m", "sysprof.profiler_core.runner.attention_bench", "--cells-json", json.dumps(cells),
             "--batch", str(batch), "--iters", str(iters), "--dtype", dtype, "--device", device]
 
 

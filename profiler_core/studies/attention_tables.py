@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from profiler_core import events, rundir
-from profiler_core.studies import attention
-from profiler_core.studies.tables import pivot
+from sysprof.profiler_core import events, rundir
+from sysprof.profiler_core.studies import attention
+from sysprof.profiler_core.studies.tables import pivot
 
 CELL_KEYS = ("impl", "dtype", "d", "seq", "status")
 MEMORY_COLUMNS = ("inputs MiB", "fwd peak MiB", "before backward MiB", "saved for backward MiB", "T×T tensors saved",

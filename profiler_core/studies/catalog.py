@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from profiler_core import events, rundir
+from sysprof.profiler_core import events, rundir
 
 STUDY_KINDS = ("sweep", "warmup", "compile", "precision", "passes", "attention")
 

@@ -1,6 +1,6 @@
 """`sweep --gpus 0,1`: independent single-GPU cells side by side, one per GPU.
 
-Each cell runs as its own session process (python -m profiler_core.session) with CUDA_VISIBLE_DEVICES naming its
+Each cell runs as its own session process (python -m sysprof.profiler_core.session) with CUDA_VISIBLE_DEVICES naming its
 GPU, so the runner, its NVML watch and everything the cell records see that GPU as theirs; the runner records the
 variable in the cell's manifest (the sweep's `gpu` column). A cell's repeats run in a row on its GPU, not
 round-robin over the sweep: cells on different GPUs already differ by the GPU, which the tables say.
@@ -13,9 +13,9 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from profiler_core import events, rundir
-from profiler_core.config import ConfigError, RunConfig
-from profiler_core.nvml import visible_gpu_count
+from sysprof.profiler_core import events, rundir
+from sysprof.profiler_core.config import ConfigError, RunConfig
+from sysprof.profiler_core.nvml import visible_gpu_count
 
 SESSION_STDERR = "session-stderr.log"  # in the cell's directory: the session process's own stderr
 
@@ -77,7 +77,7 @@ class GpuPool:
 
     def run_cell(self, index: int, gpu: str) -> str:
         """The cell's whole session on one GPU; its status (cancelled when the user stopped it)."""
-        from profiler_core.session.process import session_argv
+        from sysprof.profiler_core.session.process import session_argv
 
         cfg = self.configs[index]
         path, resume = self.prepare(index)

@@ -7,9 +7,9 @@ import csv
 from collections.abc import Sequence
 from pathlib import Path
 
-from models.phases import PHASES
-from profiler_core import rundir
-from profiler_core.kernels.whole_step import whole_step
+from sysprof.models.phases import PHASES
+from sysprof.profiler_core import rundir
+from sysprof.profiler_core.kernels.whole_step import whole_step
 
 NS_PER_MS = 1e6
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from profiler_core import rundir
+from sysprof.profiler_core import rundir
 
 BASELINE = "fp32"
 MIB = 2**20

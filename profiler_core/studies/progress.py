@@ -10,9 +10,9 @@ from pathlib import Path
 
 from rich.console import Console
 
-from profiler_core import events
-from profiler_core.config import RunConfig, model_label
-from profiler_core.session.live import STUDY, EventLog, Heartbeat
+from sysprof.profiler_core import events
+from sysprof.profiler_core.config import RunConfig, model_label
+from sysprof.profiler_core.session.live import STUDY, EventLog, Heartbeat
 
 
 def config_label(config: dict) -> str:

@@ -4,20 +4,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from profiler_core import events, rundir
-from profiler_core.errors import StudyError
-from profiler_core.studies.attention_tables import attention_tables
-from profiler_core.studies.catalog import study_kind
-from profiler_core.studies.derived import (
+from sysprof.profiler_core import events, rundir
+from sysprof.profiler_core.errors import StudyError
+from sysprof.profiler_core.studies.attention_tables import attention_tables
+from sysprof.profiler_core.studies.catalog import study_kind
+from sysprof.profiler_core.studies.derived import (
     compile_table,
     passes_table,
     precision_memory_table,
     precision_table,
     warmup_table,
 )
-from profiler_core.studies.kernel_tables import profiled_sweep_tables
-from profiler_core.studies.memory_tables import memory_sweep_tables
-from profiler_core.studies.tables import pivot, sweep_rows, sweep_run_dirs, sweep_summaries, visible_columns
+from sysprof.profiler_core.studies.kernel_tables import profiled_sweep_tables
+from sysprof.profiler_core.studies.memory_tables import memory_sweep_tables
+from sysprof.profiler_core.studies.tables import pivot, sweep_rows, sweep_run_dirs, sweep_summaries, visible_columns
 
 PIVOT_VALUE = "fwd mean ms"
 

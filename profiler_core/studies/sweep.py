@@ -12,12 +12,12 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from profiler_core import events, rundir
-from profiler_core.config import ConfigError, RunConfig, config_problems, validate
-from profiler_core.errors import StudyError
-from profiler_core.session.backends import choose_backend
-from profiler_core.session.repeats import RepeatedRun
-from profiler_core.studies.gpu_pool import run_on_gpus
+from sysprof.profiler_core import events, rundir
+from sysprof.profiler_core.config import ConfigError, RunConfig, config_problems, validate
+from sysprof.profiler_core.errors import StudyError
+from sysprof.profiler_core.session.backends import choose_backend
+from sysprof.profiler_core.session.repeats import RepeatedRun
+from sysprof.profiler_core.studies.gpu_pool import run_on_gpus
 
 
 def expand(grid: dict[str, list]) -> list[RunConfig]:

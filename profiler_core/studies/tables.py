@@ -5,12 +5,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from models.presets import PRESETS
-from profiler_core import events, rundir
-from profiler_core.config import ConfigError, model_column
-from profiler_core.metrics import summarize_ms
-from profiler_core.records import PhaseStats
-from profiler_core.studies.sweep import cell_dir, cell_summary, load_plan
+from sysprof.models.presets import PRESETS
+from sysprof.profiler_core import events, rundir
+from sysprof.profiler_core.config import ConfigError, model_column
+from sysprof.profiler_core.metrics import summarize_ms
+from sysprof.profiler_core.records import PhaseStats
+from sysprof.profiler_core.studies.sweep import cell_dir, cell_summary, load_plan
 
 CONFIG_COLUMNS = ("model", "d_model", "ctx", "batch", "mode", "dtype", "matmul_precision", "compile",
                   "attention", "warmup", "device")

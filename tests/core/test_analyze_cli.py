@@ -15,7 +15,7 @@ TRACE = ROOT / "tests" / "data" / "traces" / "torch_trace_small_bf16.json.xz"
 
 
 def sysprof(args, env):
-    return subprocess.run([sys.executable, "-m", "profiler_core", *args], env=env, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "sysprof.profiler_core", *args], env=env, capture_output=True, text=True,
                           timeout=300)
 
 
@@ -104,7 +104,7 @@ def test_analyze_run_dir_without_analyses_says_how(cli_env, tmp_path):
 
 def test_session_process_streams_events_and_ends_with_finished(cli_env, tmp_path):
     config = {"model": "tiny", "ctx": 16, "batch": 2, "warmup": 1, "steps": 2, "device": "cpu"}
-    result = subprocess.run([sys.executable, "-m", "profiler_core.session", "--run-dir", str(tmp_path),
+    result = subprocess.run([sys.executable, "-m", "sysprof.profiler_core.session", "--run-dir", str(tmp_path),
                              "--config-json", json.dumps(config)], env=cli_env, capture_output=True, text=True,
                             timeout=300)
     events = [json.loads(line) for line in result.stdout.splitlines()]
@@ -116,7 +116,7 @@ def test_session_process_streams_events_and_ends_with_finished(cli_env, tmp_path
 def test_session_rejects_missing_nsys_before_running(cli_env, tmp_path):
     env = dict(cli_env, SYSPROF_NSYS="", PATH="/usr/bin:/bin")
     config = {"model": "tiny", "profiler": "nsys"}
-    result = subprocess.run([sys.executable, "-m", "profiler_core.session", "--run-dir", str(tmp_path),
+    result = subprocess.run([sys.executable, "-m", "sysprof.profiler_core.session", "--run-dir", str(tmp_path),
                              "--config-json", json.dumps(config), "--nsys", str(tmp_path / "no-nsys")],
                             env=env, capture_output=True, text=True, timeout=60)
     event = json.loads(result.stdout.splitlines()[-1])
@@ -126,7 +126,7 @@ def test_session_rejects_missing_nsys_before_running(cli_env, tmp_path):
 def session_at_first_step(cli_env, tmp_path):
     """A long tiny CPU session in its own process group, returned once its first measured step is out."""
     config = {"model": "tiny", "ctx": 16, "batch": 2, "warmup": 0, "steps": 100000, "device": "cpu"}
-    process = subprocess.Popen([sys.executable, "-m", "profiler_core.session", "--run-dir", str(tmp_path),
+    process = subprocess.Popen([sys.executable, "-m", "sysprof.profiler_core.session", "--run-dir", str(tmp_path),
                                 "--config-json", json.dumps(config)], env=cli_env, stdout=subprocess.PIPE,
                                text=True, start_new_session=True)
     for line in process.stdout:

@@ -12,9 +12,9 @@ import pytest
 from rich.console import Console
 from rich.text import Text
 
-from profiler_core.analyze import analyze_path
-from profiler_core.kernels.names import short_kernel_name
-from profiler_core.render.analysis_report import print_analysis
+from sysprof.profiler_core.analyze import analyze_path
+from sysprof.profiler_core.kernels.names import short_kernel_name
+from sysprof.profiler_core.render.analysis_report import print_analysis
 
 LAMBDA = "[lambda() (instance 3)]"
 # cuda_gpu_kern_sum.csv of ../shared/fixtures/h200_small_fp32, and in the top 15 of its report.sqlite

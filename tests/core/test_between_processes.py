@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from profiler_core.config import RunConfig
-from profiler_core.metrics import (
+from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.metrics import (
     aggregate_processes,
     between_process_stats,
     build_summary,

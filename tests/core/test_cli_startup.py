@@ -13,7 +13,7 @@ HEAVY = {"torch", "pandas", "numpy", "scipy", "textual", "matplotlib"}
 # packages loaded. argparse's --help ends in SystemExit, taken as the exit code.
 PROBE = """
 import contextlib, io, json, sys
-from profiler_core.cli.main import main
+from sysprof.profiler_core.cli.main import main
 out = io.StringIO()
 with contextlib.redirect_stdout(out):
     try:

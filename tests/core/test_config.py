@@ -2,8 +2,8 @@ import re
 
 import pytest
 
-from profiler_core.config import ConfigError, RunConfig, config_problems, validate
-from profiler_core.options import OneLineParser, add_config_options, config_from_args, config_to_args
+from sysprof.profiler_core.config import ConfigError, RunConfig, config_problems, validate
+from sysprof.profiler_core.options import OneLineParser, add_config_options, config_from_args, config_to_args
 
 
 @pytest.mark.parametrize("changes, field, reason", [
@@ -98,8 +98,8 @@ def test_model_args_file_mistakes_are_config_errors(tmp_path, name, text, reason
 def test_a_compile_mode_names_its_run_and_says_whether_it_asked_for_cuda_graphs():
     import torch
 
-    from profiler_core.rundir import slug
-    from profiler_core.runner.workload import cuda_graph_report
+    from sysprof.profiler_core.rundir import slug
+    from sysprof.profiler_core.runner.workload import cuda_graph_report
 
     cfg = RunConfig(model="tiny", compile=True, compile_mode="reduce-overhead")
     assert slug(cfg).endswith("-compiled-reduce-overhead") and slug(RunConfig(compile=True)).endswith("-compiled")

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from profiler_core import events, rundir
-from profiler_core.config import RunConfig
+from sysprof.profiler_core import events, rundir
+from sysprof.profiler_core.config import RunConfig
 
 TINY = ["--model", "tiny", "--ctx", "32", "--batch", "2", "--device", "cpu", "--warmup", "1"]
 NOBODY = 65534
@@ -19,7 +19,7 @@ NOBODY = 65534
 
 def sysprof(args, env, timeout=300, user=None):
     prefix = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups"] if user else []
-    return subprocess.run([*prefix, sys.executable, "-m", "profiler_core", *args], env=env, capture_output=True,
+    return subprocess.run([*prefix, sys.executable, "-m", "sysprof.profiler_core", *args], env=env, capture_output=True,
                           text=True, timeout=timeout)
 
 

@@ -18,10 +18,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from profiler_core.cli import main as cli
-from profiler_core.cli import studies as cli_studies
-from profiler_core.config import ConfigError, RunConfig, validate
-from profiler_core.studies import attention, sweep
+from sysprof.profiler_core.cli import main as cli
+from sysprof.profiler_core.cli import studies as cli_studies
+from sysprof.profiler_core.config import ConfigError, RunConfig, validate
+from sysprof.profiler_core.studies import attention, sweep
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 EXAMPLES = 60  # per subcommand: 11 subcommands → 660 cases

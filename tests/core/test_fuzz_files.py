@@ -14,9 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from profiler_core import rundir
-from profiler_core.cli import main as cli
-from profiler_core.errors import SysprofError
+from sysprof.profiler_core import rundir
+from sysprof.profiler_core.cli import main as cli
+from sysprof.profiler_core.errors import SysprofError
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 RUN = DATA / "runs" / "small-h200-analyses"
@@ -120,7 +120,7 @@ RUN_FILES = ["summary.json", "manifest.json", "steps.jsonl", "kernels/analysis.j
 
 
 def test_a_run_directory_with_a_damaged_file_is_read_or_refused_in_one_line(tmp_path):
-    from tui.run_files import state_from_run_dir
+    from sysprof.tui.run_files import state_from_run_dir
 
     @settings(FUZZ, max_examples=60)
     @given(st.sampled_from(RUN_FILES), damage())

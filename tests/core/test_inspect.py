@@ -12,9 +12,9 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from models.presets import PRESETS, count_params, step_flops
-from profiler_core.config import RunConfig
-from profiler_core.runner.inspect_model import (
+from sysprof.models.presets import PRESETS, count_params, step_flops
+from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.runner.inspect_model import (
     FlopCounter,
     SavedBytes,
     build_on_meta,
@@ -23,8 +23,8 @@ from profiler_core.runner.inspect_model import (
     meta_batch,
     module_rows,
 )
-from profiler_core.runner.user_model import build_user_model
-from profiler_core.runner.workload import build_workload
+from sysprof.profiler_core.runner.user_model import build_user_model
+from sysprof.profiler_core.runner.workload import build_workload
 
 ROOT = Path(__file__).resolve().parents[2]
 GPT = ROOT / "tests" / "data" / "models" / "nanogpt_style" / "gpt.py"
@@ -124,7 +124,7 @@ def test_a_model_that_cannot_run_on_meta_keeps_its_parameter_table():
 
 
 def sysprof(args, env):
-    return subprocess.run([sys.executable, "-m", "profiler_core", "inspect", *args], env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "sysprof.profiler_core", "inspect", *args], env=env, capture_output=True,
                           text=True, timeout=180, cwd=ROOT)
 
 
@@ -158,7 +158,7 @@ def test_cli_mistakes_are_one_line(cli_env, tmp_path, args, code, says):
 def test_a_run_of_a_users_model_reports_counted_flops(cli_env, tmp_path):
     args = ["run", "--model", "tiny", "--device", "cpu", "--ctx", "32", "--batch", "2", "--warmup", "0", "--steps",
             "2", "--model-factory", f"{GPT}:build", "--runs-dir", str(tmp_path), "--json"]
-    result = subprocess.run([sys.executable, "-m", "profiler_core", *args], env=cli_env, capture_output=True,
+    result = subprocess.run([sys.executable, "-m", "sysprof.profiler_core", *args], env=cli_env, capture_output=True,
                             text=True, timeout=180, cwd=ROOT)
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)

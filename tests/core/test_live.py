@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from profiler_core import events, rundir
-from profiler_core.config import RunConfig
-from profiler_core.session.live import (
+from sysprof.profiler_core import events, rundir
+from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.session.live import (
     STALE_S,
     EventFollower,
     EventLog,
@@ -21,7 +21,7 @@ from profiler_core.session.live import (
     live_process,
     settle_died,
 )
-from profiler_core.session.process import session_argv, signal_group
+from sysprof.profiler_core.session.process import session_argv, signal_group
 
 TINY = RunConfig(model="tiny", ctx=32, batch=2, warmup=1, device="cpu")
 
@@ -46,7 +46,7 @@ def wait_until(condition, timeout: float = 120.0) -> None:
 
 
 def sysprof(args, env, timeout=180):
-    return subprocess.run([sys.executable, "-m", "profiler_core", *args], env=env, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "sysprof.profiler_core", *args], env=env, capture_output=True, text=True,
                           timeout=timeout)
 
 
@@ -65,7 +65,7 @@ def test_a_session_whose_reader_went_away_finishes_and_its_file_has_every_event(
 
 
 def test_event_log_survives_a_closed_pipe_in_a_process_of_its_own(tmp_path):
-    code = ("import sys; from pathlib import Path; from profiler_core.session.live import EventLog\n"
+    code = ("import sys; from pathlib import Path; from sysprof.profiler_core.session.live import EventLog\n"
             "log = EventLog(Path(sys.argv[1]))\n"
             "for i in range(2000): log({'event': 'notice', 'message': 'x' * 100, 'i': i})\n")
     process = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE,
@@ -167,7 +167,7 @@ def test_attach_follows_a_run_from_another_terminal_to_its_end(tmp_path, cli_env
 
 
 def test_sysprof_run_marks_its_directory_while_it_runs(tmp_path, cli_env):
-    process = subprocess.Popen([sys.executable, "-m", "profiler_core", "run", "--model", "tiny", "--ctx", "32",
+    process = subprocess.Popen([sys.executable, "-m", "sysprof.profiler_core", "run", "--model", "tiny", "--ctx", "32",
                                 "--batch", "2", "--device", "cpu", "--steps", "2000", "--warmup", "1"],
                                env=cli_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                start_new_session=True)
@@ -198,7 +198,7 @@ def test_a_study_that_died_is_unmarked_and_says_how_to_go_on(tmp_path):
 # SIGHUP: what the kernel sends the terminal's process group when SSH drops; SIGTERM: a scheduler's or kill's stop.
 @pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGTERM], ids=["SIGHUP", "SIGTERM"])
 def test_a_cli_run_whose_terminal_hangs_up_writes_its_summary(tmp_path, cli_env, signum):
-    process = subprocess.Popen([sys.executable, "-m", "profiler_core", "run", "--model", "tiny", "--ctx", "32",
+    process = subprocess.Popen([sys.executable, "-m", "sysprof.profiler_core", "run", "--model", "tiny", "--ctx", "32",
                                 "--batch", "2", "--device", "cpu", "--steps", "5000", "--warmup", "1"],
                                env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                start_new_session=True)
@@ -225,7 +225,7 @@ def test_a_run_whose_terminal_is_gone_stops_without_writing_to_it(tmp_path, cli_
     import pty
 
     terminal, its_device = pty.openpty()
-    process = subprocess.Popen([sys.executable, "-m", "profiler_core", "run", "--model", "tiny", "--ctx", "32",
+    process = subprocess.Popen([sys.executable, "-m", "sysprof.profiler_core", "run", "--model", "tiny", "--ctx", "32",
                                 "--batch", "2", "--device", "cpu", "--steps", "5000", "--warmup", "1"],
                                env=cli_env, stdin=its_device, stdout=its_device, stderr=subprocess.PIPE, text=True,
                                start_new_session=True)
@@ -247,7 +247,7 @@ def test_a_run_started_under_nohup_outlives_the_hang_up(tmp_path, cli_env, nproc
     """`nohup sysprof run … &`: SIGHUP ignored from the start stays ignored in the CLI, its session, torchrun and
     the runners, so the hang-up that follows a logout leaves the run going; a later SIGTERM still stops it with its
     summary."""
-    process = subprocess.Popen([sys.executable, "-m", "profiler_core", "run", "--model", "tiny", "--ctx", "32",
+    process = subprocess.Popen([sys.executable, "-m", "sysprof.profiler_core", "run", "--model", "tiny", "--ctx", "32",
                                 "--batch", "2", "--device", "cpu", "--steps", "5000", "--warmup", "1",
                                 "--nproc", str(nproc)],
                                env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -269,7 +269,7 @@ def test_a_run_started_under_nohup_outlives_the_hang_up(tmp_path, cli_env, nproc
 def test_a_runner_whose_reader_vanished_says_so_never_error_in_its_last_phase(tmp_path, cli_env):
     """`sysprof run` killed alone (kill -9 of its pid, not its group): the runner's next event finds its pipe closed.
     It stops with its summary, state died and the reason, not "error in optimizer: BrokenPipeError"."""
-    process = subprocess.Popen([sys.executable, "-m", "profiler_core", "run", "--model", "tiny", "--ctx", "32",
+    process = subprocess.Popen([sys.executable, "-m", "sysprof.profiler_core", "run", "--model", "tiny", "--ctx", "32",
                                 "--batch", "2", "--device", "cpu", "--steps", "5000", "--warmup", "1"],
                                env=cli_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                start_new_session=True)

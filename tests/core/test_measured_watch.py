@@ -2,10 +2,10 @@
 stored warnings. The host's load average is injected here, since a test cannot make a machine busy on cue."""
 import os
 
-from profiler_core import rundir
-from profiler_core.config import RunConfig
-from profiler_core.session.passes import Session
-from profiler_core.session.watch import MeasuredWatch, visible_gpu_index
+from sysprof.profiler_core import rundir
+from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.session.passes import Session
+from sysprof.profiler_core.session.watch import MeasuredWatch, visible_gpu_index
 
 TINY = RunConfig(model="tiny", ctx=16, batch=2, warmup=0, steps=3, device="cpu")
 

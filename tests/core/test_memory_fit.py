@@ -4,8 +4,8 @@ import sys
 
 import pytest
 
-from profiler_core.config import RunConfig
-from profiler_core.memory.fit import device_memory, fit_problem, predicted_lower_bound
+from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.memory.fit import device_memory, fit_problem, predicted_lower_bound
 
 GIB = 2**30
 
@@ -28,7 +28,7 @@ def test_the_cpu_limit_is_the_hosts_ram():
 
 
 def test_sysprof_run_refuses_in_one_line_before_anything_runs(cli_env, tmp_path):
-    result = subprocess.run([sys.executable, "-m", "profiler_core", "run", "--model", "tiny", "--device", "cpu",
+    result = subprocess.run([sys.executable, "-m", "sysprof.profiler_core", "run", "--model", "tiny", "--device", "cpu",
                              "--ctx", "99999999", "--steps", "1"], env=cli_env, capture_output=True, text=True,
                             timeout=120)
     assert result.returncode == 2 and result.stderr.count("\n") == 1

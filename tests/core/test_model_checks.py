@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from profiler_core.errors import ConfigError
-from profiler_core.runner.model_checks import check_placement, check_vocabulary
+from sysprof.profiler_core.errors import ConfigError
+from sysprof.profiler_core.runner.model_checks import check_placement, check_vocabulary
 
 ROOT = Path(__file__).resolve().parents[2]
 ODD = ROOT / "tests" / "data" / "models" / "odd" / "models.py"
@@ -33,11 +33,11 @@ def test_the_token_table_must_cover_the_ids():
 def test_the_run_refuses_a_too_small_vocabulary_in_one_line(cli_env, tmp_path):
     args = ["run", "--model", "tiny", "--device", "cpu", "--ctx", "16", "--batch", "2", "--warmup", "0", "--steps",
             "1", "--runs-dir", str(tmp_path), "--model-factory", f"{ODD}:ByteLM"]
-    refused = subprocess.run([sys.executable, "-m", "profiler_core", *args], env=cli_env, capture_output=True,
+    refused = subprocess.run([sys.executable, "-m", "sysprof.profiler_core", *args], env=cli_env, capture_output=True,
                              text=True, timeout=180, cwd=ROOT)
     assert refused.returncode == 2 and "set --vocab 256" in refused.stderr and "Traceback" not in refused.stderr
     assert refused.stderr.strip().splitlines()[-1].startswith("sysprof: error: the model's token embedding")
     assert not list(tmp_path.iterdir())  # nothing ran: no run directory left
-    fixed = subprocess.run([sys.executable, "-m", "profiler_core", *args, "--vocab", "256"], env=cli_env,
+    fixed = subprocess.run([sys.executable, "-m", "sysprof.profiler_core", *args, "--vocab", "256"], env=cli_env,
                            capture_output=True, text=True, timeout=180, cwd=ROOT)
     assert fixed.returncode == 0, fixed.stderr

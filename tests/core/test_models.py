@@ -3,8 +3,8 @@ import math
 import pytest
 import torch
 
-from models.presets import PRESETS, ModelSpec, count_params, forward_flops, step_flops
-from models.transformer import RMSNorm, RotaryEmbedding, TransformerLM
+from sysprof.models.presets import PRESETS, ModelSpec, count_params, forward_flops, step_flops
+from sysprof.models.transformer import RMSNorm, RotaryEmbedding, TransformerLM
 
 EXPECTED_PARAMS = {"small": 128_625_408, "medium": 423_183_360, "large": 969_411_840,
                    "xl": 1_998_235_200, "2.7B": 3_406_809_600}

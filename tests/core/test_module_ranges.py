@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from models.phases import module_range, parse_module_range
-from profiler_core.config import RunConfig
-from profiler_core.runner import engine
-from profiler_core.runner.module_ranges import ModuleRanges, hooked_modules, install_module_ranges
-from profiler_core.runner.timing import StepInstruments, run_step
-from profiler_core.runner.workload import build_workload
+from sysprof.models.phases import module_range, parse_module_range
+from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.runner import engine
+from sysprof.profiler_core.runner.module_ranges import ModuleRanges, hooked_modules, install_module_ranges
+from sysprof.profiler_core.runner.timing import StepInstruments, run_step
+from sysprof.profiler_core.runner.workload import build_workload
 
 ROOT = Path(__file__).resolve().parents[2]
 GPT = ROOT / "tests" / "data" / "models" / "nanogpt_style" / "gpt.py"
@@ -232,7 +232,7 @@ def test_runner_fails_the_pass_in_one_line_when_the_hooks_cannot_wrap_the_model(
 
 
 def test_the_flag_without_a_capture_pass_says_so(tmp_path):
-    from profiler_core.cli.main import execute_run
+    from sysprof.profiler_core.cli.main import execute_run
 
     seen: list[dict] = []
     summary = execute_run(RunConfig(**TINY, nvtx_modules=2), str(tmp_path), on_event=seen.append)
@@ -253,8 +253,8 @@ def test_the_hook_cost_benchmark_runs_on_the_cpu():
 def test_under_torch_profiler_the_ranges_are_mirrored_as_record_function_ranges(monkeypatch, tmp_path):
     """What the torch backend reads back: user_annotation events named like the NVTX ranges (the NVTX calls
     themselves are stubbed: a CPU build of torch has none)."""
-    from profiler_core.kernels.torch_trace import load_trace_events
-    from profiler_core.runner.module_ranges import CudaRangeCalls
+    from sysprof.profiler_core.kernels.torch_trace import load_trace_events
+    from sysprof.profiler_core.runner.module_ranges import CudaRangeCalls
 
     for name, stub in (("range_push", lambda name: 0), ("range_pop", lambda: 0), ("range_start", lambda name: 7),
                        ("range_end", lambda range_id: None)):

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from profiler_core import events, rundir
-from profiler_core.config import RunConfig
-from profiler_core.session import prestart
-from profiler_core.session.passes import Session
-from profiler_core.session.prestart import HeldPass, can_prestart
+from sysprof.profiler_core import events, rundir
+from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.session import prestart
+from sysprof.profiler_core.session.passes import Session
+from sysprof.profiler_core.session.prestart import HeldPass, can_prestart
 
 TINY = RunConfig(model="tiny", ctx=32, batch=2, warmup=1, steps=3, device="cpu")
 

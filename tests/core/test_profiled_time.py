@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import time
 
-from profiler_core import events
-from profiler_core.kernels.nsys.commands import StatsJob
-from profiler_core.render.run_report import profiled_time_line
-from profiler_core.session.clock import PassClock, profiled_breakdown
+from sysprof.profiler_core import events
+from sysprof.profiler_core.kernels.nsys.commands import StatsJob
+from sysprof.profiler_core.render.run_report import profiled_time_line
+from sysprof.profiler_core.session.clock import PassClock, profiled_breakdown
 
 
 def test_pass_clock_splits_a_pass_at_its_stages():

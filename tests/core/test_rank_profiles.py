@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from rank_reports import SqliteBackend, unpack_rank_reports
 
-from profiler_core.config import RunConfig
-from profiler_core.ranks import with_communication
-from profiler_core.session.backends.nsys_backend import NsysBackend
-from profiler_core.session.process import runner_argv
+from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.ranks import with_communication
+from sysprof.profiler_core.session.backends.nsys_backend import NsysBackend
+from sysprof.profiler_core.session.process import runner_argv
 
 TWO_RANKS = RunConfig(model="tiny", nproc=2, device="cpu")
 
@@ -19,7 +19,7 @@ TWO_RANKS = RunConfig(model="tiny", nproc=2, device="cpu")
 def test_without_ranks_the_launcher_wraps_the_runner():
     argv = runner_argv(RunConfig(model="tiny"), Path("run"), "nsys", ["nsys", "profile", "-o", "run/profile"])
     assert argv[:5] == ["nsys", "profile", "-o", "run/profile", sys.executable]
-    assert argv[5:7] == ["-m", "profiler_core.runner"] and argv[-2:] == ["--capture", "nsys"]
+    assert argv[5:7] == ["-m", "sysprof.profiler_core.runner"] and argv[-2:] == ["--capture", "nsys"]
 
 
 def test_with_ranks_torchrun_starts_the_launcher_once_per_rank():
@@ -31,7 +31,7 @@ def test_with_ranks_torchrun_starts_the_launcher_once_per_rank():
 
 def test_with_ranks_and_no_launcher_torchrun_runs_the_runner_module():
     argv = runner_argv(TWO_RANKS, Path("run"))
-    assert "--no-python" not in argv and argv[argv.index("--max-restarts") + 2:][:2] == ["-m", "profiler_core.runner"]
+    assert "--no-python" not in argv and argv[argv.index("--max-restarts") + 2:][:2] == ["-m", "sysprof.profiler_core.runner"]
 
 
 def test_each_rank_names_its_own_report_through_nsys_environment_expansion(tmp_path):
@@ -72,7 +72,7 @@ def nccl_ns_by_query(sqlite_path: Path) -> int:
 def test_every_ranks_real_report_is_analysed_and_a_missing_one_says_so(tmp_path):
     """Two real reports of a DDP step over the H200s (small, bf16, 3 profiled steps), one per rank; rank 2 left
     none."""
-    from profiler_core.session.analysis import analyze_rank_kernels
+    from sysprof.profiler_core.session.analysis import analyze_rank_kernels
 
     run_dir, pass_dir = tmp_path, tmp_path / "profiled"
     unpack_rank_reports(pass_dir)
@@ -87,7 +87,7 @@ def test_every_ranks_real_report_is_analysed_and_a_missing_one_says_so(tmp_path)
     assert two == {"rank": 2, "error": f"rank 2: nsys wrote no profile.nsys-rep in {pass_dir / 'ranks' / '02'}"}
     from rich.console import Console
 
-    from profiler_core.render.run_report import rank_kernels_table, rank_pass_errors
+    from sysprof.profiler_core.render.run_report import rank_kernels_table, rank_pass_errors
 
     console = Console(width=80, record=True)
     console.print(rank_kernels_table({"backend": "nsys", **record}))

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from profiler_core.config import RunConfig, config_problems
-from profiler_core.ranks import findings, rank_table, with_rank_failure
+from sysprof.profiler_core.config import RunConfig, config_problems
+from sysprof.profiler_core.ranks import findings, rank_table, with_rank_failure
 
 ROOT = Path(__file__).resolve().parents[2]
 FAILS_ON_RANK_1 = ROOT / "tests" / "data" / "models" / "ranks" / "fails_on_rank_1.py"
@@ -19,7 +19,7 @@ TWO_RANKS = ["--model", "tiny", "--device", "cpu", "--ctx", "32", "--batch", "2"
 
 
 def sysprof(args, env, timeout=240):
-    return subprocess.run([sys.executable, "-m", "profiler_core", *args], env=env, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "sysprof.profiler_core", *args], env=env, capture_output=True, text=True,
                           timeout=timeout, cwd=ROOT)
 
 
@@ -113,7 +113,7 @@ def test_a_rank_without_a_summary_was_killed(tmp_path):
 
 
 def test_more_ranks_than_gpus_is_one_line_before_anything_starts(cli_env, monkeypatch):
-    import profiler_core.ranks as ranks
+    import sysprof.profiler_core.ranks as ranks
 
     monkeypatch.setattr(ranks, "visible_gpu_count", lambda: 1)
     assert ranks.gpus_problem(RunConfig(nproc=2)) == ("--nproc 2 needs one GPU per rank; 1 visible here "
@@ -145,7 +145,7 @@ def test_two_nodes_meet_at_one_rendezvous_and_rank_0_tables_both(cli_env, tmp_pa
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    nodes = [subprocess.Popen([sys.executable, "-m", "profiler_core", "run", *TWO_RANKS[:-2], "--steps", "2",
+    nodes = [subprocess.Popen([sys.executable, "-m", "sysprof.profiler_core", "run", *TWO_RANKS[:-2], "--steps", "2",
                                "--nnodes", "2", "--rdzv-endpoint", f"127.0.0.1:{port}", "--runs-dir",
                                str(tmp_path / f"node{n}"), "--json"], env=cli_env, cwd=ROOT, text=True,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE) for n in range(2)]
@@ -167,9 +167,9 @@ def test_bad_node_settings_are_one_line(changes, text):
 
 
 def test_each_ranks_gpu_is_read_and_its_children_are_ours(monkeypatch):
-    from profiler_core.ranks import with_gpu_readings
-    from profiler_core.render.run_report import gpu_readings_line
-    from profiler_core.session.watch import descends_from, visible_gpu_index
+    from sysprof.profiler_core.ranks import with_gpu_readings
+    from sysprof.profiler_core.render.run_report import gpu_readings_line
+    from sysprof.profiler_core.session.watch import descends_from, visible_gpu_index
 
     rows = rank_table([record(0, 10.0, 20.0), record(1, 10.0, 20.0)])
     ranks = with_gpu_readings({"rows": rows}, {0: {"sm_clock_mhz": 1980.0, "power_w": 512.4},
@@ -200,7 +200,7 @@ def test_two_jobs_at_once_on_one_node_each_take_their_own_port(cli_env, tmp_path
             held.listen()
         except OSError:
             pass  # another program holds it already: the same situation
-        command = [sys.executable, "-m", "profiler_core", "run", *TWO_RANKS, "--steps", "3", "--json"]
+        command = [sys.executable, "-m", "sysprof.profiler_core", "run", *TWO_RANKS, "--steps", "3", "--json"]
         jobs = [subprocess.Popen(command, env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                  cwd=ROOT) for _ in range(2)]
         outputs = [job.communicate(timeout=240) for job in jobs]

@@ -28,7 +28,7 @@ def test_ci_runs_the_readme_test_command_verbatim():
 
 def cli_parsers() -> dict[str, argparse.ArgumentParser]:
     """Every sysprof (sub)command's parser by its words ("run", "study attention"), and sysprof-tui's."""
-    from profiler_core.cli.main import build_parser
+    from sysprof.profiler_core.cli.main import build_parser
 
     found: dict[str, argparse.ArgumentParser] = {}
 
@@ -51,7 +51,7 @@ README = (ROOT / "README.md").read_text()
 
 
 def test_every_flag_in_help_is_in_the_readme_and_every_readme_flag_exists():
-    from tui.cli import parse_args  # noqa: F401  (sysprof-tui's flags are a subset of sysprof's)
+    from sysprof.tui.cli import parse_args  # noqa: F401  (sysprof-tui's flags are a subset of sysprof's)
 
     parsers = cli_parsers()
     undocumented = {words: sorted(flag for flag in documented_flags(parser) if flag not in README)
@@ -83,7 +83,7 @@ def concrete(example: str) -> list[str]:
 
 @pytest.mark.parametrize("example", readme_examples())
 def test_each_readme_example_parses(example):
-    from profiler_core.cli.main import build_parser
+    from sysprof.profiler_core.cli.main import build_parser
 
     argv = concrete(example)
     try:

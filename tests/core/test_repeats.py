@@ -7,13 +7,13 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from profiler_core import rundir
-from profiler_core.cli.main import main as sysprof_main
-from profiler_core.config import RunConfig
-from profiler_core.render.run_report import print_run
-from profiler_core.session import passes as session_module
-from profiler_core.session.repeats import RepeatedRun, process_dir
-from profiler_core.studies import sweep
+from sysprof.profiler_core import rundir
+from sysprof.profiler_core.cli.main import main as sysprof_main
+from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.render.run_report import print_run
+from sysprof.profiler_core.session import passes as session_module
+from sysprof.profiler_core.session.repeats import RepeatedRun, process_dir
+from sysprof.profiler_core.studies import sweep
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 TINY = RunConfig(model="tiny", ctx=16, batch=2, warmup=0, steps=3, device="cpu")

@@ -10,16 +10,16 @@ from pathlib import Path
 import pytest
 import torch
 
-from profiler_core import rundir
-from profiler_core.config import RunConfig
-from profiler_core.runner import engine as runner
-from profiler_core.session.process import RunnerProcess, mark_killed, runner_argv
+from sysprof.profiler_core import rundir
+from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.runner import engine as runner
+from sysprof.profiler_core.session.process import RunnerProcess, mark_killed, runner_argv
 
 TINY = ["--model", "tiny", "--ctx", "32", "--batch", "2", "--device", "cpu"]
 
 
 def sysprof(args, env, timeout=120):
-    return subprocess.run([sys.executable, "-m", "profiler_core", *args], env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "sysprof.profiler_core", *args], env=env, capture_output=True,
                           text=True, timeout=timeout)
 
 
@@ -115,7 +115,7 @@ def test_sigint_cancels_cleanly_with_summary(tmp_path):
 def test_a_cli_run_stopped_with_ctrl_c_says_cancelled_with_the_steps_it_kept(cli_env, tmp_path):
     """Ctrl-C in the terminal (SIGINT to its process group): the human report's status and end line say
     cancelled, summary.json keeps the contract's status "failed" and adds the state."""
-    process = subprocess.Popen([sys.executable, "-m", "profiler_core", "run", *TINY, "--warmup", "1",
+    process = subprocess.Popen([sys.executable, "-m", "sysprof.profiler_core", "run", *TINY, "--warmup", "1",
                                 "--steps", "5000"], env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True, start_new_session=True)
     runs = tmp_path / "runs"

@@ -6,10 +6,10 @@ from pathlib import Path
 
 from rich.console import Console
 
-from profiler_core.metrics import phase_stats, summarize_ms
-from profiler_core.nvml import GpuTelemetry
-from profiler_core.render.run_report import print_run
-from profiler_core.stability import (
+from sysprof.profiler_core.metrics import phase_stats, summarize_ms
+from sysprof.profiler_core.nvml import GpuTelemetry
+from sysprof.profiler_core.render.run_report import print_run
+from sysprof.profiler_core.stability import (
     cpu_load_warnings,
     gpu_process_warnings,
     high_cv_warnings,

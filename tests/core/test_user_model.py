@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from profiler_core.config import RunConfig, config_problems
-from profiler_core.errors import ConfigError
-from profiler_core.runner.user_model import (
+from sysprof.profiler_core.config import RunConfig, config_problems
+from sysprof.profiler_core.errors import ConfigError
+from sysprof.profiler_core.runner.user_model import (
     DIMENSION_NAMES,
     attention_note,
     build_user_model,
@@ -27,7 +27,7 @@ SMALL_RUN = ["--model", "tiny", "--device", "cpu", "--ctx", "32", "--batch", "2"
 
 
 def sysprof(args, env):
-    return subprocess.run([sys.executable, "-m", "profiler_core", *args], env=env, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "sysprof.profiler_core", *args], env=env, capture_output=True, text=True,
                           timeout=180, cwd=ROOT)
 
 

@@ -11,7 +11,7 @@ import os
 import time
 from pathlib import Path
 
-from profiler_core.session.live import RUN, Heartbeat
+from sysprof.profiler_core.session.live import RUN, Heartbeat
 
 parser = argparse.ArgumentParser()
 parser.add_argument("events")

@@ -10,7 +10,7 @@ pytestmark = pytest.mark.gpu
 
 
 def sysprof_json(args, env):
-    result = subprocess.run([sys.executable, "-m", "profiler_core", "run", *args, "--json"], env=env,
+    result = subprocess.run([sys.executable, "-m", "sysprof.profiler_core", "run", *args, "--json"], env=env,
                             capture_output=True, text=True, timeout=600)
     return result.returncode, json.loads(result.stdout) if result.stdout else None, result.stderr
 
@@ -206,7 +206,7 @@ def test_attention_study_memory_around_backward_and_autocast_on_cuda(cli_env, tm
     softmax, so eager bf16 saves more than one bf16 T×T tensor."""
     args = ["study", "attention", "--device", "cuda", "--impl", "eager,compiled,sdpa", "--dtype", "fp32,bf16",
             "--d", "64", "--seq", "1024,4096", "--iters", "5", "--runs-dir", str(tmp_path), "--json"]
-    done = subprocess.run([sys.executable, "-m", "profiler_core", *args], env=cli_env, capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "sysprof.profiler_core", *args], env=cli_env, capture_output=True,
                           text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     tables = json.loads(done.stdout)

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from profiler_core.nvml import visible_gpu_count
+from sysprof.profiler_core.nvml import visible_gpu_count
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(visible_gpu_count() < 2, reason="needs 2 visible GPUs (the 2×H200 machine)")]
@@ -15,7 +15,7 @@ SMALL_BF16 = ["--model", "small", "--dtype", "bf16", "--attention", "sdpa", "--w
 
 
 def run(args, env):
-    result = subprocess.run([sys.executable, "-m", "profiler_core", "run", *args, "--json"], env=env,
+    result = subprocess.run([sys.executable, "-m", "sysprof.profiler_core", "run", *args, "--json"], env=env,
                             capture_output=True, text=True, timeout=600)
     return result.returncode, json.loads(result.stdout) if result.stdout else None, result.stderr
 
@@ -90,12 +90,12 @@ def test_each_rank_has_its_own_kernel_tables_with_communication_and_its_own_memo
 
 def test_a_sweep_spreads_its_cells_over_two_gpus_each_recording_its_own(cli_env):
     args = ["sweep", "--model", "tiny", "--seed", "1,2", "--steps", "5", "--device", "cuda", "--gpus", "0,1", "--json"]
-    result = subprocess.run([sys.executable, "-m", "profiler_core", *args], env=cli_env, capture_output=True,
+    result = subprocess.run([sys.executable, "-m", "sysprof.profiler_core", *args], env=cli_env, capture_output=True,
                             text=True, timeout=600)
     assert result.returncode == 0, result.stderr
     from pathlib import Path
 
-    from profiler_core.studies.tables import sweep_rows
+    from sysprof.profiler_core.studies.tables import sweep_rows
 
     rows = sweep_rows(Path(json.loads(result.stdout)["sweep_dir"]))
     assert sorted(row["gpu"] for row in rows) == ["0", "1"] and {row["status"] for row in rows} == {"ok"}

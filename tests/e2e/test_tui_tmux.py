@@ -108,7 +108,7 @@ def process_left(needle: str) -> list[str]:
 def start_in_app_then_drop(tmp_path, config: dict, dropped_when) -> tuple[Path, Path, list[str]]:
     """Start config's run from the app in tmux, kill the tmux session (a dropped SSH connection) once
     dropped_when(run_dir) holds: the run directory, the runs root and the tmux environment."""
-    from profiler_core.session.live import live_process
+    from sysprof.profiler_core.session.live import live_process
 
     runs, config_home = tmp_path / "runs", tmp_path / "config"
     (config_home / "sysprof-tui").mkdir(parents=True)
@@ -149,13 +149,13 @@ def reattach_until_finished(tmp_path, run_dir: Path, runs: Path, env: list[str],
 
 
 def measured_steps(directory: Path) -> int:
-    from profiler_core import rundir
+    from sysprof.profiler_core import rundir
 
     return sum(step["kind"] == "measured" for step in rundir.read_steps(directory))
 
 
 def test_a_dropped_terminal_leaves_the_run_going_and_a_new_app_reattaches_to_its_end(tmp_path):
-    from profiler_core import rundir
+    from sysprof.profiler_core import rundir
 
     steps = 600
     config = {"model": "tiny", "ctx": 32, "batch": 2, "warmup": 1, "steps": steps, "device": "cpu"}
@@ -177,8 +177,8 @@ def test_a_terminal_dropped_during_the_nsys_capture_still_gives_kernel_tables(tm
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
-    from profiler_core import rundir
-    from profiler_core.kernels.nsys.locate import find_nsys
+    from sysprof.profiler_core import rundir
+    from sysprof.profiler_core.kernels.nsys.locate import find_nsys
 
     if find_nsys() is None:
         pytest.skip("needs nsys")

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-import models.transformer as transformer
-from models.phases import ATTENTION_MASK, ATTENTION_OUTPUT, ATTENTION_PARTS, ATTENTION_SCORES, ATTENTION_SOFTMAX
-from profiler_core.kernels.attention_flops import attention_flops, profiled_flops_rows, sub_range_rows
-from profiler_core.kernels.attribution import attribute_kernels
-from profiler_core.kernels.kernel_stats import attention_kernel_table, attention_summary
+import sysprof.models.transformer as transformer
+from sysprof.models.phases import ATTENTION_MASK, ATTENTION_OUTPUT, ATTENTION_PARTS, ATTENTION_SCORES, ATTENTION_SOFTMAX
+from sysprof.profiler_core.kernels.attention_flops import attention_flops, profiled_flops_rows, sub_range_rows
+from sysprof.profiler_core.kernels.attribution import attribute_kernels
+from sysprof.profiler_core.kernels.kernel_stats import attention_kernel_table, attention_summary
 
 SHAPE = {"batch": 4, "heads": 12, "ctx": 256, "d_head": 64}  # the fixture's run: small, batch 4, ctx 256
 

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from profiler_core.kernels.communication import covered_ns, merged
+from sysprof.profiler_core.kernels.communication import covered_ns, merged
 
 
 def brute_force_exposed(comm: list[tuple[int, int]], compute: list[tuple[int, int]]) -> int:

@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 from rich.console import Console
 
-from profiler_core.kernels.names import short_kernel_name
-from profiler_core.render.analysis_report import top_kernels
-from profiler_core.render.rows import print_rows
+from sysprof.profiler_core.kernels.names import short_kernel_name
+from sysprof.profiler_core.render.analysis_report import top_kernels
+from sysprof.profiler_core.render.rows import print_rows
 
 RUN = Path(__file__).resolve().parents[1] / "data" / "runs" / "small-h200-analyses"
 NAMES = sorted(set(pd.read_csv(RUN / "kernels" / "phase_kernels.csv")["name"]))
@@ -66,7 +66,7 @@ def test_cross_run_kernel_columns_are_short_and_one_line_unless_asked():
 @pytest.mark.parametrize("width", ["80", "120"])
 def test_sysprof_analyze_fits_its_kernel_names_and_full_names_gives_them_whole(width, cli_env):
     env = dict(cli_env, COLUMNS=width)
-    run = [sys.executable, "-m", "profiler_core", "analyze", str(RUN)]
+    run = [sys.executable, "-m", "sysprof.profiler_core", "analyze", str(RUN)]
     short = subprocess.run(run, env=env, capture_output=True, text=True, timeout=120)
     assert short.returncode == 0, short.stderr
     lines = short.stdout.splitlines()

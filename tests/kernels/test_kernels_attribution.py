@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from profiler_core.errors import KernelReportError
-from profiler_core.kernels import (
+from sysprof.profiler_core.errors import KernelReportError
+from sysprof.profiler_core.kernels import (
     analyze_sqlite,
     analyze_stats_dir,
     attribute_kernels,
@@ -19,7 +19,7 @@ from profiler_core.kernels import (
     phase_kernel_table,
     read_stats_csv,
 )
-from profiler_core.kernels.kernel_stats import busy_union_ns, kernel_table, phase_summaries
+from sysprof.profiler_core.kernels.kernel_stats import busy_union_ns, kernel_table, phase_summaries
 
 FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
 H200 = FIXTURES / "h200_small_fp32"

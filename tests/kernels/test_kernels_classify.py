@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from profiler_core.kernels import KERNEL_CLASSES, classify_kernel, classify_kernels, read_stats_csv
+from sysprof.profiler_core.kernels import KERNEL_CLASSES, classify_kernel, classify_kernels, read_stats_csv
 
 FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
 pytestmark = pytest.mark.skipif(not FIXTURES.is_dir(), reason="../shared/fixtures is not beside this checkout")

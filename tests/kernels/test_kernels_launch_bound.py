@@ -10,11 +10,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from profiler_core.kernels.launch_bound import KERNEL_WAIT_NS, SpanSplit, split_span
-from profiler_core.kernels.launch_verdict import GPU_BOUND, HOST_WAIT_BOUND_PCT, LAUNCH_BOUND, LAUNCH_BOUND_REMEDY
-from profiler_core.kernels.summary import analyze_attribution, analyze_sqlite, analyze_stats_dir
-from profiler_core.kernels.torch_trace import attribute_torch_trace
-from profiler_core.render.launch_report import launch_table, short_verdict, verdict_lines
+from sysprof.profiler_core.kernels.launch_bound import KERNEL_WAIT_NS, SpanSplit, split_span
+from sysprof.profiler_core.kernels.launch_verdict import (
+    GPU_BOUND,
+    HOST_WAIT_BOUND_PCT,
+    LAUNCH_BOUND,
+    LAUNCH_BOUND_REMEDY,
+)
+from sysprof.profiler_core.kernels.summary import analyze_attribution, analyze_sqlite, analyze_stats_dir
+from sysprof.profiler_core.kernels.torch_trace import attribute_torch_trace
+from sysprof.profiler_core.render.launch_report import launch_table, short_verdict, verdict_lines
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 H200 = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "h200_small_fp32"

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from profiler_core.errors import KernelReportError
-from profiler_core.kernels.nsys.locate import find_nsys, find_qdstrm_importer, nsys_version
+from sysprof.profiler_core.errors import KernelReportError
+from sysprof.profiler_core.kernels.nsys.locate import find_nsys, find_qdstrm_importer, nsys_version
 
 
 def _executable(path: Path) -> Path:

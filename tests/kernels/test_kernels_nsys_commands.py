@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from profiler_core.kernels.nsys.commands import (
+from sysprof.profiler_core.kernels.nsys.commands import (
     STATS_REPORTS,
     export_sqlite_argv,
     postprocess_report,
@@ -12,11 +12,11 @@ from profiler_core.kernels.nsys.commands import (
 
 
 def test_profile_argv_limits_capture_to_profiler_api_window():
-    argv = profile_argv("/opt/nsys", "/runs/r1/profile", ["python", "-m", "profiler_core.runner", "--x"])
+    argv = profile_argv("/opt/nsys", "/runs/r1/profile", ["python", "-m", "sysprof.profiler_core.runner", "--x"])
     assert argv == [
         "/opt/nsys", "profile", "--trace=cuda,nvtx", "--sample=none", "--cpuctxsw=none",
         "--capture-range=cudaProfilerApi", "--capture-range-end=stop", "--force-overwrite", "true",
-        "-o", "/runs/r1/profile", "python", "-m", "profiler_core.runner", "--x",
+        "-o", "/runs/r1/profile", "python", "-m", "sysprof.profiler_core.runner", "--x",
     ]
     with_extra = profile_argv("nsys", "p", ["r"], extra=["--cuda-memory-usage=true"])
     assert with_extra.index("--cuda-memory-usage=true") < with_extra.index("-o")

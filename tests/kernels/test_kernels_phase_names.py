@@ -9,9 +9,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from models.phases import phase_option
-from profiler_core.kernels import analyze_sqlite, analyze_stats_dir
-from profiler_core.kernels.phase_names import drop_unbalanced, rename_phase_ranges
+from sysprof.models.phases import phase_option
+from sysprof.profiler_core.kernels import analyze_sqlite, analyze_stats_dir
+from sysprof.profiler_core.kernels.phase_names import drop_unbalanced, rename_phase_ranges
 
 FOREIGN = Path(__file__).resolve().parents[1] / "data" / "foreign_nvtx"
 PUBLIC = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "nsys_public"
@@ -82,7 +82,7 @@ def test_cli_phase_and_prefix_errors_are_one_line(cli_env):
     import sys
 
     def analyze(*args):
-        return subprocess.run([sys.executable, "-m", "profiler_core", "analyze", *args], env=cli_env,
+        return subprocess.run([sys.executable, "-m", "sysprof.profiler_core", "analyze", *args], env=cli_env,
                               capture_output=True, text=True, timeout=120)
 
     for args, reason in (((str(FOREIGN), "--phase", "forwrd=fwd"), "'forwrd' is not a phase"),
@@ -98,8 +98,8 @@ def test_cli_phase_and_prefix_errors_are_one_line(cli_env):
 @pytest.mark.gpu
 def test_a_users_nsys_rep_is_exported_with_nsys_and_read(tmp_path):
     """The .nsys-rep itself: exported to sqlite with the machine's nsys (the GPU machine has one), then read."""
-    from profiler_core.analyze import analyze_path
-    from profiler_core.kernels.nsys.locate import find_nsys
+    from sysprof.profiler_core.analyze import analyze_path
+    from sysprof.profiler_core.kernels.nsys.locate import find_nsys
 
     if find_nsys() is None:
         pytest.skip("needs nsys")

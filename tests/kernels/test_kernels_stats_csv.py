@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from profiler_core.errors import KernelReportError
-from profiler_core.kernels import (
+from sysprof.profiler_core.errors import KernelReportError
+from sysprof.profiler_core.kernels import (
     find_report_file,
     nsys_output_errors,
     nsys_output_skips,
@@ -17,7 +17,7 @@ from profiler_core.kernels import (
     read_stats_tables,
     split_stats_csv_line,
 )
-from profiler_core.kernels.nsys_stats.schema import normalize_header, split_range_domain
+from sysprof.profiler_core.kernels.nsys_stats.schema import normalize_header, split_range_domain
 
 FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
 PUBLIC = FIXTURES / "nsys_public"
@@ -257,9 +257,9 @@ def test_find_report_file_by_new_bare_and_legacy_names(tmp_path):
 def test_a_directory_of_several_stats_sets_is_never_read_as_a_mix():
     """nsys_public holds the CSVs of three `nsys stats` runs (two nvtx_kern_sum files among them): without --prefix
     it is refused with the sets listed; with one, only that set's files are read."""
-    from profiler_core.errors import StatsSetError
-    from profiler_core.kernels import analyze_stats_dir
-    from profiler_core.kernels.nsys_stats.csv_reader import stats_sets
+    from sysprof.profiler_core.errors import StatsSetError
+    from sysprof.profiler_core.kernels import analyze_stats_dir
+    from sysprof.profiler_core.kernels.nsys_stats.csv_reader import stats_sets
 
     assert stats_sets(PUBLIC) == ["forkni_2026.2.1_windows", "kiln_2024.5.1", "kiln_2024.6.2"]
     assert stats_sets(H200) == [""]

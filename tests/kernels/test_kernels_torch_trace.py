@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from profiler_core.errors import KernelReportError
-from profiler_core.kernels.summary import analyze_attribution
-from profiler_core.kernels.torch_trace import attribute_torch_trace, load_trace_events
+from sysprof.profiler_core.errors import KernelReportError
+from sysprof.profiler_core.kernels.summary import analyze_attribution
+from sysprof.profiler_core.kernels.torch_trace import attribute_torch_trace, load_trace_events
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "traces"
 

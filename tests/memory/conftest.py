@@ -30,13 +30,13 @@ def snapshot_path(snapshot_xz_path, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def snapshot(snapshot_path) -> dict:
-    from profiler_core.memory import load_snapshot
+    from sysprof.profiler_core.memory import load_snapshot
 
     return load_snapshot(snapshot_path)
 
 
 @pytest.fixture(scope="session")
 def analysis(snapshot) -> dict:
-    from profiler_core.memory import analyze_snapshot
+    from sysprof.profiler_core.memory import analyze_snapshot
 
     return analyze_snapshot(snapshot, top_n=20)

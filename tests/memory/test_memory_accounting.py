@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from profiler_core.memory import compare_predicted, predict_memory
+from sysprof.profiler_core.memory import compare_predicted, predict_memory
 
 # CS336 "small", batch 4, ctx 256, fp32 (../shared/fixtures/README.md)
 SMALL = dict(params=128_625_408, d_model=768, d_ff=3072, layers=12, heads=12, vocab=10_000, ctx=256, batch=4)
@@ -78,8 +78,8 @@ def test_prediction_matches_the_real_snapshot(analysis):
 def test_the_stored_prediction_is_the_built_in_models_only(snapshot_path):
     """The memory pass stores a predicted-vs-measured table for the built-in model, none for a user's model
     (the closed form describes the built-in one; the app shows what is stored)."""
-    from profiler_core.config import RunConfig
-    from profiler_core.session.analysis import memory_analysis
+    from sysprof.profiler_core.config import RunConfig
+    from sysprof.profiler_core.session.analysis import memory_analysis
 
     built_in = memory_analysis(RunConfig(model="small", ctx=256, batch=4), snapshot_path)
     assert [row["item"] for row in built_in["predicted_vs_measured"]][:3] == ["parameters", "gradients",
@@ -95,9 +95,9 @@ def test_saved_activations_are_the_tensors_autograd_saves():
     torch = pytest.importorskip("torch")
     from einops import rearrange
 
-    from models.presets import ModelSpec
-    from models.transformer import TransformerLM
-    from profiler_core.memory.accounting import saved_activations
+    from sysprof.models.presets import ModelSpec
+    from sysprof.models.transformer import TransformerLM
+    from sysprof.profiler_core.memory.accounting import saved_activations
 
     spec, batch, ctx = ModelSpec("t", d_model=64, d_ff=160, layers=3, heads=4, vocab=500), 2, 24
     torch.manual_seed(0)
@@ -124,8 +124,8 @@ def test_saved_activations_are_the_tensors_autograd_saves():
 
 @pytest.mark.parametrize(("model", "ctx", "phase"), [("2.7B", 128, "optimizer step"), ("small", 512, "backward start")])
 def test_the_peak_is_the_larger_of_backward_start_and_the_optimizer_step(model, ctx, phase):
-    from profiler_core.config import RunConfig
-    from profiler_core.memory.accounting import PEAK_ITEMS, predict_run_memory
+    from sysprof.profiler_core.config import RunConfig
+    from sysprof.profiler_core.memory.accounting import PEAK_ITEMS, predict_run_memory
 
     predicted = predict_run_memory(RunConfig(model=model, ctx=ctx))
     assert predicted["peak_phase"] == phase
@@ -139,8 +139,8 @@ def test_the_peak_is_the_larger_of_backward_start_and_the_optimizer_step(model, 
 
 
 def test_the_peak_by_precision_attention_and_optimizer():
-    from profiler_core.config import RunConfig
-    from profiler_core.memory.accounting import predict_run_memory
+    from sysprof.profiler_core.config import RunConfig
+    from sysprof.profiler_core.memory.accounting import predict_run_memory
 
     def peak(**fields):
         return predict_run_memory(RunConfig(model="small", ctx=512, **fields))

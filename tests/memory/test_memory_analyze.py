@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from profiler_core.memory import analyze_snapshot
+from sysprof.profiler_core.memory import analyze_snapshot
 
 
 def test_contract_keys_and_json(analysis):
@@ -63,7 +63,7 @@ def test_empty_trace_reports_the_baseline():
 
 
 def test_terminal_sparkline_keeps_the_peak_column():
-    from profiler_core.render.analysis_report import timeline_sparkline
+    from sysprof.profiler_core.render.analysis_report import timeline_sparkline
 
     levels = [0] * 500 + [10] + [2] * 499  # one spike between flat stretches
     line = timeline_sparkline(levels, 50)

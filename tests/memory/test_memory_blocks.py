@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from profiler_core.memory import analyze_snapshot, load_snapshot, replay_trace
+from sysprof.profiler_core.memory import analyze_snapshot, load_snapshot, replay_trace
 
 TRUTH = Path(__file__).resolve().parents[1] / "data" / "memory_truth"
 MIB = 1 << 20

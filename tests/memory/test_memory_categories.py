@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from profiler_core.memory import CATEGORIES, analyze_snapshot, classify_allocations, replay_trace
-from profiler_core.memory.categories import ATTENTION_NODES, ATTENTION_OPS
+from sysprof.profiler_core.memory import CATEGORIES, analyze_snapshot, classify_allocations, replay_trace
+from sysprof.profiler_core.memory.categories import ATTENTION_NODES, ATTENTION_OPS
 
 PARAM_BYTES = 128_625_408 * 4
 T2_BYTES = 4 * 12 * 256 * 256 * 4  # B·H·T²·4 == B·T·d_ff·4 for this model (12·256 == 3072)

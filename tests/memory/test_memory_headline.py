@@ -8,8 +8,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from profiler_core.memory import analyze_snapshot
-from profiler_core.render.analysis_report import print_memory_analysis
+from sysprof.profiler_core.memory import analyze_snapshot
+from sysprof.profiler_core.render.analysis_report import print_memory_analysis
 
 OLD_ANALYSIS = Path(__file__).resolve().parents[1] / "data" / "runs" / "small-h200-analyses" / "memory" / "analysis.json"
 

@@ -5,11 +5,17 @@ from __future__ import annotations
 import copy
 import json
 
-from models.phases import module_range
-from profiler_core.memory import analyze_snapshot
-from profiler_core.memory.modules import NO_METADATA, UNTAGGED, largest_per_type, module_labels, module_types_beside
-from profiler_core.memory.replay import Allocation
-from profiler_core.module_types import NO_MODULE
+from sysprof.models.phases import module_range
+from sysprof.profiler_core.memory import analyze_snapshot
+from sysprof.profiler_core.memory.modules import (
+    NO_METADATA,
+    UNTAGGED,
+    largest_per_type,
+    module_labels,
+    module_types_beside,
+)
+from sysprof.profiler_core.memory.replay import Allocation
+from sysprof.profiler_core.module_types import NO_MODULE
 
 
 def allocation(size: int, tag: str = "", alloc_index: int = 0) -> Allocation:
@@ -54,7 +60,7 @@ def test_modules_json_beside_the_snapshot_gives_class_names(tmp_path):
 def test_the_terminal_table_names_a_backward_allocation_by_its_module():
     from rich.console import Console
 
-    from profiler_core.render.module_tables import print_module_tables
+    from sysprof.profiler_core.render.module_tables import print_module_tables
 
     largest = [{"category": "embedding", "size_bytes": 5 << 20, "phase": "backward", "step": 0, "frame": None,
                 "module": "wte"}]

@@ -6,9 +6,9 @@ import json
 import sys
 from pathlib import Path
 
-from profiler_core.config import RunConfig
-from profiler_core.render.memory_plot import MISSING_MATPLOTLIB, peak_point, phase_spans, write_timeline_images
-from profiler_core.session.analysis import timeline_images
+from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.render.memory_plot import MISSING_MATPLOTLIB, peak_point, phase_spans, write_timeline_images
+from sysprof.profiler_core.session.analysis import timeline_images
 
 ANALYSIS = Path(__file__).resolve().parents[1] / "data" / "runs" / "small-h200-analyses" / "memory" / "analysis.json"
 CFG = RunConfig(model="small", ctx=256, batch=4, device="cuda")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from profiler_core.memory import downsample_timeline, replay_trace
+from sysprof.profiler_core.memory import downsample_timeline, replay_trace
 
 MIB = 1024 * 1024
 

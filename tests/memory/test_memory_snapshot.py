@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from profiler_core.memory import SnapshotError, load_snapshot
-from profiler_core.memory.snapshot import ForeignObject
+from sysprof.profiler_core.memory import SnapshotError, load_snapshot
+from sysprof.profiler_core.memory.snapshot import ForeignObject
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -86,7 +86,7 @@ def test_torch_classes_become_harmless_stand_ins(tmp_path):
 
 
 def test_memory_package_imports_neither_torch_nor_textual():
-    code = ("import sys, profiler_core.memory, profiler_core.memory.analyze; "
+    code = ("import sys, sysprof.profiler_core.memory, sysprof.profiler_core.memory.analyze; "
             "bad = [m for m in ('torch', 'textual') if m in sys.modules]; "
             "print(bad); sys.exit(1 if bad else 0)")
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from profiler_core.cli.main import main
-from profiler_core.kernels.attention_flops import attention_flops
-from profiler_core.studies.results import study_tables
+from sysprof.profiler_core.cli.main import main
+from sysprof.profiler_core.kernels.attention_flops import attention_flops
+from sysprof.profiler_core.studies.results import study_tables
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "studies"
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,7 +20,7 @@ def cpu_study(tmp_path_factory):
     runs = tmp_path_factory.mktemp("runs")
     args = ["study", "attention", "--device", "cpu", "--impl", "eager,sdpa", "--dtype", "fp32,bf16", "--d", "16",
             "--seq", "32,64", "--batch", "2", "--iters", "3", "--runs-dir", str(runs), "--json"]
-    done = subprocess.run([sys.executable, "-m", "profiler_core", *args], capture_output=True, text=True, cwd=ROOT,
+    done = subprocess.run([sys.executable, "-m", "sysprof.profiler_core", *args], capture_output=True, text=True, cwd=ROOT,
                           timeout=600)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
@@ -84,7 +84,7 @@ def test_bad_attention_options_are_one_line_errors(tmp_path, capsys, extra, reas
 
 
 def test_cuda_without_a_gpu_is_refused(tmp_path, capsys, monkeypatch):
-    from profiler_core.cli import studies
+    from sysprof.profiler_core.cli import studies
 
     monkeypatch.setattr(studies, "gpu_count", lambda: 0)
     assert main(["study", "attention", "--device", "cuda", "--runs-dir", str(tmp_path)]) == 2
@@ -93,7 +93,7 @@ def test_cuda_without_a_gpu_is_refused(tmp_path, capsys, monkeypatch):
 
 def test_the_cpu_default_grid_is_small_and_leaves_out_torch_compile(tmp_path, monkeypatch):
     """Only the plan is checked here (no cell runs): the CPU grid the help text promises."""
-    from profiler_core.studies import attention
+    from sysprof.profiler_core.studies import attention
 
     monkeypatch.setattr(attention, "run_study", lambda study_dir, groups, batch, iters, device, on_cell:
                         attention.write_plan(study_dir, groups, batch, iters, device))

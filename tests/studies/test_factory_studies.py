@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from models.presets import PRESETS
-from profiler_core.cli import studies as studies_cli
-from profiler_core.cli.main import main
-from profiler_core.session import passes as session_module
-from profiler_core.studies import sweep
-from profiler_core.studies.progress import config_label
-from profiler_core.studies.results import study_tables
-from profiler_core.studies.tables import sweep_rows
+from sysprof.models.presets import PRESETS
+from sysprof.profiler_core.cli import studies as studies_cli
+from sysprof.profiler_core.cli.main import main
+from sysprof.profiler_core.session import passes as session_module
+from sysprof.profiler_core.studies import sweep
+from sysprof.profiler_core.studies.progress import config_label
+from sysprof.profiler_core.studies.results import study_tables
+from sysprof.profiler_core.studies.tables import sweep_rows
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 GPT = f"{DATA / 'models' / 'nanogpt_style' / 'gpt.py'}:build"
@@ -118,7 +118,7 @@ def test_a_model_argument_is_a_sweep_axis_and_a_column_of_its_own_name(tmp_path,
 
 
 def test_a_json_literal_with_commas_is_one_value_not_an_axis():
-    from profiler_core.cli.sweep import model_arg_values
+    from sysprof.profiler_core.cli.sweep import model_arg_values
 
     assert model_arg_values("betas=[0.9,0.95]") == ["betas=[0.9,0.95]"]
     assert model_arg_values("act=gelu,relu") == ["act=gelu", "act=relu"]
@@ -138,8 +138,8 @@ def test_a_study_with_repeats_says_whether_compiled_is_faster_beyond_noise(tmp_p
 
 
 def test_a_verdict_cell_names_the_direction_and_the_interval():
-    from profiler_core.metrics import aggregate_processes
-    from profiler_core.studies.derived import verdict_cell
+    from sysprof.profiler_core.metrics import aggregate_processes
+    from sysprof.profiler_core.studies.derived import verdict_cell
 
     def group(*medians):  # test inputs: per-process summaries as the runner writes them, shortened
         return aggregate_processes([{"status": "ok", "tokens_per_s": 1000 / m, "phases": {"step": {

@@ -5,10 +5,10 @@ import json
 import shutil
 from pathlib import Path
 
-from profiler_core.config import RunConfig
-from profiler_core.studies import sweep
-from profiler_core.studies.results import study_tables
-from profiler_core.studies.tables import pivot, sweep_rows
+from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.studies import sweep
+from sysprof.profiler_core.studies.results import study_tables
+from sysprof.profiler_core.studies.tables import pivot, sweep_rows
 
 RUN = Path(__file__).resolve().parents[1] / "data" / "runs" / "small-h200-analyses"
 
@@ -61,7 +61,7 @@ def test_an_unprofiled_sweep_has_no_kernel_tables_and_pivots_mark_pending(tmp_pa
 
 def test_a_cell_row_carries_its_profiled_pass_apart_from_its_clean_times():
     """The profiled pass's summary has the shape of any run's; a real CPU run's stands in for one here."""
-    from profiler_core.studies.tables import cell_row
+    from sysprof.profiler_core.studies.tables import cell_row
 
     run = RUN.parent / "tiny-ctx32"
     summary = json.loads((run / "summary.json").read_text())
@@ -75,7 +75,7 @@ def test_a_cell_row_carries_its_profiled_pass_apart_from_its_clean_times():
 def test_the_sweep_command_prints_the_kernel_tables_after_its_own(tmp_path, capsys):
     import argparse
 
-    from profiler_core.cli.sweep import report_sweep
+    from sysprof.profiler_core.cli.sweep import report_sweep
 
     args = argparse.Namespace(pivot=None, value="fwd mean ms", output=None, json=False, events=False, full_names=False)
     assert report_sweep(args, profiled_sweep(tmp_path), 1.0) == 1  # the second cell has not run

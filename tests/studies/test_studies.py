@@ -6,18 +6,18 @@ from pathlib import Path
 
 import pytest
 
-from profiler_core.compare import compare_summaries, within_run_verdict
-from profiler_core.config import ConfigError
-from profiler_core.session import passes as session_module
-from profiler_core.studies import sweep
-from profiler_core.studies.derived import (
+from sysprof.profiler_core.compare import compare_summaries, within_run_verdict
+from sysprof.profiler_core.config import ConfigError
+from sysprof.profiler_core.session import passes as session_module
+from sysprof.profiler_core.studies import sweep
+from sysprof.profiler_core.studies.derived import (
     compile_table,
     passes_table,
     precision_memory_table,
     precision_table,
     warmup_table,
 )
-from profiler_core.studies.tables import compact, pivot, sweep_document, sweep_rows
+from sysprof.profiler_core.studies.tables import compact, pivot, sweep_document, sweep_rows
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 TINY = dict(model="tiny", ctx=16, batch=2, warmup=0, steps=2, device="cpu")
@@ -100,7 +100,7 @@ def test_pivot_marks_oom_cells_keeps_all_oom_rows_and_takes_text_values(tmp_path
 
 
 def test_sweep_cli_json_and_bad_values(cli_env, tmp_path):
-    args = [sys.executable, "-m", "profiler_core", "sweep", "--model", "tiny", "--device", "cpu", "--ctx", "16,24",
+    args = [sys.executable, "-m", "sysprof.profiler_core", "sweep", "--model", "tiny", "--device", "cpu", "--ctx", "16,24",
             "--batch", "2", "--warmup", "0", "--steps", "2", "--json"]
     result = subprocess.run(args, env=cli_env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
@@ -176,7 +176,7 @@ def test_passes_table_gives_the_ratio_of_the_medians():
 
 
 def test_precision_lab_computed_live_on_cpu():
-    result = subprocess.run([sys.executable, "-m", "profiler_core.runner.precision_lab", "--device", "cpu"],
+    result = subprocess.run([sys.executable, "-m", "sysprof.profiler_core.runner.precision_lab", "--device", "cpu"],
                             capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[2])
     lab = json.loads(result.stdout)
     sums = [row["sum"] for row in lab["accumulation"]]
@@ -192,8 +192,8 @@ def test_precision_lab_computed_live_on_cpu():
 def test_a_failed_precision_lab_is_a_failed_study_exit_1(tmp_path, monkeypatch, capsys):
     """The lab's process dying (here: a real interpreter exiting 3 with a message) ends the study like any failed
     study: exit 1 and its one-line reason, nothing run, no traceback."""
-    from profiler_core.cli import main as cli_main
-    from profiler_core.cli import studies as cli_studies
+    from sysprof.profiler_core.cli import main as cli_main
+    from sysprof.profiler_core.cli import studies as cli_studies
 
     real_run = subprocess.run
     failing = [sys.executable, "-c", "import sys; sys.stderr.write('lab exploded\\n'); sys.exit(3)"]

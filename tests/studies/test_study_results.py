@@ -6,11 +6,11 @@ import sys
 
 import pytest
 
-from models.presets import PRESETS
-from profiler_core.errors import StudyError
-from profiler_core.studies import sweep
-from profiler_core.studies.catalog import list_studies, study_kind, study_record
-from profiler_core.studies.results import all_cells_done, study_tables
+from sysprof.models.presets import PRESETS
+from sysprof.profiler_core.errors import StudyError
+from sysprof.profiler_core.studies import sweep
+from sysprof.profiler_core.studies.catalog import list_studies, study_kind, study_record
+from sysprof.profiler_core.studies.results import all_cells_done, study_tables
 
 TINY = dict(model="tiny", ctx=16, batch=2, warmup=0, steps=2, device="cpu")
 
@@ -19,7 +19,7 @@ TINY = dict(model="tiny", ctx=16, batch=2, warmup=0, steps=2, device="cpu")
 def warmup_study(tmp_path_factory):
     """A real `sysprof study warmup --events` on the CPU: its stdout events and its directory."""
     root = tmp_path_factory.mktemp("runs")
-    args = [sys.executable, "-m", "profiler_core", "study", "warmup", "--model", "tiny", "--device", "cpu",
+    args = [sys.executable, "-m", "sysprof.profiler_core", "study", "warmup", "--model", "tiny", "--device", "cpu",
             "--ctx", "16", "--steps", "2", "--warmups", "0,1", "--runs-dir", str(root), "--events"]
     done = subprocess.run(args, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
@@ -86,7 +86,7 @@ def test_a_directory_that_is_no_study_is_one_clear_error(tmp_path):
 
 def test_precision_study_keeps_its_lab_in_the_directory(tmp_path):
     """The lab runs once, before the cells; its tables come back from the study directory like the rest."""
-    args = [sys.executable, "-m", "profiler_core", "study", "precision", "--models", "tiny", "--device", "cpu",
+    args = [sys.executable, "-m", "sysprof.profiler_core", "study", "precision", "--models", "tiny", "--device", "cpu",
             "--ctx", "16", "--steps", "2", "--warmup", "0", "--runs-dir", str(tmp_path), "--json"]
     done = subprocess.run(args, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
@@ -110,7 +110,7 @@ def test_passes_and_warmup_grids_over_models_contexts_and_modes(tmp_path):
     puts FWD and FWD+BWD side by side."""
     common = ["--device", "cpu", "--models", "tiny", "--ctxs", "16,24", "--steps", "2", "--warmup", "0",
               "--runs-dir", str(tmp_path), "--json"]
-    done = subprocess.run([sys.executable, "-m", "profiler_core", "study", "passes", *common], capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "sysprof.profiler_core", "study", "passes", *common], capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     table = json.loads(done.stdout)["forward vs forward+backward (same steps)"]
@@ -123,7 +123,7 @@ def test_passes_and_warmup_grids_over_models_contexts_and_modes(tmp_path):
     assert table[0]["params"] == table[1]["params"] > 0
     warmup = ["study", "warmup", "--model", "tiny", "--device", "cpu", "--ctxs", "16", "--steps", "2",
               "--warmups", "0,1", "--modes", "forward,forward_backward", "--runs-dir", str(tmp_path), "--json"]
-    done = subprocess.run([sys.executable, "-m", "profiler_core", *warmup], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-m", "sysprof.profiler_core", *warmup], capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr
     grid = json.loads(done.stdout)["warm-up study"]

@@ -4,18 +4,18 @@ from pathlib import Path
 
 import pytest
 
-from profiler_core.compare import compare_summaries, within_run_verdict
-from profiler_core.events import decode_line
-from profiler_core.nvml import GpuTelemetry, NvmlSampler, decode_throttle_reasons
-from profiler_core.render.analysis_report import phase_mark_line
-from profiler_core.render.export import ExportError, osc52, to_csv, to_json, to_latex, to_markdown, write_table
-from profiler_core.render.units import telemetry_cells
-from tui.kernel_data import KernelView, apply_view, load_kernel_data
-from tui.memory_data import peaks_by_phase
-from tui.panes.live import telemetry_line
-from tui.run_files import state_from_run_dir
-from tui.settings import load_last_config
-from tui.state import RunState
+from sysprof.profiler_core.compare import compare_summaries, within_run_verdict
+from sysprof.profiler_core.events import decode_line
+from sysprof.profiler_core.nvml import GpuTelemetry, NvmlSampler, decode_throttle_reasons
+from sysprof.profiler_core.render.analysis_report import phase_mark_line
+from sysprof.profiler_core.render.export import ExportError, osc52, to_csv, to_json, to_latex, to_markdown, write_table
+from sysprof.profiler_core.render.units import telemetry_cells
+from sysprof.tui.kernel_data import KernelView, apply_view, load_kernel_data
+from sysprof.tui.memory_data import peaks_by_phase
+from sysprof.tui.panes.live import telemetry_line
+from sysprof.tui.run_files import state_from_run_dir
+from sysprof.tui.settings import load_last_config
+from sysprof.tui.state import RunState
 
 RUNS = Path(__file__).resolve().parents[1] / "data" / "runs"
 ANALYSED = RUNS / "small-h200-analyses"
@@ -140,7 +140,7 @@ def test_remembered_config_round_trip_and_corruption(tmp_path):
 
 def test_later_passes_do_not_move_the_clean_run():
     """A profiled or memory pass's hello, stages and end events (tagged with "pass") leave the clean run alone."""
-    from tui.state import RunState
+    from sysprof.tui.state import RunState
 
     state = RunState().apply({"event": "hello", "run_dir": "runs/a", "env": {"device_type": "cuda"}})
     state = state.apply({"event": "stage", "name": "measured", "total": 5})
@@ -155,7 +155,7 @@ def test_later_passes_do_not_move_the_clean_run():
 
 def test_inflation_is_shown_as_the_sessions_ratio():
     """The session stores profiled/clean (H200, small fp32: 38.42 ms under nsys vs 31.43 ms clean)."""
-    from tui.panes.kernels import backend_line
+    from sysprof.tui.panes.kernels import backend_line
 
     profile = {"backend": "nsys", "profiled_median_ms": 38.42, "clean_median_ms": 31.43, "inflation": 38.42 / 31.43}
     line = backend_line(profile, {})

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from tui_helpers import settle, text
 
-from tui.app import SysprofApp
+from sysprof.tui.app import SysprofApp
 
 RUN = Path(__file__).resolve().parents[1] / "data" / "runs" / "small-h200-analyses"
 KERNELS_OK, MEMORY_OK = "5,570", "peak 2.68 GiB in backward step 0"  # backward's kernel count; the memory headline

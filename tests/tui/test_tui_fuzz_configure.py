@@ -5,10 +5,10 @@ from hypothesis import strategies as st
 from rich.console import Console
 from tui_helpers import settle
 
-from profiler_core.config import DIM_FIELDS, RunConfig
-from tui.app import SysprofApp
-from tui.panes.config_fields import CODE_FIELDS, FACTORY_FIELDS
-from tui.panes.configure import CHECKBOXES, CHOICES, INTEGERS, checked_config, form_texts, form_values
+from sysprof.profiler_core.config import DIM_FIELDS, RunConfig
+from sysprof.tui.app import SysprofApp
+from sysprof.tui.panes.config_fields import CODE_FIELDS, FACTORY_FIELDS
+from sysprof.tui.panes.configure import CHECKBOXES, CHOICES, INTEGERS, checked_config, form_texts, form_values
 
 DIMS = DIM_FIELDS
 TEXT_FIELDS = (*DIMS, *INTEGERS, *FACTORY_FIELDS, *CODE_FIELDS)

@@ -5,9 +5,9 @@ from pathlib import Path
 
 from tui_helpers import settle, text
 
-from profiler_core.config import RunConfig
-from tui.app import SysprofApp
-from tui.panes.inspect_panel import InspectPanel
+from sysprof.profiler_core.config import RunConfig
+from sysprof.tui.app import SysprofApp
+from sysprof.tui.panes.inspect_panel import InspectPanel
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 TINY = RunConfig(model="tiny", ctx=32, batch=2, warmup=2, steps=3, device="cpu")

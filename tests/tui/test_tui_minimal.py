@@ -5,11 +5,11 @@ from pathlib import Path
 
 from textual.widgets import ProgressBar
 
-from profiler_core.config import RunConfig
-from tui.app import SysprofApp
-from tui.panes.live import StepTable
-from tui.run_files import state_from_run_dir
-from tui.state import RunState
+from sysprof.profiler_core.config import RunConfig
+from sysprof.tui.app import SysprofApp
+from sysprof.tui.panes.live import StepTable
+from sysprof.tui.run_files import state_from_run_dir
+from sysprof.tui.state import RunState
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 TINY = RunConfig(model="tiny", ctx=32, batch=2, warmup=2, steps=3, device="cpu")
@@ -89,7 +89,7 @@ async def test_real_tiny_run_through_the_real_runner(tmp_path):
 def test_the_apps_own_load_is_its_cpu_over_the_measured_wall_time():
     import time
 
-    from tui.own_load import MeasuredLoad
+    from sysprof.tui.own_load import MeasuredLoad
 
     busy, idle = MeasuredLoad(), MeasuredLoad()
     for load, work in ((busy, lambda: sum(range(10**7))), (idle, lambda: time.sleep(0.3))):
@@ -106,7 +106,7 @@ def test_the_apps_own_load_is_its_cpu_over_the_measured_wall_time():
 async def test_a_run_with_repeats_shows_the_spread_between_its_processes(tmp_path):
     from dataclasses import replace
 
-    from tui.app import APP_REPEATS, default_config
+    from sysprof.tui.app import APP_REPEATS, default_config
 
     assert default_config().repeats == APP_REPEATS > 1  # the app measures in fresh processes by default
     app = SysprofApp(runs_dir=str(tmp_path), initial=replace(TINY, repeats=2), sample_gpu=False)
@@ -126,7 +126,7 @@ async def test_live_shows_the_warnings_a_run_stored(tmp_path, monkeypatch):
     cue), opened offline: Live lists its warnings with their cause and remedy."""
     import os
 
-    from profiler_core.session.passes import Session
+    from sysprof.profiler_core.session.passes import Session
 
     monkeypatch.setattr(os, "getloadavg", lambda: (os.cpu_count() + 4.0, 0.0, 0.0))
     run_dir = tmp_path / "run"
@@ -142,7 +142,7 @@ async def test_live_shows_the_warnings_a_run_stored(tmp_path, monkeypatch):
 
 
 async def test_ranks_are_capped_at_the_visible_gpus_in_configure(tmp_path):
-    from tui.panes.configure import ConfigurePane
+    from sysprof.tui.panes.configure import ConfigurePane
 
     app = SysprofApp(runs_dir=str(tmp_path), argv_factory=fake_factory(), initial=RunConfig(model="tiny"),
                      sample_gpu=False)

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 from tui_helpers import settle, text
 
-from profiler_core.config import RunConfig
-from tui.app import SysprofApp
-from tui.factory_picker import FactoryPicker
-from tui.factory_scan import ScanError, factory_spec, top_level_definitions
-from tui.panes.config_fields import read_code_field, shown
+from sysprof.profiler_core.config import RunConfig
+from sysprof.tui.app import SysprofApp
+from sysprof.tui.factory_picker import FactoryPicker
+from sysprof.tui.factory_scan import ScanError, factory_spec, top_level_definitions
+from sysprof.tui.panes.config_fields import read_code_field, shown
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 GPT = f"{DATA / 'models' / 'nanogpt_style' / 'gpt.py'}:build"

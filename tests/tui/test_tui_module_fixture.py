@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from tui_helpers import settle
 
-from profiler_core.cli.export import run_tables
-from profiler_core.kernels import attribute_kernels
-from profiler_core.kernels.summary import analyze_attribution, phase_kernel_table
-from profiler_core.memory import analyze_snapshot
-from profiler_core.render.module_tables import KERNEL_ROW_FIELDS
-from tui.app import SysprofApp
+from sysprof.profiler_core.cli.export import run_tables
+from sysprof.profiler_core.kernels import attribute_kernels
+from sysprof.profiler_core.kernels.summary import analyze_attribution, phase_kernel_table
+from sysprof.profiler_core.memory import analyze_snapshot
+from sysprof.profiler_core.render.module_tables import KERNEL_ROW_FIELDS
+from sysprof.tui.app import SysprofApp
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "module_ranges"
 pytestmark = pytest.mark.skipif(not (DATA / "profile.sqlite.xz").is_file(),

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from tui_helpers import settle
 
-from profiler_core import events, rundir
-from profiler_core.config import RunConfig
-from profiler_core.session.live import live_process
-from profiler_core.session.process import session_argv
-from tui.app import SysprofApp
-from tui.modals import ConfirmQuit
+from sysprof.profiler_core import events, rundir
+from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.session.live import live_process
+from sysprof.profiler_core.session.process import session_argv
+from sysprof.tui.app import SysprofApp
+from sysprof.tui.modals import ConfirmQuit
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 TINY = RunConfig(model="tiny", ctx=32, batch=2, warmup=2, steps=3, device="cpu")
@@ -134,8 +134,8 @@ async def test_an_unwritable_runs_directory_is_one_line_and_nothing_starts(tmp_p
 
 
 async def test_a_run_on_another_host_is_followed_but_never_signalled_from_here(tmp_path):
-    from profiler_core.session.live import Heartbeat
-    from tui.run_control import RUN, Attached, ProcessControl
+    from sysprof.profiler_core.session.live import Heartbeat
+    from sysprof.tui.run_control import RUN, Attached, ProcessControl
 
     Heartbeat(tmp_path, "run").start().stopped.set()
     record = json.loads((tmp_path / rundir.LIVE).read_text())
@@ -149,7 +149,7 @@ async def test_a_run_on_another_host_is_followed_but_never_signalled_from_here(t
 
 
 async def test_a_sweep_started_elsewhere_is_reattached_on_studies_and_followed_to_its_end(tmp_path, cli_env):
-    sweep = subprocess.Popen([sys.executable, "-m", "profiler_core", "sweep", "--model", "tiny", "--device", "cpu",
+    sweep = subprocess.Popen([sys.executable, "-m", "sysprof.profiler_core", "sweep", "--model", "tiny", "--device", "cpu",
                               "--ctx", "16,32", "--batch", "2", "--warmup", "1", "--steps", "50", "--events",
                               "--runs-dir", str(tmp_path)], env=cli_env, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL, start_new_session=True)

@@ -7,10 +7,10 @@ from pathlib import Path
 from textual.widgets import ProgressBar
 from tui_helpers import settle, text
 
-from profiler_core import rundir
-from profiler_core.config import RunConfig
-from profiler_core.render.units import format_ms
-from tui.app import SysprofApp
+from sysprof.profiler_core import rundir
+from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.render.units import format_ms
+from sysprof.tui.app import SysprofApp
 
 RUNS = Path(__file__).resolve().parents[1] / "data" / "runs"
 LONG = RunConfig(model="tiny", ctx=32, batch=2, warmup=1, steps=5000, device="cpu")

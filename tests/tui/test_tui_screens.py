@@ -9,10 +9,10 @@ from pathlib import Path
 
 from tui_helpers import settle, text
 
-from profiler_core.config import RunConfig
-from tui.app import SysprofApp
-from tui.keys import GLOBAL_KEYS, PANE_KEYS, key_label
-from tui.modals import ConfirmQuit, ExportModal
+from sysprof.profiler_core.config import RunConfig
+from sysprof.tui.app import SysprofApp
+from sysprof.tui.keys import GLOBAL_KEYS, PANE_KEYS, key_label
+from sysprof.tui.modals import ConfirmQuit, ExportModal
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 RUNS = DATA / "runs"
@@ -328,14 +328,14 @@ async def test_help_scrolls_from_the_keyboard_at_once():
 
 
 def test_non_run_path_is_one_line_error(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "tui", str(tmp_path)], capture_output=True, text=True,
+    result = subprocess.run([sys.executable, "-m", "sysprof.tui", str(tmp_path)], capture_output=True, text=True,
                             cwd=Path(__file__).resolve().parents[2], timeout=60)
     assert result.returncode == 2 and "is not a run directory" in result.stderr
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
 
 def test_app_import_stays_light():
-    check = "import sys, tui.app; print(','.join(m for m in ('torch', 'pandas') if m in sys.modules))"
+    check = "import sys, sysprof.tui.app; print(','.join(m for m in ('torch', 'pandas') if m in sys.modules))"
     result = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True,
                             cwd=Path(__file__).resolve().parents[2])
     assert result.returncode == 0 and result.stdout.strip() == "", result.stdout + result.stderr
@@ -347,7 +347,7 @@ async def test_kernels_screen_shows_every_rank_and_r_switches_to_the_next_ranks_
 
     from rank_reports import SqliteBackend, unpack_rank_reports
 
-    from profiler_core.session.analysis import analyze_rank_kernels
+    from sysprof.profiler_core.session.analysis import analyze_rank_kernels
 
     run_dir = tmp_path / "ranks-run"
     run_dir.mkdir()

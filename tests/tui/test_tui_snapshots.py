@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from profiler_core.config import RunConfig
-from tui.app import SysprofApp
+from sysprof.profiler_core.config import RunConfig
+from sysprof.tui.app import SysprofApp
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = Path("tests/data/runs")  # relative: paths on screen must not depend on the checkout's location

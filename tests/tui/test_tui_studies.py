@@ -7,9 +7,9 @@ from pathlib import Path
 
 from tui_helpers import settle, text
 
-from tui.app import SysprofApp
-from tui.panes.studies import study_argv
-from tui.study_state import StudyState
+from sysprof.tui.app import SysprofApp
+from sysprof.tui.panes.studies import study_argv
+from sysprof.tui.study_state import StudyState
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 ATTENTION, WARMUP = DATA / "studies" / "attention-h200", DATA / "studies" / "warmup-small-h200"
@@ -119,15 +119,15 @@ def test_study_state_counts_cells_and_keeps_what_did_not_finish():
 
 def test_study_argv_adds_the_runs_root_and_the_event_stream(tmp_path):
     argv = study_argv("sweep --model 'small,medium' --ctx 128", tmp_path)
-    assert argv[1:] == ["-m", "profiler_core", "sweep", "--model", "small,medium", "--ctx", "128",
+    assert argv[1:] == ["-m", "sysprof.profiler_core", "sweep", "--model", "small,medium", "--ctx", "128",
                         "--runs-dir", str(tmp_path), "--events"]
 
 
 def test_tui_command_line_opens_a_study_directory(tmp_path):
-    from tui.cli import parse_args
+    from sysprof.tui.cli import parse_args
 
     assert parse_args([str(ATTENTION)]).run_dirs == [ATTENTION]
-    result = subprocess.run([sys.executable, "-c", "from tui.cli import parse_args; parse_args(['" + str(tmp_path) + "'])"],
+    result = subprocess.run([sys.executable, "-c", "from sysprof.tui.cli import parse_args; parse_args(['" + str(tmp_path) + "'])"],
                             capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2])
     assert result.returncode == 2 and "nor a sweep or study directory" in result.stderr
 
@@ -139,7 +139,7 @@ def test_attention_fixture_is_the_real_h200_grid():
 
 def test_an_oom_cell_is_a_row_and_the_study_still_counts_as_done():
     """Real H200 run: eager attention at T = 65536 needs a 128 GiB T×T tensor; SDPA runs it in 1.5 GiB."""
-    from profiler_core.studies.results import all_cells_done, study_tables
+    from sysprof.profiler_core.studies.results import all_cells_done, study_tables
 
     tables = study_tables(ATTENTION_OOM)
     rows = {(row["impl"], row["seq"]): row for row in next(iter(tables.values()))}

@@ -1,5 +1,5 @@
 """Pilot helpers the app tests share."""
-from tui.screen_text import screen_lines
+from sysprof.tui.screen_text import screen_lines
 
 
 async def settle(app, pilot, *keys):

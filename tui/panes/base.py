@@ -8,8 +8,8 @@ from textual.containers import Vertical
 from textual.reactive import reactive
 from textual.widgets import DataTable
 
-from tui.run_files import analysis_dir
-from tui.state import RunState
+from sysprof.tui.run_files import analysis_dir
+from sysprof.tui.state import RunState
 
 
 @dataclass(frozen=True)

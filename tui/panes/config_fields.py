@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import Button, Input, Label
 
-from profiler_core.api import DEFAULT_OPTIMIZER, RunConfig
+from sysprof.profiler_core.api import DEFAULT_OPTIMIZER, RunConfig
 
 FACTORY_FIELDS = ("model_factory", "model_args")  # right after the preset: they replace the built-in model
 CODE_FIELDS = ("loss", "optimizer", "optimizer_args", "nvtx_modules")  # after the run's own options

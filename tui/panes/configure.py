@@ -11,7 +11,7 @@ from textual.containers import Grid, Horizontal, VerticalScroll
 from textual.message import Message
 from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
-from profiler_core.api import (
+from sysprof.profiler_core.api import (
     ATTENTIONS,
     COMPILE_MODES,
     CUSTOM,
@@ -37,11 +37,11 @@ from profiler_core.api import (
     type_problems,
     visible_gpu_count,
 )
-from profiler_core.render.units import format_bytes
-from tui.factory_picker import FactoryPicker
-from tui.keys import pane_bindings
-from tui.panes.base import Pane
-from tui.panes.config_fields import (
+from sysprof.profiler_core.render.units import format_bytes
+from sysprof.tui.factory_picker import FactoryPicker
+from sysprof.tui.keys import pane_bindings
+from sysprof.tui.panes.base import Pane
+from sysprof.tui.panes.config_fields import (
     CODE_FIELDS,
     FACTORY_FIELDS,
     code_rows,
@@ -49,7 +49,7 @@ from tui.panes.config_fields import (
     read_code_field,
     read_integer,
 )
-from tui.panes.inspect_panel import InspectPanel
+from sysprof.tui.panes.inspect_panel import InspectPanel
 
 CHOICES = {"mode": MODES, "dtype": DTYPES, "matmul_precision": MATMUL_PRECISIONS, "attention": ATTENTIONS,
            "device": DEVICES, "profiler": PROFILERS, "optimizer_impl": OPTIMIZER_IMPLS, "compile_mode": COMPILE_MODES,

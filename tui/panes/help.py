@@ -6,9 +6,9 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from profiler_core.api import ALPHA, MIN_EFFECT, NOISE_SIGMAS, SUGGESTED_REPEATS
-from tui.keys import GLOBAL_KEYS, PANE_KEYS, key_label
-from tui.panes.base import Pane
+from sysprof.profiler_core.api import ALPHA, MIN_EFFECT, NOISE_SIGMAS, SUGGESTED_REPEATS
+from sysprof.tui.keys import GLOBAL_KEYS, PANE_KEYS, key_label
+from sysprof.tui.panes.base import Pane
 
 NOTES = (
     "Text fields keep plain letters and digits: ctrl/F-keys work everywhere; press Esc to leave a field.",

@@ -12,8 +12,8 @@ from textual import work
 from textual.timer import Timer
 from textual.widgets import Static
 
-from profiler_core.api import RunConfig, SysprofError, inspect_argv, read_inspect_output, signal_group
-from profiler_core.render.inspect_report import flops_lines, memory_table, modules_table, params_line
+from sysprof.profiler_core.api import RunConfig, SysprofError, inspect_argv, read_inspect_output, signal_group
+from sysprof.profiler_core.render.inspect_report import flops_lines, memory_table, modules_table, params_line
 
 SETTLE_S = 0.6  # typing "2048" must start one inspector, not four
 MODULE_DEPTH = 2

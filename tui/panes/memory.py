@@ -9,17 +9,17 @@ from textual.reactive import reactive
 from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
-from profiler_core.api import DAMAGED_DATA, rundir
-from profiler_core.render.memory_plot import GIB, peak_point, phase_spans, x_label
-from profiler_core.render.module_tables import absent_line
-from profiler_core.render.units import bytes_cell, fixed
-from tui.advice import absent_memory
-from tui.keys import pane_bindings
-from tui.memory_data import MEMORY_TABLES, load_memory_analysis, memory_table, peaks_by_phase
-from tui.panes.base import ExportTable, Pane
-from tui.run_files import short_path
-from tui.state import RunState
-from tui.tables import MarkableTable
+from sysprof.profiler_core.api import DAMAGED_DATA, rundir
+from sysprof.profiler_core.render.memory_plot import GIB, peak_point, phase_spans, x_label
+from sysprof.profiler_core.render.module_tables import absent_line
+from sysprof.profiler_core.render.units import bytes_cell, fixed
+from sysprof.tui.advice import absent_memory
+from sysprof.tui.keys import pane_bindings
+from sysprof.tui.memory_data import MEMORY_TABLES, load_memory_analysis, memory_table, peaks_by_phase
+from sysprof.tui.panes.base import ExportTable, Pane
+from sysprof.tui.run_files import short_path
+from sysprof.tui.state import RunState
+from sysprof.tui.tables import MarkableTable
 
 TABLE_COLUMNS = {
     "top allocations": {"size_bytes": "size", "category": "category", "phase": "phase", "step": "step",

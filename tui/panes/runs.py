@@ -11,7 +11,7 @@ from textual.app import ComposeResult
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
-from profiler_core.api import (
+from sysprof.profiler_core.api import (
     ALPHA,
     MIN_EFFECT,
     compare_summaries,
@@ -24,12 +24,12 @@ from profiler_core.api import (
     rundir,
     study_kind,
 )
-from profiler_core.render.compare_report import row_cells
-from profiler_core.render.units import format_ms
-from tui.keys import pane_bindings
-from tui.panes.base import ExportTable, Pane
-from tui.run_files import short_path
-from tui.tables import MarkableTable
+from sysprof.profiler_core.render.compare_report import row_cells
+from sysprof.profiler_core.render.units import format_ms
+from sysprof.tui.keys import pane_bindings
+from sysprof.tui.panes.base import ExportTable, Pane
+from sysprof.tui.run_files import short_path
+from sysprof.tui.tables import MarkableTable
 
 # Status (the run's state) and the median step stay on screen at 80 columns; the table scrolls sideways for the rest.
 RUN_COLUMNS = {"name": "run", "state": "status", "step_median_ms": "median step", "steps": "steps", "model": "model",

@@ -1,4 +1,4 @@
-"""Studies: run a sweep or one of the seed reports' studies as `python -m profiler_core … --events`, follow
+"""Studies: run a sweep or one of the seed reports' studies as `python -m sysprof.profiler_core … --events`, follow
 its cells with an ETA, and show its tables (rebuilt from the study directory, so a saved one opens offline)."""
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import Input, ProgressBar, Select, Static
 
-from profiler_core.api import (
+from sysprof.profiler_core.api import (
     LiveProcess,
     SysprofError,
     events,
@@ -26,14 +26,14 @@ from profiler_core.api import (
     study_record,
     study_tables,
 )
-from profiler_core.api import study_argv as cli_study_argv
-from profiler_core.render.units import table_number
-from tui.keys import pane_bindings
-from tui.panes.base import ExportTable, Pane
-from tui.run_control import STUDY, ProcessControl
-from tui.run_files import short_path
-from tui.study_state import StudyState
-from tui.tables import MarkableTable
+from sysprof.profiler_core.api import study_argv as cli_study_argv
+from sysprof.profiler_core.render.units import table_number
+from sysprof.tui.keys import pane_bindings
+from sysprof.tui.panes.base import ExportTable, Pane
+from sysprof.tui.run_control import STUDY, ProcessControl
+from sysprof.tui.run_files import short_path
+from sysprof.tui.study_state import StudyState
+from sysprof.tui.tables import MarkableTable
 
 GPU_TEMPLATES = {
     "seed sweep: small…2.7B × ctx 128–1024 × fp32/bf16":

@@ -13,9 +13,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from profiler_core.kernels.nsys.locate import find_qdstrm_importer
-from profiler_core.kernels.nsys_stats.text import nsys_output_errors, nsys_output_skips
-from profiler_core.rundir import (
+from sysprof.profiler_core.kernels.nsys.locate import find_qdstrm_importer
+from sysprof.profiler_core.kernels.nsys_stats.text import nsys_output_errors, nsys_output_skips
+from sysprof.profiler_core.rundir import (
     NSYS_EXPORT_LOG,
     NSYS_OUTPUT,
     NSYS_REPORT,

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from models.phases import ATTRIBUTED_PHASES, BACKWARD, OTHER, PHASE_OF_RANGE, STEP_RANGE
-from profiler_core.errors import KernelReportError
-from profiler_core.kernels.classify import classify_kernels
-from profiler_core.kernels.nsys_stats.csv_reader import find_report_file, read_stats_csv
-from profiler_core.kernels.phase_names import rename_phase_ranges
+from sysprof.models.phases import ATTRIBUTED_PHASES, BACKWARD, OTHER, PHASE_OF_RANGE, STEP_RANGE
+from sysprof.profiler_core.errors import KernelReportError
+from sysprof.profiler_core.kernels.classify import classify_kernels
+from sysprof.profiler_core.kernels.nsys_stats.csv_reader import find_report_file, read_stats_csv
+from sysprof.profiler_core.kernels.phase_names import rename_phase_ranges
 
 BACKWARD_NOTE = (
     "phases from nsys nvtx_kern_sum: nsys matches kernels to ranges on the same thread, so "

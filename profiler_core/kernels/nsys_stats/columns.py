@@ -12,8 +12,8 @@ import re
 
 import pandas as pd
 
-from profiler_core.kernels.nsys_stats.schema import frame_from_rows
-from profiler_core.kernels.nsys_stats.text import heading_report
+from sysprof.profiler_core.kernels.nsys_stats.schema import frame_from_rows
+from sysprof.profiler_core.kernels.nsys_stats.text import heading_report
 
 # Two or more dash groups: a Markdown rule (`---`) has only one.
 DASH_LINE = re.compile(r"^\s*-+(?:\s+-+)+\s*$")

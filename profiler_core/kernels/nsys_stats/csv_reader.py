@@ -14,16 +14,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from profiler_core.errors import KernelReportError, StatsSetError
-from profiler_core.kernels.nsys_stats.columns import DASH_LINE, parse_column_tables
-from profiler_core.kernels.nsys_stats.schema import (
+from sysprof.profiler_core.errors import KernelReportError, StatsSetError
+from sysprof.profiler_core.kernels.nsys_stats.columns import DASH_LINE, parse_column_tables
+from sysprof.profiler_core.kernels.nsys_stats.schema import (
     REPORT_ALIASES,
     canonical_report_name,
     frame_from_rows,
     normalize_header,
     report_from_filename,
 )
-from profiler_core.kernels.nsys_stats.text import heading_report, is_message_line, nsys_output_errors
+from sysprof.profiler_core.kernels.nsys_stats.text import heading_report, is_message_line, nsys_output_errors
 
 _HEADER_MARKERS = {"time_pct", "total_ns", "total_bytes", "name", "range", "style", "pid", "tid",
                    "start_ns", "instances", "calls", "count"}

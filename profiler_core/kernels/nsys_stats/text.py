@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from profiler_core.kernels.nsys_stats.schema import canonical_report_name
+from sysprof.profiler_core.kernels.nsys_stats.schema import canonical_report_name
 
 _STARS_HEADING = re.compile(r"^\s*\*\*\s+.*\((\w+)\):\s*$")
 _EXECUTING = re.compile(r"Executing '(\w+)' stats report")

@@ -4,11 +4,11 @@ Each backend is one file; BACKENDS is the registry. `choose_backend` resolves `-
 """
 from __future__ import annotations
 
-from profiler_core.errors import BackendUnavailable, KernelReportError
-from profiler_core.kernels.nsys.locate import find_nsys
-from profiler_core.session.backends.base import Backend
-from profiler_core.session.backends.nsys_backend import NsysBackend
-from profiler_core.session.backends.torch_backend import TorchBackend
+from sysprof.profiler_core.errors import BackendUnavailable, KernelReportError
+from sysprof.profiler_core.kernels.nsys.locate import find_nsys
+from sysprof.profiler_core.session.backends.base import Backend
+from sysprof.profiler_core.session.backends.nsys_backend import NsysBackend
+from sysprof.profiler_core.session.backends.torch_backend import TorchBackend
 
 BACKENDS = {"nsys": NsysBackend, "torch": TorchBackend}
 

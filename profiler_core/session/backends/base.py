@@ -5,7 +5,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from profiler_core.kernels.attribution import KernelAttribution
+    from sysprof.profiler_core.kernels.attribution import KernelAttribution
 
 
 class Backend(Protocol):

@@ -11,14 +11,14 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from profiler_core.errors import KernelReportError
-from profiler_core.kernels.nsys.commands import StatsJob, export_report, profile_argv
-from profiler_core.kernels.nsys.locate import nsys_version
-from profiler_core.ranks import rank_dir
-from profiler_core.rundir import NSYS_OUTPUT
+from sysprof.profiler_core.errors import KernelReportError
+from sysprof.profiler_core.kernels.nsys.commands import StatsJob, export_report, profile_argv
+from sysprof.profiler_core.kernels.nsys.locate import nsys_version
+from sysprof.profiler_core.ranks import rank_dir
+from sysprof.profiler_core.rundir import NSYS_OUTPUT
 
 if TYPE_CHECKING:
-    from profiler_core.kernels.attribution import KernelAttribution
+    from sysprof.profiler_core.kernels.attribution import KernelAttribution
 
 RANK_OUTPUT = f"{NSYS_OUTPUT}-rank%q{{RANK}}-local%q{{LOCAL_RANK}}"
 RANK_FILE = re.compile(rf"{NSYS_OUTPUT}-rank(\d+)-local(\d+)(\.nsys-rep|\.qdstrm)$")
@@ -54,7 +54,7 @@ class NsysBackend:
         if not result.ok or result.sqlite_path is None:  # an ok result always names its sqlite
             raise KernelReportError(result.error or "nsys produced no report")
         self.stats_jobs.append(StatsJob(self.nsys, result.sqlite_path, pass_dir))
-        from profiler_core.kernels.attribution import attribute_kernels  # pandas: only once there is a report
+        from sysprof.profiler_core.kernels.attribution import attribute_kernels  # pandas: only once there is a report
 
         return attribute_kernels(result.sqlite_path)
 

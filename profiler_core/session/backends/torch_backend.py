@@ -4,10 +4,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from profiler_core.rundir import TORCH_TRACE
+from sysprof.profiler_core.rundir import TORCH_TRACE
 
 if TYPE_CHECKING:
-    from profiler_core.kernels.attribution import KernelAttribution
+    from sysprof.profiler_core.kernels.attribution import KernelAttribution
 
 
 class TorchBackend:
@@ -23,7 +23,9 @@ class TorchBackend:
         """Each rank's runner writes its trace in its own directory already."""
 
     def attribute(self, pass_dir: Path) -> KernelAttribution:
-        from profiler_core.kernels.torch_trace import attribute_torch_trace  # pandas: only once there is a trace
+        from sysprof.profiler_core.kernels.torch_trace import (
+            attribute_torch_trace,  # pandas: only once there is a trace
+        )
 
         return attribute_torch_trace(pass_dir / TORCH_TRACE)
 

@@ -7,8 +7,8 @@ torch's peaks and the snapshot's span are the same.
 import json, lzma, os, pickle, random, sys
 import torch
 sys.path.insert(0, os.getcwd())
-from models.presets import PRESETS
-from models.transformer import TransformerLM
+from sysprof.models.presets import PRESETS
+from sysprof.models.transformer import TransformerLM
 
 OUT = os.environ.get("OUT", os.path.dirname(os.path.abspath(__file__)))
 dev = torch.device("cuda")

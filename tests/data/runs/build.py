@@ -2,7 +2,7 @@
 
     .venv/bin/python tests/data/runs/build.py [--fixtures ../shared/fixtures] [--kernels-only]
 
-1. Real CPU runs through `python -m profiler_core run` (the real runner): two tiny runs that differ in
+1. Real CPU runs through `python -m sysprof.profiler_core run` (the real runner): two tiny runs that differ in
    context length, and one run of CS336 "small" (ctx 256, batch 4, fp32, train) on CPU.
 2. The "small" run gets kernels/ and memory/ analysed from the real H200 fixture of the same model and
    shape (../shared/fixtures/h200_small_fp32): analyze_sqlite + phase_kernel_table on report.sqlite and
@@ -26,7 +26,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 sys.path.insert(0, str(ROOT))
 
-from profiler_core import rundir  # noqa: E402
+from sysprof.profiler_core import rundir  # noqa: E402
 
 TINY = ["--model", "tiny", "--device", "cpu", "--batch", "2", "--warmup", "2", "--steps", "5"]
 RUNS = {  # saved name -> sysprof run options
@@ -39,7 +39,7 @@ RUNS = {  # saved name -> sysprof run options
 
 
 def real_run(options: list[str], runs_dir: Path) -> Path:
-    result = subprocess.run([sys.executable, "-m", "profiler_core", "run", *options, "--json",
+    result = subprocess.run([sys.executable, "-m", "sysprof.profiler_core", "run", *options, "--json",
                              "--runs-dir", str(runs_dir)], capture_output=True, text=True, cwd=ROOT, check=True)
     return Path(json.loads(result.stdout)["run_dir"])
 
@@ -63,9 +63,9 @@ def decompress(path: Path, into: Path) -> Path:
 
 def add_kernels(target: Path, sqlite: Path) -> dict:
     """What the session's profiled pass writes (kernels/), from the fixture's report and the saved run's config."""
-    from profiler_core.config import RunConfig
-    from profiler_core.kernels.attribution import attribute_kernels
-    from profiler_core.session.analysis import attention_shape, write_kernel_tables
+    from sysprof.profiler_core.config import RunConfig
+    from sysprof.profiler_core.kernels.attribution import attribute_kernels
+    from sysprof.profiler_core.session.analysis import attention_shape, write_kernel_tables
 
     cfg = RunConfig.from_dict(rundir.read_json(target / rundir.MANIFEST)["config"])
     return write_kernel_tables(attribute_kernels(sqlite), target / "kernels",
@@ -74,8 +74,8 @@ def add_kernels(target: Path, sqlite: Path) -> dict:
 
 def add_memory(target: Path, snapshot: Path) -> None:
     """What the session's memory pass writes, from the fixture's snapshot (the config is the saved run's)."""
-    from profiler_core.config import RunConfig
-    from profiler_core.session.analysis import memory_analysis
+    from sysprof.profiler_core.config import RunConfig
+    from sysprof.profiler_core.session.analysis import memory_analysis
 
     (target / "memory").mkdir(exist_ok=True)
     cfg = RunConfig.from_dict(rundir.read_json(target / rundir.MANIFEST)["config"])

@@ -33,18 +33,20 @@ from sysprof.profiler_core.errors import DAMAGED_DATA, ConfigError, ExportError,
 from sysprof.profiler_core.events import RUN_STATES, decode_line, end_reason, finish_event, run_state
 from sysprof.profiler_core.kernels.names import short_kernel_name
 from sysprof.profiler_core.kernels.whole_step import whole_step
+from sysprof.profiler_core.liveness import LiveProcess, in_progress, live_process
 from sysprof.profiler_core.memory.accounting import PEAK_ITEMS, predict_run_memory
 from sysprof.profiler_core.memory.fit import device_memory, fit_problem
 from sysprof.profiler_core.metrics import mfu_missing, phase_stats, throughput
 from sysprof.profiler_core.nvml import GpuTelemetry, NvmlSampler, gpu_count, visible_gpu_count
 from sysprof.profiler_core.options import OneLineParser
-from sysprof.profiler_core.ranks import gpus_problem
 from sysprof.profiler_core.records import PhaseStats, RunError, RunSummary, StepRecord, median_ms
 from sysprof.profiler_core.session.inspecting import inspect_argv, read_inspect_output
-from sysprof.profiler_core.session.live import EventFollower, LiveProcess, in_progress, live_process, settle_died
+from sysprof.profiler_core.session.live import EventFollower, settle_died
 from sysprof.profiler_core.session.process import CANCEL_GRACE_S, mark_killed, session_argv, signal_group
+from sysprof.profiler_core.session.rank_checks import gpus_problem
 from sysprof.profiler_core.stability import warnings_for_summary
-from sysprof.profiler_core.studies.catalog import list_studies, study_kind, study_record
+from sysprof.profiler_core.studies.catalog import list_studies, study_record
+from sysprof.profiler_core.study_plans import study_kind
 
 
 def study_argv(words: list[str], runs_root: Path) -> list[str]:

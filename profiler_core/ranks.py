@@ -1,4 +1,5 @@
-"""Several ranks (--nproc): each rank's record, the per-rank table, stragglers and the victim pattern (no torch).
+"""Several ranks (--nproc): each rank's record, the per-rank table, stragglers and the victim pattern: pure
+functions of the ranks' records (no torch, no files). Launch checks and rank failures: session/rank_checks.py.
 
 Why per rank: with DDP every rank waits for the slowest in the gradient all-reduce, so one slow rank makes every
 rank's step slow and a single step time hides which one it was. Measured on a 2×H200 host (small, bf16): with
@@ -10,36 +11,12 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from sysprof.models.phases import STEP, TIMED_PHASES
-from sysprof.profiler_core import events, rundir
-from sysprof.profiler_core.config import RunConfig
-from sysprof.profiler_core.nvml import visible_gpu_count
 
-RANKS_DIR = "ranks"
 STRAGGLER_SCORE = 0.75  # fastest rank's median / this rank's: below it, the rank is flagged
 PHASE_GAP = 1.25  # a phase this many times the other ranks' median is what moved
-
-
-def gpus_problem(cfg: RunConfig, visible: int | None = None) -> str | None:
-    """--nproc on GPUs takes one visible GPU per rank; on a node without GPUs (device auto) the ranks are CPU
-    processes. Checked before anything starts: NVML answers in milliseconds, a launch takes seconds.
-    visible: the count already asked (the Configure form asks once, not at every keystroke)."""
-    if not cfg.distributed or cfg.device not in ("auto", "cuda"):
-        return None
-    visible = visible_gpu_count() if visible is None else visible
-    if (cfg.device == "cuda" or visible > 0) and cfg.nproc > visible:
-        return f"--nproc {cfg.nproc} needs one GPU per rank; {visible} visible here (CUDA_VISIBLE_DEVICES, nvidia-smi)"
-    return None
-
-
-def rank_dir(run_dir: Path, rank: int, local_rank: int | None = None) -> Path:
-    """Where a rank writes its steps and summary: each node's first rank is the run directory itself (rank 0 on
-    one node, so everything that reads a run reads rank 0); the others are ranks/01, ranks/02, … by global rank."""
-    first_on_node = (rank if local_rank is None else local_rank) == 0
-    return run_dir if first_on_node else run_dir / RANKS_DIR / f"{rank:02d}"
 
 
 def rank_record(rank: int, summary: Mapping[str, Any], steps: Sequence[Mapping[str, Any]],
@@ -162,35 +139,3 @@ def all_ranks_throughput(rows: Sequence[Mapping[str, Any]]) -> float | None:
     """Tokens per second of the whole job: each rank's own rate added up (every rank steps in lockstep)."""
     rates = [rate for r in rows if (rate := r.get("tokens_per_s"))]
     return sum(rates) if rates and len(rates) == len(rows) else None
-
-
-def with_rank_failure(summary: dict[str, Any], run_dir: Path, nproc: int) -> dict[str, Any]:
-    """A run whose first rank did not finish ok takes the reason of the rank that failed first, named."""
-    found = rank_failure(run_dir, nproc) if summary.get("status") != events.OK else None
-    if found is None:
-        return summary
-    rank, error = found
-    error = {**error, "message": f"rank {rank}: {error.get('message')}" if rank is not None else error["message"]}
-    status = events.OOM if error.get("kind") == events.OOM else events.FAILED_STATUS
-    return {**summary, "status": status, "error": error, "state": events.run_state({"status": status, "error": error})}
-
-
-def rank_failure(run_dir: Path, nproc: int) -> tuple[int | None, dict[str, Any]] | None:
-    """The first of this node's other ranks that did not finish ok, with its error; a rank that left no summary
-    was killed. (None, error) when a rank of the node left no directory at all.
-
-    torchrun stops every rank when one fails, so the first rank's own record then says "cancelled": the reason is
-    in the rank that failed."""
-    found = sorted((run_dir / RANKS_DIR).glob("[0-9]*")) if (run_dir / RANKS_DIR).is_dir() else []
-    for directory in found:
-        summary = rundir.read_summary(directory)
-        if summary is None:
-            return int(directory.name), {"kind": events.KILLED,
-                                         "message": "exited without a summary (killed, or lost its host)"}
-        error: dict[str, Any] = dict(summary.get("error") or {})
-        if summary.get("status") != events.OK and error.get("kind") != events.CANCELLED:
-            return int(directory.name), error or {"kind": events.FAILED_STATUS, "message": summary.get("status")}
-    if len(found) < nproc - 1:
-        return None, {"kind": events.KILLED, "message": f"{nproc - 1 - len(found)} of this node's ranks exited "
-                                                        "before writing anything"}
-    return None

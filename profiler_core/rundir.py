@@ -41,6 +41,7 @@ TORCH_TRACE, MEMORY_SNAPSHOT = "torch_trace.json", "memory_snapshot.pickle"
 ANALYSIS, PHASE_KERNELS, ATTENTION_KERNELS = "analysis.json", "phase_kernels.csv", "attention_kernels.csv"
 REPEATS_DIR = "repeats"  # processes 2..N of a run with --repeats N (session/repeats)
 EVENTS = "events.jsonl"  # a rank other than 0 (--nproc): its events, which rank 0's stdout does not carry
+RANKS_DIR = "ranks"  # a run's other ranks, one folder each (rank_dir)
 RESERVE, RESERVE_BYTES = ".reserve", 256 * 1024  # set aside while a run runs: its summary fits on a full disk
 SESSION_EVENTS = "session_events.jsonl"  # every event the run's or study's driver emitted (session/live)
 APP_RECORD = "app.json"  # a run the app started: that it did, and the app's CPU while the steps were measured
@@ -92,6 +93,13 @@ def new_timestamped_dir(root: Path, name: str) -> Path:
     except OSError as exc:
         raise RunDirError(f"cannot create a directory under {root}: {exc.strerror or exc}") from None
     raise RunDirError(f"too many directories named {stamp}-{name} under {root}")
+
+
+def rank_dir(run_dir: Path, rank: int, local_rank: int | None = None) -> Path:
+    """Where a rank writes its steps and summary: each node's first rank is the run directory itself (rank 0 on
+    one node, so everything that reads a run reads rank 0); the others are ranks/01, ranks/02, … by global rank."""
+    first_on_node = (rank if local_rank is None else local_rank) == 0
+    return run_dir if first_on_node else run_dir / RANKS_DIR / f"{rank:02d}"
 
 
 def new_run_dir(root: Path, cfg: RunConfig) -> Path:

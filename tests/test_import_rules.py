@@ -1,8 +1,10 @@
 """The plan of the house, checked: which room may import which (DESIGN.md §1 and §1b).
 
-- The app never loads torch or pandas at startup; its door into the core is profiler_core.api (plus render/).
-- Runner code (everything under profiler_core/runner/) never imports textual, pandas or rich, and nothing
-  outside it imports it: other processes start it with `python -m` command lines.
+- Floors: every import, relative ones and those inside functions included, goes to its own floor or one below
+  (LAYERS, lowest first). The runner is imported by nothing: other processes start it with `python -m`.
+- The app never loads torch or pandas at startup; its door into the core is profiler_core.api (plus render/ and
+  the units, a leaf).
+- Runner code (everything under profiler_core/runner/) never imports textual, pandas or rich.
 - The orchestration side (session, api) loads neither torch nor pandas when imported.
 - No import cycles among the project's modules (module-level imports).
 """
@@ -18,6 +20,26 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("models", "profiler_core", "tui")
 ROOT_PACKAGE = "sysprof"
+CORE, RUNNER = f"{ROOT_PACKAGE}.profiler_core", f"{ROOT_PACKAGE}.profiler_core.runner"
+
+# The floors, lowest first. A module imports from its own floor or those below it; cli and api share a floor.
+LAYERS = ("models", "foundation", "analyzers", "render", "session", "studies", "cli", "tui")
+FLOOR_OF_FOLDER = {f"{ROOT_PACKAGE}.models": "models", f"{ROOT_PACKAGE}.tui": "tui",
+                   f"{CORE}.kernels": "analyzers", f"{CORE}.memory": "analyzers", f"{CORE}.render": "render",
+                   f"{CORE}.session": "session", f"{CORE}.studies": "studies", f"{CORE}.cli": "cli",
+                   # the runner may use what a run's files are made of, never what orchestrates or shows them
+                   RUNNER: "analyzers"}
+# The core's loose modules are its foundation, except these.
+FLOOR_OF_MODULE = {f"{CORE}.analyze": "analyzers", f"{CORE}.ranks": "analyzers", f"{CORE}.api": "cli",
+                   f"{CORE}.__main__": "cli"}
+
+
+def floor(module: str) -> str:
+    for prefix, name in {**FLOOR_OF_MODULE, **FLOOR_OF_FOLDER}.items():
+        if module == prefix or module.startswith(prefix + "."):
+            return name
+    assert module.startswith(CORE), module
+    return "foundation"
 
 
 def module_name(path: Path) -> str:
@@ -31,17 +53,27 @@ def project_modules() -> dict[str, Path]:
 
 
 def imported_names(path: Path, top_level_only: bool) -> set[str]:
-    """Modules named by import statements (all of them, or those that run when the module is imported)."""
+    """Modules named by import statements (all of them, or those that run when the module is imported), relative
+    ones resolved to their full names."""
     tree = ast.parse(path.read_text())
     nodes = _top_level_imports(tree) if top_level_only else ast.walk(tree)
     names: set[str] = set()
     for node in nodes:
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
-            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = _absolute(module_name(path), path.name == "__init__.py", node)
+            names.add(base)
+            names.update(f"{base}.{alias.name}" for alias in node.names)
     return names
+
+
+def _absolute(module: str, is_package: bool, node: ast.ImportFrom) -> str:
+    if node.level == 0:
+        return node.module or ""
+    package = module.split(".") if is_package else module.split(".")[:-1]
+    base = package[:len(package) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
 
 
 def _top_level_imports(tree: ast.Module):
@@ -49,6 +81,55 @@ def _top_level_imports(tree: ast.Module):
         if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
             continue  # only for the type checker: never runs
         yield from (n for n in ast.walk(node) if isinstance(n, (ast.Import, ast.ImportFrom)))
+
+
+def project_imports() -> dict[str, set[str]]:
+    """Each module's imports of the project's modules (a name imported from a module counts as that module)."""
+    modules = project_modules()
+    return {name: {_owning_module(n, modules) for n in imported_names(path, top_level_only=False)
+                   if n.startswith(ROOT_PACKAGE + ".")} - {name} for name, path in modules.items()}
+
+
+def _owning_module(name: str, modules: dict[str, Path]) -> str:
+    while name not in modules and "." in name:
+        name = name.rsplit(".", 1)[0]
+    return name
+
+
+def floor_violations(imports: dict[str, set[str]]) -> list[str]:
+    found = []
+    for module, targets in imports.items():
+        for target in targets:
+            if target.startswith(RUNNER) and not module.startswith(RUNNER):
+                found.append(f"{module} imports the runner ({target})")
+            elif LAYERS.index(floor(target)) > LAYERS.index(floor(module)):
+                found.append(f"{module} ({floor(module)}) imports {target} ({floor(target)})")
+    return sorted(found)
+
+
+def test_every_import_goes_to_its_own_floor_or_below():
+    assert floor_violations(project_imports()) == []
+
+
+def test_every_import_names_the_one_import_root():
+    """`import models` would work from the repository's root and break in an installed wheel (setup.py)."""
+    bare = {name: sorted(n for n in imported_names(path, top_level_only=False) if n.split(".")[0] in PACKAGES)
+            for name, path in project_modules().items()}
+    assert {name: found for name, found in bare.items() if found} == {}
+
+
+def test_the_floor_check_sees_relative_and_runner_imports():
+    """The rule is not vacuous: a relative import up a floor and an import of the runner are both caught."""
+    memory = ROOT / "profiler_core" / "memory" / "fit.py"
+    node = ast.parse("from ..render import rows").body[0]
+    assert isinstance(node, ast.ImportFrom)
+    upward = _absolute(module_name(memory), False, node)
+    assert upward == f"{CORE}.render"
+    assert floor_violations({f"{CORE}.memory.fit": {f"{CORE}.render.rows"},
+                             f"{CORE}.session.passes": {f"{RUNNER}.engine"},
+                             f"{CORE}.cli.main": {f"{CORE}.studies.sweep", f"{CORE}.api"}}) == [
+        f"{CORE}.memory.fit (analyzers) imports {CORE}.render.rows (render)",
+        f"{CORE}.session.passes imports the runner ({RUNNER}.engine)"]
 
 
 def loaded_after_import(module: str) -> set[str]:
@@ -74,14 +155,8 @@ def test_runner_side_imports_no_ui_or_tables():
     assert not loaded_after_import(", ".join(runner)) & {"textual", "pandas", "rich"}
 
 
-def test_only_the_runner_imports_the_runner():
-    offenders = [name for name, path in project_modules().items() if not name.startswith("sysprof.profiler_core.runner")
-                 and any(n.startswith("sysprof.profiler_core.runner") for n in imported_names(path, top_level_only=False))]
-    assert offenders == []
-
-
 def test_the_app_enters_the_core_through_api_and_render():
-    allowed = ("sysprof.profiler_core.api", "sysprof.profiler_core.render")
+    allowed = (f"{CORE}.api", f"{CORE}.render", f"{CORE}.units")
     offenders = {name: sorted(n for n in imported_names(path, top_level_only=False)
                               if n.startswith(("sysprof.profiler_core", "sysprof.models")) and not n.startswith(allowed))
                  for name, path in project_modules().items() if name.startswith("sysprof.tui")}

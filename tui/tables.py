@@ -8,7 +8,7 @@ from textual.binding import Binding
 from textual.widgets import DataTable
 from textual.widgets.data_table import RowKey
 
-from sysprof.profiler_core.render.units import Formatter
+from sysprof.profiler_core.units import Formatter
 from sysprof.tui.keys import key_label
 
 MARK = "✓"

@@ -5,7 +5,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from sysprof.profiler_core import events
-from sysprof.profiler_core.render.units import format_ms
+from sysprof.profiler_core.units import format_ms
 
 stderr_console = Console(stderr=True, highlight=False)
 

@@ -12,7 +12,7 @@ from sysprof.profiler_core.config import ConfigError
 from sysprof.profiler_core.kernels.attention_flops import sub_range_rows
 from sysprof.profiler_core.render import export
 from sysprof.profiler_core.render.module_tables import kernel_module_rows, memory_module_rows
-from sysprof.profiler_core.studies.catalog import study_kind
+from sysprof.profiler_core.study_plans import study_kind
 
 FORMATS = {"md": "markdown", "csv": "csv", "json": "json", "tex": "latex"}
 

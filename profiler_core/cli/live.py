@@ -13,7 +13,8 @@ from rich.table import Table
 from sysprof.profiler_core import events, rundir
 from sysprof.profiler_core.cli.event_lines import print_event
 from sysprof.profiler_core.errors import UsageError
-from sysprof.profiler_core.session.live import RUN, EventFollower, LiveProcess, in_progress, live_process, settle_died
+from sysprof.profiler_core.liveness import RUN, LiveProcess, in_progress, live_process
+from sysprof.profiler_core.session.live import EventFollower, settle_died
 
 POLL_S = 0.2
 

@@ -21,9 +21,9 @@ from sysprof.profiler_core.compare import ALPHA, MIN_EFFECT, compare_summaries, 
 from sysprof.profiler_core.config import RunConfig, model_column, validate
 from sysprof.profiler_core.errors import SysprofError, UsageError
 from sysprof.profiler_core.events import finish_event
+from sysprof.profiler_core.liveness import RUN
 from sysprof.profiler_core.memory.fit import device_memory, fit_problem
 from sysprof.profiler_core.options import OneLineParser, add_config_options, config_from_args
-from sysprof.profiler_core.ranks import gpus_problem
 from sysprof.profiler_core.records import RunSummary
 from sysprof.profiler_core.render import run_report as report
 from sysprof.profiler_core.render.analysis_report import print_analysis
@@ -31,7 +31,8 @@ from sysprof.profiler_core.render.compare_report import print_compare
 from sysprof.profiler_core.render.inspect_report import print_inspect
 from sysprof.profiler_core.session.backends import choose_backend
 from sysprof.profiler_core.session.inspecting import inspect_model
-from sysprof.profiler_core.session.live import RUN, recorded
+from sysprof.profiler_core.session.live import recorded
+from sysprof.profiler_core.session.rank_checks import gpus_problem
 from sysprof.profiler_core.session.repeats import RepeatedRun
 from sysprof.profiler_core.stop_signals import on_stop_signals
 

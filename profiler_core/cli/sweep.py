@@ -15,10 +15,10 @@ from sysprof.profiler_core import events, rundir
 from sysprof.profiler_core.config import ConfigError, RunConfig
 from sysprof.profiler_core.errors import UsageError
 from sysprof.profiler_core.options import OPTION_HELP, add_model_args_file_option, flag, model_args
-from sysprof.profiler_core.ranks import gpus_problem
 from sysprof.profiler_core.render import export
 from sysprof.profiler_core.render.rows import print_rows
 from sysprof.profiler_core.session.backends import choose_backend
+from sysprof.profiler_core.session.rank_checks import gpus_problem
 from sysprof.profiler_core.studies import sweep
 from sysprof.profiler_core.studies.gpu_pool import gpus_problem as pool_problem
 from sysprof.profiler_core.studies.gpu_pool import parse_gpus

@@ -10,7 +10,7 @@ import os
 from sysprof.profiler_core.config import RunConfig
 from sysprof.profiler_core.memory.accounting import predict_run_memory
 from sysprof.profiler_core.nvml import gpu_memory_total, visible_gpu_count
-from sysprof.profiler_core.render.units import format_bytes
+from sysprof.profiler_core.units import format_bytes
 
 # How far below its prediction a peak has been seen to fall, and then some: the margin a refusal leaves.
 PREDICTION_MARGIN = 0.10

@@ -18,7 +18,7 @@ from sysprof.profiler_core.memory.phases import BEFORE_RECORDING, step_words
 from sysprof.profiler_core.render.launch_report import print_launch_analysis
 from sysprof.profiler_core.render.module_tables import print_module_tables
 from sysprof.profiler_core.render.rows import print_rows
-from sysprof.profiler_core.render.units import NA, exact_bytes, format_bytes, format_ms, ns_to_ms
+from sysprof.profiler_core.units import NA, exact_bytes, format_bytes, format_ms, ns_to_ms
 
 TOP_CLASSES = "top classes, GPU ms"  # the unit of the numbers in its cells
 

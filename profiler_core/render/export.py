@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 from sysprof.profiler_core.errors import ExportError
-from sysprof.profiler_core.render.units import significant
+from sysprof.profiler_core.units import significant
 
 FORMAT_BY_SUFFIX = {".csv": "csv", ".md": "markdown", ".json": "json", ".tex": "latex"}
 SUFFIX_BY_FORMAT = {fmt: suffix for suffix, fmt in FORMAT_BY_SUFFIX.items()}

@@ -14,7 +14,7 @@ from sysprof.profiler_core.config import model_label
 from sysprof.profiler_core.events import OK, end_reason, run_state
 from sysprof.profiler_core.metrics import mfu_missing
 from sysprof.profiler_core.records import RunSummary
-from sysprof.profiler_core.render.units import format_bytes, format_ms, optional
+from sysprof.profiler_core.units import format_bytes, format_ms, optional
 
 
 def phase_table(summary: RunSummary) -> Table:

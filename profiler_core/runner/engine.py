@@ -23,7 +23,7 @@ from sysprof.profiler_core.config import ConfigError, RunConfig, validate
 from sysprof.profiler_core.events import CAPTURES, SCHEMA_VERSION, ReaderGone, emit
 from sysprof.profiler_core.metrics import build_summary
 from sysprof.profiler_core.options import config_to_args
-from sysprof.profiler_core.ranks import all_ranks_throughput, rank_dir, rank_record, rank_table
+from sysprof.profiler_core.ranks import all_ranks_throughput, rank_record, rank_table
 from sysprof.profiler_core.ranks import findings as rank_findings
 from sysprof.profiler_core.records import RunError, RunSummary, StepRecord
 from sysprof.profiler_core.runner import distributed
@@ -81,7 +81,7 @@ class Runner:
     def __init__(self, cfg: RunConfig, run_dir: Path, capture: str = "none", rank: distributed.Rank | None = None,
                  hold: bool = False):
         self.cfg, self.capture, self.rank, self.hold = cfg, capture, rank, hold
-        self.run_dir = rank_dir(run_dir, rank.rank, rank.local_rank) if rank else run_dir
+        self.run_dir = rundir.rank_dir(run_dir, rank.rank, rank.local_rank) if rank else run_dir
         self.history = MemoryHistory(self.run_dir, cfg.memory_max_entries) if capture == "memory" else None
         self.steps: list[StepRecord] = []
         self.env: dict = {}
@@ -328,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hold", action="store_true", help="start up, then wait for 'go' on stdin (runner/hold.py)")
     args = parser.parse_args(argv)
     rank = distributed.rank_from_env()
-    own_dir = rank_dir(args.run_dir, rank.rank, rank.local_rank) if rank else args.run_dir
+    own_dir = rundir.rank_dir(args.run_dir, rank.rank, rank.local_rank) if rank else args.run_dir
     own_dir.mkdir(parents=True, exist_ok=True)
     if rank and rank.local_rank:  # the node's first rank's events are the run's; the others keep theirs apart
         sys.stdout = (own_dir / rundir.EVENTS).open("w", buffering=1)

@@ -11,7 +11,6 @@ from sysprof.profiler_core import rundir
 from sysprof.profiler_core.config import DTYPE_BYTES, RunConfig
 from sysprof.profiler_core.errors import KernelReportError, SnapshotError
 from sysprof.profiler_core.memory.accounting import compare_predicted, predict_run_memory
-from sysprof.profiler_core.ranks import rank_dir
 from sysprof.profiler_core.records import PassRecord, RunSummary
 
 if TYPE_CHECKING:
@@ -72,8 +71,8 @@ def analyze_rank_kernels(backend: Backend, pass_dir: Path, run_dir: Path, ranks:
     backend.place_rank_outputs(pass_dir)
     first, rows = None, []
     for rank, local in ranks:
-        own = run_dir / rundir.KERNELS_DIR / (rank_dir(Path(), rank, local))
-        record = analyze_kernels(backend, rank_dir(pass_dir, rank, local), run_dir, own, shape)
+        own = run_dir / rundir.KERNELS_DIR / (rundir.rank_dir(Path(), rank, local))
+        record = analyze_kernels(backend, rundir.rank_dir(pass_dir, rank, local), run_dir, own, shape)
         first = first or record
         rows.append(rank_kernel_row(rank, record))
     return {**(first or {}), "ranks": rows}
@@ -150,7 +149,7 @@ def analyze_rank_memory(cfg: RunConfig, pass_dir: Path, ranks: list[tuple[int, i
     """These ranks' snapshots of the memory pass analysed in their own directories: each peak, or why there is none."""
     rows = []
     for rank, local in ranks:
-        own = rank_dir(pass_dir, rank, local)
+        own = rundir.rank_dir(pass_dir, rank, local)
         recorded = rundir.read_summary(own) or {"status": "no summary"}
         record = analyze_memory(cfg, own, cast("RunSummary", recorded), f"{rundir.MEMORY_DIR}/{own.relative_to(pass_dir)}")
         rows.append({"rank": rank, **({"error": f"rank {rank}: {record['error']}"} if record.get("error") else record)})

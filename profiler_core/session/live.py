@@ -17,16 +17,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 from sysprof.profiler_core import events, rundir
-from sysprof.profiler_core.studies.catalog import study_kind
-
-HEARTBEAT_S = 2.0  # how often a live process touches live.json
-STALE_S = 30.0  # a heartbeat older than this: the process is gone, whatever its pid says (a reused pid)
-RUN, STUDY = "run", "study"
+from sysprof.profiler_core.liveness import HEARTBEAT_S, RUN, LiveProcess
+from sysprof.profiler_core.study_plans import study_kind
 
 EventSink = Callable[[Any], None]  # an event: a dict, or records.Event
 
@@ -119,55 +115,6 @@ def recorded(directory: Path, kind: str, on_event: EventSink | None = None,
     finally:
         heartbeat.stop()
         log.close()
-
-
-@dataclass(frozen=True)
-class LiveProcess:
-    """What live.json says about a directory's process, and whether that process is still there."""
-    directory: Path
-    pid: int
-    pgid: int
-    kind: str
-    started_at: float
-    heartbeat_age_s: float
-    alive: bool
-    config: dict | None
-    here: bool  # on this host: its pid can be checked and signalled from here
-
-
-def live_process(directory: Path) -> LiveProcess | None:
-    """The directory's live process (alive or died), or None when nothing runs there (or ever ran)."""
-    path = directory / rundir.LIVE
-    try:
-        record = json.loads(path.read_text())
-        age = max(0.0, time.time() - path.stat().st_mtime)
-        pid, pgid, started = int(record["pid"]), int(record["pgid"]), float(record.get("started_at") or 0)
-        config = record.get("config") if isinstance(record.get("config"), dict) else None
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None  # gone meanwhile, or torn: not ours to judge
-    here = record.get("host") == socket.gethostname()
-    alive = age < STALE_S and (not here or pid_exists(pid))
-    return LiveProcess(directory, pid, pgid, str(record.get("kind")), started, age, alive, config, here)
-
-
-def pid_exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process has that pid now: ours is not there either
-        return False
-    return True
-
-
-def in_progress(root: Path) -> list[LiveProcess]:
-    """Every directory under the runs root with a live.json, newest first (the dead ones too: settle them)."""
-    try:
-        candidates = [path for path in root.iterdir() if (path / rundir.LIVE).exists()]
-    except OSError:
-        return []
-    found = [live for live in map(live_process, candidates) if live is not None]
-    return sorted(found, key=lambda live: live.started_at, reverse=True)
 
 
 def settle_died(live: LiveProcess) -> str:

@@ -15,7 +15,7 @@ from typing import cast
 
 from sysprof.profiler_core import events, rundir
 from sysprof.profiler_core.config import RunConfig
-from sysprof.profiler_core.ranks import local_ranks, with_communication, with_gpu_readings, with_rank_failure
+from sysprof.profiler_core.ranks import local_ranks, with_communication, with_gpu_readings
 from sysprof.profiler_core.records import PassRecord, RunSummary, median_ms
 from sysprof.profiler_core.session.analysis import (
     analyze_kernels,
@@ -28,6 +28,7 @@ from sysprof.profiler_core.session.backends import Backend
 from sysprof.profiler_core.session.clock import PassClock, profiled_breakdown
 from sysprof.profiler_core.session.prestart import HeldPass, can_prestart
 from sysprof.profiler_core.session.process import RunnerProcess, mark_killed, runner_argv
+from sysprof.profiler_core.session.rank_checks import with_rank_failure
 from sysprof.profiler_core.session.watch import MeasuredWatch
 
 EventSink = Callable[[dict], None]

@@ -27,10 +27,11 @@ from sysprof.profiler_core import events, rundir
 from sysprof.profiler_core.config import ConfigError, RunConfig, validate
 from sysprof.profiler_core.errors import BackendUnavailable
 from sysprof.profiler_core.events import finish_event, with_state
+from sysprof.profiler_core.liveness import RUN
 from sysprof.profiler_core.metrics import aggregate_processes
 from sysprof.profiler_core.records import RunSummary, median_ms
 from sysprof.profiler_core.session.backends import Backend, choose_backend
-from sysprof.profiler_core.session.live import RUN, EventLog, recorded
+from sysprof.profiler_core.session.live import EventLog, recorded
 from sysprof.profiler_core.session.passes import Session
 from sysprof.profiler_core.stop_signals import on_stop_signals
 

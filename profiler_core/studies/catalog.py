@@ -5,24 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from sysprof.profiler_core import events, rundir
+from sysprof.profiler_core.study_plans import study_plan
 
 STUDY_KINDS = ("sweep", "warmup", "compile", "precision", "passes", "attention")
-
-
-def _plan(study_dir: Path) -> tuple[str, dict] | None:
-    for name, default_kind in ((rundir.SWEEP_PLAN, "sweep"), (rundir.ATTENTION_PLAN, "attention")):
-        if (study_dir / name).is_file():
-            try:
-                plan = rundir.read_json(study_dir / name) or {}
-            except rundir.RunDirError:
-                plan = {}
-            return plan.get("study", default_kind), plan
-    return None
-
-
-def study_kind(study_dir: Path) -> str | None:
-    found = _plan(Path(study_dir))
-    return found[0] if found else None
 
 
 def _finished_cells(study_dir: Path, kind: str) -> int:
@@ -39,7 +24,7 @@ def _finished_cells(study_dir: Path, kind: str) -> int:
 
 def study_record(study_dir: Path) -> dict | None:
     """{"name", "path", "kind", "cells", "finished", "created"}, or None when it is no study directory."""
-    found = _plan(study_dir)
+    found = study_plan(study_dir)
     if found is None:
         return None
     kind, plan = found

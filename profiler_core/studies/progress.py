@@ -12,7 +12,8 @@ from rich.console import Console
 
 from sysprof.profiler_core import events
 from sysprof.profiler_core.config import RunConfig, model_label
-from sysprof.profiler_core.session.live import STUDY, EventLog, Heartbeat
+from sysprof.profiler_core.liveness import STUDY
+from sysprof.profiler_core.session.live import EventLog, Heartbeat
 
 
 def config_label(config: dict) -> str:

@@ -7,7 +7,6 @@ from pathlib import Path
 from sysprof.profiler_core import events, rundir
 from sysprof.profiler_core.errors import StudyError
 from sysprof.profiler_core.studies.attention_tables import attention_tables
-from sysprof.profiler_core.studies.catalog import study_kind
 from sysprof.profiler_core.studies.derived import (
     compile_table,
     passes_table,
@@ -18,6 +17,7 @@ from sysprof.profiler_core.studies.derived import (
 from sysprof.profiler_core.studies.kernel_tables import profiled_sweep_tables
 from sysprof.profiler_core.studies.memory_tables import memory_sweep_tables
 from sysprof.profiler_core.studies.tables import pivot, sweep_rows, sweep_run_dirs, sweep_summaries, visible_columns
+from sysprof.profiler_core.study_plans import study_kind
 
 PIVOT_VALUE = "fwd mean ms"
 

@@ -12,15 +12,8 @@ import pytest
 
 from sysprof.profiler_core import events, rundir
 from sysprof.profiler_core.config import RunConfig
-from sysprof.profiler_core.session.live import (
-    STALE_S,
-    EventFollower,
-    EventLog,
-    Heartbeat,
-    in_progress,
-    live_process,
-    settle_died,
-)
+from sysprof.profiler_core.liveness import STALE_S, in_progress, live_process
+from sysprof.profiler_core.session.live import EventFollower, EventLog, Heartbeat, settle_died
 from sysprof.profiler_core.session.process import session_argv, signal_group
 
 TINY = RunConfig(model="tiny", ctx=32, batch=2, warmup=1, device="cpu")

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from sysprof.profiler_core.config import RunConfig, config_problems
-from sysprof.profiler_core.ranks import findings, rank_table, with_rank_failure
+from sysprof.profiler_core.ranks import findings, rank_table
+from sysprof.profiler_core.session.rank_checks import with_rank_failure
 
 ROOT = Path(__file__).resolve().parents[2]
 FAILS_ON_RANK_1 = ROOT / "tests" / "data" / "models" / "ranks" / "fails_on_rank_1.py"
@@ -113,7 +114,7 @@ def test_a_rank_without_a_summary_was_killed(tmp_path):
 
 
 def test_more_ranks_than_gpus_is_one_line_before_anything_starts(cli_env, monkeypatch):
-    import sysprof.profiler_core.ranks as ranks
+    import sysprof.profiler_core.session.rank_checks as ranks
 
     monkeypatch.setattr(ranks, "visible_gpu_count", lambda: 1)
     assert ranks.gpus_problem(RunConfig(nproc=2)) == ("--nproc 2 needs one GPU per rank; 1 visible here "

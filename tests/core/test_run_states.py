@@ -8,7 +8,7 @@ import pytest
 from sysprof.profiler_core import events
 from sysprof.profiler_core.config import RunConfig
 from sysprof.profiler_core.metrics import build_summary
-from sysprof.profiler_core.ranks import with_rank_failure
+from sysprof.profiler_core.session.rank_checks import with_rank_failure
 from sysprof.profiler_core.session.repeats import group_summary
 
 SAVED_RUNS = Path(__file__).resolve().parents[1] / "data" / "runs"

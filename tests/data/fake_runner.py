@@ -11,7 +11,8 @@ import os
 import time
 from pathlib import Path
 
-from sysprof.profiler_core.session.live import RUN, Heartbeat
+from sysprof.profiler_core.liveness import RUN
+from sysprof.profiler_core.session.live import Heartbeat
 
 parser = argparse.ArgumentParser()
 parser.add_argument("events")

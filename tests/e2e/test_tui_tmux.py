@@ -108,7 +108,7 @@ def process_left(needle: str) -> list[str]:
 def start_in_app_then_drop(tmp_path, config: dict, dropped_when) -> tuple[Path, Path, list[str]]:
     """Start config's run from the app in tmux, kill the tmux session (a dropped SSH connection) once
     dropped_when(run_dir) holds: the run directory, the runs root and the tmux environment."""
-    from sysprof.profiler_core.session.live import live_process
+    from sysprof.profiler_core.liveness import live_process
 
     runs, config_home = tmp_path / "runs", tmp_path / "config"
     (config_home / "sysprof-tui").mkdir(parents=True)

@@ -9,7 +9,7 @@ from sysprof.profiler_core.events import decode_line
 from sysprof.profiler_core.nvml import GpuTelemetry, NvmlSampler, decode_throttle_reasons
 from sysprof.profiler_core.render.analysis_report import phase_mark_line
 from sysprof.profiler_core.render.export import ExportError, osc52, to_csv, to_json, to_latex, to_markdown, write_table
-from sysprof.profiler_core.render.units import telemetry_cells
+from sysprof.profiler_core.units import telemetry_cells
 from sysprof.tui.kernel_data import KernelView, apply_view, load_kernel_data
 from sysprof.tui.memory_data import peaks_by_phase
 from sysprof.tui.panes.live import telemetry_line

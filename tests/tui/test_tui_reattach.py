@@ -15,7 +15,7 @@ from tui_helpers import settle
 
 from sysprof.profiler_core import events, rundir
 from sysprof.profiler_core.config import RunConfig
-from sysprof.profiler_core.session.live import live_process
+from sysprof.profiler_core.liveness import live_process
 from sysprof.profiler_core.session.process import session_argv
 from sysprof.tui.app import SysprofApp
 from sysprof.tui.modals import ConfirmQuit

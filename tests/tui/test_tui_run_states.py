@@ -9,7 +9,7 @@ from tui_helpers import settle, text
 
 from sysprof.profiler_core import rundir
 from sysprof.profiler_core.config import RunConfig
-from sysprof.profiler_core.render.units import format_ms
+from sysprof.profiler_core.units import format_ms
 from sysprof.tui.app import SysprofApp
 
 RUNS = Path(__file__).resolve().parents[1] / "data" / "runs"

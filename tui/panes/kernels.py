@@ -18,7 +18,7 @@ from textual.widgets import DataTable, Input, Static
 from sysprof.profiler_core.api import attention_part_labels, short_kernel_name, whole_step
 from sysprof.profiler_core.render.launch_report import short_verdict, verdict_lines
 from sysprof.profiler_core.render.module_tables import KERNEL_ROW_FIELDS, absent_line
-from sysprof.profiler_core.render.units import NA, blank_or, fixed, ns_as_ms, ns_as_us
+from sysprof.profiler_core.units import NA, blank_or, fixed, ns_as_ms, ns_as_us
 from sysprof.tui.advice import absent_kernels
 from sysprof.tui.kernel_data import (
     KERNEL_TABLES,

@@ -25,7 +25,7 @@ from sysprof.profiler_core.api import (
     study_kind,
 )
 from sysprof.profiler_core.render.compare_report import row_cells
-from sysprof.profiler_core.render.units import format_ms
+from sysprof.profiler_core.units import format_ms
 from sysprof.tui.keys import pane_bindings
 from sysprof.tui.panes.base import ExportTable, Pane
 from sysprof.tui.run_files import short_path

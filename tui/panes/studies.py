@@ -27,7 +27,7 @@ from sysprof.profiler_core.api import (
     study_tables,
 )
 from sysprof.profiler_core.api import study_argv as cli_study_argv
-from sysprof.profiler_core.render.units import table_number
+from sysprof.profiler_core.units import table_number
 from sysprof.tui.keys import pane_bindings
 from sysprof.tui.panes.base import ExportTable, Pane
 from sysprof.tui.run_control import STUDY, ProcessControl

@@ -1,0 +1,54 @@
+"""Several ranks, as the session sees them: whether the node has a GPU per rank (NVML, before anything starts),
+and which rank failed when a run of several did not finish ok (from the ranks' directories)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sysprof.profiler_core import events, rundir
+from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.nvml import visible_gpu_count
+
+
+def gpus_problem(cfg: RunConfig, visible: int | None = None) -> str | None:
+    """--nproc on GPUs takes one visible GPU per rank; on a node without GPUs (device auto) the ranks are CPU
+    processes. Checked before anything starts: NVML answers in milliseconds, a launch takes seconds.
+    visible: the count already asked (the Configure form asks once, not at every keystroke)."""
+    if not cfg.distributed or cfg.device not in ("auto", "cuda"):
+        return None
+    visible = visible_gpu_count() if visible is None else visible
+    if (cfg.device == "cuda" or visible > 0) and cfg.nproc > visible:
+        return f"--nproc {cfg.nproc} needs one GPU per rank; {visible} visible here (CUDA_VISIBLE_DEVICES, nvidia-smi)"
+    return None
+
+
+def with_rank_failure(summary: dict[str, Any], run_dir: Path, nproc: int) -> dict[str, Any]:
+    """A run whose first rank did not finish ok takes the reason of the rank that failed first, named."""
+    found = rank_failure(run_dir, nproc) if summary.get("status") != events.OK else None
+    if found is None:
+        return summary
+    rank, error = found
+    error = {**error, "message": f"rank {rank}: {error.get('message')}" if rank is not None else error["message"]}
+    status = events.OOM if error.get("kind") == events.OOM else events.FAILED_STATUS
+    return {**summary, "status": status, "error": error, "state": events.run_state({"status": status, "error": error})}
+
+
+def rank_failure(run_dir: Path, nproc: int) -> tuple[int | None, dict[str, Any]] | None:
+    """The first of this node's other ranks that did not finish ok, with its error; a rank that left no summary
+    was killed. (None, error) when a rank of the node left no directory at all.
+
+    torchrun stops every rank when one fails, so the first rank's own record then says "cancelled": the reason is
+    in the rank that failed."""
+    found = sorted((run_dir / rundir.RANKS_DIR).glob("[0-9]*")) if (run_dir / rundir.RANKS_DIR).is_dir() else []
+    for directory in found:
+        summary = rundir.read_summary(directory)
+        if summary is None:
+            return int(directory.name), {"kind": events.KILLED,
+                                         "message": "exited without a summary (killed, or lost its host)"}
+        error: dict[str, Any] = dict(summary.get("error") or {})
+        if summary.get("status") != events.OK and error.get("kind") != events.CANCELLED:
+            return int(directory.name), error or {"kind": events.FAILED_STATUS, "message": summary.get("status")}
+    if len(found) < nproc - 1:
+        return None, {"kind": events.KILLED, "message": f"{nproc - 1 - len(found)} of this node's ranks exited "
+                                                        "before writing anything"}
+    return None

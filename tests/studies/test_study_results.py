@@ -9,8 +9,9 @@ import pytest
 from sysprof.models.presets import PRESETS
 from sysprof.profiler_core.errors import StudyError
 from sysprof.profiler_core.studies import sweep
-from sysprof.profiler_core.studies.catalog import list_studies, study_kind, study_record
+from sysprof.profiler_core.studies.catalog import list_studies, study_record
 from sysprof.profiler_core.studies.results import all_cells_done, study_tables
+from sysprof.profiler_core.study_plans import study_kind
 
 TINY = dict(model="tiny", ctx=16, batch=2, warmup=0, steps=2, device="cpu")
 

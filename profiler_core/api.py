@@ -56,6 +56,14 @@ def study_argv(words: list[str], runs_root: Path) -> list[str]:
     return [sys.executable, "-m", "sysprof.profiler_core", *words, "--runs-dir", str(runs_root), "--events"]
 
 
+def study_templates(on_gpu: bool) -> dict[str, str]:
+    """Each study kind's templates for the app's list (title → command), sized for a GPU node or a CPU."""
+    from sysprof.profiler_core.studies.kinds import KINDS
+
+    return {title: command for kind in KINDS.values()
+            for title, command in (kind.templates if on_gpu else kind.cpu_templates).items()}
+
+
 def study_tables(study_dir: Path) -> dict[str, list[dict]]:
     """A study's tables rebuilt from its directory (pandas: call it from a worker thread)."""
     from sysprof.profiler_core.studies.results import study_tables as build
@@ -74,5 +82,5 @@ __all__ = [
     "list_studies", "mark_killed", "model_column", "model_label", "median_ms", "PhaseStats", "RunError", "RunSummary",
     "StepRecord", "phase_stats", "predict_run_memory", "rundir", "session_argv", "signal_group",
     "EventFollower", "LiveProcess", "in_progress", "live_process", "settle_died",
-    "study_argv", "study_kind", "study_record", "study_tables", "PEAK_ITEMS", "device_memory", "fit_problem", "mfu_missing", "short_kernel_name", "throughput", "type_problems", "warnings_for_summary", "whole_step",
+    "study_argv", "study_kind", "study_record", "study_tables", "study_templates", "PEAK_ITEMS", "device_memory", "fit_problem", "mfu_missing", "short_kernel_name", "throughput", "type_problems", "warnings_for_summary", "whole_step",
 ]

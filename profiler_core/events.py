@@ -46,6 +46,7 @@ CAPTURES = ("none", "nsys", "torch", "memory")  # what a runner pass records bes
 # failed run whose error kind is "cancelled"). What a person reads is the run's state (RUN_STATES, below).
 OK, OOM, FAILED_STATUS = "ok", "oom", "failed"
 PENDING, INCOMPLETE = "pending", "incomplete"  # a cell not run yet; a run directory without a summary
+NOT_RUN = "not run"  # a row a study planned but this host cannot run (a GPU count it lacks): said, not failed
 DONE_STATUSES = (OK, OOM)  # a cell that need not run again: an OOM is a result, not a failure
 # killed: the runner died under a session that saw it; died: the session itself vanished (no one saw the end).
 # disk: the run's own files no longer fit (ENOSPC, quota).

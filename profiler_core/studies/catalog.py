@@ -7,8 +7,6 @@ from pathlib import Path
 from sysprof.profiler_core import events, rundir
 from sysprof.profiler_core.study_plans import study_plan
 
-STUDY_KINDS = ("sweep", "warmup", "compile", "precision", "passes", "attention")
-
 
 def _finished_cells(study_dir: Path, kind: str) -> int:
     if kind == "attention":

@@ -25,6 +25,7 @@ from sysprof.profiler_core.api import (
     settle_died,
     study_record,
     study_tables,
+    study_templates,
 )
 from sysprof.profiler_core.api import study_argv as cli_study_argv
 from sysprof.profiler_core.units import table_number
@@ -35,24 +36,19 @@ from sysprof.tui.run_files import short_path
 from sysprof.tui.study_state import StudyState
 from sysprof.tui.tables import MarkableTable
 
-GPU_TEMPLATES = {
-    "seed sweep: small…2.7B × ctx 128–1024 × fp32/bf16":
-        "sweep --model small,medium,large,xl,2.7B --ctx 128,256,512,1024 --dtype fp32,bf16 --name seed",
-    "forward vs forward+backward: every size": "study passes --models small,medium,large,xl,2.7B",
-    "warm-up study: 0/1/5 warm-up, FWD and FWD+BWD": "study warmup --models small,medium --ctxs 128,512 "
-                                                     "--warmups 0,1,5 --modes forward,forward_backward",
-    "torch.compile study: eager vs compiled": "study compile --models small,medium --ctxs 256,512",
-    "precision study: fp32/tf32/bf16 + lab": "study precision --models small,medium,large",
-    "attention microbenchmark": "study attention --dtype fp32,bf16",
-    "custom sweep": "sweep --model small --ctx 128,256 --attention naive,sdpa",
-}
-CPU_TEMPLATES = {  # the same studies, sized for a laptop's CPU
-    "sweep: tiny × ctx × batch (CPU)": "sweep --model tiny --device cpu --ctx 32,64 --batch 1,2 --warmup 1 --steps 3",
-    "warm-up study (CPU)": "study warmup --model tiny --device cpu --ctx 64 --steps 5",
-    "forward vs forward+backward (CPU)": "study passes --models tiny --device cpu --ctxs 32,64 --steps 3",
-    "attention microbenchmark (CPU)": "study attention --device cpu",
-    "precision study (CPU)": "study precision --models tiny --device cpu --ctx 64 --steps 3",
-}
+# The sweeps' templates; each study kind brings its own (studies/kinds/), listed between them.
+GPU_SWEEPS = {"seed sweep: small…2.7B × ctx 128–1024 × fp32/bf16":
+              "sweep --model small,medium,large,xl,2.7B --ctx 128,256,512,1024 --dtype fp32,bf16 --name seed"}
+GPU_LAST = {"custom sweep": "sweep --model small --ctx 128,256 --attention naive,sdpa"}
+CPU_SWEEPS = {  # sized for a laptop's CPU
+    "sweep: tiny × ctx × batch (CPU)": "sweep --model tiny --device cpu --ctx 32,64 --batch 1,2 --warmup 1 --steps 3"}
+
+
+def study_choices(on_gpu: bool) -> dict[str, str]:
+    """The app's list of studies: title → the command it starts."""
+    if on_gpu:
+        return GPU_SWEEPS | study_templates(on_gpu=True) | GPU_LAST
+    return CPU_SWEEPS | study_templates(on_gpu=False)
 
 
 def study_argv(command: str, runs_root: Path) -> list[str]:
@@ -75,7 +71,7 @@ class StudiesPane(Pane):
     def __init__(self, runs_root: Path, control: ProcessControl, **kwargs):
         super().__init__(**kwargs)
         self.runs_root = runs_root
-        self.templates = GPU_TEMPLATES if gpu_count() > 0 else CPU_TEMPLATES
+        self.templates = study_choices(on_gpu=gpu_count() > 0)
         self.table_index = 0
         self.control = control
 

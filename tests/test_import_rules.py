@@ -25,7 +25,7 @@ CORE, RUNNER = f"{ROOT_PACKAGE}.profiler_core", f"{ROOT_PACKAGE}.profiler_core.r
 # The floors, lowest first. A module imports from its own floor or those below it; cli and api share a floor.
 LAYERS = ("models", "foundation", "analyzers", "render", "session", "studies", "cli", "tui")
 FLOOR_OF_FOLDER = {f"{ROOT_PACKAGE}.models": "models", f"{ROOT_PACKAGE}.tui": "tui",
-                   f"{CORE}.kernels": "analyzers", f"{CORE}.memory": "analyzers", f"{CORE}.render": "render",
+                   f"{CORE}.kernels": "analyzers", f"{CORE}.memory": "analyzers", f"{CORE}.readers": "analyzers", f"{CORE}.render": "render",
                    f"{CORE}.session": "session", f"{CORE}.studies": "studies", f"{CORE}.cli": "cli",
                    # the runner may use what a run's files are made of, never what orchestrates or shows them
                    RUNNER: "analyzers"}

@@ -11,6 +11,7 @@ from sysprof.profiler_core import rundir
 from sysprof.profiler_core.config import DTYPE_BYTES, RunConfig
 from sysprof.profiler_core.errors import KernelReportError, SnapshotError
 from sysprof.profiler_core.memory.accounting import compare_predicted, predict_run_memory
+from sysprof.profiler_core.readers import MEMORY_SNAPSHOT_READER, ReadOptions
 from sysprof.profiler_core.records import PassRecord, RunSummary
 
 if TYPE_CHECKING:
@@ -92,11 +93,9 @@ def rank_kernel_row(rank: int, record: PassRecord) -> dict:
 def memory_analysis(cfg: RunConfig, snapshot: Path) -> dict:
     """The snapshot's analysis with the config's predicted memory beside what was measured (SnapshotError if
     unreadable). The Memory screen shows exactly this prediction: nothing recomputes it elsewhere."""
-    from sysprof.profiler_core.memory.analyze import analyze_snapshot
-
     spec = cfg.spec()
     hint = {"batch": cfg.batch, "heads": spec.heads, "ctx": cfg.ctx, "bytes_per_element": DTYPE_BYTES[cfg.dtype]}
-    analysis = analyze_snapshot(snapshot, shape_hint=hint)
+    analysis = MEMORY_SNAPSHOT_READER.read(snapshot, ReadOptions(), shape_hint=hint)  # the reader `sysprof analyze` uses
     if cfg.model_factory is not None:  # the closed-form prediction is the built-in model's: no table beats a wrong one
         analysis["notes"] = [*analysis.get("notes", []), "no predicted memory for your own model (yet)"]
         return analysis

@@ -19,9 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sysprof.profiler_core.cli import main as cli
-from sysprof.profiler_core.cli import studies as cli_studies
 from sysprof.profiler_core.config import ConfigError, RunConfig, validate
 from sysprof.profiler_core.studies import attention, sweep
+from sysprof.profiler_core.studies.kinds import precision as precision_study
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 EXAMPLES = 60  # per subcommand: 11 subcommands → 660 cases
@@ -50,7 +50,7 @@ def stop_before_work(tmp_path_factory):
         patch.setattr(cli, "inspect_model", would_run)
         patch.setattr(sweep, "run", would_run)
         patch.setattr(attention, "run_study", would_run)
-        patch.setattr(cli_studies, "_precision_lab", would_run)
+        patch.setattr(precision_study, "_precision_lab", would_run)
         yield cwd
 
 

@@ -84,9 +84,9 @@ def test_bad_attention_options_are_one_line_errors(tmp_path, capsys, extra, reas
 
 
 def test_cuda_without_a_gpu_is_refused(tmp_path, capsys, monkeypatch):
-    from sysprof.profiler_core.cli import studies
+    from sysprof.profiler_core.studies.kinds import attention as attention_study
 
-    monkeypatch.setattr(studies, "gpu_count", lambda: 0)
+    monkeypatch.setattr(attention_study, "gpu_count", lambda: 0)
     assert main(["study", "attention", "--device", "cuda", "--runs-dir", str(tmp_path)]) == 2
     assert "no CUDA GPU is visible" in capsys.readouterr().err
 

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from sysprof.models.presets import PRESETS
-from sysprof.profiler_core.cli import studies as studies_cli
 from sysprof.profiler_core.cli.main import main
 from sysprof.profiler_core.session import passes as session_module
 from sysprof.profiler_core.studies import sweep
+from sysprof.profiler_core.studies.kinds import precision as precision_study
 from sysprof.profiler_core.studies.progress import config_label
 from sysprof.profiler_core.studies.results import study_tables
 from sysprof.profiler_core.studies.tables import sweep_rows
@@ -54,7 +54,7 @@ def replayed_cells(monkeypatch):
         return [sys.executable, str(DATA / "fake_runner.py"), str(DATA / "events" / "tiny_cpu_train.jsonl"),
                 "--run-dir", str(run_dir)]
     monkeypatch.setattr(session_module, "runner_argv", argv)
-    monkeypatch.setattr(studies_cli, "_precision_lab", lambda device: {})
+    monkeypatch.setattr(precision_study, "_precision_lab", lambda device: {})
 
 
 def only_study(root: Path) -> Path:

@@ -193,11 +193,11 @@ def test_a_failed_precision_lab_is_a_failed_study_exit_1(tmp_path, monkeypatch, 
     """The lab's process dying (here: a real interpreter exiting 3 with a message) ends the study like any failed
     study: exit 1 and its one-line reason, nothing run, no traceback."""
     from sysprof.profiler_core.cli import main as cli_main
-    from sysprof.profiler_core.cli import studies as cli_studies
+    from sysprof.profiler_core.studies.kinds import precision as precision_study
 
     real_run = subprocess.run
     failing = [sys.executable, "-c", "import sys; sys.stderr.write('lab exploded\\n'); sys.exit(3)"]
-    monkeypatch.setattr(cli_studies.subprocess, "run", lambda argv, **kw: real_run(failing, **kw))
+    monkeypatch.setattr(precision_study.subprocess, "run", lambda argv, **kw: real_run(failing, **kw))
     code = cli_main.main(["study", "precision", "--models", "tiny", "--device", "cpu", "--runs-dir", str(tmp_path)])
     assert code == 1
     assert capsys.readouterr().err.strip() == "sysprof: error: precision lab failed: lab exploded"

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from sysprof.profiler_core.errors import KernelReportError
 from sysprof.profiler_core.kernels.nsys.commands import StatsJob, export_report, profile_argv
 from sysprof.profiler_core.kernels.nsys.locate import nsys_version
+from sysprof.profiler_core.readers import NSYS_SQLITE_READER
 from sysprof.profiler_core.rundir import NSYS_OUTPUT, rank_dir
 
 if TYPE_CHECKING:
@@ -53,9 +54,7 @@ class NsysBackend:
         if not result.ok or result.sqlite_path is None:  # an ok result always names its sqlite
             raise KernelReportError(result.error or "nsys produced no report")
         self.stats_jobs.append(StatsJob(self.nsys, result.sqlite_path, pass_dir))
-        from sysprof.profiler_core.kernels.attribution import attribute_kernels  # pandas: only once there is a report
-
-        return attribute_kernels(result.sqlite_path)
+        return NSYS_SQLITE_READER.attribute(result.sqlite_path)  # the reader `sysprof analyze X.sqlite` uses
 
     def finish(self) -> dict[str, float]:
         """Wait for the stats CSVs; seconds spent exporting, writing stats, and waiting for them after the analysis."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sysprof.profiler_core.readers import TORCH_TRACE_READER
 from sysprof.profiler_core.rundir import TORCH_TRACE
 
 if TYPE_CHECKING:
@@ -23,11 +24,7 @@ class TorchBackend:
         """Each rank's runner writes its trace in its own directory already."""
 
     def attribute(self, pass_dir: Path) -> KernelAttribution:
-        from sysprof.profiler_core.kernels.torch_trace import (
-            attribute_torch_trace,  # pandas: only once there is a trace
-        )
-
-        return attribute_torch_trace(pass_dir / TORCH_TRACE)
+        return TORCH_TRACE_READER.attribute(pass_dir / TORCH_TRACE)  # the reader `sysprof analyze X.json` uses
 
     def finish(self) -> dict[str, float]:
         return {}  # nothing runs beside the analysis

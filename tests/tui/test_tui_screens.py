@@ -53,6 +53,22 @@ async def test_kernels_screen_filters_sorts_restricts_and_details():
         assert "launches" in str(app.query_one("#kernel-details").render())
 
 
+async def test_kernel_data_that_arrives_after_the_filter_keeps_the_filter_on_screen(tmp_path):
+    """The table's data loads in a thread: on a loaded machine it can land after the user typed a filter (a second
+    load's result, or a replaced worker's). The filter the field shows must stay the one applied, so an export
+    writes the rows on screen: the tmux test once exported all 64 rows under a filter showing 3."""
+    app = offline_app(ANALYSED)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(app, pilot, "3", "slash", *"cutlass", "enter")
+        pane = app.query_one("#pane-kernels")
+        assert len(pane.view_rows) == 3
+        pane.data = pane.data  # the same table arriving once more, as a late load's would
+        await settle(app, pilot)
+        assert app.query_one("#kernel-filter").value == "cutlass" and len(pane.view_rows) == 3
+        await settle(app, pilot, "e")
+        assert len(app.screen.table.records) == 3
+
+
 async def test_p_cycles_phases_then_attention_sub_ranges():
     """Help says `p` restricts to the next phase or attention sub-range: after the phases come the parts, each
     with its own kernels; the FLOPs line sets the matmuls against the softmax."""

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from textual.containers import Vertical
+from textual.worker import get_current_worker
 from textual.reactive import reactive
 from textual.widgets import DataTable
 
@@ -22,6 +23,13 @@ class ExportTable:
 class Pane(Vertical):
     run_state: reactive[RunState] = reactive(RunState, always_update=True, init=False)
     loaded_dir: Path | None = None  # the analysis directory this pane shows
+
+    def from_worker(self, callback, *args) -> None:
+        """A thread worker's result to the app, unless a newer worker of its group replaced it: an exclusive worker
+        is cancelled, but its thread runs on to the end, and its late result would overwrite the newer one (on a
+        loaded machine, a kernel table reset under a filter the user had typed)."""
+        if not get_current_worker().is_cancelled:
+            self.app.call_from_thread(callback, *args)
 
     def analysis_to_load(self, state: RunState, kind: str) -> Path | None:
         """The run's `kind` analysis directory when it is ready and not the one already shown (then it is)."""

@@ -207,7 +207,7 @@ class KernelsPane(Pane):
     @work(thread=True, exclusive=True, exit_on_error=False, group="kernels")
     def load(self, directory: Path) -> None:
         data = load_kernel_data(directory)
-        self.app.call_from_thread(setattr, self, "data", data)
+        self.from_worker(setattr, self, "data", data)
 
     def watch_data(self, data: KernelData | None) -> None:
         header, phases = self.query_one("#kernel-header", Static), self.query_one("#kernel-phases", Static)
@@ -219,7 +219,8 @@ class KernelsPane(Pane):
             flops = attention_flops_line(data.analysis)
             phases.update(Group(phase_breakdown(data.analysis), flops) if flops else phase_breakdown(data.analysis))
             phases.tooltip = "\n".join(verdict_lines(data.analysis)) or None  # why each phase is bound, and the remedy
-        self.view = KernelView()
+        # a new table keeps the filter the field shows, so the rows on screen (and an export) are what it says
+        self.view = KernelView(name_filter=self.query_one("#kernel-filter", Input).value.strip())
 
     def watch_table_name(self, name: str) -> None:
         self.query_one("#kernel-filter").display = name == "kernels"  # names filter kernels, not module types

@@ -98,7 +98,7 @@ class MemoryPane(Pane):
     @work(thread=True, exclusive=True, exit_on_error=False, group="memory")
     def load(self, directory: Path) -> None:
         analysis, problem = load_memory_analysis(directory)
-        self.app.call_from_thread(self.show_analysis, analysis, problem)
+        self.from_worker(self.show_analysis, analysis, problem)
 
     def show_analysis(self, analysis: dict | None, problem: str | None) -> None:
         try:

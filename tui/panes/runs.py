@@ -136,7 +136,7 @@ class RunsPane(Pane):
     @work(thread=True, exclusive=True, exit_on_error=False, group="runs")
     def scan(self, root: Path, extra: list[Path]) -> None:
         records = list_run_records(root, extra)
-        self.app.call_from_thread(self.show_runs, records)
+        self.from_worker(self.show_runs, records)
 
     def show_runs(self, records: list[dict]) -> None:
         self.query_one("#runs-table", MarkableTable).show(RUN_COLUMNS, records, FORMATTERS,

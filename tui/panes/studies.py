@@ -173,7 +173,7 @@ class StudiesPane(Pane):
         except (SysprofError, OSError, KeyError, ValueError) as exc:
             self.app.call_from_thread(self.notify, f"cannot read {directory}: {exc}", severity="error")
             return
-        self.app.call_from_thread(self.show_tables, tables, record)
+        self.from_worker(self.show_tables, tables, record)
 
     def show_tables(self, tables: dict, record: dict) -> None:
         if self.study.stage == "opened" and record:

@@ -5,9 +5,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from textual.containers import Vertical
-from textual.worker import get_current_worker
 from textual.reactive import reactive
 from textual.widgets import DataTable
+from textual.worker import get_current_worker
 
 from sysprof.tui.run_files import analysis_dir
 from sysprof.tui.state import RunState

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 ROOT_PACKAGE, SOURCE_FOLDERS = "sysprof", ("models", "profiler_core", "tui")  # as setup.py installs them
 
@@ -26,6 +28,7 @@ def test_ruff_is_clean():
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-1000:]
 
 
+@pytest.mark.slow
 def test_mypy_is_clean(tmp_path):
     """mypy follows no import hook, so the editable install's `sysprof.*` names would all be Any: the check runs
     over the folders laid out as they install (links under tmp/sysprof/), every cross-package import resolved."""

@@ -149,6 +149,7 @@ def test_startup_imports_stay_light(module, banned):
     assert not loaded_after_import(module) & banned
 
 
+@pytest.mark.slow
 def test_runner_side_imports_no_ui_or_tables():
     runner = [name for name in project_modules() if name.startswith("sysprof.profiler_core.runner")
               and not name.endswith("__main__")]

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # real processes or the whole app: `pytest -m "not slow"` leaves them out
+
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ("pyproject.toml", "setup.py", "README.md", "models", "profiler_core", "tui")
 TINY_RUN = ["--device", "cpu", "--ctx", "32", "--batch", "2", "--warmup", "1", "--steps", "2", "--json"]

@@ -94,6 +94,7 @@ def test_analyze_bad_input_is_one_line_exit_2(cli_env, tmp_path, name, content, 
     assert reason in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
 
 
+@pytest.mark.slow
 def test_analyze_run_dir_without_analyses_says_how(cli_env, tmp_path):
     run = sysprof(["run", "--model", "tiny", "--device", "cpu", "--ctx", "16", "--warmup", "0", "--steps", "1",
                    "--json"], cli_env)
@@ -102,6 +103,7 @@ def test_analyze_run_dir_without_analyses_says_how(cli_env, tmp_path):
     assert result.returncode == 2 and "--profiler nsys|torch or --memory" in result.stderr
 
 
+@pytest.mark.slow
 def test_session_process_streams_events_and_ends_with_finished(cli_env, tmp_path):
     config = {"model": "tiny", "ctx": 16, "batch": 2, "warmup": 1, "steps": 2, "device": "cpu"}
     result = subprocess.run([sys.executable, "-m", "sysprof.profiler_core.session", "--run-dir", str(tmp_path),
@@ -135,6 +137,7 @@ def session_at_first_step(cli_env, tmp_path):
     raise AssertionError("the session ended before its first step")
 
 
+@pytest.mark.slow
 def test_sigterm_to_the_session_alone_stops_its_runner(cli_env, tmp_path):
     process = session_at_first_step(cli_env, tmp_path)
     process.send_signal(signal.SIGTERM)  # only the session: it must pass the stop on to its runner
@@ -144,6 +147,7 @@ def test_sigterm_to_the_session_alone_stops_its_runner(cli_env, tmp_path):
         os.killpg(process.pid, 0)
 
 
+@pytest.mark.slow
 def test_compare_refuses_unfinished_runs(cli_env, tmp_path):
     good = json.loads(sysprof(["run", "--model", "tiny", "--device", "cpu", "--ctx", "16", "--warmup", "0",
                                "--steps", "2", "--json"], cli_env).stdout)["run_dir"]
@@ -159,6 +163,7 @@ def test_compare_refuses_unfinished_runs(cli_env, tmp_path):
     assert result.returncode == 2 and "not a run directory" in result.stderr
 
 
+@pytest.mark.slow
 def test_session_interrupted_by_group_sigint_keeps_steps_and_leaves_no_process(cli_env, tmp_path):
     process = session_at_first_step(cli_env, tmp_path)
     os.killpg(process.pid, signal.SIGINT)  # what the app's cancel key does

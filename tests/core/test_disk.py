@@ -36,6 +36,7 @@ def tiny_disk(tmp_path):
     subprocess.run(["umount", str(disk)], check=True)
 
 
+@pytest.mark.slow
 def test_a_run_that_fills_the_disk_is_failed_with_the_reason_and_keeps_its_steps(tiny_disk, cli_env):
     result = sysprof(["run", *TINY, "--steps", "100000", "--runs-dir", str(tiny_disk), "--json"], cli_env)
     assert result.returncode == 1, result.stderr
@@ -107,6 +108,7 @@ def test_the_reserve_gives_a_summary_room_on_a_full_disk(tiny_disk):
         rundir.write_json(tiny_disk / "other.json", {"pad": "x" * 400 * 1024})
 
 
+@pytest.mark.slow
 def test_a_sweep_stops_at_the_cell_that_filled_the_disk_and_says_how_to_go_on(tiny_disk, cli_env):
     result = sysprof(["sweep", *TINY, "--steps", "100000", "--ctx", "16,32", "--runs-dir", str(tiny_disk)], cli_env)
     assert result.returncode == 1 and "Traceback" not in result.stderr

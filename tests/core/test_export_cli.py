@@ -4,6 +4,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
 ANALYSED, ATTENTION_OOM = DATA / "runs" / "small-h200-analyses", DATA / "studies" / "attention-oom-h200"
@@ -14,6 +16,7 @@ def sysprof(*args):
                           text=True, timeout=120, cwd=ROOT)
 
 
+@pytest.mark.slow
 def test_lists_and_exports_a_run_directorys_tables(tmp_path):
     listed = sysprof(ANALYSED, "--list")
     assert listed.returncode == 0
@@ -47,6 +50,7 @@ def test_a_studys_table_exports_as_the_pivot_asked_for_with_its_oom_cells():
     assert lines[-1].startswith("64,65536,OOM,129.77")  # eager ran out of memory where SDPA did not
 
 
+@pytest.mark.slow
 def test_bad_paths_and_names_are_one_line_errors(tmp_path):
     for args, reason in (((tmp_path,), "neither a run directory"),
                          ((ANALYSED, "--table", "nope"), "no table 'nope'; choose from 'phases'"),

@@ -18,6 +18,8 @@ from sysprof.profiler_core import rundir
 from sysprof.profiler_core.cli import main as cli
 from sysprof.profiler_core.errors import SysprofError
 
+pytestmark = pytest.mark.slow  # real processes or the whole app: `pytest -m "not slow"` leaves them out
+
 DATA = Path(__file__).resolve().parents[1] / "data"
 RUN = DATA / "runs" / "small-h200-analyses"
 ONE_LINE = re.compile(r"^sysprof( [\w-]+)*: error: \S")

@@ -128,6 +128,7 @@ def sysprof(args, env):
                           text=True, timeout=180, cwd=ROOT)
 
 
+@pytest.mark.slow
 def test_cli_prints_json_and_tables(cli_env):
     result = sysprof(["--model", "tiny", "--ctx", "32", "--json"], cli_env)
     assert result.returncode == 0, result.stderr
@@ -146,6 +147,7 @@ def test_cli_prints_json_and_tables(cli_env):
     ([f"--model-factory={GPT}:build", "--model-arg", "n_head=3"], 1, "AssertionError"),  # raises in __init__
     (["--depth", "0"], 2, "--depth must be 1 or more"),
 ])
+@pytest.mark.slow
 def test_cli_mistakes_are_one_line(cli_env, tmp_path, args, code, says):
     result = sysprof(["--model", "tiny", "--runs-dir", str(tmp_path), *args], cli_env)
     assert result.returncode == code
@@ -155,6 +157,7 @@ def test_cli_mistakes_are_one_line(cli_env, tmp_path, args, code, says):
         assert "inspect-stderr.log" in result.stderr
 
 
+@pytest.mark.slow
 def test_a_run_of_a_users_model_reports_counted_flops(cli_env, tmp_path):
     args = ["run", "--model", "tiny", "--device", "cpu", "--ctx", "32", "--batch", "2", "--warmup", "0", "--steps",
             "2", "--model-factory", f"{GPT}:build", "--runs-dir", str(tmp_path), "--json"]

@@ -43,6 +43,7 @@ def sysprof(args, env, timeout=180):
                           timeout=timeout)
 
 
+@pytest.mark.slow
 def test_a_session_whose_reader_went_away_finishes_and_its_file_has_every_event(tmp_path):
     process, run_dir = start_session(tmp_path, steps=40, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     assert process.stdout is not None
@@ -120,6 +121,7 @@ def test_event_follower_waits_for_a_line_to_end_and_skips_what_is_not_an_event(t
     log.close()
 
 
+@pytest.mark.slow
 def test_a_run_killed_with_its_whole_group_shows_as_died_at_its_step(tmp_path, cli_env):
     runs = tmp_path / "runs"
     runs.mkdir()
@@ -146,6 +148,7 @@ def test_a_run_killed_with_its_whole_group_shows_as_died_at_its_step(tmp_path, c
     assert len(attach.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_attach_follows_a_run_from_another_terminal_to_its_end(tmp_path, cli_env):
     runs = tmp_path / "runs"
     runs.mkdir()
@@ -190,6 +193,7 @@ def test_a_study_that_died_is_unmarked_and_says_how_to_go_on(tmp_path):
 
 # SIGHUP: what the kernel sends the terminal's process group when SSH drops; SIGTERM: a scheduler's or kill's stop.
 @pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGTERM], ids=["SIGHUP", "SIGTERM"])
+@pytest.mark.slow
 def test_a_cli_run_whose_terminal_hangs_up_writes_its_summary(tmp_path, cli_env, signum):
     process = subprocess.Popen([sys.executable, "-m", "sysprof.profiler_core", "run", "--model", "tiny", "--ctx", "32",
                                 "--batch", "2", "--device", "cpu", "--steps", "5000", "--warmup", "1"],
@@ -212,6 +216,7 @@ def test_a_cli_run_whose_terminal_hangs_up_writes_its_summary(tmp_path, cli_env,
     assert not (run_dir / rundir.LIVE).exists()
 
 
+@pytest.mark.slow
 def test_a_run_whose_terminal_is_gone_stops_without_writing_to_it(tmp_path, cli_env):
     """The real hang-up: the terminal (a pty) closes, then SIGHUP comes. Writing the report to the dead terminal
     would fail with EIO and end in a traceback; it goes nowhere instead, and the summary is written as always."""
@@ -236,6 +241,7 @@ def test_a_run_whose_terminal_is_gone_stops_without_writing_to_it(tmp_path, cli_
 
 
 @pytest.mark.parametrize("nproc", [1, 2], ids=["one process", "two gloo ranks under torchrun"])
+@pytest.mark.slow
 def test_a_run_started_under_nohup_outlives_the_hang_up(tmp_path, cli_env, nproc):
     """`nohup sysprof run … &`: SIGHUP ignored from the start stays ignored in the CLI, its session, torchrun and
     the runners, so the hang-up that follows a logout leaves the run going; a later SIGTERM still stops it with its
@@ -259,6 +265,7 @@ def test_a_run_started_under_nohup_outlives_the_hang_up(tmp_path, cli_env, nproc
     assert summary["state"] == "cancelled" and summary["error"]["message"] in ("stopped by SIGTERM", "stopped by SIGINT")
 
 
+@pytest.mark.slow
 def test_a_runner_whose_reader_vanished_says_so_never_error_in_its_last_phase(tmp_path, cli_env):
     """`sysprof run` killed alone (kill -9 of its pid, not its group): the runner's next event finds its pipe closed.
     It stops with its summary, state died and the reason, not "error in optimizer: BrokenPipeError"."""

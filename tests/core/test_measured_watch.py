@@ -2,10 +2,14 @@
 stored warnings. The host's load average is injected here, since a test cannot make a machine busy on cue."""
 import os
 
+import pytest
+
 from sysprof.profiler_core import rundir
 from sysprof.profiler_core.config import RunConfig
 from sysprof.profiler_core.session.passes import Session
 from sysprof.profiler_core.session.watch import MeasuredWatch, visible_gpu_index
+
+pytestmark = pytest.mark.slow  # real processes or the whole app: `pytest -m "not slow"` leaves them out
 
 TINY = RunConfig(model="tiny", ctx=16, batch=2, warmup=0, steps=3, device="cpu")
 

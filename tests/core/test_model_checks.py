@@ -30,6 +30,7 @@ def test_the_token_table_must_cover_the_ids():
         check_vocabulary(model, 10_000)
 
 
+@pytest.mark.slow
 def test_the_run_refuses_a_too_small_vocabulary_in_one_line(cli_env, tmp_path):
     args = ["run", "--model", "tiny", "--device", "cpu", "--ctx", "16", "--batch", "2", "--warmup", "0", "--steps",
             "1", "--runs-dir", str(tmp_path), "--model-factory", f"{ODD}:ByteLM"]

@@ -231,6 +231,7 @@ def test_runner_fails_the_pass_in_one_line_when_the_hooks_cannot_wrap_the_model(
     assert error["kind"] == "config" and error["message"].startswith("--nvtx-modules:")
 
 
+@pytest.mark.slow
 def test_the_flag_without_a_capture_pass_says_so(tmp_path):
     from sysprof.profiler_core.cli.main import execute_run
 
@@ -241,6 +242,7 @@ def test_the_flag_without_a_capture_pass_says_so(tmp_path):
     assert not list(tmp_path.rglob("modules.json"))  # the clean pass never hooks
 
 
+@pytest.mark.slow
 def test_the_hook_cost_benchmark_runs_on_the_cpu():
     result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "module_hooks.py"), "--device", "cpu",
                              "--model", "tiny", "--ctx", "16", "--batch", "2", "--rounds", "1", "--steps", "2"],

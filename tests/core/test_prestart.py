@@ -15,6 +15,8 @@ from sysprof.profiler_core.session import prestart
 from sysprof.profiler_core.session.passes import Session
 from sysprof.profiler_core.session.prestart import HeldPass, can_prestart
 
+pytestmark = pytest.mark.slow  # real processes or the whole app: `pytest -m "not slow"` leaves them out
+
 TINY = RunConfig(model="tiny", ctx=32, batch=2, warmup=1, steps=3, device="cpu")
 
 

@@ -64,6 +64,7 @@ def test_bad_rank_settings_are_one_line(changes, field, text):
     assert text in config_problems(RunConfig(**changes))[field]
 
 
+@pytest.mark.slow
 def test_two_ranks_on_cpu_are_timed_gathered_and_tabled(cli_env):
     result = sysprof(["run", *TWO_RANKS, "--steps", "3", "--json"], cli_env)
     assert result.returncode == 0, result.stderr
@@ -81,6 +82,7 @@ def test_two_ranks_on_cpu_are_timed_gathered_and_tabled(cli_env):
     assert "2 ranks · ddp · batch 2 per rank" in words and "rank 0 of 2" in words
 
 
+@pytest.mark.slow
 def test_a_slowed_rank_is_named_the_straggler_and_its_peer_the_victim(cli_env):
     env = {**cli_env, "SYSPROF_TEST_SLOW_RANK": "1:300"}  # 300 ms of sleep in rank 1's forward
     result = sysprof(["run", *TWO_RANKS, "--steps", "3", "--json"], env)
@@ -90,6 +92,7 @@ def test_a_slowed_rank_is_named_the_straggler_and_its_peer_the_victim(cli_env):
     assert ranks["findings"][1].startswith("victim waits in all-reduce: the backward of rank 0")
 
 
+@pytest.mark.slow
 def test_a_failing_rank_fails_the_run_with_its_name_and_stops_the_other(cli_env):
     result = sysprof(["run", *TWO_RANKS, "--steps", "2", "--model-factory", f"{FAILS_ON_RANK_1}:FailsOnRankOne",
                       "--json"], cli_env, timeout=120)
@@ -130,6 +133,7 @@ def test_more_ranks_than_gpus_is_one_line_before_anything_starts(cli_env, monkey
         assert "Traceback" not in result.stderr and not (Path(cli_env["SYSPROF_RUNS"])).exists()
 
 
+@pytest.mark.slow
 def test_nproc_is_a_sweep_axis(cli_env):
     result = sysprof(["sweep", "--model", "tiny", "--device", "cpu", "--ctx", "32", "--batch", "2", "--warmup", "0",
                       "--steps", "2", "--nproc", "1,2", "--json"], cli_env)
@@ -139,6 +143,7 @@ def test_nproc_is_a_sweep_axis(cli_env):
     assert (Path(cells[1]["run_dir"]) / "ranks" / "01" / "steps.jsonl").is_file()
 
 
+@pytest.mark.slow
 def test_two_nodes_meet_at_one_rendezvous_and_rank_0_tables_both(cli_env, tmp_path):
     """Two torchrun agents on this host with --nnodes 2 (c10d rendezvous on localhost), as two nodes would."""
     import socket
@@ -189,6 +194,7 @@ def test_each_ranks_gpu_is_read_and_its_children_are_ours(monkeypatch):
             child.kill()
 
 
+@pytest.mark.slow
 def test_two_jobs_at_once_on_one_node_each_take_their_own_port(cli_env, tmp_path):
     """The standalone rendezvous takes a free port itself, so a second job on the node (a port the first one holds)
     is never refused for it. A common fixed port (29500) held by another program is where a fixed --master-port

@@ -32,6 +32,7 @@ def second_process_ooms(monkeypatch):
     monkeypatch.setattr(session_module, "runner_argv", argv)
 
 
+@pytest.mark.slow
 def test_three_processes_make_one_group_whose_statistics_are_over_the_processes(tmp_path):
     cfg = RunConfig(**{**TINY.to_dict(), "repeats": 3})
     run_dir = rundir.new_run_dir(tmp_path, cfg)
@@ -55,6 +56,7 @@ def test_three_processes_make_one_group_whose_statistics_are_over_the_processes(
     assert "3 of 3 processes" in shown and "std in run" in shown and "range" in shown
 
 
+@pytest.mark.slow
 def test_a_process_that_fails_ends_the_group_and_gives_it_its_status(tmp_path, second_process_ooms):
     cfg = RunConfig(**{**TINY.to_dict(), "repeats": 4})
     group = RepeatedRun(cfg, rundir.new_run_dir(tmp_path, cfg), lambda event: None).run()
@@ -64,6 +66,7 @@ def test_a_process_that_fails_ends_the_group_and_gives_it_its_status(tmp_path, s
     assert group["between"]["step"]["n"] == 1 and group["between"]["step"]["cv_pct"] is None  # spread unknown
 
 
+@pytest.mark.slow
 def test_a_sweep_interleaves_the_processes_and_resumes_an_incomplete_group(tmp_path):
     configs = sweep.expand({**{k: [v] for k, v in TINY.to_dict().items()}, "ctx": [16, 24], "repeats": [2]})
     sweep_dir = sweep.create(tmp_path, "t", configs, ["ctx"])

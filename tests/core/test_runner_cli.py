@@ -23,6 +23,7 @@ def sysprof(args, env, timeout=120):
                           text=True, timeout=timeout)
 
 
+@pytest.mark.slow
 def test_run_json_contract_and_run_directory(cli_env, tmp_path):
     result = sysprof(["run", *TINY, "--warmup", "2", "--steps", "3", "--json"], cli_env)
     assert result.returncode == 0, result.stderr
@@ -43,12 +44,14 @@ def test_run_json_contract_and_run_directory(cli_env, tmp_path):
     assert json.loads((run_dir / "summary.json").read_text()) == summary
 
 
+@pytest.mark.slow
 def test_forward_mode_has_no_backward_phase(cli_env):
     result = sysprof(["run", *TINY, "--mode", "forward", "--warmup", "0", "--steps", "2", "--json"], cli_env)
     assert result.returncode == 0, result.stderr
     assert set(json.loads(result.stdout)["phases"]) == {"forward", "step"}
 
 
+@pytest.mark.slow
 def test_human_table_has_units(cli_env):
     result = sysprof(["run", *TINY, "--warmup", "0", "--steps", "2"], cli_env)
     assert result.returncode == 0, result.stderr
@@ -73,6 +76,7 @@ def test_invalid_input_exits_2_with_one_line(cli_env, args, reason):
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU path")
+@pytest.mark.slow
 def test_missing_device_is_invalid_input_and_leaves_no_run(cli_env, tmp_path):
     result = sysprof(["run", *TINY[:-2], "--device", "cuda"], cli_env)
     assert result.returncode == 2 and "no CUDA GPU is visible" in result.stderr
@@ -86,6 +90,7 @@ def test_models_json(cli_env):
     assert set(models["xl"]) >= {"name", "params", "d_model", "d_ff", "layers", "heads", "vocab"}
 
 
+@pytest.mark.slow
 def test_killed_runner_keeps_finished_steps(tmp_path):
     cfg = RunConfig(model="tiny", ctx=32, batch=2, device="cpu", warmup=0, steps=100_000)
     run_dir = rundir.new_run_dir(tmp_path, cfg)
@@ -98,6 +103,7 @@ def test_killed_runner_keeps_finished_steps(tmp_path):
     assert summary["phases"]["step"]["n"] >= 3  # the steps that finished before the kill are kept
 
 
+@pytest.mark.slow
 def test_sigint_cancels_cleanly_with_summary(tmp_path):
     cfg = RunConfig(model="tiny", ctx=32, batch=2, device="cpu", warmup=0, steps=100_000)
     run_dir = rundir.new_run_dir(tmp_path, cfg)
@@ -112,6 +118,7 @@ def test_sigint_cancels_cleanly_with_summary(tmp_path):
     assert summary["phases"]["step"]["n"] >= 1
 
 
+@pytest.mark.slow
 def test_a_cli_run_stopped_with_ctrl_c_says_cancelled_with_the_steps_it_kept(cli_env, tmp_path):
     """Ctrl-C in the terminal (SIGINT to its process group): the human report's status and end line say
     cancelled, summary.json keeps the contract's status "failed" and adds the state."""

@@ -77,6 +77,7 @@ def test_drop_unbalanced_keeps_ranges_within_the_capture():
     assert kept["name"].tolist() == ["step 0"] and "'session' (5.000 s)" in note
 
 
+@pytest.mark.slow
 def test_cli_phase_and_prefix_errors_are_one_line(cli_env):
     import subprocess
     import sys

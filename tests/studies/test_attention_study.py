@@ -26,6 +26,7 @@ def cpu_study(tmp_path_factory):
     return json.loads(done.stdout)
 
 
+@pytest.mark.slow
 def test_attention_study_runs_on_the_cpu_with_both_dtypes(cpu_study):
     cells = cpu_study["attention microbenchmark, batch 2, cpu, fp32, bf16 (bf16 under autocast)"]
     assert [(c["impl"], c["dtype"], c["seq"]) for c in cells] == [
@@ -76,6 +77,7 @@ def test_h200_study_pivots_mark_oom_and_keep_the_memory_table():
     (["--impl", "flash"], "--impl: unknown value 'flash'"),
     (["--device", "tpu"], "--device must be one of auto, cuda, cpu, mps"),
 ])
+@pytest.mark.slow
 def test_bad_attention_options_are_one_line_errors(tmp_path, capsys, extra, reason):
     assert main(["study", "attention", "--runs-dir", str(tmp_path), *extra]) == 2
     error = capsys.readouterr().err

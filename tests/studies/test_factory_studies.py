@@ -15,6 +15,8 @@ from sysprof.profiler_core.studies.progress import config_label
 from sysprof.profiler_core.studies.results import study_tables
 from sysprof.profiler_core.studies.tables import sweep_rows
 
+pytestmark = pytest.mark.slow  # real processes or the whole app: `pytest -m "not slow"` leaves them out
+
 DATA = Path(__file__).resolve().parents[1] / "data"
 GPT = f"{DATA / 'models' / 'nanogpt_style' / 'gpt.py'}:build"
 FACTORY = {"model": ["tiny"], "model_factory": [GPT], "model_args": [("n_layer=1",)], "device": ["cpu"],

@@ -26,6 +26,7 @@ def test_gpu_ids_that_are_not_numbers_are_left_to_cuda():
     assert gpus_problem(["GPU-6f2a", "GPU-77b1"], [GPU_CELL], visible=2) is None
 
 
+@pytest.mark.slow
 def test_cells_run_side_by_side_each_with_its_own_gpu(tmp_path, cli_env, monkeypatch):
     """CPU cells stand in for GPU cells: what is proven is the pool (a process per cell, the variable each is
     given, both ran, the gpu column); the H200 test proves the GPUs."""

@@ -23,6 +23,7 @@ def sysprof(args, env, timeout=600):
                           text=True, timeout=timeout, cwd=ROOT)
 
 
+@pytest.mark.slow
 def test_every_count_and_parallel_its_efficiency_and_the_counts_the_host_lacks(cli_env):
     result = sysprof(["study", "scaling", "--device", "cpu", "--models", "tiny", "--gpus", "1,2,4096",
                       "--parallels", "ddp,fsdp", "--repeats", "2", "--warmup", "1", "--steps", "4", "--ctx", "64",
@@ -87,6 +88,7 @@ def test_the_plan_keeps_one_single_gpu_cell_and_lists_what_does_not_fit():
     assert [(n["parallel"], n["gpus"]) for n in not_run] == [("ddp", 8), ("fsdp", 8)]
 
 
+@pytest.mark.slow
 def test_a_saved_scaling_study_exports_its_tables(cli_env):
     """The study's directory opens and exports like any study's (resumable, exportable: a kind, not a script)."""
     result = sysprof(["study", "scaling", "--device", "cpu", "--models", "tiny", "--gpus", "1", "--warmup", "0",

@@ -46,6 +46,7 @@ def oom_for_ctx_32(monkeypatch):
     monkeypatch.setattr(session_module, "runner_argv", argv)
 
 
+@pytest.mark.slow
 def test_sweep_with_an_oom_cell_continues_and_resumes_only_unfinished(tmp_path, oom_for_ctx_32):
     configs = sweep.expand({**{k: [v] for k, v in TINY.items()}, "ctx": [16, 32, 24]})
     sweep_dir = sweep.create(tmp_path, "t", configs, ["ctx"])
@@ -66,6 +67,7 @@ def test_sweep_with_an_oom_cell_continues_and_resumes_only_unfinished(tmp_path, 
     assert set(document["cells"][0]) >= {"config", "status", "phases"}
 
 
+@pytest.mark.slow
 def test_sweep_rows_have_the_seed_columns_and_pivot(tmp_path):
     configs = sweep.expand({**{k: [v] for k, v in TINY.items()}, "ctx": [16, 24]})
     sweep_dir = sweep.create(tmp_path, "t", configs, ["ctx"])
@@ -82,6 +84,7 @@ def test_sweep_rows_have_the_seed_columns_and_pivot(tmp_path):
 
 
 
+@pytest.mark.slow
 def test_pivot_marks_oom_cells_keeps_all_oom_rows_and_takes_text_values(tmp_path, oom_for_ctx_32):
     configs = sweep.expand({**{k: [v] for k, v in TINY.items()}, "ctx": [16, 32], "batch": [2, 3]})
     sweep_dir = sweep.create(tmp_path, "t", configs, ["ctx", "batch"])
@@ -99,6 +102,7 @@ def test_pivot_marks_oom_cells_keeps_all_oom_rows_and_takes_text_values(tmp_path
         pivot(rows, ["seq"], ["batch"], "fwd mean ms")
 
 
+@pytest.mark.slow
 def test_sweep_cli_json_and_bad_values(cli_env, tmp_path):
     args = [sys.executable, "-m", "sysprof.profiler_core", "sweep", "--model", "tiny", "--device", "cpu", "--ctx", "16,24",
             "--batch", "2", "--warmup", "0", "--steps", "2", "--json"]
@@ -175,6 +179,7 @@ def test_passes_table_gives_the_ratio_of_the_medians():
     assert entry["ratio fwd+bwd / fwd"] == 3.0 and entry["params"] == 128625408 and entry["d_ff"] == 3072
 
 
+@pytest.mark.slow
 def test_precision_lab_computed_live_on_cpu():
     result = subprocess.run([sys.executable, "-m", "sysprof.profiler_core.runner.precision_lab", "--device", "cpu"],
                             capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[2])

@@ -28,6 +28,7 @@ def warmup_study(tmp_path_factory):
     return events, root
 
 
+@pytest.mark.slow
 def test_events_say_where_the_study_is_and_how_far(warmup_study):
     events, root = warmup_study
     assert [e["event"] for e in events] == ["study", "cell", "cell_done", "cell", "cell_done"]
@@ -67,6 +68,7 @@ def test_unfinished_cells_are_pending_rows_and_fail_the_check(tmp_path):
     assert study_record(sweep_dir)["finished"] == 0  # a torn summary is an unfinished cell, not an error
 
 
+@pytest.mark.slow
 def test_finished_grid_gets_a_pivot_by_its_varied_fields(tmp_path):
     configs = sweep.expand({**{k: [v] for k, v in TINY.items()}, "ctx": [16, 24], "batch": [1, 2]})
     sweep_dir = sweep.create(tmp_path, "grid", configs, ["ctx", "batch"])
@@ -85,6 +87,7 @@ def test_a_directory_that_is_no_study_is_one_clear_error(tmp_path):
         study_tables(tmp_path)
 
 
+@pytest.mark.slow
 def test_precision_study_keeps_its_lab_in_the_directory(tmp_path):
     """The lab runs once, before the cells; its tables come back from the study directory like the rest."""
     args = [sys.executable, "-m", "sysprof.profiler_core", "study", "precision", "--models", "tiny", "--device", "cpu",
@@ -106,6 +109,7 @@ def test_precision_study_keeps_its_lab_in_the_directory(tmp_path):
     assert all(row["fp32 speedup"] == 1.0 and row["params"] > 0 and row["bf16 median ms"] > 0 for row in precision)
 
 
+@pytest.mark.slow
 def test_passes_and_warmup_grids_over_models_contexts_and_modes(tmp_path):
     """Real CPU runs: one command gives forward vs forward+backward for every model and ctx, and the warm-up grid
     puts FWD and FWD+BWD side by side."""

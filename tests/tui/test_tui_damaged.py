@@ -9,6 +9,8 @@ from tui_helpers import settle, text
 
 from sysprof.tui.app import SysprofApp
 
+pytestmark = pytest.mark.slow  # real processes or the whole app: `pytest -m "not slow"` leaves them out
+
 RUN = Path(__file__).resolve().parents[1] / "data" / "runs" / "small-h200-analyses"
 KERNELS_OK, MEMORY_OK = "5,570", "peak 2.68 GiB in backward step 0"  # backward's kernel count; the memory headline
 

@@ -1,5 +1,6 @@
 """Property-based: whatever is typed into Configure's fields, the form answers with a config or the reasons by
 field, and what it shows about the model and its memory renders; never an exception."""
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rich.console import Console
@@ -18,6 +19,8 @@ typed = st.one_of(
     st.sampled_from(["", " 7 ", "-0", "1e3", "0x10", "²", "١٢", "99999999999999999999", "models.x:build",
                      "a=1 b='two'", 'a="unclosed', "x.py:", ":f", "tiny"]),
 )
+
+pytestmark = pytest.mark.slow  # real processes or the whole app: `pytest -m "not slow"` leaves them out
 
 
 @st.composite

@@ -3,11 +3,14 @@ never in the app's own process, and a model that raises shows its one-line reaso
 import asyncio
 from pathlib import Path
 
+import pytest
 from tui_helpers import settle, text
 
 from sysprof.profiler_core.config import RunConfig
 from sysprof.tui.app import SysprofApp
 from sysprof.tui.panes.inspect_panel import InspectPanel
+
+pytestmark = pytest.mark.slow  # real processes or the whole app: `pytest -m "not slow"` leaves them out
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 TINY = RunConfig(model="tiny", ctx=32, batch=2, warmup=2, steps=3, device="cpu")

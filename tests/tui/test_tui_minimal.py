@@ -3,6 +3,7 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
 from textual.widgets import ProgressBar
 
 from sysprof.profiler_core.config import RunConfig
@@ -45,6 +46,7 @@ async def test_run_key_streams_events_into_the_step_table(tmp_path):
         assert str(app.query_one("#stage-line").render()).startswith("ok · 3 measured steps · ")
 
 
+@pytest.mark.slow
 async def test_runner_dying_midway_is_reported_and_steps_kept(tmp_path):
     app = SysprofApp(runs_dir=str(tmp_path), argv_factory=fake_factory("tiny_cpu_train.jsonl", "--stop-after", "7"),
                      initial=TINY, sample_gpu=False)
@@ -72,6 +74,7 @@ async def test_invalid_field_disables_run_with_reason(tmp_path):
         assert app.query_one("#ctx").has_class("-invalid")
 
 
+@pytest.mark.slow
 async def test_real_tiny_run_through_the_real_runner(tmp_path):
     app = SysprofApp(runs_dir=str(tmp_path), initial=TINY, sample_gpu=False)
     async with app.run_test(size=(100, 30)) as pilot:
@@ -103,6 +106,7 @@ def test_the_apps_own_load_is_its_cpu_over_the_measured_wall_time():
     assert idle.percent() < 20 < busy.percent() <= 110  # one busy core is 100%
 
 
+@pytest.mark.slow
 async def test_a_run_with_repeats_shows_the_spread_between_its_processes(tmp_path):
     from dataclasses import replace
 
@@ -121,6 +125,7 @@ async def test_a_run_with_repeats_shows_the_spread_between_its_processes(tmp_pat
         assert "repeat 2/2 ok: step median" in shown  # the second process's notice
 
 
+@pytest.mark.slow
 async def test_live_shows_the_warnings_a_run_stored(tmp_path, monkeypatch):
     """A real run whose session read a loaded host (the load average injected: a test cannot load a machine on
     cue), opened offline: Live lists its warnings with their cause and remedy."""
@@ -154,6 +159,7 @@ async def test_ranks_are_capped_at_the_visible_gpus_in_configure(tmp_path):
         assert "--nproc 2 needs one GPU per rank; 1 visible here" in str(app.query_one("#config-error").render())
 
 
+@pytest.mark.slow
 async def test_two_cpu_ranks_from_the_app_show_each_ranks_step(tmp_path):
     from dataclasses import replace
 

@@ -75,6 +75,7 @@ def recording_argv(started: list[RunConfig]):
     return argv
 
 
+@pytest.mark.slow
 async def test_model_fields_are_checked_live_and_a_run_gets_them(tmp_path):
     started: list[RunConfig] = []
     app = SysprofApp(runs_dir=str(tmp_path), argv_factory=recording_argv(started), initial=TINY, sample_gpu=False)
@@ -109,6 +110,7 @@ async def in_tree(pilot, *keys):
         await pilot.pause(0.2)
 
 
+@pytest.mark.slow
 async def test_file_picker_fills_the_factory_with_a_definition_it_parsed(tmp_path, monkeypatch):
     (tmp_path / "models").mkdir()
     (tmp_path / "models" / "mine.py").write_text(MODEL_FILE)

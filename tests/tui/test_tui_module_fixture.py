@@ -39,6 +39,7 @@ def run_dir(tmp_path) -> Path:
     return run
 
 
+@pytest.mark.slow
 async def test_module_type_tables_show_and_export(run_dir):
     app = SysprofApp(runs_dir=str(run_dir.parent), open_runs=[run_dir], sample_gpu=False)
     async with app.run_test(size=(100, 30)) as pilot:

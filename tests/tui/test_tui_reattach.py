@@ -20,6 +20,8 @@ from sysprof.profiler_core.session.process import session_argv
 from sysprof.tui.app import SysprofApp
 from sysprof.tui.modals import ConfirmQuit
 
+pytestmark = pytest.mark.slow  # real processes or the whole app: `pytest -m "not slow"` leaves them out
+
 DATA = Path(__file__).resolve().parents[1] / "data"
 TINY = RunConfig(model="tiny", ctx=32, batch=2, warmup=2, steps=3, device="cpu")
 

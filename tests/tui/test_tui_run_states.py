@@ -4,6 +4,7 @@ A real tiny CPU session (real torch), started and cancelled from the app."""
 import time
 from pathlib import Path
 
+import pytest
 from textual.widgets import ProgressBar
 from tui_helpers import settle, text
 
@@ -23,6 +24,7 @@ async def wait_for(pilot, condition, timeout: float = 120.0) -> None:
         await pilot.pause(0.1)
 
 
+@pytest.mark.slow
 async def test_a_cancelled_run_says_cancelled_on_live_and_runs_with_the_steps_it_kept(tmp_path):
     app = SysprofApp(runs_dir=str(tmp_path), initial=LONG, sample_gpu=False)
     async with app.run_test(size=(80, 24)) as pilot:

@@ -7,6 +7,8 @@ import pytest
 from sysprof.profiler_core.config import RunConfig
 from sysprof.tui.app import SysprofApp
 
+pytestmark = pytest.mark.slow  # real processes or the whole app: `pytest -m "not slow"` leaves them out
+
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = Path("tests/data/runs")  # relative: paths on screen must not depend on the checkout's location
 TINY = RunConfig(model="tiny", ctx=32, batch=2, warmup=2, steps=3, device="cpu")

@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from tui_helpers import settle, text
 
 from sysprof.tui.app import SysprofApp
@@ -39,6 +40,7 @@ async def wait_for_end(app, pilot, limit_s=240):
     return pane
 
 
+@pytest.mark.slow
 async def test_a_study_started_in_the_app_runs_the_real_cli_and_shows_its_tables(tmp_path):
     app = studies_app(tmp_path)
     async with app.run_test(size=(110, 36)) as pilot:
@@ -61,6 +63,7 @@ async def test_a_study_started_in_the_app_runs_the_real_cli_and_shows_its_tables
         assert exported[0].startswith("| model | ctx | warmup | status |") and len(exported) == 4
 
 
+@pytest.mark.slow
 async def test_refused_commands_say_why_in_one_line(tmp_path):
     app = studies_app(tmp_path)
     async with app.run_test(size=(110, 36)) as pilot:
@@ -90,6 +93,7 @@ async def test_saved_attention_study_opens_offline_with_its_memory_accounting(tm
         assert "attention · opened · 60/60 cells run" in text(app)
 
 
+@pytest.mark.slow
 async def test_runs_screen_lists_a_study_and_opens_it_in_studies(tmp_path):
     shutil.copytree(WARMUP, tmp_path / "runs" / WARMUP.name)
     app = studies_app(tmp_path)

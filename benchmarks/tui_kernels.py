@@ -16,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from sysprof.tui.kernel_data import KernelView, apply_view, load_kernel_data  # noqa: E402
+from sysprof.tui.model.kernel_data import KernelView, apply_view, load_kernel_data  # noqa: E402
 
 KERNELS = ROOT / "tests" / "data" / "runs" / "small-h200-analyses" / "kernels"
 VIEWS = (KernelView(name_filter="elementwise", phase="backward", sort_by="total_ns"),

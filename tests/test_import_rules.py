@@ -156,6 +156,12 @@ def test_runner_side_imports_no_ui_or_tables():
     assert not loaded_after_import(", ".join(runner)) & {"textual", "pandas", "rich"}
 
 
+def test_the_apps_models_load_no_textual():
+    """tui/model/ is what the screens show, computed as plain data: testable and reusable without the app."""
+    models = [name for name in project_modules() if name.startswith(f"{ROOT_PACKAGE}.tui.model.")]
+    assert models and "textual" not in loaded_after_import(", ".join(models))
+
+
 def test_the_app_enters_the_core_through_api_and_render():
     allowed = (f"{CORE}.api", f"{CORE}.render", f"{CORE}.units")
     offenders = {name: sorted(n for n in imported_names(path, top_level_only=False)

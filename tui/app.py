@@ -30,8 +30,10 @@ from sysprof.profiler_core.api import (
 )
 from sysprof.tui.exporting import TableExportActions
 from sysprof.tui.keys import GLOBAL_KEYS, PANE_KEYS, PANES, bindings, delegated_pane_bindings
-from sysprof.tui.modals import ConfirmQuit
-from sysprof.tui.own_load import MeasuredLoad, record_load, record_start
+from sysprof.tui.model.own_load import MeasuredLoad, record_load, record_start
+from sysprof.tui.model.run_files import state_from_run_dir
+from sysprof.tui.model.settings import default_settings_path, load_last_config, save_last_config
+from sysprof.tui.model.state import RunState
 from sysprof.tui.panes.base import Pane
 from sysprof.tui.panes.configure import ConfigurePane
 from sysprof.tui.panes.help import HelpPane
@@ -41,9 +43,7 @@ from sysprof.tui.panes.memory import MemoryPane
 from sysprof.tui.panes.runs import RunsPane
 from sysprof.tui.panes.studies import StudiesPane
 from sysprof.tui.run_control import POLL_S, RUN, STUDY, ProcessControl
-from sysprof.tui.run_files import state_from_run_dir
-from sysprof.tui.settings import default_settings_path, load_last_config, save_last_config
-from sysprof.tui.state import RunState
+from sysprof.tui.widgets.modals import ConfirmQuit
 
 ArgvFactory = Callable[[RunConfig, Path], list[str]]
 TELEMETRY_PERIOD_S = 0.5  # ≤ 2 Hz: NVML calls are cheap, but the UI thread must never wait on them

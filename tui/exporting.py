@@ -8,14 +8,14 @@ from typing import TYPE_CHECKING
 
 from sysprof.profiler_core.api import rundir
 from sysprof.profiler_core.render.export import osc52, to_markdown
-from sysprof.tui.modals import ExportModal
 from sysprof.tui.panes.base import ExportTable
+from sysprof.tui.widgets.modals import ExportModal
 
 if TYPE_CHECKING:
     from textual.app import App
 
+    from sysprof.tui.model.state import RunState
     from sysprof.tui.panes.base import Pane
-    from sysprof.tui.state import RunState
 
     class _ExportHost(App):
         """What the mixin uses of the App it is mixed into."""

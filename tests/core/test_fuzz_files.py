@@ -122,7 +122,7 @@ RUN_FILES = ["summary.json", "manifest.json", "steps.jsonl", "kernels/analysis.j
 
 
 def test_a_run_directory_with_a_damaged_file_is_read_or_refused_in_one_line(tmp_path):
-    from sysprof.tui.run_files import state_from_run_dir
+    from sysprof.tui.model.run_files import state_from_run_dir
 
     @settings(FUZZ, max_examples=60)
     @given(st.sampled_from(RUN_FILES), damage())

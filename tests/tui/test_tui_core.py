@@ -10,12 +10,12 @@ from sysprof.profiler_core.nvml import GpuTelemetry, NvmlSampler, decode_throttl
 from sysprof.profiler_core.render.analysis_report import phase_mark_line
 from sysprof.profiler_core.render.export import ExportError, osc52, to_csv, to_json, to_latex, to_markdown, write_table
 from sysprof.profiler_core.units import telemetry_cells
-from sysprof.tui.kernel_data import KernelView, apply_view, load_kernel_data
-from sysprof.tui.memory_data import peaks_by_phase
+from sysprof.tui.model.kernel_data import KernelView, apply_view, load_kernel_data
+from sysprof.tui.model.memory_data import peaks_by_phase
+from sysprof.tui.model.run_files import state_from_run_dir
+from sysprof.tui.model.settings import load_last_config
+from sysprof.tui.model.state import RunState
 from sysprof.tui.panes.live import telemetry_line
-from sysprof.tui.run_files import state_from_run_dir
-from sysprof.tui.settings import load_last_config
-from sysprof.tui.state import RunState
 
 RUNS = Path(__file__).resolve().parents[1] / "data" / "runs"
 ANALYSED = RUNS / "small-h200-analyses"
@@ -140,7 +140,7 @@ def test_remembered_config_round_trip_and_corruption(tmp_path):
 
 def test_later_passes_do_not_move_the_clean_run():
     """A profiled or memory pass's hello, stages and end events (tagged with "pass") leave the clean run alone."""
-    from sysprof.tui.state import RunState
+    from sysprof.tui.model.state import RunState
 
     state = RunState().apply({"event": "hello", "run_dir": "runs/a", "env": {"device_type": "cuda"}})
     state = state.apply({"event": "stage", "name": "measured", "total": 5})

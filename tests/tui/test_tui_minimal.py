@@ -8,9 +8,9 @@ from textual.widgets import ProgressBar
 
 from sysprof.profiler_core.config import RunConfig
 from sysprof.tui.app import SysprofApp
+from sysprof.tui.model.run_files import state_from_run_dir
+from sysprof.tui.model.state import RunState
 from sysprof.tui.panes.live import StepTable
-from sysprof.tui.run_files import state_from_run_dir
-from sysprof.tui.state import RunState
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 TINY = RunConfig(model="tiny", ctx=32, batch=2, warmup=2, steps=3, device="cpu")
@@ -92,7 +92,7 @@ async def test_real_tiny_run_through_the_real_runner(tmp_path):
 def test_the_apps_own_load_is_its_cpu_over_the_measured_wall_time():
     import time
 
-    from sysprof.tui.own_load import MeasuredLoad
+    from sysprof.tui.model.own_load import MeasuredLoad
 
     busy, idle = MeasuredLoad(), MeasuredLoad()
     for load, work in ((busy, lambda: sum(range(10**7))), (idle, lambda: time.sleep(0.3))):

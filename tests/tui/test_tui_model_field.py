@@ -9,9 +9,9 @@ from tui_helpers import settle, text
 
 from sysprof.profiler_core.config import RunConfig
 from sysprof.tui.app import SysprofApp
-from sysprof.tui.factory_picker import FactoryPicker
-from sysprof.tui.factory_scan import ScanError, factory_spec, top_level_definitions
+from sysprof.tui.model.factory_scan import ScanError, factory_spec, top_level_definitions
 from sysprof.tui.panes.config_fields import read_code_field, shown
+from sysprof.tui.widgets.factory_picker import FactoryPicker
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 GPT = f"{DATA / 'models' / 'nanogpt_style' / 'gpt.py'}:build"

@@ -18,7 +18,7 @@ from sysprof.profiler_core.config import RunConfig
 from sysprof.profiler_core.liveness import live_process
 from sysprof.profiler_core.session.process import session_argv
 from sysprof.tui.app import SysprofApp
-from sysprof.tui.modals import ConfirmQuit
+from sysprof.tui.widgets.modals import ConfirmQuit
 
 pytestmark = pytest.mark.slow  # real processes or the whole app: `pytest -m "not slow"` leaves them out
 

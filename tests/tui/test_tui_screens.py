@@ -13,7 +13,7 @@ from tui_helpers import settle, text
 from sysprof.profiler_core.config import RunConfig
 from sysprof.tui.app import SysprofApp
 from sysprof.tui.keys import GLOBAL_KEYS, PANE_KEYS, key_label
-from sysprof.tui.modals import ConfirmQuit, ExportModal
+from sysprof.tui.widgets.modals import ConfirmQuit, ExportModal
 
 pytestmark = pytest.mark.slow  # real processes or the whole app: `pytest -m "not slow"` leaves them out
 

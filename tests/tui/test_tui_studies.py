@@ -9,8 +9,8 @@ import pytest
 from tui_helpers import settle, text
 
 from sysprof.tui.app import SysprofApp
+from sysprof.tui.model.study_state import StudyState
 from sysprof.tui.panes.studies import study_argv
-from sysprof.tui.study_state import StudyState
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 ATTENTION, WARMUP = DATA / "studies" / "attention-h200", DATA / "studies" / "warmup-small-h200"

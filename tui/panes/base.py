@@ -9,8 +9,8 @@ from textual.reactive import reactive
 from textual.widgets import DataTable
 from textual.worker import get_current_worker
 
-from sysprof.tui.run_files import analysis_dir
-from sysprof.tui.state import RunState
+from sysprof.tui.model.run_files import analysis_dir
+from sysprof.tui.model.state import RunState
 
 
 @dataclass(frozen=True)

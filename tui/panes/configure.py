@@ -38,7 +38,6 @@ from sysprof.profiler_core.api import (
     visible_gpu_count,
 )
 from sysprof.profiler_core.units import format_bytes
-from sysprof.tui.factory_picker import FactoryPicker
 from sysprof.tui.keys import pane_bindings
 from sysprof.tui.panes.base import Pane
 from sysprof.tui.panes.config_fields import (
@@ -50,6 +49,7 @@ from sysprof.tui.panes.config_fields import (
     read_integer,
 )
 from sysprof.tui.panes.inspect_panel import InspectPanel
+from sysprof.tui.widgets.factory_picker import FactoryPicker
 
 CHOICES = {"mode": MODES, "dtype": DTYPES, "matmul_precision": MATMUL_PRECISIONS, "attention": ATTENTIONS,
            "device": DEVICES, "profiler": PROFILERS, "optimizer_impl": OPTIMIZER_IMPLS, "compile_mode": COMPILE_MODES,

@@ -19,8 +19,9 @@ from sysprof.profiler_core.api import attention_part_labels, short_kernel_name, 
 from sysprof.profiler_core.render.launch_report import short_verdict, verdict_lines
 from sysprof.profiler_core.render.module_tables import KERNEL_ROW_FIELDS, absent_line
 from sysprof.profiler_core.units import NA, blank_or, fixed, ns_as_ms, ns_as_us
-from sysprof.tui.advice import absent_kernels
-from sysprof.tui.kernel_data import (
+from sysprof.tui.keys import pane_bindings
+from sysprof.tui.model.advice import absent_kernels
+from sysprof.tui.model.kernel_data import (
     KERNEL_TABLES,
     KernelData,
     KernelView,
@@ -28,11 +29,10 @@ from sysprof.tui.kernel_data import (
     load_kernel_data,
     module_type_rows,
 )
-from sysprof.tui.keys import pane_bindings
-from sysprof.tui.live_numbers import profiled_numbers
+from sysprof.tui.model.live_numbers import profiled_numbers
+from sysprof.tui.model.state import RunState
 from sysprof.tui.panes.base import ExportTable, Pane
-from sysprof.tui.state import RunState
-from sysprof.tui.tables import MarkableTable
+from sysprof.tui.widgets.tables import MarkableTable
 
 MAX_SHOWN_ROWS = 1000  # the DataTable draws every row it holds; export still gets all of them
 COLUMNS = {"phase": "phase", "name": "kernel", "class": "class", "instances": "n", "total_ns": "total ms",

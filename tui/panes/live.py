@@ -11,10 +11,16 @@ from textual.widgets import DataTable, Label, ProgressBar, Sparkline, Static
 
 from sysprof.profiler_core.api import GpuTelemetry, end_reason, events, mfu_missing
 from sysprof.profiler_core.units import NA, format_ms, optional, ratio, telemetry_cells
-from sysprof.tui.live_numbers import CHART_SERIES, chart_series, profiled_numbers, running_phases, running_throughput
+from sysprof.tui.model.live_numbers import (
+    CHART_SERIES,
+    chart_series,
+    profiled_numbers,
+    running_phases,
+    running_throughput,
+)
+from sysprof.tui.model.run_files import short_path
+from sysprof.tui.model.state import RunState
 from sysprof.tui.panes.base import ExportTable, Pane
-from sysprof.tui.run_files import short_path
-from sysprof.tui.state import RunState
 
 STEP_COLUMNS = ("step", "wall", "forward", "backward", "optimizer")
 

@@ -13,13 +13,13 @@ from sysprof.profiler_core.api import DAMAGED_DATA, rundir
 from sysprof.profiler_core.render.memory_plot import GIB, peak_point, phase_spans, x_label
 from sysprof.profiler_core.render.module_tables import absent_line
 from sysprof.profiler_core.units import bytes_cell, fixed
-from sysprof.tui.advice import absent_memory
 from sysprof.tui.keys import pane_bindings
-from sysprof.tui.memory_data import MEMORY_TABLES, load_memory_analysis, memory_table, peaks_by_phase
+from sysprof.tui.model.advice import absent_memory
+from sysprof.tui.model.memory_data import MEMORY_TABLES, load_memory_analysis, memory_table, peaks_by_phase
+from sysprof.tui.model.run_files import short_path
+from sysprof.tui.model.state import RunState
 from sysprof.tui.panes.base import ExportTable, Pane
-from sysprof.tui.run_files import short_path
-from sysprof.tui.state import RunState
-from sysprof.tui.tables import MarkableTable
+from sysprof.tui.widgets.tables import MarkableTable
 
 TABLE_COLUMNS = {
     "top allocations": {"size_bytes": "size", "category": "category", "phase": "phase", "step": "step",

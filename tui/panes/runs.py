@@ -27,9 +27,9 @@ from sysprof.profiler_core.api import (
 from sysprof.profiler_core.render.compare_report import row_cells
 from sysprof.profiler_core.units import format_ms
 from sysprof.tui.keys import pane_bindings
+from sysprof.tui.model.run_files import short_path
 from sysprof.tui.panes.base import ExportTable, Pane
-from sysprof.tui.run_files import short_path
-from sysprof.tui.tables import MarkableTable
+from sysprof.tui.widgets.tables import MarkableTable
 
 # Status (the run's state) and the median step stay on screen at 80 columns; the table scrolls sideways for the rest.
 RUN_COLUMNS = {"name": "run", "state": "status", "step_median_ms": "median step", "steps": "steps", "model": "model",

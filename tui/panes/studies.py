@@ -30,11 +30,11 @@ from sysprof.profiler_core.api import (
 from sysprof.profiler_core.api import study_argv as cli_study_argv
 from sysprof.profiler_core.units import table_number
 from sysprof.tui.keys import pane_bindings
+from sysprof.tui.model.run_files import short_path
+from sysprof.tui.model.study_state import StudyState
 from sysprof.tui.panes.base import ExportTable, Pane
 from sysprof.tui.run_control import STUDY, ProcessControl
-from sysprof.tui.run_files import short_path
-from sysprof.tui.study_state import StudyState
-from sysprof.tui.tables import MarkableTable
+from sysprof.tui.widgets.tables import MarkableTable
 
 # The sweeps' templates; each study kind brings its own (studies/kinds/), listed between them.
 GPU_SWEEPS = {"seed sweep: small…2.7B × ctx 128–1024 × fp32/bf16":

@@ -14,7 +14,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DirectoryTree, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from sysprof.tui.factory_scan import Definition, ScanError, factory_spec, top_level_definitions
+from sysprof.tui.model.factory_scan import Definition, ScanError, factory_spec, top_level_definitions
 
 SKIPPED_FOLDERS = ("__pycache__", "node_modules")
 

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sysprof.profiler_core.api import PhaseStats, RunConfig, phase_stats, throughput
-from sysprof.tui.state import RunState
+from sysprof.tui.model.state import RunState
 
 CHART_SERIES = ("wall", "forward", "backward", "optimizer")
 

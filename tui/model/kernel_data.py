@@ -76,7 +76,7 @@ def load_kernel_data(kernels_dir: Path) -> KernelData:
     data = KernelData(kernels_dir)
     csv_path = kernels_dir / rundir.PHASE_KERNELS
     if not csv_path.is_file():
-        return data  # absent, not damaged: the screen says why from the run (tui/advice.py)
+        return data  # absent, not damaged: the screen says why from the run (tui/model/advice.py)
     try:
         data.table = pd.read_csv(csv_path)
         data.table["phase"] = data.table["phase"].astype(str)

@@ -4,7 +4,7 @@ A kernel table needs CUDA kernels and a memory analysis the CUDA caching allocat
 nsys" cannot help a CPU run, so a CPU run is told what it would take instead."""
 from __future__ import annotations
 
-from sysprof.tui.state import RunState
+from sysprof.tui.model.state import RunState
 
 
 def _device(state: RunState) -> str | None:

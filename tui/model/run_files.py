@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from sysprof.profiler_core.api import rundir
-from sysprof.tui.state import RunState
+from sysprof.tui.model.state import RunState
 
 
 def state_from_run_dir(path: Path) -> RunState:

@@ -11,7 +11,7 @@ MEMORY_TABLES = ("top allocations", "categories", "predicted vs measured", "modu
 
 
 def load_memory_analysis(memory_dir: Path) -> tuple[dict | None, str | None]:
-    """(analysis, None), (None, why it cannot be read), or (None, None) when there is none (tui/advice.py says
+    """(analysis, None), (None, why it cannot be read), or (None, None) when there is none (tui/model/advice.py says
     why from the run)."""
     path = memory_dir / rundir.ANALYSIS
     if not path.is_file():

@@ -11,12 +11,13 @@ checkout's ../shared/fixtures/h200_small_fp32 (an nsys stats directory: analyze 
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from checkouts import cli_for
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT.parent / "shared" / "fixtures" / "h200_small_fp32"
@@ -28,10 +29,9 @@ def commands(fixture: Path) -> dict[str, list[str]]:
 
 
 def run_seconds(argv: list[str], root: Path) -> float:
-    # cwd and PYTHONPATH both at the checkout: `-m profiler_core` loads its code, not the editable install's.
-    env = {**os.environ, "PYTHONPATH": str(root)}
+    module, env = cli_for(root)  # the checkout's code, not the editable install's
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "sysprof.profiler_core", *argv], cwd=root, env=env, check=True,
+    subprocess.run([sys.executable, *module, *argv], cwd=root, env=env, check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.perf_counter() - start
 

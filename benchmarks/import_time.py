@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_MODULES = ("sysprof.profiler_core.session.passes", "sysprof.profiler_core.api", "sysprof.profiler_core.cli.main",
-                   "sysprof.tui.app")
+DEFAULT_MODULES = ("sysprof.profiler_core.session.passes", "sysprof.profiler_core.api",
+                   "sysprof.profiler_core.cli.main", "sysprof.tui.app")
 
 
 def import_seconds(module: str, root: Path) -> float:

@@ -2,8 +2,8 @@
 
     python3 -m benchmarks.inspect_time [--model 2.7B] [--ctx 512] [--repeats 5]
 
-Each repeat is a new `python -m sysprof.profiler_core inspect --json` with no GPU visible, timed from spawn to exit (torch
-import included), and checked: counted FLOPs must equal the closed form. Prints one JSON line per repeat, then
+Each repeat is a new `python -m sysprof.profiler_core inspect --json` with no GPU visible, timed from spawn to exit
+(torch import included), and checked: counted FLOPs must equal the closed form. Prints one JSON line per repeat, then
 the median, min and max.
 """
 from __future__ import annotations
@@ -20,8 +20,9 @@ import time
 def one(model: str, ctx: int) -> dict:
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}  # on CPU, as on a laptop
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "sysprof.profiler_core", "inspect", "--model", model, "--ctx", str(ctx),
-                           "--batch", "4", "--json"], capture_output=True, text=True, env=env, check=True)
+    done = subprocess.run([sys.executable, "-m", "sysprof.profiler_core", "inspect", "--model", model,
+                           "--ctx", str(ctx), "--batch", "4", "--json"], capture_output=True, text=True, env=env,
+                          check=True)
     wall = time.perf_counter() - started
     report = json.loads(done.stdout)
     return {"wall_s": wall, "in_process_s": report["seconds"], "params": report["params"]["total"],

@@ -52,8 +52,8 @@ def row(model: str, ctx: int, dtype: str, attention: str, mode: str, batch: int)
     measured = measure(cfg)
     peak = measured.get("peak_bytes")
     error = (predicted["peak_bytes"] - peak) / peak if peak and "peak_bytes" in predicted else None
-    return {"model": model, "ctx": ctx, "batch": batch, "dtype": dtype, "attention": attention, "mode": mode, **measured,
-            "predicted": predicted, "error": error}
+    return {"model": model, "ctx": ctx, "batch": batch, "dtype": dtype, "attention": attention, "mode": mode,
+            **measured, "predicted": predicted, "error": error}
 
 
 def main() -> None:

@@ -23,8 +23,11 @@ GIB = 2**30
 def run_row(model: str, ctx: int, mode: str, dtype: str) -> dict:
     args = ["--model", model, "--ctx", str(ctx), "--mode", mode, "--dtype", dtype, "--batch", "4",
             "--warmup", "2", "--steps", "3", "--json"]
-    result = subprocess.run([sys.executable, "-m", "sysprof.profiler_core", "run", *args], capture_output=True, text=True)
-    return json.loads(result.stdout) if result.stdout else {"status": f"exit {result.returncode}", "peak_memory_bytes": {}}
+    result = subprocess.run([sys.executable, "-m", "sysprof.profiler_core", "run", *args], capture_output=True,
+                            text=True)
+    if not result.stdout:
+        return {"status": f"exit {result.returncode}", "peak_memory_bytes": {}}
+    return json.loads(result.stdout)
 
 
 def predicted_bytes(cfg: RunConfig) -> int:
@@ -49,7 +52,8 @@ def main() -> None:
                     cfg = RunConfig(model=model, ctx=ctx, mode=mode, dtype=dtype, batch=4)
                     summary = run_row(model, ctx, mode, dtype)
                     peaks = summary.get("peak_memory_bytes", {})
-                    cells = [f"{peaks[p] / GIB:.2f}" if p in peaks else "—" for p in ("forward", "backward", "optimizer")]
+                    cells = [f"{peaks[p] / GIB:.2f}" if p in peaks else "—"
+                             for p in ("forward", "backward", "optimizer")]
                     residual = memory_prediction(cfg)["residual_stream_per_layer_mib"]
                     print(f"| {model} | {ctx} | {mode} | {dtype} | {summary['status']} | {' | '.join(cells)} | "
                           f"{predicted_bytes(cfg) / GIB:.2f} | {residual:.2f} |", flush=True)

@@ -21,8 +21,8 @@ def main() -> None:
     parser.add_argument("--model", default="small")
     parser.add_argument("--steps", type=int, default=60)
     args = parser.parse_args()
-    process = subprocess.Popen([sys.executable, "-m", "sysprof.profiler_core", "run", "--model", args.model, "--profiler",
-                                "nsys", "--steps", str(args.steps), "--json"], stdout=subprocess.PIPE,
+    process = subprocess.Popen([sys.executable, "-m", "sysprof.profiler_core", "run", "--model", args.model,
+                                "--profiler", "nsys", "--steps", str(args.steps), "--json"], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, start_new_session=True,
                                preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
     hangups, started = 0, time.monotonic()

@@ -75,8 +75,8 @@ def main() -> None:
                   flush=True)
     for variant, values in medians.items():
         median = statistics.median(values)
-        print(json.dumps({"variant": variant, "params": n, "median_ms": round(median, 3), "min_ms": round(min(values), 3),
-                          "max_ms": round(max(values), 3),
+        print(json.dumps({"variant": variant, "params": n, "median_ms": round(median, 3),
+                          "min_ms": round(min(values), 3), "max_ms": round(max(values), 3),
                           "tb_per_s": round(n * BYTES_PER_PARAMETER / median / 1e9, 2),
                           "device": torch.cuda.get_device_name()}))
 

@@ -175,7 +175,8 @@ def main() -> None:
         return
     if args.report:
         lines = [json.loads(line) for line in args.report if line.startswith("{")]
-        print_table({dtype: [r for r in lines if r["dtype"] == dtype] for dtype in dict.fromkeys(r["dtype"] for r in lines)})
+        print_table({dtype: [r for r in lines if r["dtype"] == dtype]
+                     for dtype in dict.fromkeys(r["dtype"] for r in lines)})
         return
     processes: dict[str, list[dict]] = {dtype: [] for dtype in args.dtypes.split(",")}
     for launch in range(args.processes):  # the dtypes interleaved process by process, as a sweep's cells are

@@ -1,6 +1,6 @@
 """Command → kernel tables: how long `sysprof run --profiler nsys` takes, and where the time goes (issue 17 item 7).
 
-Each build (a folder holding profiler_core/, models/ and tui/, put first on PYTHONPATH) runs the same config twice
+Each build (a checkout: benchmarks/checkouts.py makes it the code that runs) runs the same config twice
 per round, interleaved with the other builds and in fresh processes: once with `--profiler nsys` and once without
 (the clean pass alone). Their difference is the profiled part: the profiled runner, nsys's report, the export,
 the analysis. Builds that record the breakdown (summary.profile.seconds) print it too, and every run's clean step
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -20,14 +19,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from checkouts import cli_for
+
 CONFIG = ["--model", "small", "--ctx", "256", "--batch", "4", "--mode", "train", "--warmup", "3", "--steps", "5"]
 
 
 def timed_run(root: Path, profiler: str, runs: Path) -> dict:
-    # Run from the build's folder: `python -m` puts the working directory first on sys.path, before PYTHONPATH.
-    env = {**os.environ, "PYTHONPATH": f"{root.resolve()}:{os.environ.get('PYTHONPATH', '')}"}
-    argv = [sys.executable, "-m", "sysprof.profiler_core", "run", *CONFIG, "--profiler", profiler, "--runs-dir", str(runs),
-            "--json"]
+    module, env = cli_for(root)  # the build's own code, whichever layout it has
+    argv = [sys.executable, *module, "run", *CONFIG, "--profiler", profiler, "--runs-dir", str(runs), "--json"]
     started = time.monotonic()
     result = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=root)
     seconds = time.monotonic() - started

@@ -44,7 +44,8 @@ def shorten_sqlite(path: Path, prefix: str) -> None:
         database = Path(tmp) / "profile.sqlite"
         database.write_bytes(lzma.decompress(path.read_bytes()))
         connection = sqlite3.connect(database)
-        connection.text_factory = bytes  # nsys stores environments as NUL-separated text: SQL's string functions stop at NUL
+        # nsys stores environments as NUL-separated text: SQL's string functions stop at NUL
+        connection.text_factory = bytes
         connection.execute("PRAGMA secure_delete = ON")  # deleted rows are zeroed, not left in free space
         tables = [row[0].decode() for row in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")]
         for table in tables:

@@ -65,7 +65,8 @@ def main() -> None:
               "plain_clean": sum(r["right"] for r in results if not r["slowed"]),
               "plain_unflagged": sum(not r["flagged"] for r in results if not r["slowed"]),
               "runs_each": len(results) // 2,
-              "delay_ms": args.delay_ms, "config": f"{args.model} {args.dtype} ctx {args.ctx} batch {args.batch} per rank"}
+              "delay_ms": args.delay_ms,
+              "config": f"{args.model} {args.dtype} ctx {args.ctx} batch {args.batch} per rank"}
     print(json.dumps(totals))
     if args.out:
         with open(args.out, "w") as out:

@@ -60,7 +60,8 @@ def add_sweep_options(parser) -> None:
     parser.add_argument("--pivot", help="pivot rows:columns, e.g. ctx:d_model,compile")
     parser.add_argument("--value", default="fwd mean ms", help="the value a pivot shows")
     parser.add_argument("--output", help="also write the table to PATH (.csv, .md, .json, .tex)")
-    parser.add_argument("--full-names", action="store_true", help="kernel names whole (template arguments, parameter lists); tables show the base name")
+    parser.add_argument("--full-names", action="store_true",
+                        help="kernel names whole (template arguments, parameter lists); tables show the base name")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--events", action="store_true", help="progress as JSON lines on stdout (for the app)")
     parser.add_argument("--nsys", help="path to nsys for cells with --profiler nsys")
@@ -124,29 +125,37 @@ def command_sweep(args) -> int:
     else:
         grid, varied = grid_from_args(args)
         configs = sweep.expand(grid)
-    if args.pivot:  # a typo is exit 2 before the first cell, not after the last
-        problem = pivot_problem(planned_columns(configs), *pivot_fields(args.pivot), args.value)
-        if not problem and args.value == "peak GiB" and all(cfg.device == "cpu" for cfg in configs):
-            problem = "'peak GiB' is measured on CUDA only; these cells run on the CPU"
-        if problem:
-            raise ConfigError(f"--pivot/--value: {problem}")
-    for problem in filter(None, map(gpus_problem, configs)):
-        raise UsageError(problem)  # more ranks than GPUs: say so before the first cell, not at it
-    gpus = parse_gpus(args.gpus)
-    pool = pool_problem(gpus, configs) if gpus else None
-    if pool:
-        raise UsageError(pool)
-    for profiler in sorted({cfg.profiler for cfg in configs}):
-        choose_backend(profiler, args.nsys)  # a missing nsys fails now, not at the first cell that needs it
+    gpus = check_before_the_first_cell(args, configs)
     if not args.resume:
         sweep_dir = sweep.create(rundir.runs_root(args.runs_dir), args.name, configs, varied)
     started = time.perf_counter()
     with Progress(args.events).recorded(sweep_dir) as progress:
         results = sweep.run(sweep_dir, progress.sweep_listener("sweep", sweep_dir), args.nsys, gpus)
     if any((cell.get("error") or {}).get("kind") == events.DISK_FULL for cell in results):
-        Console(stderr=True).print(f"[red]the disk filled up: the sweep stopped; free some space, then `sysprof sweep --resume "
-                     f"{escape(str(sweep_dir))}` runs the rest[/]", soft_wrap=True)
+        Console(stderr=True).print("[red]the disk filled up: the sweep stopped; free some space, then "
+                                   f"`sysprof sweep --resume {escape(str(sweep_dir))}` runs the rest[/]",
+                                   soft_wrap=True)
     return report_sweep(args, sweep_dir, time.perf_counter() - started)
+
+
+def check_before_the_first_cell(args, configs: list[RunConfig]) -> list[str]:
+    """What would fail at a cell fails now, in one line (exit 2): a pivot typo, more ranks than GPUs, a GPU list
+    the cells cannot use, a missing nsys. The GPUs the cells run on (side by side), or none."""
+    if args.pivot:
+        problem = pivot_problem(planned_columns(configs), *pivot_fields(args.pivot), args.value)
+        if not problem and args.value == "peak GiB" and all(cfg.device == "cpu" for cfg in configs):
+            problem = "'peak GiB' is measured on CUDA only; these cells run on the CPU"
+        if problem:
+            raise ConfigError(f"--pivot/--value: {problem}")
+    for problem in filter(None, map(gpus_problem, configs)):
+        raise UsageError(problem)
+    gpus = parse_gpus(args.gpus)
+    pool = pool_problem(gpus, configs) if gpus else None
+    if pool:
+        raise UsageError(pool)
+    for profiler in sorted({cfg.profiler for cfg in configs}):
+        choose_backend(profiler, args.nsys)
+    return gpus
 
 
 def report_sweep(args, sweep_dir: Path, elapsed_s: float) -> int:

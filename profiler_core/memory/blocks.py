@@ -136,20 +136,15 @@ class _Memory:
         return block
 
 
-def replay_blocks(snapshot: dict, trace: list[dict], segments: list[dict], in_use_at_start: dict[int, int]) -> BlockReplay:
+def replay_blocks(snapshot: dict, trace: list[dict], segments: list[dict],
+                  in_use_at_start: dict[int, int]) -> BlockReplay:
     """Block bytes per event. in_use_at_start: address → block bytes of the blocks allocated before recording."""
     reason = unsupported_settings(snapshot, trace)
     if reason is None and not segments and trace:
         reason = "the snapshot lists no segments to replay"
-    deltas = np.zeros(len(trace), dtype=np.int64)
     if reason is not None:
-        for index, event in enumerate(trace):
-            action = event.get("action")
-            if action == "alloc":
-                deltas[index] = rounded(int(event.get("size", 0)))
-            elif action in FREE_DONE_ACTIONS:
-                deltas[index] = -rounded(int(event.get("size", 0)))
-        return BlockReplay(deltas, False, f"{reason}: each request counts rounded up to 512 B")
+        return BlockReplay(_rounded_requests(trace), False, f"{reason}: each request counts rounded up to 512 B")
+    deltas = np.zeros(len(trace), dtype=np.int64)
     memory = _Memory(_segments_at_start(segments, trace), in_use_at_start, _max_split_bytes(snapshot))
     for index, event in enumerate(trace):
         action, address, size = event.get("action"), int(event.get("addr", -1)), int(event.get("size", 0))
@@ -165,3 +160,15 @@ def replay_blocks(snapshot: dict, trace: list[dict], segments: list[dict], in_us
         return BlockReplay(deltas, False, f"{memory.mismatches} allocations or frees did not fit the replayed "
                                           "segments: they count rounded up to 512 B")
     return BlockReplay(deltas, True)
+
+
+def _rounded_requests(trace: list[dict]) -> np.ndarray:
+    """Without a replay: each request's own size, rounded up as the allocator rounds it."""
+    deltas = np.zeros(len(trace), dtype=np.int64)
+    for index, event in enumerate(trace):
+        action = event.get("action")
+        if action == "alloc":
+            deltas[index] = rounded(int(event.get("size", 0)))
+        elif action in FREE_DONE_ACTIONS:
+            deltas[index] = -rounded(int(event.get("size", 0)))
+    return deltas

@@ -20,7 +20,8 @@ from sysprof.profiler_core.units import format_bytes, format_ms, optional
 def phase_table(summary: RunSummary) -> Table:
     """Per-phase statistics in milliseconds (the unit in the header keeps the table 80 columns wide)."""
     cfg = summary["config"]
-    title = (f"{model_label(cfg['model'], cfg.get('model_factory'))}{_params(summary)} · ctx {cfg['ctx']} · batch {cfg['batch']} · {cfg['mode']} · {cfg['dtype']}"
+    title = (f"{model_label(cfg['model'], cfg.get('model_factory'))}{_params(summary)} · ctx {cfg['ctx']} · "
+             f"batch {cfg['batch']} · {cfg['mode']} · {cfg['dtype']}"
              f" · {cfg['attention']}{' · compiled' if cfg['compile'] else ''} · {summary['env'].get('device_name')}"
              f"{_rank_of(summary)}")
     peaks = summary.get("peak_memory_bytes") or {}
@@ -51,8 +52,9 @@ def between_table(summary: RunSummary) -> Table:
     """A group's phases: the median of the per-process medians, the spread between processes (range, IQR, CV)
     next to the within-process std, which alone cannot see run-to-run noise."""
     repeats = summary["repeats"]
-    table = Table(title=f"{phase_table(summary).title}\nms over {repeats['ok']} of {repeats['n']} processes: the median "
-                        "of their medians, its spread between them, and the std within one", title_justify="left")
+    table = Table(title=f"{phase_table(summary).title}\nms over {repeats['ok']} of {repeats['n']} processes: the "
+                        "median of their medians, its spread between them, and the std within one",
+                  title_justify="left")
     table.add_column("phase", no_wrap=True)
     for column in ("median", "range", "IQR", "CV", "std in run", "procs"):
         table.add_column(column, justify="right", no_wrap=True)
@@ -91,7 +93,8 @@ def ranks_table(summary: RunSummary) -> Table:
 
 def rank_kernels_table(profile: Mapping[str, Any]) -> Table:
     """--nproc with a profiler: each rank's own report, per measured step: GPU kernel time, communication kernel time
-    and its share, the part no compute kernel hid (exposed) and the overlap (a rank without tables: rank_pass_errors)."""
+    and its share, the part no compute kernel hid (exposed) and the overlap (a rank without tables:
+    rank_pass_errors)."""
     table = Table(title=f"kernels per rank ({profile['backend']}, profiled pass; ms per measured step; exposed: "
                         "communication while no compute kernel runs)", title_justify="left")
     for column in ("rank", "GPU ms", "comm ms", "comm %", "exposed ms", "overlap %"):
@@ -178,7 +181,8 @@ def profile_line(summary: RunSummary) -> str | None:
         return None
     inflation = profile.get("inflation")
     text = (f"profiled with {profile['backend']} {profile.get('version') or ''}: median step "
-            f"{optional(profile.get('profiled_median_ms'), '.2f')} ms vs clean {optional(profile.get('clean_median_ms'), '.2f')} ms"
+            f"{optional(profile.get('profiled_median_ms'), '.2f')} ms vs clean "
+            f"{optional(profile.get('clean_median_ms'), '.2f')} ms"
             f" (×{optional(inflation, '.2f')} — profiled times are not the step times)")
     return text + (f"; [red]{profile['error']}[/]" if profile.get("error") else "")
 
@@ -202,16 +206,8 @@ def print_warnings(console, warnings: Sequence[dict[str, Any]]) -> None:
         console.print(f"[yellow]warning:[/] {escape(warning['message'])}")
 
 
-def print_run(console, summary: RunSummary, full_names: bool = False) -> None:
-    """The human report of `sysprof run`: phase stats, throughput, warnings, then what the extra passes produced.
-
-    Warnings: those the run stored (with the host and GPU readings taken while it ran), else those its summary and
-    steps alone show."""
-    from sysprof.profiler_core.render.analysis_report import print_kernel_analysis, print_memory_analysis
-    from sysprof.profiler_core.rundir import read_json, read_steps
-    from sysprof.profiler_core.stability import warnings_for_summary
-
-    console.print(between_table(summary) if summary.get("repeats") else phase_table(summary))
+def print_ranks(console, summary: RunSummary) -> None:
+    """--nproc: the per-rank table, the GPUs' readings, the findings and each rank's passes (rank 0's report)."""
     if summary.get("ranks"):
         console.print(ranks_table(summary))
         readings = gpu_readings_line(summary["ranks"]["rows"])
@@ -229,6 +225,19 @@ def print_run(console, summary: RunSummary, full_names: bool = False) -> None:
         rank = summary["rank"]
         console.print(f"rank {rank['rank']} of {rank['world']}: the per-rank table is in rank 0's run directory, "
                       "on its node")
+
+
+def print_run(console, summary: RunSummary, full_names: bool = False) -> None:
+    """The human report of `sysprof run`: phase stats, throughput, warnings, then what the extra passes produced.
+
+    Warnings: those the run stored (with the host and GPU readings taken while it ran), else those its summary and
+    steps alone show."""
+    from sysprof.profiler_core.render.analysis_report import print_kernel_analysis, print_memory_analysis
+    from sysprof.profiler_core.rundir import read_json, read_steps
+    from sysprof.profiler_core.stability import warnings_for_summary
+
+    console.print(between_table(summary) if summary.get("repeats") else phase_table(summary))
+    print_ranks(console, summary)
     console.print(throughput_line(summary))
     if run_state(summary) != OK:
         console.print(state_line(summary))

@@ -18,17 +18,11 @@ def straightforward_peak(snapshot: dict, free_action: str = "free_completed") ->
         elif event["action"] == free_action:
             assert event["addr"] in allocated_in_trace, "fixture has no free without a recorded alloc"
             del allocated_in_trace[event["addr"]]
-    baseline = 0
-    for segment in snapshot["segments"]:
-        for block in segment["blocks"]:
-            if block["state"] == "active_allocated" and block["address"] not in allocated_in_trace:
-                baseline += block["requested_size"]
+    baseline = sum(block["requested_size"] for segment in snapshot["segments"] for block in segment["blocks"]
+                   if block["state"] == "active_allocated" and block["address"] not in allocated_in_trace)
     level, peak, peak_index = baseline, baseline, -1
     for index, event in enumerate(trace):
-        if event["action"] == "alloc":
-            level += event["size"]
-        elif event["action"] == free_action:
-            level -= event["size"]
+        level += {"alloc": event["size"], free_action: -event["size"]}.get(event["action"], 0)
         if level > peak:
             peak, peak_index = level, index
     return baseline, peak, peak_index

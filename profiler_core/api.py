@@ -72,15 +72,20 @@ def study_tables(study_dir: Path) -> dict[str, list[dict]]:
 
 
 __all__ = [
-    "ATTENTIONS", "CANCEL_GRACE_S", "CUSTOM", "DEFAULT_OPTIMIZER", "DEVICES", "DIM_FIELDS", "DTYPES", "MATMUL_PRECISIONS", "MODES", "OPTIMIZER_IMPLS", "COMPILE_MODES",
+    "ATTENTIONS", "CANCEL_GRACE_S", "CUSTOM", "DEFAULT_OPTIMIZER", "DEVICES", "DIM_FIELDS", "DTYPES",
+    "MATMUL_PRECISIONS", "MODES", "OPTIMIZER_IMPLS", "COMPILE_MODES",
     "PARALLELS", "attention_part_labels", "gpus_problem", "visible_gpu_count",
-    "ALPHA", "MIN_EFFECT", "NOISE_SIGMAS", "SUGGESTED_REPEATS", "PRESETS", "PROFILERS", "ConfigError", "ExportError", "GpuTelemetry", "NvmlSampler",
+    "ALPHA", "MIN_EFFECT", "NOISE_SIGMAS", "SUGGESTED_REPEATS", "PRESETS", "PROFILERS",
+    "ConfigError", "ExportError", "GpuTelemetry", "NvmlSampler",
     "DAMAGED_DATA", "OneLineParser", "RunConfig", "RunDirError", "StudyError", "SysprofError", "compare_summaries",
-    "config_problems", "count_params", "decode_line", "end_reason", "events", "finish_event", "gpu_count", "human_count",
+    "config_problems", "count_params", "decode_line", "end_reason", "events", "finish_event", "gpu_count",
+    "human_count",
     "RUN_STATES", "run_state",
     "inspect_argv", "read_inspect_output",
     "list_studies", "mark_killed", "model_column", "model_label", "median_ms", "PhaseStats", "RunError", "RunSummary",
     "StepRecord", "phase_stats", "predict_run_memory", "rundir", "session_argv", "signal_group",
     "EventFollower", "LiveProcess", "in_progress", "live_process", "settle_died",
-    "study_argv", "study_kind", "study_record", "study_tables", "study_templates", "PEAK_ITEMS", "device_memory", "fit_problem", "mfu_missing", "short_kernel_name", "throughput", "type_problems", "warnings_for_summary", "whole_step",
+    "study_argv", "study_kind", "study_record", "study_tables", "study_templates",
+    "PEAK_ITEMS", "device_memory", "fit_problem", "mfu_missing", "short_kernel_name", "throughput", "type_problems",
+    "warnings_for_summary", "whole_step",
 ]

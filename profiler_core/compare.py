@@ -45,7 +45,8 @@ RANK_TEST_PROCESSES = 4  # per side, for Mann–Whitney U; 2–3 take Welch's t 
 SUGGESTED_REPEATS = 5
 BOOTSTRAP_SEED, BOOTSTRAP_RESAMPLES = 14, 9999
 FASTER, SLOWER, WITHIN_NOISE, TOO_FEW_STEPS, MISSING = "faster", "slower", "within noise", "too few steps", "missing"
-NOISE_UNKNOWN = "noise unknown"  # one process per side: the steps differ, but nothing says by more than run-to-run noise
+# one process per side: the steps differ, but nothing says by more than run-to-run noise
+NOISE_UNKNOWN = "noise unknown"
 THROUGHPUT_ROW = "tokens/s"
 # Config fields that change the passes after the clean one, or how many processes ran, not the steps measured.
 PASS_FIELDS = ("profiler", "memory", "memory_max_entries", "nvtx_modules", "repeats")

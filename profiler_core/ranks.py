@@ -69,7 +69,8 @@ def findings(rows: Sequence[Mapping[str, Any]]) -> list[str]:
                 and (r["flagged"] or any(_backward_waits(v, r) for v in rows if v is not r))]
     if not culprits:
         flagged = [r["rank"] for r in rows if r["flagged"]]
-        return [f"rank {', '.join(map(str, flagged))}: step below {STRAGGLER_SCORE:.0%} of the fastest rank's"] if flagged else []
+        return ([f"rank {', '.join(map(str, flagged))}: step below {STRAGGLER_SCORE:.0%} of the fastest rank's"]
+                if flagged else [])
     said = []
     for culprit in culprits:
         phase = "forward" if _stands_out(rows, culprit, "forward") else "optimizer"

@@ -9,7 +9,8 @@ directories, and JSON(L) readers and writers that never leave half a file. Reada
                             profiled/            the profiled pass (a run directory of its own): profile.nsys-rep,
                                                  profile.sqlite, stats/*.csv or torch_trace.json, and with
                                                  --nvtx-modules modules.json (module path → class, category)
-                            kernels/             analysis.json, phase_kernels.csv, attention_kernels.csv (naive attention)
+                            kernels/             analysis.json, phase_kernels.csv, attention_kernels.csv
+                                                 (naive attention)
                             memory/              the memory pass: memory_snapshot.pickle, analysis.json
                                                  (and modules.json with --nvtx-modules)
                             exports/             tables the app exported

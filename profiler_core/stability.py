@@ -73,7 +73,8 @@ def steps_needed_warnings(phases: Mapping[str, Mapping[str, Any]]) -> list[dict]
     needed = math.ceil((Z_95 * cv / PRECISION) ** 2)
     if n >= needed:
         return []
-    return [_warning("few_steps", f"{n} steps with a CV of {cv:.1%} give the step time to ±{Z_95 * cv / math.sqrt(n):.1%}"
+    return [_warning("few_steps", f"{n} steps with a CV of {cv:.1%} give the step time to "
+                     f"±{Z_95 * cv / math.sqrt(n):.1%}"
                      f" at 95%; {needed} steps would do for ±{PRECISION:.0%} (--steps {needed})", steps_needed=needed)]
 
 
@@ -117,7 +118,8 @@ def telemetry_warnings(samples: Sequence[Any] | None) -> list[dict]:
     clocks = [c for s in samples if (c := _reading(s, "sm_clock_mhz")) is not None]
     if len(clocks) > 1 and (max(clocks) - min(clocks)) / max(clocks) >= CLOCK_CHANGE:
         warnings.append(_warning(
-            "clock_change", f"the SM clock moved between {min(clocks)} and {max(clocks)} MHz during the measured steps: "
+            "clock_change",
+            f"the SM clock moved between {min(clocks)} and {max(clocks)} MHz during the measured steps: "
             "step times follow it; lock the clocks on a node you manage (nvidia-smi -lgc) or compare with --repeats, "
             "which interleaves runs", min_mhz=min(clocks), max_mhz=max(clocks)))
     seen = Counter(r for s in samples for r in set(_reading(s, "throttle_reasons") or ()) if r in THROTTLING)
@@ -134,7 +136,8 @@ def inflation_warnings(summary: Mapping[str, Any]) -> list[dict]:
     """A profiled or memory pass that ran more than ×1.5 slower than the clean pass."""
     warnings = []
     # Older summaries kept only a path under "memory": no pass record, nothing to check.
-    profile, memory = (record if isinstance(record := summary.get(key), Mapping) else {} for key in ("profile", "memory"))
+    profile, memory = (record if isinstance(record := summary.get(key), Mapping) else {}
+                       for key in ("profile", "memory"))
     if (profile.get("inflation") or 0.0) > INFLATION_LIMIT:
         warnings.append(_warning(
             "profile_inflation", f"the {profile.get('backend') or 'profiled'} pass ran ×{profile['inflation']:.2f} "

@@ -1,8 +1,9 @@
 """The signals that stop a run the way Ctrl-C does, installed alike by the CLI, the session and the runner.
 
 A hang-up (SIGHUP: the terminal closed, the SSH session dropped) stops a run with its summary, and whatever was
-printed to that terminal goes nowhere from then on; unless the process started with SIGHUP ignored: that is `nohup sysprof run … &`, whose user asked for the run to outlive the terminal,
-and every process of the run then keeps ignoring it (the ignore is inherited down to the runner)."""
+printed to that terminal goes nowhere from then on; unless the process started with SIGHUP ignored: that is
+`nohup sysprof run … &`, whose user asked for the run to outlive the terminal, and every process of the run then
+keeps ignoring it (the ignore is inherited down to the runner)."""
 from __future__ import annotations
 
 import os

@@ -99,7 +99,8 @@ def telemetry_cells(sample) -> list[tuple[str, str]]:
     return [
         ("GPU", sample.name or NA),
         ("util", optional(sample.utilization_pct) + ("%" if sample.utilization_pct is not None else "")),
-        ("mem", f"{optional(gib(sample.memory_used_bytes), '.1f')}/{optional(gib(sample.memory_total_bytes), '.1f')} GiB"),
+        ("mem", f"{optional(gib(sample.memory_used_bytes), '.1f')}/"
+                f"{optional(gib(sample.memory_total_bytes), '.1f')} GiB"),
         ("power", f"{optional(sample.power_w, '.0f')}/{optional(sample.power_limit_w, '.0f')} W"),
         ("SM", f"{optional(sample.sm_clock_mhz)} MHz"),
         ("temp", f"{optional(sample.temperature_c)} °C"),

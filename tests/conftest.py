@@ -88,7 +88,8 @@ def factory_run(tmp_path_factory) -> Path:
     options = ["--model", "tiny", "--device", "cpu", "--ctx", "32", "--batch", "2", "--warmup", "1", "--steps", "3",
                "--model-factory", f"{gpt}:build", "--model-arg", "n_layer=1"]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    result = subprocess.run([sys.executable, "-m", "sysprof.profiler_core", "run", *options, "--runs-dir", str(runs), "--json"],
+    result = subprocess.run([sys.executable, "-m", "sysprof.profiler_core", "run", *options, "--runs-dir", str(runs),
+                             "--json"],
                             env=env, capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert result.returncode == 0, result.stderr
     return Path(json.loads(result.stdout)["run_dir"])

@@ -1,5 +1,6 @@
-"""ruff (pyflakes, bugbear, isort, pyupgrade) and mypy over the project, as part of the test command, so CI
-runs them from the same line the README gives. Configuration: pyproject.toml."""
+"""ruff (pyflakes, bugbear, isort, pyupgrade, line length, complexity) and mypy (untyped definitions too) over
+the project, as part of the test command, so CI runs them from the same line the README gives. Configuration:
+pyproject.toml."""
 from __future__ import annotations
 
 import os

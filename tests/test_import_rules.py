@@ -25,7 +25,8 @@ CORE, RUNNER = f"{ROOT_PACKAGE}.profiler_core", f"{ROOT_PACKAGE}.profiler_core.r
 # The floors, lowest first. A module imports from its own floor or those below it; cli and api share a floor.
 LAYERS = ("models", "foundation", "analyzers", "render", "session", "studies", "cli", "tui")
 FLOOR_OF_FOLDER = {f"{ROOT_PACKAGE}.models": "models", f"{ROOT_PACKAGE}.tui": "tui",
-                   f"{CORE}.kernels": "analyzers", f"{CORE}.memory": "analyzers", f"{CORE}.readers": "analyzers", f"{CORE}.render": "render",
+                   f"{CORE}.kernels": "analyzers", f"{CORE}.memory": "analyzers", f"{CORE}.readers": "analyzers",
+                   f"{CORE}.render": "render",
                    f"{CORE}.session": "session", f"{CORE}.studies": "studies", f"{CORE}.cli": "cli",
                    # the runner may use what a run's files are made of, never what orchestrates or shows them
                    RUNNER: "analyzers"}
@@ -165,7 +166,8 @@ def test_the_apps_models_load_no_textual():
 def test_the_app_enters_the_core_through_api_and_render():
     allowed = (f"{CORE}.api", f"{CORE}.render", f"{CORE}.units")
     offenders = {name: sorted(n for n in imported_names(path, top_level_only=False)
-                              if n.startswith(("sysprof.profiler_core", "sysprof.models")) and not n.startswith(allowed))
+                              if n.startswith(("sysprof.profiler_core", "sysprof.models"))
+                              and not n.startswith(allowed))
                  for name, path in project_modules().items() if name.startswith("sysprof.tui")}
     assert {name: found for name, found in offenders.items() if found} == {}
 

@@ -34,7 +34,8 @@ GLOBAL_KEYS = (
         show=True),
     Key("y", "copy", "Copy", "Copy the table on screen as Markdown to the clipboard (OSC 52)"),
     Key("escape", "leave_field", "Leave field", "Leave a text field (then 1–7 switch screens)"),
-    Key("q,ctrl+q", "quit", "Quit", "Quit; during a run it asks: l leaves it running (sysprof-tui re-attaches), c cancels it, n stays", show=True),
+    Key("q,ctrl+q", "quit", "Quit",
+        "Quit; during a run it asks: l leaves it running (sysprof-tui re-attaches), c cancels it, n stays", show=True),
 )
 
 PANE_KEYS = (

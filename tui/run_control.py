@@ -84,7 +84,8 @@ class ProcessControl:
         return child
 
     async def run_followed(self, slot: str, argv: list[str], stderr_path: Path, events_path: Path,
-                           on_events: EventBatch, kinds: tuple[str, ...], stdout_path: Path | None = None) -> int | None:
+                           on_events: EventBatch, kinds: tuple[str, ...],
+                           stdout_path: Path | None = None) -> int | None:
         """Start argv and hand what it writes to events_path to on_events, a batch per read, until it exits; its
         exit code."""
         child = self.start(slot, argv, stderr_path, stdout_path)

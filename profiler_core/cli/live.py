@@ -88,12 +88,13 @@ def command_attach(args) -> int:
     if not live.alive:
         raise UsageError(settle_died(live))
     console = Console(stderr=True, highlight=False)
-    console.print(f"[dim]following {escape(str(args.directory))} (pid {live.pid}); Ctrl-C stops following, the run goes on[/]",
-                  soft_wrap=True)
+    console.print(f"[dim]following {escape(str(args.directory))} (pid {live.pid}); "
+                  "Ctrl-C stops following, the run goes on[/]", soft_wrap=True)
     try:
         follow(live)
     except KeyboardInterrupt:
-        console.print(f"[dim]stopped following; it goes on: sysprof attach {escape(str(args.directory))}[/]", soft_wrap=True)
+        console.print(f"[dim]stopped following; it goes on: sysprof attach {escape(str(args.directory))}[/]",
+                      soft_wrap=True)
         return 0
     return report_end(live, console)
 

@@ -70,7 +70,8 @@ def build_parser() -> OneLineParser:
     run.add_argument("--nsys", help="path to nsys (else $SYSPROF_NSYS, PATH, the usual install dirs)")
     run.add_argument("--force", action="store_true",
                      help="run even when the predicted memory is more than the device has")
-    run.add_argument("--full-names", action="store_true", help="kernel names whole (template arguments, parameter lists); tables show the base name")
+    run.add_argument("--full-names", action="store_true",
+                     help="kernel names whole (template arguments, parameter lists); tables show the base name")
     analyze = commands.add_parser("analyze", help="kernel or memory tables from a run dir, .sqlite, .nsys-rep, "
                                                   "stats dir, torch trace or memory snapshot")
     analyze.add_argument("path", type=Path)
@@ -81,7 +82,8 @@ def build_parser() -> OneLineParser:
     analyze.add_argument("--phase", type=phase_names, metavar="forward=NAME,backward=NAME,optimizer=NAME",
                          help="the NVTX range of each phase, where the profile's names are not known ones "
                               "(fwd, bwd, opt, optimizer step, …)")
-    analyze.add_argument("--full-names", action="store_true", help="kernel names whole (template arguments, parameter lists); tables show the base name")
+    analyze.add_argument("--full-names", action="store_true",
+                         help="kernel names whole (template arguments, parameter lists); tables show the base name")
     add_sweep_options(commands.add_parser("sweep", help="run the cartesian product of comma-separated values"))
     add_study_parsers(commands)
     add_export_options(commands.add_parser("export", help="any table of a run or study directory as CSV, "
@@ -99,7 +101,8 @@ def build_parser() -> OneLineParser:
                                                   "model built on the meta device (nothing runs)")
     add_config_options(inspect)
     inspect.add_argument("--depth", type=int, default=3, help="module table depth (default 3)")
-    inspect.add_argument("--runs-dir", help="where a failing model's traceback is kept (default $SYSPROF_RUNS or ./runs)")
+    inspect.add_argument("--runs-dir",
+                         help="where a failing model's traceback is kept (default $SYSPROF_RUNS or ./runs)")
     inspect.add_argument("--json", action="store_true")
     add_live_parsers(commands)
     models = commands.add_parser("models", help="list presets with exact parameter counts")
@@ -209,7 +212,8 @@ def command_compare(args) -> int:
     return 0
 
 
-COMMANDS = {"run": command_run, "inspect": command_inspect, "models": command_models, "analyze": command_analyze, "sweep": command_sweep,
+COMMANDS = {"run": command_run, "inspect": command_inspect, "models": command_models, "analyze": command_analyze,
+            "sweep": command_sweep,
             "study": command_study, "compare": command_compare, "export": command_export, "ps": command_ps,
             "attach": command_attach}
 

@@ -30,7 +30,8 @@ def _common(parser) -> None:
     parser.add_argument("--runs-dir", help="root for the study's directory (default $SYSPROF_RUNS or ./runs)")
     parser.add_argument("--output", help="also write the main table to PATH (.csv, .md, .json, .tex)")
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--full-names", action="store_true", help="kernel names whole (template arguments, parameter lists); tables show the base name")
+    parser.add_argument("--full-names", action="store_true",
+                        help="kernel names whole (template arguments, parameter lists); tables show the base name")
     parser.add_argument("--events", action="store_true", help="progress as JSON lines on stdout (for the app)")
 
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 LAUNCH_BOUND, GPU_BOUND = "launch-bound", "GPU-bound"
 HOST_WAIT_BOUND_PCT = 30.0
-SHORT_KERNELS_WARN_PCT = 50.0  # at least this share of kernels shorter than their launch: say faster kernels may not pay
+# at least this share of kernels shorter than their launch: say faster kernels may not pay
+SHORT_KERNELS_WARN_PCT = 50.0
 CLASS_REMEDY_MIN_SHARE = 0.15  # a kernel class earns its remedy line from this share of the phase's GPU time
 LAUNCH_BOUND_REMEDY = ("bf16 will not help; try CUDA graphs / torch.compile mode reduce-overhead "
                        "(--compile --compile-mode reduce-overhead) / a larger batch")

@@ -110,7 +110,8 @@ def analyze_stats_dir(path: str | Path, prefix: str | None = None,
         "stats_prefix": prefix,
         "kernels": _kernel_records(kernels),
         "phases": phases,
-        "gemm_fraction": {p: _fraction(phases[p]["by_class"].get("gemm", 0), phases[p]["gpu_ns"]) for p in ATTRIBUTED_PHASES}
+        "gemm_fraction": {p: _fraction(phases[p]["by_class"].get("gemm", 0), phases[p]["gpu_ns"])
+                          for p in ATTRIBUTED_PHASES}
         | {STEP_ROW: whole_step(phases)["gemm_fraction"]},
         "totals": {"gpu_ns": int(kernels["total_ns"].sum()), "kernels": int(kernels["instances"].sum())},
         "notes": notes,

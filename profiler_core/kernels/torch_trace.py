@@ -34,7 +34,8 @@ def load_trace_events(path: str | Path) -> list[dict]:
 
 
 def _frame(events: list[dict], categories: tuple[str, ...]) -> pd.DataFrame:
-    rows = [(e.get("name", ""), e.get("ts", 0.0), e.get("dur", 0.0), e.get("tid"), (e.get("args") or {}).get("correlation"))
+    rows = [(e.get("name", ""), e.get("ts", 0.0), e.get("dur", 0.0), e.get("tid"),
+             (e.get("args") or {}).get("correlation"))
             for e in events if e.get("cat") in categories]
     frame = pd.DataFrame(rows, columns=["name", "ts", "dur", "tid", "correlation_id"])
     frame["start"] = (frame["ts"].astype(float) * US_TO_NS).round().astype(np.int64)

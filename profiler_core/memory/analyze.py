@@ -1,8 +1,8 @@
 """One call from a snapshot file to the JSON document `sysprof analyze SNAPSHOT --json` prints.
 
 Contract keys (DESIGN.md §2; never rename): peak_allocated_bytes, top_allocations, by_category.
-Added here: the peak's moment, max_by_category, largest_by_category, a timeline, and `modules` (memory by module type with
---nvtx-modules; modules.py).
+Added here: the peak's moment, max_by_category, largest_by_category, a timeline, and `modules` (memory by module type
+with --nvtx-modules; modules.py).
 All byte counts are requested tensor sizes unless the key says `rounded` or `block` (see replay.py). Which torch counter
 each peak is: `peak_allocated_bytes` (requested sizes) is torch.cuda.memory_stats()["requested_bytes.all.peak"];
 `allocator_peak.allocated_bytes` (allocator blocks, replayed in blocks.py) is torch.cuda.max_memory_allocated(), both

@@ -50,7 +50,8 @@ def memory_rows(report: InspectReport) -> list[tuple[str, str]]:
 
 
 def memory_table(report: InspectReport) -> Table:
-    table = Table(title="memory of one step, counted on the meta device", title_justify="left", show_header=False, box=None)
+    table = Table(title="memory of one step, counted on the meta device", title_justify="left", show_header=False,
+                  box=None)
     table.add_column("item")
     table.add_column("bytes", justify="right")
     for label, value in memory_rows(report):

@@ -33,7 +33,8 @@ def memory_module_rows(memory: dict) -> list[dict]:
     for category in dict.fromkeys([*highest, *largest]):
         big = largest.get(category) or {}
         if highest.get(category) or big:
-            rows.append({"category": category, "at_peak_bytes": at_peak.get(category), "max_bytes": highest.get(category),
+            rows.append({"category": category, "at_peak_bytes": at_peak.get(category),
+                         "max_bytes": highest.get(category),
                          "largest_bytes": big.get("size_bytes"), "largest_phase": big.get("phase"),
                          "largest_frame": big.get("frame"), "largest_module": big.get("module")})
     return rows

@@ -1,4 +1,5 @@
-"""Attention microbenchmark cells (runner side; imports torch): `python -m sysprof.profiler_core.runner.attention_bench`.
+"""Attention microbenchmark cells (runner side; imports torch):
+`python -m sysprof.profiler_core.runner.attention_bench`.
 
 Batch 8, no head dimension: Q, K, V of shape (B, T, d). Per cell: `iters` timed forwards, the memory around the
 forward and backward (the handout's "memory in use before backward" among them), `iters` timed backwards, and for

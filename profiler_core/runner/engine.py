@@ -154,7 +154,8 @@ class Runner:
         rundir.write_json(self.run_dir / rundir.MANIFEST, manifest | {k: v for k, v in entries.items() if v})
 
     def announce_user_model(self, info: dict) -> None:
-        where = f"{info.get('file', info['factory'])} (sha256 {info['sha256'][:12]})" if "sha256" in info else info["factory"]
+        where = (f"{info.get('file', info['factory'])} (sha256 {info['sha256'][:12]})" if "sha256" in info
+                 else info["factory"])
         emit(events.NOTICE, message=f"model {info['class']} from {where}: {info['params']:,} parameters, "
                                     f"kwargs {info['kwargs']}")
         unused_attention = attention_note(self.cfg, info["kwargs"])

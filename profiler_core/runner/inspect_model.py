@@ -1,8 +1,8 @@
 """`python -m sysprof.profiler_core.runner.inspect_model --config-json JSON [--depth N]`: the model before it runs.
 
 The model is built on the meta device, so nothing is allocated and no kernel runs: parameters (total,
-trainable, embedding), a per-module table, forward and training FLOPs counted with torch's FlopCounterMode formulas over a
-meta forward and backward, and the bytes one step needs (weights, gradients, optimizer state from a meta
+trainable, embedding), a per-module table, forward and training FLOPs counted with torch's FlopCounterMode formulas
+over a meta forward and backward, and the bytes one step needs (weights, gradients, optimizer state from a meta
 optimizer step, activations saved for backward by the meta forward). It prints one `inspect` event.
 
 User code runs here, in its own process, as in the runner: a factory that fails is a one-line `failed` event
@@ -148,7 +148,8 @@ def counted_step_flops(cfg: RunConfig) -> tuple[int | None, str | None]:
             model.requires_grad_(False)
         counts = count_step(cfg, model)
     except Exception as exc:  # noqa: BLE001  (the real run will show whether the model itself works)
-        return None, f"FLOPs not counted, so no TFLOP/s or MFU: the model cannot run on the meta device ({_one_line(exc)})"
+        return None, ("FLOPs not counted, so no TFLOP/s or MFU: the model cannot run on the meta device "
+                      f"({_one_line(exc)})")
     return counts["forward"] + (counts["backward"] or 0), None
 
 

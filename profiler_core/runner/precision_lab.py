@@ -1,4 +1,5 @@
-"""The mixed-precision lab, computed live (runner side; imports torch): `python -m sysprof.profiler_core.runner.precision_lab`.
+"""The mixed-precision lab, computed live (runner side; imports torch):
+`python -m sysprof.profiler_core.runner.precision_lab`.
 
 1. Accumulating 0.01 a thousand times in fp32, fp16, and fp32 with fp16 addends (with and without an explicit
    cast): what each sum lands on.
@@ -25,8 +26,10 @@ def accumulation_demo() -> list[dict]:
             total += addend.type(accumulator_dtype) if cast else addend
         return float(total)
 
-    loops = [("fp32", "fp32", torch.float32, torch.float32, False), ("fp16", "fp16", torch.float16, torch.float16, False),
-             ("fp32", "fp16", torch.float32, torch.float16, False), ("fp32", "fp16 cast to fp32", torch.float32, torch.float16, True)]
+    loops = [("fp32", "fp32", torch.float32, torch.float32, False),
+             ("fp16", "fp16", torch.float16, torch.float16, False),
+             ("fp32", "fp16", torch.float32, torch.float16, False),
+             ("fp32", "fp16 cast to fp32", torch.float32, torch.float16, True)]
     sums = [(acc, add, run(a, b, cast)) for acc, add, a, b, cast in loops]
     return [{"accumulator": acc, "addend": add, "sum": total, "error": total - 10.0} for acc, add, total in sums]
 
@@ -69,7 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     device = torch.device("cuda" if args.device == "auto" and torch.cuda.is_available() else
                           "cpu" if args.device == "auto" else args.device)
-    table = {name: autocast_dtypes(device, dtype) for name, dtype in (("fp16", torch.float16), ("bf16", torch.bfloat16))}
+    table = {name: autocast_dtypes(device, dtype)
+             for name, dtype in (("fp16", torch.float16), ("bf16", torch.bfloat16))}
     emit(LAB_RESULT, device=device.type, torch_version=torch.__version__, accumulation=accumulation_demo(),
          autocast=table)
     return 0

@@ -95,7 +95,8 @@ def memory_analysis(cfg: RunConfig, snapshot: Path) -> dict:
     unreadable). The Memory screen shows exactly this prediction: nothing recomputes it elsewhere."""
     spec = cfg.spec()
     hint = {"batch": cfg.batch, "heads": spec.heads, "ctx": cfg.ctx, "bytes_per_element": DTYPE_BYTES[cfg.dtype]}
-    analysis = MEMORY_SNAPSHOT_READER.read(snapshot, ReadOptions(), shape_hint=hint)  # the reader `sysprof analyze` uses
+    # the reader `sysprof analyze` uses
+    analysis = MEMORY_SNAPSHOT_READER.read(snapshot, ReadOptions(), shape_hint=hint)
     if cfg.model_factory is not None:  # the closed-form prediction is the built-in model's: no table beats a wrong one
         analysis["notes"] = [*analysis.get("notes", []), "no predicted memory for your own model (yet)"]
         return analysis
@@ -150,6 +151,7 @@ def analyze_rank_memory(cfg: RunConfig, pass_dir: Path, ranks: list[tuple[int, i
     for rank, local in ranks:
         own = rundir.rank_dir(pass_dir, rank, local)
         recorded = rundir.read_summary(own) or {"status": "no summary"}
-        record = analyze_memory(cfg, own, cast("RunSummary", recorded), f"{rundir.MEMORY_DIR}/{own.relative_to(pass_dir)}")
+        record = analyze_memory(cfg, own, cast("RunSummary", recorded),
+                                f"{rundir.MEMORY_DIR}/{own.relative_to(pass_dir)}")
         rows.append({"rank": rank, **({"error": f"rank {rank}: {record['error']}"} if record.get("error") else record)})
     return rows

@@ -16,8 +16,8 @@ INSPECT_TIMEOUT_S = 300.0  # a large user model on the meta device: minutes at w
 
 
 def inspect_argv(cfg: RunConfig, depth: int) -> list[str]:
-    return [sys.executable, "-m", "sysprof.profiler_core.runner.inspect_model", "--config-json", json.dumps(cfg.to_dict()),
-            "--depth", str(depth)]
+    return [sys.executable, "-m", "sysprof.profiler_core.runner.inspect_model", "--config-json",
+            json.dumps(cfg.to_dict()), "--depth", str(depth)]
 
 
 def read_inspect_output(stdout: str, stderr: str, returncode: int, runs_root: Path) -> InspectReport:

@@ -150,8 +150,8 @@ class Session:
         else:
             profile |= analyze_kernels(backend, pass_dir, self.run_dir, shape=attention_shape(self.cfg))
         analysis_s = time.monotonic() - analysis_started
-        profile["seconds"] = profiled_breakdown(self.pass_seconds.get("clean", {}), self.pass_seconds.get("profiled", {}),
-                                                backend.finish(), analysis_s)
+        profile["seconds"] = profiled_breakdown(self.pass_seconds.get("clean", {}),
+                                                self.pass_seconds.get("profiled", {}), backend.finish(), analysis_s)
         if profile.get("error"):
             self.notice(f"kernel tables unavailable: {profile['error']}")
         else:

@@ -22,7 +22,8 @@ def runner_argv(cfg: RunConfig, run_dir: Path, capture: str = "none", launcher: 
 
     launcher: a command the runner runs under (nsys profile …); with ranks torchrun starts it once per rank.
     hold: the runner starts up, then waits to be released (runner/hold.py; one process only)."""
-    runner = ["-m", "sysprof.profiler_core.runner", "--run-dir", str(run_dir), "--config-json", json.dumps(cfg.to_dict())]
+    runner = ["-m", "sysprof.profiler_core.runner", "--run-dir", str(run_dir),
+              "--config-json", json.dumps(cfg.to_dict())]
     runner += ["--capture", capture] if capture != "none" else []
     runner += ["--hold"] if hold else []
     if not cfg.distributed:

@@ -89,7 +89,8 @@ def compile_table(rows: list[dict], summaries: list[dict | None] | None = None) 
                           "compile s": _ms(compiled["compile s"]), "status": f"{eager['status']}/{compiled['status']}"})
             if summaries is not None:
                 table[-1]["compiled vs eager"] = verdict_cell(_summary_of(rows, eager, summaries),
-                                                              _summary_of(rows, compiled, summaries), phase) if phase else None
+                                                              _summary_of(rows, compiled, summaries),
+                                                              phase) if phase else None
     return table
 
 

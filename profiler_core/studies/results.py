@@ -28,7 +28,8 @@ def study_tables(study_dir: Path) -> dict[str, list[dict]]:
     if found is not None:
         return found.tables(study_dir) | {"cells": _sweep_table(study_dir, rows)}
     return ({"sweep results": _sweep_table(study_dir, rows)} | _default_pivot(study_dir, rows)
-            | profiled_sweep_tables(rows, sweep_run_dirs(study_dir)) | memory_sweep_tables(rows, sweep_run_dirs(study_dir)))
+            | profiled_sweep_tables(rows, sweep_run_dirs(study_dir))
+            | memory_sweep_tables(rows, sweep_run_dirs(study_dir)))
 
 
 def _varied(study_dir: Path) -> list[str]:

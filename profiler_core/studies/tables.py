@@ -189,7 +189,8 @@ def pivot(rows: list[dict], index: list[str], columns: list[str], value: str):
     grouped = frame.groupby(index + columns, sort=True, dropna=False)["_cell"].agg(_pivot_cell)
     table = grouped.unstack(columns) if columns else grouped.to_frame(value)
     if columns:  # each level in the order its values first came (fp32 before bf16, eager before sdpa)
-        table = table.reindex(columns=sorted(table.columns, key=_first_seen(rows, columns)))  # [False] is a mask  # "compile=True" rather than a bare "True" as a column name
+        table = table.reindex(columns=sorted(table.columns, key=_first_seen(rows, columns)))  # [False] is a mask
+        # "compile=True" rather than a bare "True" as a column name
         table.columns = [" ".join(f"{name}={part}" for name, part in zip(columns, key if isinstance(key, tuple)
                                                                          else (key,))) for key in table.columns]
     flat = table.reset_index().astype(object)

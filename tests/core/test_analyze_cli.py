@@ -15,8 +15,8 @@ TRACE = ROOT / "tests" / "data" / "traces" / "torch_trace_small_bf16.json.xz"
 
 
 def sysprof(args, env):
-    return subprocess.run([sys.executable, "-m", "sysprof.profiler_core", *args], env=env, capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.run([sys.executable, "-m", "sysprof.profiler_core", *args], env=env, capture_output=True,
+                          text=True, timeout=300)
 
 
 @pytest.fixture(scope="module")

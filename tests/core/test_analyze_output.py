@@ -20,8 +20,8 @@ LAMBDA = "[lambda() (instance 3)]"
 # cuda_gpu_kern_sum.csv of ../shared/fixtures/h200_small_fp32, and in the top 15 of its report.sqlite
 COPY_KERNEL = ("void at::native::elementwise_kernel<(int)128, (int)2, void at::native::gpu_kernel_impl_nocast<"
                "at::native::direct_copy_kernel_cuda(at::TensorIteratorBase &)::[lambda() (instance 3)]::operator ()() "
-               "const::[lambda() (instance 7)]::operator ()() const::[lambda(float) (instance 1)]>(at::TensorIteratorBase "
-               "&, const T1 &)::[lambda(int) (instance 1)]>(int, T3)")
+               "const::[lambda() (instance 7)]::operator ()() const::[lambda(float) (instance 1)]>("
+               "at::TensorIteratorBase &, const T1 &)::[lambda(int) (instance 1)]>(int, T3)")
 MODULE_RANGES = Path(__file__).resolve().parents[1] / "data" / "module_ranges" / "nsys_kernels_analysis.json"
 
 

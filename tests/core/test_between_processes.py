@@ -42,13 +42,15 @@ def test_between_stats_of_two_one_and_no_processes():
     assert (one["n"], one["median"], one["min"], one["max"]) == (1, 5.0, 5.0, 5.0)
     assert [one[k] for k in ("q1", "q3", "iqr", "cv_pct", "robust_cv_pct")] == [None] * 5  # unknown, not 0
     none = between_process_stats([])
-    assert none["n"] == 0 and none["values"] == [] and all(v is None for k, v in none.items() if k not in ("n", "values"))
+    assert none["n"] == 0 and none["values"] == [] and all(v is None for k, v in none.items()
+                                                           if k not in ("n", "values"))
 
 
 def process_summary(step_ms: float, status: str = "ok", jitter=(0.98, 1.0, 1.02, 1.0, 1.01)):
     """Test input: one process's summary, by metrics.build_summary, from made-up measured steps around step_ms."""
     steps = [{"kind": "measured", "index": i, "wall_ms": step_ms * f,
-              "phases_ms": {"forward": step_ms * f * 0.3, "backward": step_ms * f * 0.6, "optimizer": step_ms * f * 0.1}}
+              "phases_ms": {"forward": step_ms * f * 0.3, "backward": step_ms * f * 0.6,
+                            "optimizer": step_ms * f * 0.1}}
              for i, f in enumerate(jitter)]
     return build_summary(RunConfig(model="tiny", ctx=32, batch=2, device="cpu"), {"device_type": "cpu"}, steps, status,
                          "test-process")

@@ -66,7 +66,8 @@ def test_identical_processes_are_not_significant():
 def process_summary(step_ms: float, batch: int = 2) -> dict:
     """Test input: one process's summary, by metrics.build_summary, from made-up measured steps around step_ms."""
     steps = [{"kind": "measured", "index": i, "wall_ms": step_ms * f,
-              "phases_ms": {"forward": step_ms * f * 0.3, "backward": step_ms * f * 0.6, "optimizer": step_ms * f * 0.1}}
+              "phases_ms": {"forward": step_ms * f * 0.3, "backward": step_ms * f * 0.6,
+                            "optimizer": step_ms * f * 0.1}}
              for i, f in enumerate((0.99, 1.0, 1.01, 1.0, 1.005))]
     cfg = RunConfig(model="tiny", ctx=32, batch=batch, device="cpu")
     return dict(build_summary(cfg, {"device_type": "cpu"}, steps, "ok", "test-process"))

@@ -12,8 +12,8 @@ ANALYSED, ATTENTION_OOM = DATA / "runs" / "small-h200-analyses", DATA / "studies
 
 
 def sysprof(*args):
-    return subprocess.run([sys.executable, "-m", "sysprof.profiler_core", "export", *map(str, args)], capture_output=True,
-                          text=True, timeout=120, cwd=ROOT)
+    return subprocess.run([sys.executable, "-m", "sysprof.profiler_core", "export", *map(str, args)],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
 
 
 @pytest.mark.slow

@@ -124,8 +124,8 @@ def test_a_model_that_cannot_run_on_meta_keeps_its_parameter_table():
 
 
 def sysprof(args, env):
-    return subprocess.run([sys.executable, "-m", "sysprof.profiler_core", "inspect", *args], env=env, capture_output=True,
-                          text=True, timeout=180, cwd=ROOT)
+    return subprocess.run([sys.executable, "-m", "sysprof.profiler_core", "inspect", *args], env=env,
+                          capture_output=True, text=True, timeout=180, cwd=ROOT)
 
 
 @pytest.mark.slow

@@ -39,8 +39,8 @@ def wait_until(condition, timeout: float = 120.0) -> None:
 
 
 def sysprof(args, env, timeout=180):
-    return subprocess.run([sys.executable, "-m", "sysprof.profiler_core", *args], env=env, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run([sys.executable, "-m", "sysprof.profiler_core", *args], env=env, capture_output=True,
+                          text=True, timeout=timeout)
 
 
 @pytest.mark.slow
@@ -262,7 +262,8 @@ def test_a_run_started_under_nohup_outlives_the_hang_up(tmp_path, cli_env, nproc
     _, err = process.communicate(timeout=120)
     summary = rundir.read_summary(run_dir)
     assert process.returncode == 1 and "Traceback" not in err, err
-    assert summary["state"] == "cancelled" and summary["error"]["message"] in ("stopped by SIGTERM", "stopped by SIGINT")
+    assert summary["state"] == "cancelled" and summary["error"]["message"] in ("stopped by SIGTERM",
+                                                                                "stopped by SIGINT")
 
 
 @pytest.mark.slow

@@ -31,7 +31,8 @@ def test_with_ranks_torchrun_starts_the_launcher_once_per_rank():
 
 def test_with_ranks_and_no_launcher_torchrun_runs_the_runner_module():
     argv = runner_argv(TWO_RANKS, Path("run"))
-    assert "--no-python" not in argv and argv[argv.index("--max-restarts") + 2:][:2] == ["-m", "sysprof.profiler_core.runner"]
+    assert ("--no-python" not in argv
+            and argv[argv.index("--max-restarts") + 2:][:2] == ["-m", "sysprof.profiler_core.runner"])
 
 
 def test_each_rank_names_its_own_report_through_nsys_environment_expansion(tmp_path):

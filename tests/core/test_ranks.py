@@ -20,8 +20,8 @@ TWO_RANKS = ["--model", "tiny", "--device", "cpu", "--ctx", "32", "--batch", "2"
 
 
 def sysprof(args, env, timeout=240):
-    return subprocess.run([sys.executable, "-m", "sysprof.profiler_core", *args], env=env, capture_output=True, text=True,
-                          timeout=timeout, cwd=ROOT)
+    return subprocess.run([sys.executable, "-m", "sysprof.profiler_core", *args], env=env, capture_output=True,
+                          text=True, timeout=timeout, cwd=ROOT)
 
 
 def record(rank, forward, backward, optimizer=3.0, status="ok"):
@@ -129,7 +129,8 @@ def test_more_ranks_than_gpus_is_one_line_before_anything_starts(cli_env, monkey
     for command in (["run"], ["sweep", "--steps", "1"]):
         result = sysprof([*command, "--model", "tiny", "--device", "cuda", "--nproc", "2"],
                          {**cli_env, "CUDA_VISIBLE_DEVICES": ""}, timeout=60)
-        assert result.returncode == 2 and result.stderr.strip().endswith("0 visible here (CUDA_VISIBLE_DEVICES, nvidia-smi)")
+        assert (result.returncode == 2
+                and result.stderr.strip().endswith("0 visible here (CUDA_VISIBLE_DEVICES, nvidia-smi)"))
         assert "Traceback" not in result.stderr and not (Path(cli_env["SYSPROF_RUNS"])).exists()
 
 

@@ -29,8 +29,8 @@ SMALL_RUN = ["--model", "tiny", "--device", "cpu", "--ctx", "32", "--batch", "2"
 
 
 def sysprof(args, env):
-    return subprocess.run([sys.executable, "-m", "sysprof.profiler_core", *args], env=env, capture_output=True, text=True,
-                          timeout=180, cwd=ROOT)
+    return subprocess.run([sys.executable, "-m", "sysprof.profiler_core", *args], env=env, capture_output=True,
+                          text=True, timeout=180, cwd=ROOT)
 
 
 def test_external_model_is_timed_and_recorded(cli_env, tmp_path):
@@ -92,7 +92,8 @@ def test_own_loss_and_a_sweep_over_the_external_model(cli_env, tmp_path):
 
 def test_model_args_file_fills_every_cell_and_the_attention_axis_reaches_the_model(cli_env, tmp_path):
     (tmp_path / "gpt.yaml").write_text("n_layer: 1\nn_head: 8\ndropout: 0.0\n")
-    result = sysprof(["sweep", *SMALL_RUN, "--model-factory", f"{GPT}:build", "--model-args", str(tmp_path / "gpt.yaml"),
+    result = sysprof(["sweep", *SMALL_RUN, "--model-factory", f"{GPT}:build",
+                      "--model-args", str(tmp_path / "gpt.yaml"),
                       "--model-arg", "n_head=2", "--attention", "naive,sdpa", "--json"], cli_env)
     assert result.returncode == 0, result.stderr
     cells = json.loads(result.stdout)["cells"]
@@ -198,7 +199,8 @@ def test_model_args_are_json_literals_else_text():
 def test_compare_names_the_factory_model_of_each_run(cli_env, factory_run):
     builtin = ROOT / "tests" / "data" / "runs" / "tiny-ctx32"
     refused = sysprof(["compare", str(builtin), str(factory_run)], cli_env)
-    assert refused.returncode == 2 and "configs differ: " in refused.stderr and "model_factory None ≠ " in refused.stderr
+    assert (refused.returncode == 2 and "configs differ: " in refused.stderr
+            and "model_factory None ≠ " in refused.stderr)
     result = sysprof(["compare", str(builtin), str(factory_run), "--json", "--force"], cli_env)
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)

@@ -17,7 +17,8 @@ def sysprof_json(args, env):
 
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
 def test_small_train_on_cuda_reports_events_memory_and_mfu(cli_env, dtype):
-    code, summary, stderr = sysprof_json(["--model", "small", "--dtype", dtype, "--warmup", "3", "--steps", "5"], cli_env)
+    code, summary, stderr = sysprof_json(["--model", "small", "--dtype", dtype, "--warmup", "3", "--steps", "5"],
+                                         cli_env)
     assert code == 0, stderr
     assert summary["env"]["device_type"] == "cuda" and summary["env"]["phase_timer"] == "cuda_events"
     phases = summary["phases"]
@@ -47,7 +48,8 @@ def test_another_process_on_the_gpu_is_a_stored_warning_and_telemetry_is_kept(cl
     from pathlib import Path
 
     other = subprocess.Popen([sys.executable, "-c", "import time, torch; x = torch.ones(1, device='cuda'); "
-                              "print('up', flush=True); time.sleep(300)"], stdout=subprocess.PIPE, text=True, env=cli_env)
+                              "print('up', flush=True); time.sleep(300)"], stdout=subprocess.PIPE, text=True,
+                             env=cli_env)
     try:
         assert other.stdout.readline().strip() == "up"
         code, summary, stderr = sysprof_json(["--model", "tiny", "--warmup", "2", "--steps", "30"], cli_env)
@@ -71,7 +73,8 @@ def test_oom_is_a_result_not_a_crash(cli_env):
 
 
 def test_fp16_uses_grad_scaler_and_runs(cli_env):
-    code, summary, stderr = sysprof_json(["--model", "tiny", "--dtype", "fp16", "--warmup", "1", "--steps", "2"], cli_env)
+    code, summary, stderr = sysprof_json(["--model", "tiny", "--dtype", "fp16", "--warmup", "1", "--steps", "2"],
+                                         cli_env)
     assert code == 0, stderr
     assert summary["status"] == "ok" and summary["config"]["dtype"] == "fp16"
 

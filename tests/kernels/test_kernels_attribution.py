@@ -139,7 +139,8 @@ def test_analyze_sqlite_json_contract(h200_sqlite):
     assert result["gemm_fraction"]["optimizer"] < result["gemm_fraction"]["step"] < result["gemm_fraction"]["backward"]
     first = result["kernels"][0]
     assert {"name", "class", "instances", "total_ns", "avg_ns", "med_ns", "min_ns", "max_ns", "std_ns"} <= set(first)
-    assert first["short_name"] == "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x64x8_stage3_warpsize1x4x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas"
+    assert first["short_name"] == ("sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x64x8_stage3_warpsize1x4x1_ffma_"
+                                   "aligna4_alignc4_execute_kernel__5x_cublas")
     assert first["class"] == "gemm" and first["total_ns"] == 26430941
     attention = result["attention"]
     assert attention["softmax_ns"] == 568544 and attention["ranges"] == 60

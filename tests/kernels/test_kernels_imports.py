@@ -11,7 +11,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_kernels_package_imports_neither_torch_nor_textual():
     code = (
-        "import sys, sysprof.profiler_core.kernels, sysprof.profiler_core.kernels.nsys.commands, sysprof.profiler_core.kernels.nsys.locate;"
+        "import sys, sysprof.profiler_core.kernels, sysprof.profiler_core.kernels.nsys.commands, "
+        "sysprof.profiler_core.kernels.nsys.locate;"
         "bad = {'torch', 'textual'} & {m.split('.')[0] for m in sys.modules};"
         "assert not bad, bad"
     )

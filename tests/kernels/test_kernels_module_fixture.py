@@ -16,7 +16,8 @@ from sysprof.profiler_core.module_types import NO_MODULE
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "module_ranges"
 pytestmark = pytest.mark.skipif(not (DATA / "profile.sqlite.xz").is_file(),
-                                reason="tests/data/module_ranges/ comes from a GPU (benchmarks/make_module_fixtures.sh)")
+                                reason="tests/data/module_ranges/ comes from a GPU "
+                                       "(benchmarks/make_module_fixtures.sh)")
 USER_RANGE = "up projection and gelu"  # tests/data/models/nanogpt_style/blocks.py
 
 

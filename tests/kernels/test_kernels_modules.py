@@ -61,8 +61,8 @@ def test_kernels_take_the_innermost_module_on_their_launching_thread():
                              (550, MAIN, "forward"), (2150, AUTOGRAD, "backward"), (2300, AUTOGRAD, "backward"),
                              (2150, MAIN, "backward"), (-1, NO_RANGE, "other")])
     assert label_modules(kernels, RANGES) == 6
-    assert kernels["module"].tolist() == ["layers.0.attn.q_proj", "layers.0.attn", "layers.0.ffn", "", "layers.0.attn.q_proj",
-                                          "layers.0.attn", "", ""]
+    assert kernels["module"].tolist() == ["layers.0.attn.q_proj", "layers.0.attn", "layers.0.ffn", "",
+                                          "layers.0.attn.q_proj", "layers.0.attn", "", ""]
     assert kernels["module_category"].tolist() == ["attention", "attention", "mlp", NO_MODULE, "attention",
                                                    "attention", NO_MODULE, NO_MODULE]
     assert kernels["sub_range"].tolist() == ["", "softmax", "", "", "", "", "", ""]

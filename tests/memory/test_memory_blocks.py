@@ -97,4 +97,5 @@ def test_expandable_segments_fall_back_to_rounding_and_say_so():
 def test_a_trace_that_disagrees_with_the_segments_is_a_lower_bound_and_says_so():
     replay = replay_trace(one_segment(2 * MIB, [{"action": "alloc", "addr": 8 * MIB, "size": 100}]))
     assert not replay.blocks_replayed and int(replay.block_levels[-1]) == 512
-    assert replay.blocks_note == "1 allocations or frees did not fit the replayed segments: they count rounded up to 512 B"
+    assert replay.blocks_note == ("1 allocations or frees did not fit the replayed segments: "
+                                  "they count rounded up to 512 B")

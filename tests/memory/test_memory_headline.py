@@ -11,7 +11,8 @@ from rich.console import Console
 from sysprof.profiler_core.memory import analyze_snapshot
 from sysprof.profiler_core.render.analysis_report import print_memory_analysis
 
-OLD_ANALYSIS = Path(__file__).resolve().parents[1] / "data" / "runs" / "small-h200-analyses" / "memory" / "analysis.json"
+OLD_ANALYSIS = (Path(__file__).resolve().parents[1] / "data" / "runs" / "small-h200-analyses" / "memory"
+                / "analysis.json")
 
 
 def rendered(analysis: dict, width: int = 300) -> str:
@@ -24,7 +25,8 @@ def test_the_headline_gives_both_peaks_the_phase_and_step_and_which_one_torch_re
     lines = rendered(analysis).splitlines()
     assert lines[0] == "peak 2.68 GiB requested, 2.71 GiB as allocator blocks · reserved 2.90 GiB"
     assert lines[1] == "at the peak: backward of the 1st of 2 recorded steps, 15.34 ms after recording began"
-    assert lines[2] == ("torch.cuda.max_memory_allocated() (reset when recording began) reads the allocator-block peak, "
+    assert lines[2] == ("torch.cuda.max_memory_allocated() (reset when recording began) "
+                        "reads the allocator-block peak, "
                         "2,913,556,480 B (requests rounded up to 512 B, some given a whole free block); the requested "
                         '2,877,871,112 B is torch.cuda.memory_stats()["requested_bytes.all.peak"]')
 

@@ -15,7 +15,8 @@ from sysprof.profiler_core.module_types import NO_MODULE
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "module_ranges"
 pytestmark = pytest.mark.skipif(not (DATA / "memory_snapshot.pickle.xz").is_file(),
-                                reason="tests/data/module_ranges/ comes from a GPU (benchmarks/make_module_fixtures.sh)")
+                                reason="tests/data/module_ranges/ comes from a GPU "
+                                       "(benchmarks/make_module_fixtures.sh)")
 
 
 @pytest.fixture(scope="module")

@@ -20,8 +20,8 @@ def cpu_study(tmp_path_factory):
     runs = tmp_path_factory.mktemp("runs")
     args = ["study", "attention", "--device", "cpu", "--impl", "eager,sdpa", "--dtype", "fp32,bf16", "--d", "16",
             "--seq", "32,64", "--batch", "2", "--iters", "3", "--runs-dir", str(runs), "--json"]
-    done = subprocess.run([sys.executable, "-m", "sysprof.profiler_core", *args], capture_output=True, text=True, cwd=ROOT,
-                          timeout=600)
+    done = subprocess.run([sys.executable, "-m", "sysprof.profiler_core", *args], capture_output=True, text=True,
+                          cwd=ROOT, timeout=600)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 

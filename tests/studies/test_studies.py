@@ -104,8 +104,8 @@ def test_pivot_marks_oom_cells_keeps_all_oom_rows_and_takes_text_values(tmp_path
 
 @pytest.mark.slow
 def test_sweep_cli_json_and_bad_values(cli_env, tmp_path):
-    args = [sys.executable, "-m", "sysprof.profiler_core", "sweep", "--model", "tiny", "--device", "cpu", "--ctx", "16,24",
-            "--batch", "2", "--warmup", "0", "--steps", "2", "--json"]
+    args = [sys.executable, "-m", "sysprof.profiler_core", "sweep", "--model", "tiny", "--device", "cpu",
+            "--ctx", "16,24", "--batch", "2", "--warmup", "0", "--steps", "2", "--json"]
     result = subprocess.run(args, env=cli_env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     cells = json.loads(result.stdout)["cells"]

@@ -115,8 +115,8 @@ def test_passes_and_warmup_grids_over_models_contexts_and_modes(tmp_path):
     puts FWD and FWD+BWD side by side."""
     common = ["--device", "cpu", "--models", "tiny", "--ctxs", "16,24", "--steps", "2", "--warmup", "0",
               "--runs-dir", str(tmp_path), "--json"]
-    done = subprocess.run([sys.executable, "-m", "sysprof.profiler_core", "study", "passes", *common], capture_output=True,
-                          text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-m", "sysprof.profiler_core", "study", "passes", *common],
+                          capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     table = json.loads(done.stdout)["forward vs forward+backward (same steps)"]
     assert [(row["model"], row["ctx"]) for row in table] == [("tiny", 16), ("tiny", 24)]

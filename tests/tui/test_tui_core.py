@@ -66,7 +66,8 @@ def test_compare_real_saved_runs_ratio_is_b_over_a():
     step, rate = rows[-2:]
     assert (step["phase"], rate["phase"]) == ("step", "tokens/s")
     assert step["ratio_b_over_a"] == pytest.approx(step["b_median_ms"] / step["a_median_ms"], abs=1e-4)
-    assert rate["ratio_b_over_a"] == pytest.approx(summaries[1]["tokens_per_s"] / summaries[0]["tokens_per_s"], abs=1e-4)
+    assert rate["ratio_b_over_a"] == pytest.approx(summaries[1]["tokens_per_s"] / summaries[0]["tokens_per_s"],
+                                                   abs=1e-4)
 
 
 TABLE = [{"name": "a_b & c|d", "total_ns": 1500, "pct": 12.5}, {"name": "50% #1", "total_ns": 2, "pct": None}]

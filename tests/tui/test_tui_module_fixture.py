@@ -19,7 +19,8 @@ from sysprof.tui.app import SysprofApp
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "module_ranges"
 pytestmark = pytest.mark.skipif(not (DATA / "profile.sqlite.xz").is_file(),
-                                reason="tests/data/module_ranges/ comes from a GPU (benchmarks/make_module_fixtures.sh)")
+                                reason="tests/data/module_ranges/ comes from a GPU "
+                                       "(benchmarks/make_module_fixtures.sh)")
 
 
 @pytest.fixture

@@ -151,9 +151,9 @@ async def test_a_run_on_another_host_is_followed_but_never_signalled_from_here(t
 
 
 async def test_a_sweep_started_elsewhere_is_reattached_on_studies_and_followed_to_its_end(tmp_path, cli_env):
-    sweep = subprocess.Popen([sys.executable, "-m", "sysprof.profiler_core", "sweep", "--model", "tiny", "--device", "cpu",
-                              "--ctx", "16,32", "--batch", "2", "--warmup", "1", "--steps", "50", "--events",
-                              "--runs-dir", str(tmp_path)], env=cli_env, stdout=subprocess.DEVNULL,
+    sweep = subprocess.Popen([sys.executable, "-m", "sysprof.profiler_core", "sweep", "--model", "tiny",
+                              "--device", "cpu", "--ctx", "16,32", "--batch", "2", "--warmup", "1", "--steps", "50",
+                              "--events", "--runs-dir", str(tmp_path)], env=cli_env, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         wait_until(lambda: any(live_process(path) for path in tmp_path.iterdir()))

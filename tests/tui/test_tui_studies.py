@@ -131,7 +131,8 @@ def test_tui_command_line_opens_a_study_directory(tmp_path):
     from sysprof.tui.cli import parse_args
 
     assert parse_args([str(ATTENTION)]).run_dirs == [ATTENTION]
-    result = subprocess.run([sys.executable, "-c", "from sysprof.tui.cli import parse_args; parse_args(['" + str(tmp_path) + "'])"],
+    result = subprocess.run([sys.executable, "-c",
+                             "from sysprof.tui.cli import parse_args; parse_args(['" + str(tmp_path) + "'])"],
                             capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2])
     assert result.returncode == 2 and "nor a sweep or study directory" in result.stderr
 

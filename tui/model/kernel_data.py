@@ -93,4 +93,5 @@ def load_kernel_data(kernels_dir: Path) -> KernelData:
 
 def module_type_rows(analysis: dict, phase: str) -> list[dict]:
     """The module-type table of one phase (or all), each row with the label the screen shows (sub-rows indented)."""
-    return [row | {"type": type_label(row)} for row in kernel_module_rows(analysis) if phase in (ALL_PHASES, row["phase"])]
+    return [row | {"type": type_label(row)} for row in kernel_module_rows(analysis)
+            if phase in (ALL_PHASES, row["phase"])]

@@ -76,7 +76,8 @@ def model_text(cfg: RunConfig | None) -> str:
 def predicted_table(cfg: RunConfig) -> Table:
     """Bytes of one step by item: the prediction a memory pass stores beside what it measured."""
     predicted = predict_run_memory(cfg)
-    table = Table(title=f"predicted memory (peak at {predicted['peak_phase']})", title_justify="left", box=None, padding=(0, 1), show_header=False)
+    table = Table(title=f"predicted memory (peak at {predicted['peak_phase']})", title_justify="left", box=None,
+                  padding=(0, 1), show_header=False)
     table.add_column("item")
     table.add_column("bytes", justify="right")
     for label, key in PEAK_ITEMS:  # the items held at the predicted peak (those not held there left out): their sum

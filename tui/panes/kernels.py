@@ -1,4 +1,5 @@
-"""Kernels: the per-phase kernel table of a run (sort, filter, phase), class breakdown, GEMM fraction, launch-bound or GPU-bound."""
+"""Kernels: the per-phase kernel table of a run (sort, filter, phase), class breakdown, GEMM fraction, launch-bound or
+GPU-bound."""
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -38,8 +39,8 @@ MAX_SHOWN_ROWS = 1000  # the DataTable draws every row it holds; export still ge
 COLUMNS = {"phase": "phase", "name": "kernel", "class": "class", "instances": "n", "total_ns": "total ms",
            "pct_of_phase": "% phase", "avg_ns": "avg µs", "med_ns": "med µs", "min_ns": "min µs",
            "max_ns": "max µs", "std_ns": "std µs"}
-FORMATTERS = {"name": lambda name: short_kernel_name(str(name)), "total_ns": ns_as_ms, "pct_of_phase": fixed(1), **{k: ns_as_us for k in
-                                                                 ("avg_ns", "med_ns", "min_ns", "max_ns", "std_ns")}}
+FORMATTERS = {"name": lambda name: short_kernel_name(str(name)), "total_ns": ns_as_ms, "pct_of_phase": fixed(1),
+              **{k: ns_as_us for k in ("avg_ns", "med_ns", "min_ns", "max_ns", "std_ns")}}
 MODULE_COLUMNS = {"phase": "phase", "type": "module type", "gpu_ms_per_step": "ms/step", "gpu_ns": "total ms",
                   "kernels": "kernels", "share": "% phase"}
 MODULE_FORMATTERS = {"gpu_ms_per_step": fixed(3), "gpu_ns": ns_as_ms, "share": blank_or(lambda v: f"{100 * v:.1f}")}
@@ -74,16 +75,17 @@ def phase_breakdown(analysis: dict) -> Table:
         total = stats["gpu_ns"] or 1
         classes = sorted(stats.get("by_class", {}).items(), key=lambda item: -item[1])[:2]
         busy = stats.get("busy_pct")
-        table.add_row(phase, _per_step(stats["gpu_ns"], steps), f"{stats['gpu_ns'] / 1e6:,.1f}", f"{stats['kernels']:,}",
-                      f"{(analysis.get('gemm_fraction') or {}).get(phase, 0):.0%}",
+        table.add_row(phase, _per_step(stats["gpu_ns"], steps), f"{stats['gpu_ns'] / 1e6:,.1f}",
+                      f"{stats['kernels']:,}", f"{(analysis.get('gemm_fraction') or {}).get(phase, 0):.0%}",
                       "" if busy is None else f"{busy:.0f}%", short_verdict(analysis, phase),
                       " ".join(f"{name} {ns / total:.0%}" for name, ns in classes))
     step = whole_step(analysis.get("phases") or {})
     if step["kernels"]:
         total = step["gpu_ns"] or 1
         classes = sorted(step["by_class"].items(), key=lambda item: -item[1])[:2]
-        table.add_row("step", _per_step(step["gpu_ns"], steps), f"{step['gpu_ns'] / 1e6:,.1f}", f"{step['kernels']:,}",
-                      f"{step['gemm_fraction']:.0%}", "", "", " ".join(f"{name} {ns / total:.0%}" for name, ns in classes))
+        table.add_row("step", _per_step(step["gpu_ns"], steps), f"{step['gpu_ns'] / 1e6:,.1f}",
+                      f"{step['kernels']:,}", f"{step['gemm_fraction']:.0%}", "", "",
+                      " ".join(f"{name} {ns / total:.0%}" for name, ns in classes))
     attention = analysis.get("attention") or {}
     if attention.get("by_part"):
         labels = attention_part_labels(attention.get("mask_range", False))

@@ -31,8 +31,9 @@ TABLE_COLUMNS = {
                      "largest_bytes": "largest", "largest_phase": "phase", "largest_module": "module",
                      "largest_frame": "frame"},
 }
-FORMATTERS = {"size_bytes": bytes_cell, "at_peak_bytes": bytes_cell, "max_bytes": bytes_cell, "predicted_bytes": bytes_cell,
-              "measured_bytes": bytes_cell, "ratio": fixed(2), "allocated_at_ms": fixed(1), "largest_bytes": bytes_cell}
+FORMATTERS = {"size_bytes": bytes_cell, "at_peak_bytes": bytes_cell, "max_bytes": bytes_cell,
+              "predicted_bytes": bytes_cell, "measured_bytes": bytes_cell, "ratio": fixed(2),
+              "allocated_at_ms": fixed(1), "largest_bytes": bytes_cell}
 
 
 def summary_text(analysis: dict, snapshot: Path) -> str:
@@ -117,7 +118,8 @@ class MemoryPane(Pane):
         if analysis is not None:
             assert self.loaded_dir is not None  # an analysis is only loaded from loaded_dir (analysis_to_load)
             times = timeline.get("t") or [0]
-            self.query_one("#memory-summary", Static).update(summary_text(analysis, self.loaded_dir / rundir.MEMORY_SNAPSHOT))
+            self.query_one("#memory-summary", Static).update(
+                summary_text(analysis, self.loaded_dir / rundir.MEMORY_SNAPSHOT))
             self.query_one("#memory-axis", Static).update(
                 f"active {bytes_cell(min(timeline.get('active_bytes') or [0]))} … "
                 f"{bytes_cell(max(timeline.get('active_bytes') or [0]))} over {times[-1]:,.0f} "
@@ -127,7 +129,8 @@ class MemoryPane(Pane):
     def watch_table_name(self, name: str) -> None:
         records = memory_table(name, self.analysis) if self.analysis else []
         self.query_one("#memory-table", MarkableTable).show(TABLE_COLUMNS[name], records, FORMATTERS,
-                                                            widths={"frame": 28, "explanation": 40, "largest_frame": 28})
+                                                            widths={"frame": 28, "explanation": 40,
+                                                                    "largest_frame": 28})
         others = [n for n in MEMORY_TABLES if n != name]
         hint = f"t: {' / '.join(others)}"
         if name == "module types" and not records:  # how to get the table comes before the keys

@@ -127,7 +127,8 @@ class RunsPane(Pane):
         if state.running or not state.run_dir:
             return
         shown = {record["path"]: record.get("state") for record in self.query_one("#runs-table", MarkableTable).records}
-        if shown.get(state.run_dir, events.RUNNING) == events.RUNNING:  # a run just ended: not listed yet, or listed as running
+        # a run just ended: not listed yet, or listed as running
+        if shown.get(state.run_dir, events.RUNNING) == events.RUNNING:
             self.action_refresh()
 
     def action_refresh(self) -> None:

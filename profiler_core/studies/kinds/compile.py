@@ -34,4 +34,5 @@ def tables(study_dir: Path) -> Tables:
 
 KIND = StudyKind(
     "compile", "eager vs torch.compile: forward, train step, backward+optimizer", add_model_grid_options, run, tables,
-    order=30, templates={"torch.compile study: eager vs compiled": "study compile --models small,medium --ctxs 256,512"})
+    order=30,
+    templates={"torch.compile study: eager vs compiled": "study compile --models small,medium --ctxs 256,512"})

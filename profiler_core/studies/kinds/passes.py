@@ -32,4 +32,5 @@ def tables(study_dir: Path) -> Tables:
 KIND = StudyKind(
     "passes", "forward vs forward+backward with their ratio, per model and ctx", add_model_grid_options, run, tables,
     order=10, templates={"forward vs forward+backward: every size": "study passes --models small,medium,large,xl,2.7B"},
-    cpu_templates={"forward vs forward+backward (CPU)": "study passes --models tiny --device cpu --ctxs 32,64 --steps 3"})
+    cpu_templates={"forward vs forward+backward (CPU)":
+                   "study passes --models tiny --device cpu --ctxs 32,64 --steps 3"})

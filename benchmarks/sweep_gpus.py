@@ -35,7 +35,7 @@ def one_sweep(gpus: str, runs_dir: str) -> dict:
 def cell_gpus(sweep_dir: str) -> list[str | None]:
     from pathlib import Path
 
-    from sysprof.profiler_core.studies.tables import sweep_rows
+    from sysprof.profiler_core.studies.document import sweep_rows
 
     return [row["gpu"] for row in sweep_rows(Path(sweep_dir))]
 

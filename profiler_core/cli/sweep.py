@@ -20,6 +20,7 @@ from sysprof.profiler_core.render.rows import print_rows
 from sysprof.profiler_core.session.backends import choose_backend
 from sysprof.profiler_core.session.rank_checks import gpus_problem
 from sysprof.profiler_core.studies import sweep
+from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.gpu_pool import gpus_problem as pool_problem
 from sysprof.profiler_core.studies.gpu_pool import parse_gpus
 from sysprof.profiler_core.studies.kernel_tables import profiled_sweep_tables
@@ -32,8 +33,6 @@ from sysprof.profiler_core.studies.tables import (
     pivot_problem,
     planned_columns,
     sweep_document,
-    sweep_rows,
-    sweep_run_dirs,
     visible_columns,
 )
 
@@ -159,8 +158,8 @@ def check_before_the_first_cell(args, configs: list[RunConfig]) -> list[str]:
 
 
 def report_sweep(args, sweep_dir: Path, elapsed_s: float) -> int:
-    document = sweep_document(sweep_dir)
-    rows = sweep_rows(sweep_dir)
+    study = Study.load(sweep_dir)  # every file once, for every table below
+    document, rows = sweep_document(study), study.rows
     table = _pivot_or_rows(args, rows, document["varied"])
     if args.output:
         export.write_table(table, args.output)
@@ -168,8 +167,7 @@ def report_sweep(args, sweep_dir: Path, elapsed_s: float) -> int:
         print(json.dumps(document | {"elapsed_s": elapsed_s}, default=str))
     elif not args.events:
         print_rows(Console(), compact(table) if not args.pivot else table, f"sweep {sweep_dir} ({elapsed_s:.0f} s)")
-        run_dirs = sweep_run_dirs(sweep_dir)
-        cross_cell = profiled_sweep_tables(rows, run_dirs) | memory_sweep_tables(rows, run_dirs)
+        cross_cell = profiled_sweep_tables(rows, study.run_dirs) | memory_sweep_tables(rows, study.run_dirs)
         for title, table in cross_cell.items():
             print_rows(Console(), table, title, args.full_names)  # passes in the cells: the cross-cell tables
     return 0 if all(c["status"] in events.DONE_STATUSES for c in document["cells"]) else 1

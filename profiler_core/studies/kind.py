@@ -18,6 +18,7 @@ from sysprof.profiler_core import rundir
 from sysprof.profiler_core.config import ConfigError, RunConfig, validate
 from sysprof.profiler_core.options import add_config_options
 from sysprof.profiler_core.studies import sweep
+from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.progress import Progress
 
 Tables = dict[str, list[dict]]  # title → records, the main table first
@@ -29,7 +30,7 @@ class StudyKind:
     help: str
     add_arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], Path]  # plans, validates every cell, runs them; the study's directory
-    tables: Callable[[Path], Tables]  # rebuilt from the directory alone (pandas may load: not at app startup)
+    tables: Callable[[Study], Tables]  # from the study loaded once (pandas may load: not at app startup)
     templates: Mapping[str, str] = field(default_factory=dict)  # the app's list on a GPU node: title → command
     cpu_templates: Mapping[str, str] = field(default_factory=dict)  # the same, sized for a CPU
     order: int = 100  # place in `sysprof study --help` and in the app's list

@@ -5,50 +5,41 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sysprof.profiler_core import events, rundir
-from sysprof.profiler_core.errors import StudyError
+from sysprof.profiler_core import events
+from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kernel_tables import profiled_sweep_tables
 from sysprof.profiler_core.studies.kinds import KINDS
 from sysprof.profiler_core.studies.memory_tables import memory_sweep_tables
-from sysprof.profiler_core.studies.tables import pivot, sweep_rows, sweep_run_dirs, visible_columns
-from sysprof.profiler_core.study_plans import study_kind
+from sysprof.profiler_core.studies.tables import pivot, visible_columns
 
 PIVOT_VALUE = "fwd mean ms"
 
 
 def study_tables(study_dir: Path) -> dict[str, list[dict]]:
-    """Title → records, the main table first. Cells not yet run show as pending rows."""
-    kind = study_kind(study_dir)
-    if kind is None:
-        raise StudyError(f"{study_dir} is not a sweep or study directory")
-    found = KINDS.get(kind)
+    """Title → records, the main table first. Cells not yet run show as pending rows. The directory is read once
+    (studies/document.py); every table is built from that."""
+    study = Study.load(study_dir)
+    found = KINDS.get(study.kind)
     if found is not None and not found.sweep_cells:
-        return found.tables(study_dir)
-    rows = sweep_rows(study_dir)
+        return found.tables(study)
     if found is not None:
-        return found.tables(study_dir) | {"cells": _sweep_table(study_dir, rows)}
-    return ({"sweep results": _sweep_table(study_dir, rows)} | _default_pivot(study_dir, rows)
-            | profiled_sweep_tables(rows, sweep_run_dirs(study_dir))
-            | memory_sweep_tables(rows, sweep_run_dirs(study_dir)))
+        return found.tables(study) | {"cells": _sweep_table(study)}
+    return ({"sweep results": _sweep_table(study)} | _default_pivot(study)
+            | profiled_sweep_tables(study.rows, study.run_dirs) | memory_sweep_tables(study.rows, study.run_dirs))
 
 
-def _varied(study_dir: Path) -> list[str]:
-    plan = rundir.read_json(study_dir / rundir.SWEEP_PLAN) or {}
-    return plan.get("varied", [])
+def _sweep_table(study: Study) -> list[dict]:
+    columns = visible_columns(study.rows, study.varied)
+    return [{c: row[c] for c in columns} for row in study.rows]
 
 
-def _sweep_table(study_dir: Path, rows: list[dict]) -> list[dict]:
-    columns = visible_columns(rows, _varied(study_dir))
-    return [{c: row[c] for c in columns} for row in rows]
-
-
-def _default_pivot(study_dir: Path, rows: list[dict]) -> dict[str, list[dict]]:
+def _default_pivot(study: Study) -> dict[str, list[dict]]:
     """With two or more varied fields: forward ms by all but the last of them × the last."""
-    varied = [name if name != "model" else "d_model" for name in _varied(study_dir)]
-    if len(varied) < 2 or not any(row.get(PIVOT_VALUE) is not None for row in rows):
+    varied = [name if name != "model" else "d_model" for name in study.varied]
+    if len(varied) < 2 or not any(row.get(PIVOT_VALUE) is not None for row in study.rows):
         return {}
     index, columns = varied[:-1], varied[-1:]
-    table = pivot(rows, index, columns, PIVOT_VALUE)
+    table = pivot(study.rows, index, columns, PIVOT_VALUE)
     return {f"{PIVOT_VALUE} by {' × '.join(index)} × {columns[0]}": table.to_dict("records")}
 
 

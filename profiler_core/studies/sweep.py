@@ -54,6 +54,11 @@ def load_plan(sweep_dir: Path) -> tuple[list[RunConfig], list[str]]:
         raise StudyError(str(exc)) from None
     if not plan:
         raise StudyError(f"{sweep_dir} is not a sweep directory (no {rundir.SWEEP_PLAN})")
+    return plan_configs(sweep_dir, plan)
+
+
+def plan_configs(sweep_dir: Path, plan: dict) -> tuple[list[RunConfig], list[str]]:
+    """The cells' configs (each validated) and the varied fields of a plan already read."""
     try:
         configs = [RunConfig.from_dict(cell) for cell in plan["cells"]]
         for cfg in configs:

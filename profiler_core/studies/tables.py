@@ -3,14 +3,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sysprof.models.presets import PRESETS
-from sysprof.profiler_core import events, rundir
+from sysprof.profiler_core import events
 from sysprof.profiler_core.config import ConfigError, model_column
 from sysprof.profiler_core.metrics import summarize_ms
 from sysprof.profiler_core.records import PhaseStats
-from sysprof.profiler_core.studies.sweep import cell_dir, cell_summary, load_plan
+from sysprof.profiler_core.studies.sweep import cell_dir, load_plan
+
+if TYPE_CHECKING:
+    from sysprof.profiler_core.studies.document import Study
 
 CONFIG_COLUMNS = ("model", "d_model", "ctx", "batch", "mode", "dtype", "matmul_precision", "compile",
                   "attention", "warmup", "device")
@@ -72,16 +75,6 @@ def cell_row(cfg: dict, summary: dict | None, steps: list[dict], profiled: dict 
     return row
 
 
-def sweep_rows(sweep_dir: Path) -> list[dict]:
-    configs, _ = load_plan(sweep_dir)
-    rows = []
-    for index, cfg in enumerate(configs):
-        path = cell_dir(sweep_dir, index, cfg)
-        rows.append(cell_row(cfg.to_dict(), cell_summary(path), rundir.read_jsonl(path / rundir.STEPS),
-                             cell_summary(path / rundir.PROFILED_DIR)))
-    return rows
-
-
 def sweep_run_dirs(sweep_dir: Path) -> list[Path]:
     """Each cell's run directory, in plan order (it may not exist yet)."""
     configs, _ = load_plan(sweep_dir)
@@ -93,22 +86,16 @@ def planned_columns(configs: list) -> list[str]:
     return list(dict.fromkeys(column for cfg in configs for column in cell_row(cfg.to_dict(), None, [])))
 
 
-def sweep_summaries(sweep_dir: Path) -> list[dict | None]:
-    """Each cell's summary (None before it ran), in plan order: what compare needs beyond a row."""
-    configs, _ = load_plan(sweep_dir)
-    return [cell_summary(cell_dir(sweep_dir, index, cfg)) for index, cfg in enumerate(configs)]
-
-
-def sweep_document(sweep_dir: Path) -> dict:
+def sweep_document(study: Study) -> dict:
     """`sysprof sweep --json`: {"cells": [{"config", "status", "phases", ...}]}."""
-    configs, varied = load_plan(sweep_dir)
     cells = []
-    for index, cfg in enumerate(configs):
-        summary = cell_summary(cell_dir(sweep_dir, index, cfg)) or {"status": events.PENDING}
-        cells.append({"config": cfg.to_dict(), "status": summary["status"], "phases": summary.get("phases") or {},
-                      "run_dir": summary.get("run_dir"), "error": summary.get("error"),
-                      "peak_memory_bytes": summary.get("peak_memory_bytes"), "compile_s": summary.get("compile_s")})
-    return {"sweep_dir": str(sweep_dir), "varied": varied, "cells": cells}
+    for cell in study.cells:
+        summary = cell.summary or {"status": events.PENDING}
+        cells.append({"config": cell.config.to_dict(), "status": summary["status"],
+                      "phases": summary.get("phases") or {}, "run_dir": summary.get("run_dir"),
+                      "error": summary.get("error"), "peak_memory_bytes": summary.get("peak_memory_bytes"),
+                      "compile_s": summary.get("compile_s")})
+    return {"sweep_dir": str(study.path), "varied": study.varied, "cells": cells}
 
 
 def visible_columns(rows: list[dict], varied: list[str]) -> list[str]:

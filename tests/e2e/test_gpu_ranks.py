@@ -95,7 +95,7 @@ def test_a_sweep_spreads_its_cells_over_two_gpus_each_recording_its_own(cli_env)
     assert result.returncode == 0, result.stderr
     from pathlib import Path
 
-    from sysprof.profiler_core.studies.tables import sweep_rows
+    from sysprof.profiler_core.studies.document import sweep_rows
 
     rows = sweep_rows(Path(json.loads(result.stdout)["sweep_dir"]))
     assert sorted(row["gpu"] for row in rows) == ["0", "1"] and {row["status"] for row in rows} == {"ok"}

@@ -10,10 +10,10 @@ from sysprof.models.presets import PRESETS
 from sysprof.profiler_core.cli.main import main
 from sysprof.profiler_core.session import passes as session_module
 from sysprof.profiler_core.studies import sweep
+from sysprof.profiler_core.studies.document import sweep_rows
 from sysprof.profiler_core.studies.kinds import precision as precision_study
 from sysprof.profiler_core.studies.progress import config_label
 from sysprof.profiler_core.studies.results import study_tables
-from sysprof.profiler_core.studies.tables import sweep_rows
 
 pytestmark = pytest.mark.slow  # real processes or the whole app: `pytest -m "not slow"` leaves them out
 

@@ -6,8 +6,9 @@ import pytest
 from sysprof.profiler_core import events, rundir
 from sysprof.profiler_core.config import RunConfig
 from sysprof.profiler_core.studies import sweep
+from sysprof.profiler_core.studies.document import sweep_rows
 from sysprof.profiler_core.studies.gpu_pool import GpuPool, gpus_problem, run_pool
-from sysprof.profiler_core.studies.tables import sweep_rows, visible_columns
+from sysprof.profiler_core.studies.tables import visible_columns
 
 GPU_CELL = RunConfig(model="tiny", device="cuda")
 

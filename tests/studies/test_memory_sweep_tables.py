@@ -10,9 +10,10 @@ from sysprof.profiler_core import rundir
 from sysprof.profiler_core.config import RunConfig
 from sysprof.profiler_core.session.analysis import memory_analysis
 from sysprof.profiler_core.studies import sweep
+from sysprof.profiler_core.studies.document import sweep_rows
 from sysprof.profiler_core.studies.memory_tables import largest_allocation_rows, memory_sweep_tables
 from sysprof.profiler_core.studies.results import study_tables
-from sysprof.profiler_core.studies.tables import sweep_rows, sweep_run_dirs
+from sysprof.profiler_core.studies.tables import sweep_run_dirs
 
 FIXTURE = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "h200_small_fp32"
 RUN = Path(__file__).resolve().parents[1] / "data" / "runs" / "small-h200-analyses"

@@ -7,8 +7,9 @@ from pathlib import Path
 
 from sysprof.profiler_core.config import RunConfig
 from sysprof.profiler_core.studies import sweep
+from sysprof.profiler_core.studies.document import sweep_rows
 from sysprof.profiler_core.studies.results import study_tables
-from sysprof.profiler_core.studies.tables import pivot, sweep_rows
+from sysprof.profiler_core.studies.tables import pivot
 
 RUN = Path(__file__).resolve().parents[1] / "data" / "runs" / "small-h200-analyses"
 

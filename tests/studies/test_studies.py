@@ -17,7 +17,8 @@ from sysprof.profiler_core.studies.derived import (
     precision_table,
     warmup_table,
 )
-from sysprof.profiler_core.studies.tables import compact, pivot, sweep_document, sweep_rows
+from sysprof.profiler_core.studies.document import Study, sweep_rows
+from sysprof.profiler_core.studies.tables import compact, pivot, sweep_document
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 TINY = dict(model="tiny", ctx=16, batch=2, warmup=0, steps=2, device="cpu")
@@ -62,7 +63,7 @@ def test_sweep_with_an_oom_cell_continues_and_resumes_only_unfinished(tmp_path, 
     assert [e["index"] for e in events if e["event"] == "cell"] == [2]
     steps = (sweep.cell_dir(sweep_dir, 2, configs[2]) / "steps.jsonl").read_text().splitlines()
     assert len(steps) == 2  # the rerun starts clean: no steps of the abandoned attempt
-    document = sweep_document(sweep_dir)
+    document = sweep_document(Study.load(sweep_dir))
     assert [c["status"] for c in document["cells"]] == ["ok", "oom", "ok"]
     assert set(document["cells"][0]) >= {"config", "status", "phases"}
 

@@ -27,8 +27,8 @@ def extra_kind(monkeypatch):
     def add_arguments(parser):
         parser.add_argument("--knob", default="1")
 
-    def tables(study_dir: Path):
-        return {"knob table": [{"knob": (rundir.read_json(study_dir / rundir.ATTENTION_PLAN) or {}).get("knob")}]}
+    def tables(study):
+        return {"knob table": [{"knob": study.plan.get("knob")}]}
 
     kind = StudyKind("knob", "a kind that exists only in this test", add_arguments, lambda args: Path(), tables,
                      templates={"knob study": "study knob --knob 2"}, cpu_templates={"knob (CPU)": "study knob"},

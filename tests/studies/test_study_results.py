@@ -3,6 +3,7 @@ catalog of study directories, and the `--events` progress stream the app reads."
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -134,3 +135,21 @@ def test_passes_and_warmup_grids_over_models_contexts_and_modes(tmp_path):
     grid = json.loads(done.stdout)["warm-up study"]
     assert [row["warm-up steps"] for row in grid] == [0, 1]
     assert all(row["fwd status"] == row["fwd+bwd status"] == "ok" and row["fwd+bwd mean ms"] > 0 for row in grid)
+
+
+def test_building_every_table_of_a_study_reads_each_file_once(monkeypatch):
+    """A study is loaded once (studies/document.py): the plan once, each cell's summary, profiled summary and
+    steps once, however many tables are built from them (it was the plan 4 times and each summary twice)."""
+    import collections
+
+    from sysprof.profiler_core import rundir
+
+    reads: collections.Counter = collections.Counter()
+    for name in ("read_json", "read_jsonl"):
+        real = getattr(rundir, name)
+        monkeypatch.setattr(rundir, name, lambda path, real=real: reads.update([Path(path).name]) or real(path))
+    study_dir = Path(__file__).resolve().parents[1] / "data" / "studies" / "warmup-small-h200"
+    tables = study_tables(study_dir)
+    cells = len(tables["cells"])
+    assert len(tables) == 2 and cells == 4
+    assert reads == {"sweep.json": 1, "summary.json": 2 * cells, "steps.jsonl": cells}

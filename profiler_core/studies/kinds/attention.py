@@ -9,6 +9,7 @@ from sysprof.profiler_core import rundir
 from sysprof.profiler_core.config import ConfigError
 from sysprof.profiler_core.nvml import gpu_count
 from sysprof.profiler_core.studies import attention
+from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kind import StudyKind, Tables, choices, ints, positive
 from sysprof.profiler_core.studies.progress import Progress
 
@@ -63,10 +64,10 @@ def _device(requested: str) -> str:
     return requested
 
 
-def tables(study_dir: Path) -> Tables:
+def tables(study: Study) -> Tables:
     from sysprof.profiler_core.studies.attention_tables import attention_tables
 
-    return attention_tables(study_dir)
+    return attention_tables(study.path)
 
 
 KIND = StudyKind("attention", "attention microbenchmark: eager, compiled, SDPA", add_arguments, run, tables, order=50,

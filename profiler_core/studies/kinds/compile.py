@@ -7,6 +7,7 @@ import dataclasses
 from pathlib import Path
 
 from sysprof.profiler_core.options import config_from_args
+from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kind import (
     StudyKind,
     Tables,
@@ -25,11 +26,10 @@ def run(args: argparse.Namespace) -> Path:
     return run_configs(args, "compile", configs, grid_axes(configs, "mode", "compile"))
 
 
-def tables(study_dir: Path) -> Tables:
+def tables(study: Study) -> Tables:
     from sysprof.profiler_core.studies.derived import compile_table
-    from sysprof.profiler_core.studies.tables import sweep_rows, sweep_summaries
 
-    return {"torch.compile study": compile_table(sweep_rows(study_dir), sweep_summaries(study_dir))}
+    return {"torch.compile study": compile_table(study.rows, study.summaries)}
 
 
 KIND = StudyKind(

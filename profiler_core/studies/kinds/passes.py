@@ -6,6 +6,7 @@ import dataclasses
 from pathlib import Path
 
 from sysprof.profiler_core.options import config_from_args
+from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kind import (
     StudyKind,
     Tables,
@@ -22,11 +23,10 @@ def run(args: argparse.Namespace) -> Path:
     return run_configs(args, "passes", configs, grid_axes(configs))
 
 
-def tables(study_dir: Path) -> Tables:
+def tables(study: Study) -> Tables:
     from sysprof.profiler_core.studies.derived import passes_table
-    from sysprof.profiler_core.studies.tables import sweep_rows
 
-    return {"forward vs forward+backward (same steps)": passes_table(sweep_rows(study_dir))}
+    return {"forward vs forward+backward (same steps)": passes_table(study.rows)}
 
 
 KIND = StudyKind(

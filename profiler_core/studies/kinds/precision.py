@@ -11,6 +11,7 @@ from pathlib import Path
 from sysprof.profiler_core import events, rundir
 from sysprof.profiler_core.errors import StudyFailed
 from sysprof.profiler_core.options import config_from_args
+from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kind import (
     StudyKind,
     Tables,
@@ -42,16 +43,15 @@ def _precision_lab(device: str) -> dict:
     return {key: value for key, value in found[0].items() if key != "event"}
 
 
-def tables(study_dir: Path) -> Tables:
+def tables(study: Study) -> Tables:
     from sysprof.profiler_core.studies.derived import precision_memory_table, precision_table
-    from sysprof.profiler_core.studies.tables import sweep_rows, sweep_summaries
 
-    rows = sweep_rows(study_dir)
-    found = {_title(rows): precision_table(rows, sweep_summaries(study_dir))}
+    rows = study.rows
+    found = {_title(rows): precision_table(rows, study.summaries)}
     memory = precision_memory_table(rows)
     if memory:
         found["peak memory, fp32 vs bf16 autocast (Δ = bf16 − fp32)"] = memory
-    return found | _lab_tables(study_dir)
+    return found | _lab_tables(study.path)
 
 
 def _title(rows: list[dict]) -> str:

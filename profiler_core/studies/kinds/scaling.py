@@ -22,8 +22,8 @@ from sysprof.profiler_core.metrics import process_record
 from sysprof.profiler_core.nvml import visible_gpu_count
 from sysprof.profiler_core.options import add_config_options, config_from_args
 from sysprof.profiler_core.session.repeats import process_dir
+from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kind import StudyKind, Tables, choices, ints, run_configs
-from sysprof.profiler_core.studies.sweep import cell_dir, cell_summary, load_plan
 
 SINGLE = "single"  # the one-GPU reference: a plain process, neither DDP nor FSDP
 COMMUNICATION_FIELDS = (("comm_ms", "NCCL ms per step"), ("comm_share_pct", "NCCL % of kernel time"),
@@ -132,23 +132,20 @@ def cell_row(cfg: RunConfig, summary: dict | None, figures: list[dict], referenc
             "note": ((summary or {}).get("error") or {}).get("message")}
 
 
-def tables(study_dir: Path) -> Tables:
-    configs, _ = load_plan(study_dir)
-    cells = [(cfg, path := cell_dir(study_dir, i, cfg), cell_summary(path)) for i, cfg in enumerate(configs)]
-    figures = [process_figures(path, summary) if summary else [] for _, path, summary in cells]
-    reference = {cfg.model: _median([f["tokens_per_s"] for f in found])
-                 for (cfg, _, _), found in zip(cells, figures) if cfg.nproc == 1}
-    rows = [cell_row(cfg, summary, found, reference.get(cfg.model))
-            for (cfg, _, summary), found in zip(cells, figures)]
-    plan = rundir.read_json(study_dir / rundir.SWEEP_PLAN) or {}
+def tables(study: Study) -> Tables:
+    figures = [process_figures(cell.path, cell.summary) if cell.summary else [] for cell in study.cells]
+    reference = {cell.config.model: _median([f["tokens_per_s"] for f in found])
+                 for cell, found in zip(study.cells, figures) if cell.config.nproc == 1}
+    rows = [cell_row(cell.config, cell.summary, found, reference.get(cell.config.model))
+            for cell, found in zip(study.cells, figures)]
     rows += [{"model": skipped["model"], "parallel": skipped["parallel"], "GPUs": skipped["gpus"],
-              "status": events.NOT_RUN, "note": skipped["reason"]} for skipped in plan.get("not_run", [])]
+              "status": events.NOT_RUN, "note": skipped["reason"]} for skipped in study.plan.get("not_run", [])]
     found = {"scaling: step, tokens/s and efficiency per GPU count": rows}
-    communication = communication_rows([(cfg, summary) for cfg, _, summary in cells])
+    communication = communication_rows([(cell.config, cell.summary) for cell in study.cells])
     if communication:
         found["communication per rank (the first process of each cell, under nsys)"] = communication
-    said = [{"model": cfg.model, "GPUs": cfg.nproc, "finding": line} for cfg, _, summary in cells
-            for line in ((summary or {}).get("ranks") or {}).get("findings") or []]
+    said = [{"model": cell.config.model, "GPUs": cell.config.nproc, "finding": line} for cell in study.cells
+            for line in ((cell.summary or {}).get("ranks") or {}).get("findings") or []]
     return found | ({"findings per cell": said} if said else {})
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from sysprof.profiler_core.config import MODES
 from sysprof.profiler_core.options import config_from_args
+from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kind import (
     StudyKind,
     Tables,
@@ -34,11 +35,10 @@ def run(args: argparse.Namespace) -> Path:
     return run_configs(args, "warmup", configs, grid_axes(configs, "warmup", "mode"))
 
 
-def tables(study_dir: Path) -> Tables:
+def tables(study: Study) -> Tables:
     from sysprof.profiler_core.studies.derived import warmup_table
-    from sysprof.profiler_core.studies.tables import sweep_rows
 
-    return {"warm-up study": warmup_table(sweep_rows(study_dir))}
+    return {"warm-up study": warmup_table(study.rows)}
 
 
 KIND = StudyKind(

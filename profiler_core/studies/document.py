@@ -1,0 +1,70 @@
+"""A study directory loaded once: its plan, and for a sweep's cells each one's config, summary, steps and profiled
+pass. The tables, the kinds and `sysprof sweep`'s report take this document instead of a path, so building every
+table of a study reads each file once (it read sweep.json four to six times and every summary twice)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from sysprof.profiler_core import rundir
+from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.errors import StudyError
+from sysprof.profiler_core.studies.sweep import cell_dir, cell_summary, load_plan, plan_configs
+from sysprof.profiler_core.studies.tables import cell_row
+from sysprof.profiler_core.study_plans import study_plan
+
+
+@dataclass(frozen=True)
+class Cell:
+    index: int
+    config: RunConfig
+    path: Path  # its run directory (it may not exist yet)
+    summary: dict | None  # None before it ran
+    steps: list[dict]
+    profiled: dict | None  # the summary of its profiled pass, if it had one
+
+
+@dataclass(frozen=True)
+class Study:
+    path: Path
+    kind: str
+    plan: dict
+    varied: list[str] = field(default_factory=list)
+    cells: list[Cell] = field(default_factory=list)  # a sweep's cells in plan order; none for the attention study
+
+    @classmethod
+    def load(cls, path: Path) -> Study:
+        found = study_plan(path)
+        if found is None:
+            raise StudyError(f"{path} is not a sweep or study directory")
+        kind, plan = found
+        if not (path / rundir.SWEEP_PLAN).is_file():
+            return cls(path, kind, plan)
+        # a torn plan reads as empty there: load_plan says why, as it always has
+        configs, varied = plan_configs(path, plan) if plan else load_plan(path)
+        return cls(path, kind, plan, varied, [_cell(path, index, cfg) for index, cfg in enumerate(configs)])
+
+    @cached_property
+    def rows(self) -> list[dict]:
+        """One table row per cell (studies/tables.cell_row), in plan order."""
+        return [cell_row(c.config.to_dict(), c.summary, c.steps, c.profiled) for c in self.cells]
+
+    @property
+    def summaries(self) -> list[dict | None]:
+        return [cell.summary for cell in self.cells]
+
+    @property
+    def run_dirs(self) -> list[Path]:
+        return [cell.path for cell in self.cells]
+
+
+def _cell(study_dir: Path, index: int, cfg: RunConfig) -> Cell:
+    path = cell_dir(study_dir, index, cfg)
+    return Cell(index, cfg, path, cell_summary(path), rundir.read_jsonl(path / rundir.STEPS),
+                cell_summary(path / rundir.PROFILED_DIR))
+
+
+def sweep_rows(sweep_dir: Path) -> list[dict]:
+    """The rows of a sweep directory (it reads the directory: for several tables, load one Study)."""
+    return Study.load(sweep_dir).rows

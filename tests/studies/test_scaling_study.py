@@ -47,6 +47,8 @@ def test_every_count_and_parallel_its_efficiency_and_the_counts_the_host_lacks(c
 def test_no_count_that_fits_the_host_is_one_line_before_anything_runs(cli_env):
     result = sysprof(["study", "scaling", "--device", "cpu", "--models", "tiny", "--gpus", "4096"], cli_env)
     assert result.returncode == 2 and "no count of --gpus 4096 fits this host" in result.stderr
+    result = sysprof(["study", "scaling", "--device", "cpu", "--models", "tiny", "--nproc", "2"], cli_env)
+    assert result.returncode == 2 and "leave --nproc out" in result.stderr
     assert "Traceback" not in result.stderr and not Path(cli_env["SYSPROF_RUNS"]).exists()
 
 

@@ -40,6 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> Path:
     base = config_from_args(args)
+    if base.nproc != 1:
+        raise ConfigError("study scaling gives each cell its --nproc from --gpus; leave --nproc out")
     models = choices(args.models or base.model, "--models", tuple(PRESETS) + ("custom",))
     counts = ints(args.gpus, "--gpus")
     if min(counts) < 1:

@@ -5,7 +5,9 @@ communication of every rank (NCCL time, its share, how much of it no compute hid
 Each cell is a run with --nproc N (one GPU, the reference, is the plain single process); with --repeats, every
 cell's processes go round-robin over the cells, so a slow spell of a shared host lands on every GPU count alike.
 Efficiency is the median tokens/s per GPU over the one-GPU cell's median tokens/s. A GPU count the host lacks is
-a row "not run" with the reason, not a failure. On the CPU the ranks are gloo processes (how the tests run it).
+a row "not run" with the reason, not a failure. On the CPU the ranks are gloo processes (how the tests run it);
+torchrun gives each of them one thread while the one-process reference takes every core, so a CPU efficiency
+says nothing about scaling: it proves the tables, not a speed-up.
 """
 from __future__ import annotations
 

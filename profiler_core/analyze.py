@@ -22,10 +22,10 @@ def analyze_path(path: Path, nsys: str | None = None, prefix: str | None = None,
     if not path.exists():
         raise AnalyzeError(f"{path}: no such file or directory")
     reader = reader_for(path)
-    if reader is None:
-        raise AnalyzeError(f"{path}: expected {expected_inputs()}")
     if prefix is not None and not isinstance(reader, NsysStatsReader):
         raise AnalyzeError(f"--prefix names a set of nsys stats CSVs in a directory; {path} is not such a directory")
+    if reader is None:
+        raise AnalyzeError(f"{path}: expected {expected_inputs()}")
     try:  # the readers raise a SysprofError with their one-line reason where they can
         return reader.read(path, ReadOptions(nsys, prefix, phase_names))
     except SysprofError:

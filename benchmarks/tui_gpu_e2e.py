@@ -11,14 +11,14 @@ import time
 from pathlib import Path
 
 from sysprof.profiler_core.config import RunConfig
-from sysprof.tui.app import SysprofApp
+from sysprof.tui.app import build_app
 from sysprof.tui.screen_text import screen_lines
 
 RUN_TIMEOUT_S = 400
 
 
 async def drive(out: Path, cfg: RunConfig) -> None:
-    app = SysprofApp(runs_dir=str(out / "runs"), initial=cfg, settings_path=out / "settings.json")
+    app = build_app(out / "runs", initial=cfg, settings_path=out / "settings.json", sample_gpu=True)
     async with app.run_test(size=(120, 45)) as pilot:
         await pilot.pause()
         started = time.monotonic()

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from sysprof.tui.app import SysprofApp
+from sysprof.tui.app import SysprofApp, build_app
 from sysprof.tui.screen_text import screen_lines
 
 STUDY_TIMEOUT_S = 300
@@ -21,7 +21,7 @@ def screen_text(app: SysprofApp) -> str:
 
 
 async def drive(out: Path, command: str) -> None:
-    app = SysprofApp(runs_dir=str(out / "runs"), settings_path=out / "settings.json")
+    app = build_app(out / "runs", settings_path=out / "settings.json", sample_gpu=True)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("6")
         await pilot.pause(0.5)

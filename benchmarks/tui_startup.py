@@ -55,7 +55,7 @@ def child(run_dir: str) -> None:
         def first_frame(self) -> None:
             stamp_and_exit(self)
 
-    TimedApp(open_runs=[Path(run_dir)], runs_dir=str(Path(run_dir).parent), sample_gpu=False).run(
+    TimedApp(open_runs=[Path(run_dir)], runs_dir=str(Path(run_dir).parent)).run(
         headless=True, size=(80, 24))
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
@@ -354,9 +355,19 @@ class SysprofApp(TableExportActions, App):
             sampler.close()
 
 
+def build_app(runs_dir: str | Path | None = None, open_runs: Iterable[Path] = (), *, for_user: bool = False,
+              **options: Any) -> SysprofApp:
+    """The one way the app is made: by the entry point (for_user: the remembered settings file, GPU telemetry, the
+    model inspected live as the form changes) and by the tests and benchmarks, which get none of those unless they
+    ask in `options` (SysprofApp's own), so no frame waits on a process and no user's settings are read."""
+    defaults: dict[str, Any] = ({"settings_path": default_settings_path(), "sample_gpu": True, "live_inspect": True}
+                                if for_user else {"sample_gpu": False})
+    return SysprofApp(runs_dir=None if runs_dir is None else str(runs_dir), open_runs=list(open_runs),
+                      **(defaults | options))
+
+
 def entry_point(argv: list[str] | None = None) -> None:
     from sysprof.tui.cli import parse_args
 
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    SysprofApp(runs_dir=args.runs_dir, open_runs=args.run_dirs, settings_path=default_settings_path(),
-               live_inspect=True).run()
+    build_app(args.runs_dir, args.run_dirs, for_user=True).run()

@@ -161,3 +161,16 @@ def test_inflation_is_shown_as_the_sessions_ratio():
     profile = {"backend": "nsys", "profiled_median_ms": 38.42, "clean_median_ms": 31.43, "inflation": 38.42 / 31.43}
     line = backend_line(profile, {})
     assert "×1.22" in line and "38.4 ms vs clean 31.4 ms" in line
+
+
+def test_one_factory_makes_the_app_for_the_user_and_for_tests(tmp_path):
+    """The entry point's app reads the user's settings, samples the GPU and inspects live; the tests' and the
+    benchmarks' app does none of it unless asked, so its frames wait on no process."""
+    from sysprof.tui.app import build_app
+    from sysprof.tui.model.settings import default_settings_path
+
+    user = build_app(tmp_path, for_user=True)
+    assert (user.sample_gpu, user.live_inspect, user.settings_path) == (True, True, default_settings_path())
+    driven = build_app(tmp_path, [tmp_path / "a-run"], live_inspect=True)
+    assert (driven.sample_gpu, driven.live_inspect, driven.settings_path) == (False, True, None)
+    assert driven.runs_root == tmp_path and driven.open_runs == [tmp_path / "a-run"]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from tui_helpers import settle, text
 
-from sysprof.tui.app import SysprofApp
+from sysprof.tui.app import build_app
 
 pytestmark = pytest.mark.slow  # real processes or the whole app: `pytest -m "not slow"` leaves them out
 
@@ -37,7 +37,7 @@ async def test_a_damaged_file_is_named_on_its_pane_and_the_others_work(tmp_path,
     run_dir = tmp_path / "run"
     shutil.copytree(RUN, run_dir)
     (run_dir / name).write_bytes(damage((RUN / name).read_bytes()))
-    app = SysprofApp(runs_dir=str(tmp_path / "runs"), open_runs=[run_dir], sample_gpu=False)
+    app = build_app(runs_dir=str(tmp_path / "runs"), open_runs=[run_dir])
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(app, pilot, pane)
         assert says in " ".join(text(app).split())

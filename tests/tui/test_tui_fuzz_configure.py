@@ -7,7 +7,7 @@ from rich.console import Console
 from tui_helpers import settle
 
 from sysprof.profiler_core.config import DIM_FIELDS, RunConfig
-from sysprof.tui.app import SysprofApp
+from sysprof.tui.app import build_app
 from sysprof.tui.panes.config_fields import CODE_FIELDS, FACTORY_FIELDS
 from sysprof.tui.panes.configure import CHECKBOXES, CHOICES, INTEGERS, checked_config, form_texts, form_values
 
@@ -49,7 +49,7 @@ def test_any_form_gives_a_config_or_reasons_and_its_texts_render(values, gpus):
 
 
 async def test_junk_typed_into_every_field_is_marked_and_the_app_goes_on(tmp_path):
-    app = SysprofApp(runs_dir=str(tmp_path), initial=RunConfig(model="tiny", device="cpu"), sample_gpu=False)
+    app = build_app(runs_dir=str(tmp_path), initial=RunConfig(model="tiny", device="cpu"))
     async with app.run_test(size=(100, 30)) as pilot:
         for name in TEXT_FIELDS:
             field = app.query_one(f"#{name}")
@@ -65,7 +65,7 @@ async def test_junk_typed_into_every_field_is_marked_and_the_app_goes_on(tmp_pat
 
 
 async def test_configure_refuses_a_config_that_cannot_fit_before_run(tmp_path):
-    app = SysprofApp(runs_dir=str(tmp_path), initial=RunConfig(model="tiny", device="cpu"), sample_gpu=False)
+    app = build_app(runs_dir=str(tmp_path), initial=RunConfig(model="tiny", device="cpu"))
     async with app.run_test(size=(100, 30)) as pilot:
         app.query_one("#ctx").value = "99999999"
         await settle(app, pilot)

@@ -7,7 +7,7 @@ import pytest
 from tui_helpers import settle, text
 
 from sysprof.profiler_core.config import RunConfig
-from sysprof.tui.app import SysprofApp
+from sysprof.tui.app import build_app
 from sysprof.tui.panes.inspect_panel import InspectPanel
 
 pytestmark = pytest.mark.slow  # real processes or the whole app: `pytest -m "not slow"` leaves them out
@@ -37,7 +37,7 @@ def three_blocks_folded(line: str) -> bool:
 
 
 async def test_the_panel_inspects_the_form_and_follows_its_changes(tmp_path):
-    app = SysprofApp(runs_dir=str(tmp_path / "runs"), initial=TINY, sample_gpu=False, live_inspect=True)
+    app = build_app(runs_dir=str(tmp_path / "runs"), initial=TINY, live_inspect=True)
     async with app.run_test(size=(140, 60)) as pilot:
         shown = await wait_for(app, pilot, "FlopCounterMode")
         assert "tiny (TransformerLM)" in shown and "counted and closed form equal" in shown
@@ -52,7 +52,7 @@ async def test_the_panel_inspects_the_form_and_follows_its_changes(tmp_path):
 
 async def test_an_invalid_form_clears_the_panel_and_a_raising_model_says_why(tmp_path):
     (tmp_path / "broken.py").write_text("def build(vocab_size):\n    raise ValueError('no such layer')\n")
-    app = SysprofApp(runs_dir=str(tmp_path / "runs"), initial=TINY, sample_gpu=False, live_inspect=True)
+    app = build_app(runs_dir=str(tmp_path / "runs"), initial=TINY, live_inspect=True)
     async with app.run_test(size=(140, 60)) as pilot:
         await wait_for(app, pilot, "FlopCounterMode")
         app.query_one("#ctx").value = "0"
@@ -67,7 +67,7 @@ async def test_an_invalid_form_clears_the_panel_and_a_raising_model_says_why(tmp
 
 
 async def test_a_run_holds_the_inspector_and_off_means_no_panel(tmp_path):
-    app = SysprofApp(runs_dir=str(tmp_path / "runs"), initial=TINY, sample_gpu=False)
+    app = build_app(runs_dir=str(tmp_path / "runs"), initial=TINY)
     async with app.run_test(size=(140, 60)) as pilot:
         await settle(app, pilot)
         assert not app.query_one(InspectPanel).display

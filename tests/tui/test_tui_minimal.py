@@ -7,7 +7,7 @@ import pytest
 from textual.widgets import ProgressBar
 
 from sysprof.profiler_core.config import RunConfig
-from sysprof.tui.app import SysprofApp
+from sysprof.tui.app import build_app
 from sysprof.tui.model.run_files import state_from_run_dir
 from sysprof.tui.model.state import RunState
 from sysprof.tui.panes.live import StepTable
@@ -34,7 +34,7 @@ def test_reducer_builds_state_from_recorded_events():
 
 
 async def test_run_key_streams_events_into_the_step_table(tmp_path):
-    app = SysprofApp(runs_dir=str(tmp_path), argv_factory=fake_factory(), initial=TINY, sample_gpu=False)
+    app = build_app(runs_dir=str(tmp_path), argv_factory=fake_factory(), initial=TINY)
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.press("ctrl+r")
         await app.workers.wait_for_complete()
@@ -48,8 +48,8 @@ async def test_run_key_streams_events_into_the_step_table(tmp_path):
 
 @pytest.mark.slow
 async def test_runner_dying_midway_is_reported_and_steps_kept(tmp_path):
-    app = SysprofApp(runs_dir=str(tmp_path), argv_factory=fake_factory("tiny_cpu_train.jsonl", "--stop-after", "7"),
-                     initial=TINY, sample_gpu=False)
+    app = build_app(runs_dir=str(tmp_path), argv_factory=fake_factory("tiny_cpu_train.jsonl", "--stop-after", "7"),
+                     initial=TINY)
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.press("ctrl+r")
         await app.workers.wait_for_complete()
@@ -65,7 +65,7 @@ async def test_runner_dying_midway_is_reported_and_steps_kept(tmp_path):
 
 
 async def test_invalid_field_disables_run_with_reason(tmp_path):
-    app = SysprofApp(runs_dir=str(tmp_path), argv_factory=fake_factory(), initial=TINY, sample_gpu=False)
+    app = build_app(runs_dir=str(tmp_path), argv_factory=fake_factory(), initial=TINY)
     async with app.run_test(size=(100, 30)) as pilot:
         app.query_one("#ctx").value = "0"
         await pilot.pause()
@@ -76,7 +76,7 @@ async def test_invalid_field_disables_run_with_reason(tmp_path):
 
 @pytest.mark.slow
 async def test_real_tiny_run_through_the_real_runner(tmp_path):
-    app = SysprofApp(runs_dir=str(tmp_path), initial=TINY, sample_gpu=False)
+    app = build_app(runs_dir=str(tmp_path), initial=TINY)
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.press("ctrl+r")
         await app.workers.wait_for_complete()
@@ -113,7 +113,7 @@ async def test_a_run_with_repeats_shows_the_spread_between_its_processes(tmp_pat
     from sysprof.tui.app import APP_REPEATS, default_config
 
     assert default_config().repeats == APP_REPEATS > 1  # the app measures in fresh processes by default
-    app = SysprofApp(runs_dir=str(tmp_path), initial=replace(TINY, repeats=2), sample_gpu=False)
+    app = build_app(runs_dir=str(tmp_path), initial=replace(TINY, repeats=2))
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("ctrl+r")
         await app.workers.wait_for_complete()
@@ -136,7 +136,7 @@ async def test_live_shows_the_warnings_a_run_stored(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "getloadavg", lambda: (os.cpu_count() + 4.0, 0.0, 0.0))
     run_dir = tmp_path / "run"
     Session(TINY, run_dir, lambda event: None).run()
-    app = SysprofApp(runs_dir=str(tmp_path), open_runs=[run_dir], sample_gpu=False)
+    app = build_app(runs_dir=str(tmp_path), open_runs=[run_dir])
     async with app.run_test(size=(120, 40)) as pilot:
         for _ in range(50):
             await pilot.pause(0.1)
@@ -149,8 +149,7 @@ async def test_live_shows_the_warnings_a_run_stored(tmp_path, monkeypatch):
 async def test_ranks_are_capped_at_the_visible_gpus_in_configure(tmp_path):
     from sysprof.tui.panes.configure import ConfigurePane
 
-    app = SysprofApp(runs_dir=str(tmp_path), argv_factory=fake_factory(), initial=RunConfig(model="tiny"),
-                     sample_gpu=False)
+    app = build_app(runs_dir=str(tmp_path), argv_factory=fake_factory(), initial=RunConfig(model="tiny"))
     async with app.run_test(size=(100, 30)) as pilot:
         app.query_one(ConfigurePane).visible_gpus = 1  # as on a node with one GPU
         app.query_one("#nproc").value = "2"
@@ -163,7 +162,7 @@ async def test_ranks_are_capped_at_the_visible_gpus_in_configure(tmp_path):
 async def test_two_cpu_ranks_from_the_app_show_each_ranks_step(tmp_path):
     from dataclasses import replace
 
-    app = SysprofApp(runs_dir=str(tmp_path), initial=replace(TINY, nproc=2, steps=2), sample_gpu=False)
+    app = build_app(runs_dir=str(tmp_path), initial=replace(TINY, nproc=2, steps=2))
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("ctrl+r")
         await app.workers.wait_for_complete()

@@ -8,7 +8,7 @@ import pytest
 from tui_helpers import settle, text
 
 from sysprof.profiler_core.config import RunConfig
-from sysprof.tui.app import SysprofApp
+from sysprof.tui.app import build_app
 from sysprof.tui.model.factory_scan import ScanError, factory_spec, top_level_definitions
 from sysprof.tui.panes.config_fields import read_code_field, shown
 from sysprof.tui.widgets.factory_picker import FactoryPicker
@@ -78,7 +78,7 @@ def recording_argv(started: list[RunConfig]):
 @pytest.mark.slow
 async def test_model_fields_are_checked_live_and_a_run_gets_them(tmp_path):
     started: list[RunConfig] = []
-    app = SysprofApp(runs_dir=str(tmp_path), argv_factory=recording_argv(started), initial=TINY, sample_gpu=False)
+    app = build_app(runs_dir=str(tmp_path), argv_factory=recording_argv(started), initial=TINY)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(app, pilot)
         assert "3,084,928 parameters" in text(app) and "predicted memory" in text(app)
@@ -115,7 +115,7 @@ async def test_file_picker_fills_the_factory_with_a_definition_it_parsed(tmp_pat
     (tmp_path / "models").mkdir()
     (tmp_path / "models" / "mine.py").write_text(MODEL_FILE)
     monkeypatch.chdir(tmp_path)
-    app = SysprofApp(runs_dir=str(tmp_path / "runs"), initial=TINY, sample_gpu=False)
+    app = build_app(runs_dir=str(tmp_path / "runs"), initial=TINY)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(app, pilot)
         await in_tree(pilot, "ctrl+o")

@@ -15,7 +15,7 @@ from sysprof.profiler_core.kernels import attribute_kernels
 from sysprof.profiler_core.kernels.summary import analyze_attribution, phase_kernel_table
 from sysprof.profiler_core.memory import analyze_snapshot
 from sysprof.profiler_core.render.module_tables import KERNEL_ROW_FIELDS
-from sysprof.tui.app import SysprofApp
+from sysprof.tui.app import build_app
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "module_ranges"
 pytestmark = pytest.mark.skipif(not (DATA / "profile.sqlite.xz").is_file(),
@@ -42,7 +42,7 @@ def run_dir(tmp_path) -> Path:
 
 @pytest.mark.slow
 async def test_module_type_tables_show_and_export(run_dir):
-    app = SysprofApp(runs_dir=str(run_dir.parent), open_runs=[run_dir], sample_gpu=False)
+    app = build_app(runs_dir=str(run_dir.parent), open_runs=[run_dir])
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(app, pilot, "3", "t")
         pane = app.query_one("#pane-kernels")

@@ -17,7 +17,7 @@ from sysprof.profiler_core import events, rundir
 from sysprof.profiler_core.config import RunConfig
 from sysprof.profiler_core.liveness import live_process
 from sysprof.profiler_core.session.process import session_argv
-from sysprof.tui.app import SysprofApp
+from sysprof.tui.app import build_app
 from sysprof.tui.widgets.modals import ConfirmQuit
 
 pytestmark = pytest.mark.slow  # real processes or the whole app: `pytest -m "not slow"` leaves them out
@@ -66,7 +66,7 @@ def notices(app) -> str:
 
 
 async def test_quit_leaving_the_run_and_a_new_app_reattaches_and_replays_it_to_the_end(tmp_path):
-    first = SysprofApp(runs_dir=str(tmp_path), argv_factory=slow_fake, initial=TINY, sample_gpu=False)
+    first = build_app(runs_dir=str(tmp_path), argv_factory=slow_fake, initial=TINY)
     async with first.run_test(size=(80, 24)) as pilot:
         await pilot.press("ctrl+r")
         await wait_for(pilot, lambda: first.run_state.stage == "warmup")
@@ -78,7 +78,7 @@ async def test_quit_leaving_the_run_and_a_new_app_reattaches_and_replays_it_to_t
     live = live_process(run_dir)
     assert live is not None and live.alive  # the app is gone, the run is not
 
-    second = SysprofApp(runs_dir=str(tmp_path), sample_gpu=False)
+    second = build_app(runs_dir=str(tmp_path))
     async with second.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         assert f"Still running: {run_dir.name}" in notices(second)
@@ -95,7 +95,7 @@ async def test_cancel_from_a_reattached_app_reaches_the_real_session(tmp_path):
     process, run_dir = real_session(tmp_path, steps=5000)
     try:
         wait_until(lambda: live_process(run_dir) is not None)
-        app = SysprofApp(runs_dir=str(tmp_path), open_runs=[run_dir], sample_gpu=False)
+        app = build_app(runs_dir=str(tmp_path), open_runs=[run_dir])
         async with app.run_test(size=(80, 24)) as pilot:
             await wait_for(pilot, lambda: len(app.run_state.steps) >= 2)
             assert app.run_state.running and app.screen.query_one("#pane-live").display
@@ -116,7 +116,7 @@ async def test_a_run_whose_whole_group_was_killed_shows_as_died_never_running(tm
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
     done = sum(step["kind"] == "measured" for step in rundir.read_steps(run_dir))
-    app = SysprofApp(runs_dir=str(tmp_path), sample_gpu=False)
+    app = build_app(runs_dir=str(tmp_path))
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(app, pilot, "5")
         assert f"died at step {done} of 5000" in notices(app)
@@ -128,7 +128,7 @@ async def test_a_run_whose_whole_group_was_killed_shows_as_died_never_running(tm
 async def test_an_unwritable_runs_directory_is_one_line_and_nothing_starts(tmp_path):
     (tmp_path / "a-file").write_text("")
     runs = tmp_path / "a-file" / "runs"  # even root cannot make a directory under a file
-    app = SysprofApp(runs_dir=str(runs), argv_factory=slow_fake, initial=TINY, sample_gpu=False)
+    app = build_app(runs_dir=str(runs), argv_factory=slow_fake, initial=TINY)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(app, pilot, "ctrl+r")
         assert f"cannot create a directory under {runs}: Not a directory" in notices(app)
@@ -158,7 +158,7 @@ async def test_a_sweep_started_elsewhere_is_reattached_on_studies_and_followed_t
     try:
         wait_until(lambda: any(live_process(path) for path in tmp_path.iterdir()))
         sweep_dir = next(path for path in tmp_path.iterdir() if live_process(path))
-        app = SysprofApp(runs_dir=str(tmp_path), sample_gpu=False)
+        app = build_app(runs_dir=str(tmp_path))
         async with app.run_test(size=(100, 30)) as pilot:
             await pilot.pause()
             app.open_path(sweep_dir)

@@ -11,7 +11,7 @@ from tui_helpers import settle, text
 from sysprof.profiler_core import rundir
 from sysprof.profiler_core.config import RunConfig
 from sysprof.profiler_core.units import format_ms
-from sysprof.tui.app import SysprofApp
+from sysprof.tui.app import build_app
 
 RUNS = Path(__file__).resolve().parents[1] / "data" / "runs"
 LONG = RunConfig(model="tiny", ctx=32, batch=2, warmup=1, steps=5000, device="cpu")
@@ -26,7 +26,7 @@ async def wait_for(pilot, condition, timeout: float = 120.0) -> None:
 
 @pytest.mark.slow
 async def test_a_cancelled_run_says_cancelled_on_live_and_runs_with_the_steps_it_kept(tmp_path):
-    app = SysprofApp(runs_dir=str(tmp_path), initial=LONG, sample_gpu=False)
+    app = build_app(runs_dir=str(tmp_path), initial=LONG)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(app, pilot)  # the form has checked its config
         await pilot.press("ctrl+r")  # not settle: the run's worker ends with the run
@@ -59,7 +59,7 @@ async def test_a_cancelled_run_says_cancelled_on_live_and_runs_with_the_steps_it
 
 
 async def test_runs_lists_saved_runs_without_a_state_key_as_ok_with_the_new_columns():
-    app = SysprofApp(runs_dir=str(RUNS), open_runs=[RUNS / "tiny-ctx32"], sample_gpu=False)
+    app = build_app(runs_dir=str(RUNS), open_runs=[RUNS / "tiny-ctx32"])
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(app, pilot, "5")
         await wait_for(pilot, lambda: app.query_one("#runs-table").records)

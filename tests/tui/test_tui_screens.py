@@ -11,7 +11,7 @@ import pytest
 from tui_helpers import settle, text
 
 from sysprof.profiler_core.config import RunConfig
-from sysprof.tui.app import SysprofApp
+from sysprof.tui.app import build_app
 from sysprof.tui.keys import GLOBAL_KEYS, PANE_KEYS, key_label
 from sysprof.tui.widgets.modals import ConfirmQuit, ExportModal
 
@@ -31,7 +31,7 @@ def fake_factory(*extra):
 
 
 def offline_app(*runs, runs_dir=None, **kwargs):
-    return SysprofApp(runs_dir=str(runs_dir or RUNS), open_runs=list(runs), sample_gpu=False, **kwargs)
+    return build_app(runs_dir=str(runs_dir or RUNS), open_runs=list(runs), **kwargs)
 
 
 async def test_kernels_screen_filters_sorts_restricts_and_details():
@@ -257,29 +257,28 @@ async def test_copy_puts_markdown_on_the_clipboard():
 
 async def test_live_screen_fills_from_fake_runner_and_remembers_config(tmp_path):
     settings = tmp_path / "cfg" / "last_config.json"
-    app = SysprofApp(runs_dir=str(tmp_path), argv_factory=fake_factory(), initial=TINY, settings_path=settings,
-                     sample_gpu=False)
+    app = build_app(runs_dir=str(tmp_path), argv_factory=fake_factory(), initial=TINY, settings_path=settings)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(app, pilot, "ctrl+r")
         assert app.query_one("#panes").active == "live" and app.run_state.stage == "finished"
         assert len(app.query_one("#chart-wall").data) == 5
         assert "tokens/s" in text(app) and "no telemetry" in str(app.query_one("#telemetry").render())
     assert json.loads(settings.read_text())["ctx"] == 32
-    again = SysprofApp(runs_dir=str(tmp_path), settings_path=settings, sample_gpu=False)
+    again = build_app(runs_dir=str(tmp_path), settings_path=settings)
     assert again.initial == TINY
 
 
 async def test_corrupt_remembered_config_is_ignored_with_a_notice(tmp_path):
     settings = tmp_path / "last_config.json"
     settings.write_text("{not json")
-    app = SysprofApp(runs_dir=str(tmp_path), settings_path=settings, sample_gpu=False)
+    app = build_app(runs_dir=str(tmp_path), settings_path=settings)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(app, pilot)
         assert app.initial.model in ("tiny", "small") and "ignored" in app.settings_notice
 
 
 async def test_configure_marks_invalid_fields_inline_and_disables_run(tmp_path):
-    app = SysprofApp(runs_dir=str(tmp_path), argv_factory=fake_factory(), initial=TINY, sample_gpu=False)
+    app = build_app(runs_dir=str(tmp_path), argv_factory=fake_factory(), initial=TINY)
     async with app.run_test(size=(80, 24)) as pilot:
         app.query_one("#heads").value = "3"
         await settle(app, pilot)
@@ -294,8 +293,7 @@ async def test_configure_marks_invalid_fields_inline_and_disables_run(tmp_path):
 
 async def test_quit_during_a_run_asks_and_cancel_leaves_no_process(tmp_path):
     # Each event 3 s apart: under a loaded suite the run must still be going when ctrl+g arrives.
-    app = SysprofApp(runs_dir=str(tmp_path), argv_factory=fake_factory("--delay", "3"), initial=TINY,
-                     sample_gpu=False)
+    app = build_app(runs_dir=str(tmp_path), argv_factory=fake_factory("--delay", "3"), initial=TINY)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("ctrl+r")
         await pilot.pause(1.0)

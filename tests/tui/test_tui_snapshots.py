@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from sysprof.profiler_core.config import RunConfig
-from sysprof.tui.app import SysprofApp
+from sysprof.tui.app import SysprofApp, build_app
 
 pytestmark = pytest.mark.slow  # real processes or the whole app: `pytest -m "not slow"` leaves them out
 
@@ -20,8 +20,7 @@ def at_repo_root(monkeypatch):
 
 
 def saved_app(*names: str) -> SysprofApp:
-    return SysprofApp(runs_dir=str(RUNS), open_runs=[RUNS / name for name in names], initial=TINY,
-                      sample_gpu=False)
+    return build_app(runs_dir=str(RUNS), open_runs=[RUNS / name for name in names], initial=TINY)
 
 
 async def loaded(pilot) -> None:
@@ -97,6 +96,5 @@ def test_export_dialog(snap_compare):
 
 def test_studies_saved_attention_grid(snap_compare):
     """The H200 attention microbenchmark, opened offline from its study directory."""
-    app = SysprofApp(runs_dir=str(RUNS), open_runs=[Path("tests/data/studies/attention-h200")], initial=TINY,
-                     sample_gpu=False)
+    app = build_app(runs_dir=str(RUNS), open_runs=[Path("tests/data/studies/attention-h200")], initial=TINY)
     assert snap(snap_compare, app)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from tui_helpers import settle, text
 
-from sysprof.tui.app import SysprofApp
+from sysprof.tui.app import build_app
 from sysprof.tui.model.study_state import StudyState
 from sysprof.tui.panes.studies import study_argv
 
@@ -18,7 +18,7 @@ ATTENTION_OOM = DATA / "studies" / "attention-oom-h200"
 
 
 def studies_app(tmp_path, *opened):
-    return SysprofApp(runs_dir=str(tmp_path / "runs"), open_runs=list(opened), sample_gpu=False,
+    return build_app(runs_dir=str(tmp_path / "runs"), open_runs=list(opened),
                       settings_path=tmp_path / "settings.json")
 
 

@@ -2,8 +2,10 @@
 failing rank named and the others stopped), and the per-rank analysis on made-up records."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -144,6 +146,20 @@ def test_nproc_is_a_sweep_axis(cli_env):
     assert (Path(cells[1]["run_dir"]) / "ranks" / "01" / "steps.jsonl").is_file()
 
 
+def outputs_or_why_not(processes: list[subprocess.Popen], timeout: float) -> list[str]:
+    """Each process's stdout; one that runs past the timeout fails the test with what every process said on
+    stderr (it hung once in about six full runs, in the rendezvous or after it, saying nothing), and no process
+    of theirs is left running."""
+    try:
+        return [process.communicate(timeout=timeout)[0] for process in processes]
+    except subprocess.TimeoutExpired:
+        for process in processes:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+        said = [process.communicate()[1][-1500:] for process in processes]
+        pytest.fail(f"past {timeout:.0f} s; their stderr: " + " ||| ".join(said))
+
+
 @pytest.mark.slow
 def test_two_nodes_meet_at_one_rendezvous_and_rank_0_tables_both(cli_env, tmp_path):
     """Two torchrun agents on this host with --nnodes 2 (c10d rendezvous on localhost), as two nodes would."""
@@ -155,8 +171,9 @@ def test_two_nodes_meet_at_one_rendezvous_and_rank_0_tables_both(cli_env, tmp_pa
     nodes = [subprocess.Popen([sys.executable, "-m", "sysprof.profiler_core", "run", *TWO_RANKS[:-2], "--steps", "2",
                                "--nnodes", "2", "--rdzv-endpoint", f"127.0.0.1:{port}", "--runs-dir",
                                str(tmp_path / f"node{n}"), "--json"], env=cli_env, cwd=ROOT, text=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for n in range(2)]
-    summaries = [json.loads(node.communicate(timeout=240)[0]) for node in nodes]
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+             for n in range(2)]
+    summaries = [json.loads(out) for out in outputs_or_why_not(nodes, timeout=240)]
     assert [s["status"] for s in summaries] == ["ok", "ok"]
     tabled = [s for s in summaries if s.get("ranks")]
     assert len(tabled) == 1 and [row["rank"] for row in tabled[0]["ranks"]["rows"]] == [0, 1]

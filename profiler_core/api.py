@@ -39,7 +39,8 @@ from sysprof.profiler_core.memory.fit import device_memory, fit_problem
 from sysprof.profiler_core.metrics import mfu_missing, phase_stats, throughput
 from sysprof.profiler_core.nvml import GpuTelemetry, NvmlSampler, gpu_count, visible_gpu_count
 from sysprof.profiler_core.options import OneLineParser
-from sysprof.profiler_core.records import PhaseStats, RunError, RunSummary, StepRecord, median_ms
+from sysprof.profiler_core.records import PhaseStats, RunError, RunSummary, StepRecord, median_ms, phases_of
+from sysprof.profiler_core.run_document import KERNELS, MEMORY, Run
 from sysprof.profiler_core.session.inspecting import inspect_argv, read_inspect_output
 from sysprof.profiler_core.session.live import EventFollower, settle_died
 from sysprof.profiler_core.session.process import CANCEL_GRACE_S, mark_killed, session_argv, signal_group
@@ -83,7 +84,8 @@ __all__ = [
     "RUN_STATES", "run_state",
     "inspect_argv", "read_inspect_output",
     "list_studies", "mark_killed", "model_column", "model_label", "median_ms", "PhaseStats", "RunError", "RunSummary",
-    "StepRecord", "phase_stats", "predict_run_memory", "rundir", "session_argv", "signal_group",
+    "StepRecord", "phase_stats", "phases_of", "predict_run_memory", "rundir", "session_argv", "signal_group",
+    "KERNELS", "MEMORY", "Run",
     "EventFollower", "LiveProcess", "in_progress", "live_process", "settle_died",
     "study_argv", "study_kind", "study_record", "study_tables", "study_templates",
     "PEAK_ITEMS", "device_memory", "fit_problem", "mfu_missing", "short_kernel_name", "throughput", "type_problems",

@@ -37,6 +37,7 @@ from typing import Any
 
 from sysprof.models.phases import STEP, TIMED_PHASES
 from sysprof.profiler_core.metrics import between_process_stats, process_medians, process_throughputs
+from sysprof.profiler_core.records import phases_of
 
 ALPHA = 0.05
 MIN_EFFECT = 0.02
@@ -232,7 +233,7 @@ def verdict_text(row: Mapping[str, Any]) -> str:
 
 def _throughput_stats(summary: Mapping[str, Any], throughputs: list[float]) -> dict[str, Any]:
     """tokens/s in PhaseStats' shape for the one-process rule: the step's relative spread carried over."""
-    step = (summary.get("phases") or {}).get(STEP) or {}
+    step = phases_of(summary).get(STEP) or {}
     rate = statistics.median(throughputs) if throughputs else None
     relative = (step.get("std_ms") or 0.0) / step["median_ms"] if step.get("median_ms") else 0.0
     return {"median_ms": rate, "std_ms": None if rate is None else rate * relative, "n": step.get("n") or 0}
@@ -243,7 +244,7 @@ def compare_summaries(summary_a: Mapping[str, Any], summary_b: Mapping[str, Any]
     """One row per phase present in both (the step row after the phases), then tokens/s when both carry it.
 
     A summary: a RunSummary, a group summary (metrics.aggregate_processes) or any summary read from disk."""
-    phases_a, phases_b = summary_a.get("phases") or {}, summary_b.get("phases") or {}
+    phases_a, phases_b = phases_of(summary_a), phases_of(summary_b)
     rows = [compare_values(phase, phases_a[phase], phases_b[phase], process_medians(summary_a, phase),
                            process_medians(summary_b, phase), min_effect)
             for phase in TIMED_PHASES if phase in phases_a and phase in phases_b]

@@ -24,6 +24,7 @@ from sysprof.profiler_core.records import (
     StepRecord,
     Throughput,
     median_ms,
+    phases_of,
 )
 
 STAT_KEYS = tuple(PhaseStats.__annotations__)
@@ -190,7 +191,7 @@ def group_phase_stats(per_process: list[PhaseStats]) -> PhaseStats:
 
 
 def process_record(summary: Mapping[str, Any]) -> ProcessRecord:
-    phases = summary.get("phases") or {}
+    phases = phases_of(summary)
     return ProcessRecord(status=summary.get("status", "unknown"),
                          phases={phase: stats.get("median_ms") for phase, stats in phases.items()},
                          std_ms={phase: stats.get("std_ms") for phase, stats in phases.items()},
@@ -202,7 +203,7 @@ def aggregate_processes(summaries: list[RunSummary], requested: int | None = Non
     phases, between (phase or tokens_per_s → BetweenStats), repeats (the per-process medians compare needs), and
     tokens_per_s, tflops, mfu as medians over the processes. requested: N asked for (default: as many as given)."""
     ok = [s for s in summaries if s.get("status") == OK]
-    per_phase = {phase: [s["phases"][phase] for s in ok if phase in (s.get("phases") or {})] for phase in TIMED_PHASES}
+    per_phase = {phase: [s["phases"][phase] for s in ok if phase in phases_of(s)] for phase in TIMED_PHASES}
     per_phase = {phase: stats for phase, stats in per_phase.items() if stats}
     between = {phase: between_process_stats([m for s in stats if (m := s["median_ms"]) is not None])
                for phase, stats in per_phase.items()}
@@ -226,7 +227,7 @@ def process_medians(summary: Mapping[str, Any], phase: str) -> list[float]:
     if processes is None:
         single = median_ms(summary, phase)
         return [] if single is None else [single]
-    return [p["phases"][phase] for p in processes if (p.get("phases") or {}).get(phase) is not None]
+    return [p["phases"][phase] for p in processes if phases_of(p).get(phase) is not None]
 
 
 def process_throughputs(summary: Mapping[str, Any]) -> list[float]:

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sysprof.models.phases import STEP, TIMED_PHASES
+from sysprof.profiler_core.records import phases_of
 
 STRAGGLER_SCORE = 0.75  # fastest rank's median / this rank's: below it, the rank is flagged
 PHASE_GAP = 1.25  # a phase this many times the other ranks' median is what moved
@@ -22,7 +23,7 @@ PHASE_GAP = 1.25  # a phase this many times the other ranks' median is what move
 def rank_record(rank: int, summary: Mapping[str, Any], steps: Sequence[Mapping[str, Any]],
                 device: str | None = None) -> dict[str, Any]:
     """What the per-rank table needs from one rank: its phase medians, step p90, peak memory, status."""
-    phases = summary.get("phases") or {}
+    phases = phases_of(summary)
     measured = sorted(s["wall_ms"] for s in steps if s.get("kind") == "measured")
     peaks = [b for b in (summary.get("peak_memory_bytes") or {}).values() if b is not None]
     error = summary.get("error") or {}

@@ -224,8 +224,15 @@ class Event(TypedDict, total=False):
     status: str  # cell_done, cell_result
 
 
-def median_ms(summary: Mapping[str, Any], phase: str = "step") -> float | None:
+def phases_of(document: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The per-phase statistics of a summary, a kernel analysis or a process record; {} where it has none.
+
+    The one reader of the "phases" key of a document that may lack it (a failed run, an analysis of no ranges)."""
+    return (document or {}).get("phases") or {}
+
+
+def median_ms(summary: Mapping[str, Any] | None, phase: str = "step") -> float | None:
     """The median of a phase (the whole step by default), None when the run has no such statistics.
 
     summary: a RunSummary, or any summary read from disk."""
-    return ((summary.get("phases") or {}).get(phase) or {}).get("median_ms")
+    return (phases_of(summary).get(phase) or {}).get("median_ms")

@@ -26,11 +26,9 @@ import json
 import os
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from sysprof.profiler_core import events
 from sysprof.profiler_core.config import RunConfig
 from sysprof.profiler_core.errors import RunDirError
 from sysprof.profiler_core.records import RunSummary, StepRecord
@@ -211,40 +209,6 @@ def read_summary(run_dir: Path) -> RunSummary | None:
 def read_steps(run_dir: Path) -> list[StepRecord]:
     """A run directory's steps.jsonl, one StepRecord per complete line."""
     return cast("list[StepRecord]", read_jsonl(run_dir / STEPS))
-
-
-@dataclass
-class RunRecord:
-    path: Path
-    manifest: dict = field(default_factory=dict)
-    steps: list[StepRecord] = field(default_factory=list)
-    summary: RunSummary | None = None
-    problems: dict[str, str] = field(default_factory=dict)  # file name → why it was not read (tolerant loads)
-
-    @property
-    def status(self) -> str:
-        return self.summary.get("status", events.INCOMPLETE) if self.summary else events.INCOMPLETE
-
-
-def load_run(path: Path, tolerant: bool = False) -> RunRecord:
-    """The run's files. tolerant: a damaged manifest or summary is left out, with the reason in .problems,
-    so that what is intact (its steps, its analyses) still opens."""
-    path = Path(path)
-    if not (path / MANIFEST).is_file():
-        raise RunDirError(f"{path} is not a run directory (no {MANIFEST})")
-    record = RunRecord(path, steps=read_steps(path))
-    for name in (MANIFEST, SUMMARY):
-        try:
-            document = read_json(path / name)
-        except RunDirError as exc:
-            if not tolerant:
-                raise
-            record.problems[name], document = str(exc), None
-        if name == MANIFEST:
-            record.manifest = document or {}
-        else:
-            record.summary = cast("RunSummary | None", document)
-    return record
 
 
 def list_runs(root: Path) -> list[Path]:

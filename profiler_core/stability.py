@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sysprof.models.phases import FORWARD_BACKWARD, STEP
+from sysprof.profiler_core.records import phases_of
 
 HIGH_CV = 0.10  # within-run coefficient of variation
 SLOW_START = 1.1  # first measured steps this much slower than the rest: still warming up
@@ -156,7 +157,7 @@ def warnings_for_summary(summary: Mapping[str, Any], steps: Sequence[Mapping[str
                          gpu_processes: Sequence[Any] | None = None,
                          telemetry: Sequence[Any] | None = None) -> list[dict]:
     """Every warning that applies to a run: from its summary and steps, plus the readings given (None: not read)."""
-    phases = summary.get("phases") or {}
+    phases = phases_of(summary)
     warmup = (summary.get("config") or {}).get("warmup") or 0
     repeats = (summary.get("config") or {}).get("repeats") or 1
     return [*high_cv_warnings(phases, repeats), *warmup_warnings(steps, warmup), *steps_needed_warnings(phases),

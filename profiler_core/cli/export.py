@@ -12,6 +12,7 @@ from sysprof.profiler_core.config import ConfigError
 from sysprof.profiler_core.kernels.attention_flops import sub_range_rows
 from sysprof.profiler_core.render import export
 from sysprof.profiler_core.render.module_tables import kernel_module_rows, memory_module_rows
+from sysprof.profiler_core.run_document import KERNELS, MEMORY, Run
 from sysprof.profiler_core.study_plans import study_kind
 
 FORMATS = {"md": "markdown", "csv": "csv", "json": "json", "tex": "latex"}
@@ -28,25 +29,22 @@ def add_export_options(parser) -> None:
     parser.add_argument("--value", help="the value a pivot shows (default: fwd mean ms)")
 
 
-def run_tables(run_dir: Path) -> dict[str, list[dict]]:
+def run_tables(run: Run) -> dict[str, list[dict]]:
     """phases, steps, and, where the passes ran, kernels and the largest allocations (and by module type with
     --nvtx-modules)."""
-    record = rundir.load_run(run_dir)
-    summary: Mapping[str, Any] = record.summary or {}
-    phases = summary.get("phases") or {}
-    tables = {"phases": [{"phase": name} | stats for name, stats in phases.items()],
-              "steps": [dict(step) for step in record.steps]}
-    kernels = run_dir / rundir.KERNELS_DIR / rundir.PHASE_KERNELS
+    tables = {"phases": [{"phase": name} | stats for name, stats in run.phases.items()],
+              "steps": [dict(step) for step in run.steps]}
+    kernels = run.path / rundir.KERNELS_DIR / rundir.PHASE_KERNELS
     if kernels.is_file():
         import pandas as pd
 
         tables["kernels"] = pd.read_csv(kernels).to_dict("records")
-    analysis = rundir.read_json(run_dir / rundir.KERNELS_DIR / rundir.ANALYSIS) or {}
-    tables |= attention_run_tables(run_dir, analysis.get("attention") or {})
+    analysis = run.analysis(KERNELS) or {}
+    tables |= attention_run_tables(run.path, analysis.get("attention") or {})
     module_rows = kernel_module_rows(analysis)
     if module_rows:
         tables["module types"] = module_rows
-    memory = rundir.read_json(run_dir / rundir.MEMORY_DIR / rundir.ANALYSIS) or {}
+    memory = run.analysis(MEMORY) or {}
     if memory.get("top_allocations"):
         tables["top allocations"] = memory["top_allocations"]
     if memory_module_rows(memory):
@@ -76,7 +74,7 @@ def directory_tables(path: Path) -> dict[str, list[dict]]:
         return study_tables(path)
     if not (path / rundir.MANIFEST).is_file():
         raise ConfigError(f"{path} is neither a run directory (no {rundir.MANIFEST}) nor a sweep or study directory")
-    return run_tables(path)
+    return run_tables(Run.load(path))
 
 
 def pick(tables: dict[str, list[dict]], wanted: str | None) -> tuple[str, list[dict]]:

@@ -29,6 +29,7 @@ from sysprof.profiler_core.render import run_report as report
 from sysprof.profiler_core.render.analysis_report import print_analysis
 from sysprof.profiler_core.render.compare_report import print_compare
 from sysprof.profiler_core.render.inspect_report import print_inspect
+from sysprof.profiler_core.run_document import Run
 from sysprof.profiler_core.session.backends import choose_backend
 from sysprof.profiler_core.session.inspecting import inspect_model
 from sysprof.profiler_core.session.live import recorded
@@ -189,7 +190,7 @@ def _differences_text(differences: dict) -> str:
 def command_compare(args) -> int:
     if args.run_a.resolve() == args.run_b.resolve():
         raise UsageError(f"{args.run_a} is both A and B; compare two different runs")
-    summaries = [rundir.load_run(path).summary for path in (args.run_a, args.run_b)]
+    summaries = [Run.load(path).summary for path in (args.run_a, args.run_b)]
     summary_a, summary_b = (_finished(path, summary) for path, summary in zip((args.run_a, args.run_b), summaries))
     differences = config_differences(summary_a.get("config") or {}, summary_b.get("config") or {})
     if differences and not args.force:

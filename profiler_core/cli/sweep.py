@@ -167,7 +167,7 @@ def report_sweep(args, sweep_dir: Path, elapsed_s: float) -> int:
         print(json.dumps(document | {"elapsed_s": elapsed_s}, default=str))
     elif not args.events:
         print_rows(Console(), compact(table) if not args.pivot else table, f"sweep {sweep_dir} ({elapsed_s:.0f} s)")
-        cross_cell = profiled_sweep_tables(rows, study.run_dirs) | memory_sweep_tables(rows, study.run_dirs)
+        cross_cell = profiled_sweep_tables(rows, study.runs) | memory_sweep_tables(rows, study.runs)
         for title, table in cross_cell.items():
             print_rows(Console(), table, title, args.full_names)  # passes in the cells: the cross-cell tables
     return 0 if all(c["status"] in events.DONE_STATUSES for c in document["cells"]) else 1

@@ -8,6 +8,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from sysprof.models.phases import PHASES
+from sysprof.profiler_core.records import phases_of
 from sysprof.profiler_core.units import optional
 
 # Two-line headers keep the table within 80 columns; "other" idle (the rest of the span) is in the JSON.
@@ -17,7 +18,7 @@ FIELDS = ("busy_pct", "host_wait_pct", "kernel_wait_pct", "median_launch_us", "s
 
 def phase_launches(analysis: dict) -> dict[str, dict]:
     """Phase → its launch figures, for the phases that have them, in step order."""
-    phases = analysis.get("phases") or {}
+    phases = phases_of(analysis)
     return {phase: launch for phase in PHASES if (launch := (phases.get(phase) or {}).get("launch"))}
 
 

@@ -6,11 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import cast
 
 from sysprof.profiler_core import rundir
 from sysprof.profiler_core.config import RunConfig
 from sysprof.profiler_core.errors import StudyError
-from sysprof.profiler_core.studies.sweep import cell_dir, cell_summary, load_plan, plan_configs
+from sysprof.profiler_core.run_document import Run
+from sysprof.profiler_core.studies.sweep import cell_dir, load_plan, plan_configs
 from sysprof.profiler_core.studies.tables import cell_row
 from sysprof.profiler_core.study_plans import study_plan
 
@@ -19,10 +21,25 @@ from sysprof.profiler_core.study_plans import study_plan
 class Cell:
     index: int
     config: RunConfig
-    path: Path  # its run directory (it may not exist yet)
-    summary: dict | None  # None before it ran
-    steps: list[dict]
-    profiled: dict | None  # the summary of its profiled pass, if it had one
+    run: Run  # its run directory, loaded once (empty before the cell ran)
+
+    @property
+    def path(self) -> Path:
+        return self.run.path
+
+    @property
+    def summary(self) -> dict | None:
+        """None before it ran, and for a torn summary (the cell runs again)."""
+        return cast("dict | None", self.run.summary)
+
+    @property
+    def steps(self) -> list[dict]:
+        return cast("list[dict]", self.run.steps)
+
+    @property
+    def profiled(self) -> dict | None:
+        """The summary of its profiled pass, if it had one."""
+        return cast("dict | None", self.run.profiled.summary) if self.run.profiled else None
 
 
 @dataclass(frozen=True)
@@ -58,11 +75,13 @@ class Study:
     def run_dirs(self) -> list[Path]:
         return [cell.path for cell in self.cells]
 
+    @property
+    def runs(self) -> list[Run]:
+        return [cell.run for cell in self.cells]
+
 
 def _cell(study_dir: Path, index: int, cfg: RunConfig) -> Cell:
-    path = cell_dir(study_dir, index, cfg)
-    return Cell(index, cfg, path, cell_summary(path), rundir.read_jsonl(path / rundir.STEPS),
-                cell_summary(path / rundir.PROFILED_DIR))
+    return Cell(index, cfg, Run.load(cell_dir(study_dir, index, cfg), tolerant=True, need_manifest=False))
 
 
 def sweep_rows(sweep_dir: Path) -> list[dict]:

@@ -10,15 +10,9 @@ from pathlib import Path
 from sysprof.models.phases import PHASES
 from sysprof.profiler_core import rundir
 from sysprof.profiler_core.kernels.whole_step import whole_step
+from sysprof.profiler_core.run_document import KERNELS, Run
 
 NS_PER_MS = 1e6
-
-
-def _analysis(run_dir: Path) -> dict | None:
-    try:
-        return rundir.read_json(run_dir / rundir.KERNELS_DIR / rundir.ANALYSIS)
-    except rundir.RunDirError:
-        return None
 
 
 def _phase_kernels(run_dir: Path | None) -> list[dict]:
@@ -59,8 +53,8 @@ def _per_step_ms(ns: float | None, analysis: dict) -> float | None:
     return None if ns is None else round(ns / steps / NS_PER_MS, 3)
 
 
-def _cells(rows: list[dict], run_dirs: Sequence[Path | None]) -> list[tuple[dict, Path | None, dict | None]]:
-    return [(row, path, _analysis(path) if path else None) for row, path in zip(rows, run_dirs)]
+def _cells(rows: list[dict], runs: Sequence[Run | None]) -> list[tuple[dict, Path | None, dict | None]]:
+    return [(row, run.path if run else None, run.analysis(KERNELS) if run else None) for row, run in zip(rows, runs)]
 
 
 def top_kernel_rows(cells) -> list[dict]:
@@ -130,9 +124,9 @@ def _pct(fraction: float | None) -> float | None:
     return None if fraction is None else round(fraction * 100, 1)
 
 
-def profiled_sweep_tables(rows: list[dict], run_dirs: Sequence[Path | None]) -> dict[str, list[dict]]:
+def profiled_sweep_tables(rows: list[dict], runs: Sequence[Run | None]) -> dict[str, list[dict]]:
     """The cross-cell kernel tables, when at least one cell has a kernel analysis (else none)."""
-    cells = _cells(rows, run_dirs)
+    cells = _cells(rows, runs)
     if not any(analysis for _, _, analysis in cells):
         return {}
     tables = {"top kernel per pass (profiled pass)": top_kernel_rows(cells),

@@ -9,22 +9,12 @@ largest block made inside a module of that type. Each cell's memory/analysis.jso
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
-from sysprof.profiler_core import rundir
+from sysprof.profiler_core.run_document import MEMORY, Run
 
 BASELINE = "fp32"
 MIB = 2**20
 GROUP_FIELDS = ("model", "ctx", "mode")  # what a baseline and its autocast cells share
-
-
-def _memory(run_dir: Path | None) -> dict | None:
-    if run_dir is None:
-        return None
-    try:
-        return rundir.read_json(run_dir / rundir.MEMORY_DIR / rundir.ANALYSIS)
-    except rundir.RunDirError:
-        return None
 
 
 def largest_allocations(memory: dict) -> dict[str, int]:
@@ -36,10 +26,10 @@ def largest_allocations(memory: dict) -> dict[str, int]:
     return modules | categories
 
 
-def largest_allocation_rows(rows: list[dict], run_dirs: Sequence[Path | None]) -> list[dict]:
+def largest_allocation_rows(rows: list[dict], runs: Sequence[Run | None]) -> list[dict]:
     """Per model × ctx × mode × category: the largest single allocation in fp32 and under each autocast dtype, with
     Δ = autocast − fp32 and its %. A cell that ran out of memory or has no memory pass shows its status."""
-    cells = [(row, _memory(path)) for row, path in zip(rows, run_dirs)]
+    cells = [(row, run.analysis(MEMORY) if run else None) for row, run in zip(rows, runs)]
     table = []
     for key in dict.fromkeys(tuple(row.get(f) for f in GROUP_FIELDS) for row, _ in cells):
         group = [(row, memory) for row, memory in cells if tuple(row.get(f) for f in GROUP_FIELDS) == key]
@@ -72,9 +62,9 @@ def _mib(size: int | None) -> float | None:
     return None if size is None else round(size / MIB, 2)
 
 
-def memory_sweep_tables(rows: list[dict], run_dirs: Sequence[Path | None]) -> dict[str, list[dict]]:
+def memory_sweep_tables(rows: list[dict], runs: Sequence[Run | None]) -> dict[str, list[dict]]:
     """The cross-cell memory table, when the sweep has fp32 and autocast cells with a memory pass (else none)."""
-    table = largest_allocation_rows(rows, run_dirs)
+    table = largest_allocation_rows(rows, runs)
     if not any(row.get("status") == "ok" for row in table):
         return {}
     return {"largest single allocation per category, fp32 vs autocast (Δ = autocast − fp32)": table}

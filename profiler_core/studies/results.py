@@ -25,7 +25,7 @@ def study_tables(study_dir: Path) -> dict[str, list[dict]]:
     if found is not None:
         return found.tables(study) | {"cells": _sweep_table(study)}
     return ({"sweep results": _sweep_table(study)} | _default_pivot(study)
-            | profiled_sweep_tables(study.rows, study.run_dirs) | memory_sweep_tables(study.rows, study.run_dirs))
+            | profiled_sweep_tables(study.rows, study.runs) | memory_sweep_tables(study.rows, study.runs))
 
 
 def _sweep_table(study: Study) -> list[dict]:

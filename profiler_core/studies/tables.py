@@ -2,15 +2,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sysprof.models.presets import PRESETS
 from sysprof.profiler_core import events
 from sysprof.profiler_core.config import ConfigError, model_column
 from sysprof.profiler_core.metrics import summarize_ms
-from sysprof.profiler_core.records import PhaseStats
-from sysprof.profiler_core.studies.sweep import cell_dir, load_plan
+from sysprof.profiler_core.records import PhaseStats, phases_of
 
 if TYPE_CHECKING:
     from sysprof.profiler_core.studies.document import Study
@@ -37,7 +35,7 @@ def _clean_walls(steps: list[dict], kind: str) -> list[float]:
 def cell_row(cfg: dict, summary: dict | None, steps: list[dict], profiled: dict | None = None) -> dict:
     """One cell as a row; `profiled`: the summary of its profiled pass, whose medians the row carries apart."""
     summary = summary or {"status": events.PENDING}
-    phases = summary.get("phases") or {}
+    phases = phases_of(summary)
     preset = PRESETS.get(cfg["model"], PRESETS["small"])
     dims = {name: cfg.get(name) or getattr(preset, name) for name in ("d_model", "d_ff", "layers", "heads")}
     row = {name: cfg.get(name) for name in CONFIG_COLUMNS} | {"model": model_column(cfg), "status": summary["status"]}
@@ -65,7 +63,7 @@ def cell_row(cfg: dict, summary: dict | None, steps: list[dict], profiled: dict 
     warmups, measured = _clean_walls(steps, "warmup"), _clean_walls(steps, "measured")
     row["warm-up s"] = sum(warmups) / 1e3 if steps else None  # every warm-up step, the compiling one included
     row["total s"] = (sum(warmups) + sum(measured)) / 1e3 if steps else None
-    profiled_phases = (profiled or {}).get("phases") or {}
+    profiled_phases = phases_of(profiled)
     row["profiled fwd ms"] = (profiled_phases.get("forward") or {}).get("median_ms")  # under nsys: not step times
     row["profiled step ms"] = (profiled_phases.get("step") or {}).get("median_ms")
     row["inflation"] = (summary.get("profile") or {}).get("inflation")
@@ -73,12 +71,6 @@ def cell_row(cfg: dict, summary: dict | None, steps: list[dict], profiled: dict 
     row["procs"] = between["n"] if between else None
     row["step CV between %"] = between["cv_pct"] if between else None
     return row
-
-
-def sweep_run_dirs(sweep_dir: Path) -> list[Path]:
-    """Each cell's run directory, in plan order (it may not exist yet)."""
-    configs, _ = load_plan(sweep_dir)
-    return [cell_dir(sweep_dir, index, cfg) for index, cfg in enumerate(configs)]
 
 
 def planned_columns(configs: list) -> list[str]:
@@ -92,7 +84,7 @@ def sweep_document(study: Study) -> dict:
     for cell in study.cells:
         summary = cell.summary or {"status": events.PENDING}
         cells.append({"config": cell.config.to_dict(), "status": summary["status"],
-                      "phases": summary.get("phases") or {}, "run_dir": summary.get("run_dir"),
+                      "phases": phases_of(summary), "run_dir": summary.get("run_dir"),
                       "error": summary.get("error"), "peak_memory_bytes": summary.get("peak_memory_bytes"),
                       "compile_s": summary.get("compile_s")})
     return {"sweep_dir": str(study.path), "varied": study.varied, "cells": cells}

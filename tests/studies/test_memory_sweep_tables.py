@@ -10,10 +10,9 @@ from sysprof.profiler_core import rundir
 from sysprof.profiler_core.config import RunConfig
 from sysprof.profiler_core.session.analysis import memory_analysis
 from sysprof.profiler_core.studies import sweep
-from sysprof.profiler_core.studies.document import sweep_rows
+from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.memory_tables import largest_allocation_rows, memory_sweep_tables
 from sysprof.profiler_core.studies.results import study_tables
-from sysprof.profiler_core.studies.tables import sweep_run_dirs
 
 FIXTURE = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "h200_small_fp32"
 RUN = Path(__file__).resolve().parents[1] / "data" / "runs" / "small-h200-analyses"
@@ -54,7 +53,8 @@ def memory_sweep(tmp_path: Path, analysis: dict) -> Path:
 
 def test_fp32_against_autocast_per_category_with_delta_and_percent(tmp_path, analysis):
     sweep_dir = memory_sweep(tmp_path, analysis)
-    rows = largest_allocation_rows(sweep_rows(sweep_dir), sweep_run_dirs(sweep_dir))
+    study = Study.load(sweep_dir)
+    rows = largest_allocation_rows(study.rows, study.runs)
     done = [row for row in rows if row["ctx"] == 256]
     assert [row["category"] for row in done] == list(analysis["largest_by_category"])
     scores = next(row for row in done if row["category"] == "attention_scores")
@@ -69,7 +69,8 @@ def test_fp32_against_autocast_per_category_with_delta_and_percent(tmp_path, ana
 
 def test_no_table_without_memory_passes(tmp_path, analysis):
     sweep_dir = memory_sweep(tmp_path, analysis)
-    for run_dir in sweep_run_dirs(sweep_dir)[:2]:  # the two cells that ran
+    for run_dir in Study.load(sweep_dir).run_dirs[:2]:  # the two cells that ran
         shutil.rmtree(run_dir / rundir.MEMORY_DIR)
-    assert memory_sweep_tables(sweep_rows(sweep_dir), sweep_run_dirs(sweep_dir)) == {}
+    study = Study.load(sweep_dir)
+    assert memory_sweep_tables(study.rows, study.runs) == {}
     assert TITLE not in study_tables(sweep_dir)

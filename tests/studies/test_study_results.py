@@ -138,8 +138,9 @@ def test_passes_and_warmup_grids_over_models_contexts_and_modes(tmp_path):
 
 
 def test_building_every_table_of_a_study_reads_each_file_once(monkeypatch):
-    """A study is loaded once (studies/document.py): the plan once, each cell's summary, profiled summary and
-    steps once, however many tables are built from them (it was the plan 4 times and each summary twice)."""
+    """A study is loaded once (studies/document.py): the plan once, each cell's run (run_document.Run: manifest,
+    summary, steps) once, however many tables are built from them (it was the plan 4 times and each summary
+    twice); a profiled pass's summary only where the cell has one (these have none)."""
     import collections
 
     from sysprof.profiler_core import rundir
@@ -152,4 +153,4 @@ def test_building_every_table_of_a_study_reads_each_file_once(monkeypatch):
     tables = study_tables(study_dir)
     cells = len(tables["cells"])
     assert len(tables) == 2 and cells == 4
-    assert reads == {"sweep.json": 1, "summary.json": 2 * cells, "steps.jsonl": cells}
+    assert reads == {"sweep.json": 1, "manifest.json": cells, "summary.json": cells, "steps.jsonl": cells}

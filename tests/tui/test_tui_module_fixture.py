@@ -15,6 +15,7 @@ from sysprof.profiler_core.kernels import attribute_kernels
 from sysprof.profiler_core.kernels.summary import analyze_attribution, phase_kernel_table
 from sysprof.profiler_core.memory import analyze_snapshot
 from sysprof.profiler_core.render.module_tables import KERNEL_ROW_FIELDS
+from sysprof.profiler_core.run_document import Run
 from sysprof.tui.app import build_app
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "module_ranges"
@@ -57,6 +58,6 @@ async def test_module_type_tables_show_and_export(run_dir):
 
 
 def test_sysprof_export_lists_the_module_type_tables(run_dir):
-    tables = run_tables(run_dir)
+    tables = run_tables(Run.load(run_dir))
     assert {"module types", "memory by module type"} <= set(tables)
     assert {row["category"] for row in tables["memory by module type"]} >= {"attention", "mlp"}

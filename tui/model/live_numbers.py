@@ -5,7 +5,7 @@ import statistics
 from collections.abc import Mapping
 from typing import Any
 
-from sysprof.profiler_core.api import PhaseStats, RunConfig, phase_stats, throughput
+from sysprof.profiler_core.api import PhaseStats, RunConfig, phase_stats, phases_of, throughput
 from sysprof.tui.model.state import RunState
 
 CHART_SERIES = ("wall", "forward", "backward", "optimizer")
@@ -13,8 +13,9 @@ CHART_SERIES = ("wall", "forward", "backward", "optimizer")
 
 def running_phases(state: RunState) -> dict[str, PhaseStats]:
     """The summary's stats once the run ended, else stats over the measured steps so far."""
-    if state.summary and state.summary.get("phases"):
-        return state.summary["phases"]
+    finished = phases_of(state.summary)
+    if finished:
+        return finished
     return phase_stats(list(state.steps)) if state.steps else {}
 
 

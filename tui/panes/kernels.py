@@ -16,7 +16,7 @@ from textual.containers import Horizontal
 from textual.reactive import reactive
 from textual.widgets import DataTable, Input, Static
 
-from sysprof.profiler_core.api import attention_part_labels, short_kernel_name, whole_step
+from sysprof.profiler_core.api import attention_part_labels, phases_of, short_kernel_name, whole_step
 from sysprof.profiler_core.render.launch_report import short_verdict, verdict_lines
 from sysprof.profiler_core.render.module_tables import KERNEL_ROW_FIELDS, absent_line
 from sysprof.profiler_core.units import NA, blank_or, fixed, ns_as_ms, ns_as_us
@@ -69,7 +69,7 @@ def phase_breakdown(analysis: dict) -> Table:
                           ("GEMM", 5), ("busy", 4), ("bound", 6), ("top classes", 12)):
         table.add_column(column, justify="left" if column in ("phase", "bound", "top classes") else "right",
                          no_wrap=True, min_width=width, overflow="ellipsis")
-    for phase, stats in (analysis.get("phases") or {}).items():
+    for phase, stats in (phases_of(analysis)).items():
         if not stats.get("kernels"):
             continue
         total = stats["gpu_ns"] or 1
@@ -79,7 +79,7 @@ def phase_breakdown(analysis: dict) -> Table:
                       f"{stats['kernels']:,}", f"{(analysis.get('gemm_fraction') or {}).get(phase, 0):.0%}",
                       "" if busy is None else f"{busy:.0f}%", short_verdict(analysis, phase),
                       " ".join(f"{name} {ns / total:.0%}" for name, ns in classes))
-    step = whole_step(analysis.get("phases") or {})
+    step = whole_step(phases_of(analysis))
     if step["kernels"]:
         total = step["gpu_ns"] or 1
         classes = sorted(step["by_class"].items(), key=lambda item: -item[1])[:2]

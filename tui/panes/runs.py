@@ -2,9 +2,7 @@
 two runs."""
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -14,11 +12,11 @@ from textual.widgets import DataTable, Static
 from sysprof.profiler_core.api import (
     ALPHA,
     MIN_EFFECT,
+    Run,
     compare_summaries,
     events,
     list_studies,
     live_process,
-    median_ms,
     model_column,
     run_state,
     rundir,
@@ -52,28 +50,19 @@ def compare_record(row: dict) -> dict:
 def run_record(path: Path) -> dict:
     """One row of the runs table; an unreadable directory shows as such instead of failing the list."""
     try:
-        record = rundir.load_run(path)
+        run = Run.load(path)
     except rundir.RunDirError as exc:
         return {"name": path.name, "path": str(path), "status": "unreadable", "state": "unreadable",
                 "error": str(exc), "started": 0}
-    config = record.manifest.get("config", {})
-    summary: Mapping[str, Any] = record.summary or {}
+    config = run.config
     model = model_column(config) if "model" in config else None
     running = _running(path)
-    return {"name": path.name, "path": str(path), "status": "running" if running else record.status,
-            "state": run_state(record.summary, running), "model": model, "mode": config.get("mode"),
+    return {"name": path.name, "path": str(path), "status": "running" if running else run.status,
+            "state": run_state(run.summary, running), "model": model, "mode": config.get("mode"),
             "ctx": config.get("ctx"), "batch": config.get("batch"), "dtype": config.get("dtype"),
-            "attention": config.get("attention"), "device": (record.manifest.get("env") or {}).get("device_type"),
-            "steps": _measured_steps(record), "step_median_ms": median_ms(summary),
-            "started": record.manifest.get("started") or path.stat().st_mtime, "summary": summary}
-
-
-def _measured_steps(record: rundir.RunRecord) -> int:
-    """The measured steps that finished: the summary's count (every process of a group), else steps.jsonl's so far."""
-    step = record.summary.get("phases", {}).get("step") if record.summary else None
-    if step and step["n"]:
-        return step["n"]
-    return sum(1 for s in record.steps if s.get("kind") == "measured" and not s.get("pass"))
+            "attention": config.get("attention"), "device": run.env.get("device_type"),
+            "steps": run.measured_count, "step_median_ms": run.median_ms(),
+            "started": run.manifest.get("started") or path.stat().st_mtime, "summary": run.summary or {}}
 
 
 def _running(path: Path) -> bool:

@@ -23,6 +23,7 @@ from sysprof.profiler_core.config import PARALLELS, ConfigError, RunConfig
 from sysprof.profiler_core.metrics import process_record
 from sysprof.profiler_core.nvml import visible_gpu_count
 from sysprof.profiler_core.options import add_config_options, config_from_args
+from sysprof.profiler_core.records import phases_of
 from sysprof.profiler_core.session.repeats import process_dir
 from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kind import StudyKind, Tables, choices, ints, run_configs
@@ -97,7 +98,7 @@ def process_figures(path: Path, summary: dict) -> list[dict]:
             continue
         ranks = own.get("ranks") or {}
         steps = [(row.get("median_ms") or {}).get("step") for row in ranks.get("rows") or []]
-        step = max((ms for ms in steps if ms is not None), default=(record.get("phases") or {}).get("step"))
+        step = max((ms for ms in steps if ms is not None), default=phases_of(record).get("step"))
         tokens = ranks.get("tokens_per_s_all_ranks") if ranks.get("rows") else record.get("tokens_per_s")
         figures.append({"step_ms": step, "tokens_per_s": tokens})
     return figures

@@ -33,7 +33,7 @@ from sysprof.profiler_core.errors import DAMAGED_DATA, ConfigError, ExportError,
 from sysprof.profiler_core.events import RUN_STATES, decode_line, end_reason, finish_event, run_state
 from sysprof.profiler_core.kernels.names import short_kernel_name
 from sysprof.profiler_core.kernels.whole_step import whole_step
-from sysprof.profiler_core.liveness import LiveProcess, in_progress, live_process
+from sysprof.profiler_core.liveness import RUN, STUDY, LiveProcess, in_progress, live_process
 from sysprof.profiler_core.memory.accounting import PEAK_ITEMS, predict_run_memory
 from sysprof.profiler_core.memory.fit import device_memory, fit_problem
 from sysprof.profiler_core.metrics import mfu_missing, phase_stats, throughput
@@ -41,6 +41,7 @@ from sysprof.profiler_core.nvml import GpuTelemetry, NvmlSampler, gpu_count, vis
 from sysprof.profiler_core.options import OneLineParser
 from sysprof.profiler_core.records import PhaseStats, RunError, RunSummary, StepRecord, median_ms, phases_of
 from sysprof.profiler_core.run_document import KERNELS, MEMORY, Run
+from sysprof.profiler_core.session.control import POLL_S, ProcessControl
 from sysprof.profiler_core.session.inspecting import inspect_argv, read_inspect_output
 from sysprof.profiler_core.session.live import EventFollower, settle_died
 from sysprof.profiler_core.session.process import CANCEL_GRACE_S, mark_killed, session_argv, signal_group
@@ -85,7 +86,7 @@ __all__ = [
     "inspect_argv", "read_inspect_output",
     "list_studies", "mark_killed", "model_column", "model_label", "median_ms", "PhaseStats", "RunError", "RunSummary",
     "StepRecord", "phase_stats", "phases_of", "predict_run_memory", "rundir", "session_argv", "signal_group",
-    "KERNELS", "MEMORY", "Run",
+    "KERNELS", "MEMORY", "Run", "POLL_S", "ProcessControl", "RUN", "STUDY",
     "EventFollower", "LiveProcess", "in_progress", "live_process", "settle_died",
     "study_argv", "study_kind", "study_record", "study_tables", "study_templates",
     "PEAK_ITEMS", "device_memory", "fit_problem", "mfu_missing", "short_kernel_name", "throughput", "type_problems",

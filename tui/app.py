@@ -14,9 +14,13 @@ from textual.widgets import Button, Footer, Header, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
 from sysprof.profiler_core.api import (
+    POLL_S,
+    RUN,
+    STUDY,
     GpuTelemetry,
     LiveProcess,
     NvmlSampler,
+    ProcessControl,
     RunConfig,
     events,
     finish_event,
@@ -43,7 +47,6 @@ from sysprof.tui.panes.live import WAITING_FOR_NVML, LivePane
 from sysprof.tui.panes.memory import MemoryPane
 from sysprof.tui.panes.runs import RunsPane
 from sysprof.tui.panes.studies import StudiesPane
-from sysprof.tui.run_control import POLL_S, RUN, STUDY, ProcessControl
 from sysprof.tui.widgets.modals import ConfirmQuit
 
 ArgvFactory = Callable[[RunConfig, Path], list[str]]

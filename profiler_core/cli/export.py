@@ -10,8 +10,11 @@ from typing import Any
 from sysprof.profiler_core import rundir
 from sysprof.profiler_core.config import ConfigError
 from sysprof.profiler_core.kernels.attention_flops import sub_range_rows
+from sysprof.profiler_core.records import phases_of
 from sysprof.profiler_core.render import export
 from sysprof.profiler_core.render.module_tables import kernel_module_rows, memory_module_rows
+from sysprof.profiler_core.render.table_model import TableModel, export_tables
+from sysprof.profiler_core.render.table_models import phase_kernel_model, ranks_model
 from sysprof.profiler_core.run_document import KERNELS, MEMORY, Run
 from sysprof.profiler_core.study_plans import study_kind
 
@@ -40,6 +43,7 @@ def run_tables(run: Run) -> dict[str, list[dict]]:
 
         tables["kernels"] = pd.read_csv(kernels).to_dict("records")
     analysis = run.analysis(KERNELS) or {}
+    tables |= export_tables(run_models(run))
     tables |= attention_run_tables(run.path, analysis.get("attention") or {})
     module_rows = kernel_module_rows(analysis)
     if module_rows:
@@ -50,6 +54,17 @@ def run_tables(run: Run) -> dict[str, list[dict]]:
     if memory_module_rows(memory):
         tables["memory by module type"] = memory_module_rows(memory)
     return tables
+
+
+def run_models(run: Run) -> list[TableModel]:
+    """The run's tables that the CLI and the app also show (render/table_models), exported as shown."""
+    models = []
+    ranks = run.summary.get("ranks") if run.summary else None
+    if ranks:
+        models.append(ranks_model(ranks))
+    if phases_of(run.analysis(KERNELS)):
+        models.append(phase_kernel_model(run.analysis(KERNELS) or {}))
+    return models
 
 
 def attention_run_tables(run_dir: Path, attention: Mapping[str, Any]) -> dict[str, list[dict]]:

@@ -14,9 +14,8 @@ from sysprof.profiler_core import events, rundir
 from sysprof.profiler_core.cli.event_lines import print_event
 from sysprof.profiler_core.errors import UsageError
 from sysprof.profiler_core.liveness import RUN, LiveProcess, in_progress, live_process
+from sysprof.profiler_core.session.control import POLL_S, Attached, drain
 from sysprof.profiler_core.session.live import EventFollower, settle_died
-
-POLL_S = 0.2
 
 
 def add_live_parsers(commands) -> None:
@@ -101,13 +100,13 @@ def command_attach(args) -> int:
 
 def follow(live: LiveProcess) -> None:
     follower = EventFollower(live.directory / rundir.SESSION_EVENTS)
-    while True:
-        current = live_process(live.directory)
-        for event in follower.read_new():
-            print_event(event)
-        if current is None or not current.alive:
-            return
+    while drain(Attached(live), follower, _print_events):
         time.sleep(POLL_S)
+
+
+def _print_events(batch: list[dict]) -> None:
+    for event in batch:
+        print_event(event)
 
 
 def report_end(live: LiveProcess, console: Console) -> int:

@@ -10,41 +10,16 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from sysprof.models.phases import ATTRIBUTED_PHASES
 from sysprof.profiler_core.kernels.attention_flops import sub_range_rows
 from sysprof.profiler_core.kernels.names import short_kernel_name
-from sysprof.profiler_core.kernels.whole_step import whole_step
 from sysprof.profiler_core.memory.phases import BEFORE_RECORDING, step_words
 from sysprof.profiler_core.render.launch_report import print_launch_analysis
 from sysprof.profiler_core.render.module_tables import print_module_tables
-from sysprof.profiler_core.render.rows import print_rows
+from sysprof.profiler_core.render.rows import paint_model, print_rows
+from sysprof.profiler_core.render.table_models import phase_kernel_model
 from sysprof.profiler_core.units import NA, exact_bytes, format_bytes, format_ms, ns_to_ms
 
 TOP_CLASSES = "top classes, GPU ms"  # the unit of the numbers in its cells
-
-
-def phase_kernel_summary(analysis: dict) -> Table:
-    source = escape(f"{analysis.get('source_kind')}: {analysis.get('source')}")
-    table = Table(title=f"GPU kernels by phase ({source})", title_justify="left")
-    for column in ("phase", "GPU ms", "kernels", "busy %", "GEMM %", TOP_CLASSES):
-        table.add_column(column, justify="left" if column in ("phase", TOP_CLASSES) else "right")
-    for phase in ATTRIBUTED_PHASES:
-        stats = analysis["phases"].get(phase) or {}
-        by_class = sorted((stats.get("by_class") or {}).items(), key=lambda kv: -kv[1])[:3]
-        busy = stats.get("busy_pct")
-        table.add_row(phase, ns_to_ms(stats.get("gpu_ns")), str(stats.get("kernels", 0)),
-                      NA if busy is None else f"{busy:.0f}", f"{analysis['gemm_fraction'].get(phase, 0):.0%}",
-                      _top_classes(by_class))
-    step = whole_step(analysis["phases"])
-    if step["kernels"]:
-        by_class = sorted(step["by_class"].items(), key=lambda kv: -kv[1])[:3]
-        table.add_row("step (f+b+o)", ns_to_ms(step["gpu_ns"]), str(step["kernels"]), "",
-                      f"{step['gemm_fraction']:.0%}", _top_classes(by_class))
-    return table
-
-
-def _top_classes(by_class: list[tuple[str, float]]) -> Text:
-    return Text(", ".join(f"{name} {ns_to_ms(ns)}" for name, ns in by_class))
 
 
 def top_kernels(analysis: dict, limit: int = 15, full_names: bool = False) -> Table:
@@ -72,7 +47,7 @@ def print_attention_tables(console, analysis: dict) -> None:
 
 
 def print_kernel_analysis(console, analysis: dict, full_names: bool = False) -> None:
-    console.print(phase_kernel_summary(analysis))
+    console.print(paint_model(phase_kernel_model(analysis)))
     print_launch_analysis(console, analysis)
     console.print(top_kernels(analysis, full_names=full_names))
     print_attention_tables(console, analysis)

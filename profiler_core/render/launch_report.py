@@ -4,6 +4,9 @@ Plain dicts in, rich tables and text out; no pandas, so the app may import it.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from rich.markup import escape
 from rich.table import Table
 
@@ -16,7 +19,7 @@ COLUMNS = ("phase", "busy %", "host-\nwait %", "kernel-\nwait %", "launch\nµs",
 FIELDS = ("busy_pct", "host_wait_pct", "kernel_wait_pct", "median_launch_us", "shorter_than_launch_pct")
 
 
-def phase_launches(analysis: dict) -> dict[str, dict]:
+def phase_launches(analysis: Mapping[str, Any]) -> dict[str, dict]:
     """Phase → its launch figures, for the phases that have them, in step order."""
     phases = phases_of(analysis)
     return {phase: launch for phase in PHASES if (launch := (phases.get(phase) or {}).get("launch"))}
@@ -57,7 +60,7 @@ def print_launch_analysis(console, analysis: dict) -> None:
         console.print(line, highlight=False)
 
 
-def short_verdict(analysis: dict, phase: str) -> str:
+def short_verdict(analysis: Mapping[str, Any], phase: str) -> str:
     """"launch" or "GPU" for a table cell ("" when the phase has no launch figures)."""
     launch = phase_launches(analysis).get(phase)
     return launch["verdict"].removesuffix("-bound") if launch else ""

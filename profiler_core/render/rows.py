@@ -1,10 +1,14 @@
 """Any table of rows printed as a rich table: the one view the CLI's sweep, study and analysis tables share."""
 from __future__ import annotations
 
+from typing import Literal
+
+from rich import box
 from rich.table import Table
 from rich.text import Text
 
 from sysprof.profiler_core.kernels.names import short_kernel_name
+from sysprof.profiler_core.render.table_model import TableModel
 from sysprof.profiler_core.units import significant
 
 KERNEL_COLUMN, NAME_WIDTH = "kernel", 40  # the cross-run kernel tables' name column, and its width on a line
@@ -40,3 +44,32 @@ def print_rows(console, table, title: str, full_names: bool = False) -> None:
 
 def _shown(column: str, value, full_names: bool):
     return short_kernel_name(value) if column == KERNEL_COLUMN and isinstance(value, str) and not full_names else value
+
+
+def paint_model(model: TableModel, compact: bool = False) -> Table:
+    """A built table drawn: with its title and a box (the CLI), or compact without either (a pane, which has its
+    own title). Every column but the last keeps the width of its widest cell, so no number is cut in 80 columns;
+    the last (free text: kernel classes, a note) wraps in the CLI and is cut with … in a pane. Cells are Text: a
+    kernel or module name is never taken for markup."""
+    view = (Table(box=None, padding=(0, 1), show_edge=False, header_style="bold") if compact
+            else Table(title=Text(model.title), title_justify="left", box=box.SIMPLE_HEAD))
+    cells = [model.cells(row) for row in model.rows]
+    for index, column in enumerate(model.columns):
+        last = index == len(model.columns) - 1
+        widest = max([len(row[index]) for row in cells] + [len(word) for word in column.label.split()])
+        justify: Literal["right", "left"] = "right" if column.numeric else "left"
+        if compact:
+            view.add_column(column.label, justify=justify, no_wrap=True, overflow="ellipsis",
+                            min_width=None if last else max(widest, len(column.label)))
+        else:  # as wide as its widest cell, the header folding at its spaces; the last takes the rest, wrapping
+            view.add_column(column.label, justify=justify, width=None if last else widest)
+    for row in cells:
+        view.add_row(*(Text(cell) for cell in row))
+    return view
+
+
+def print_model(console, model: TableModel) -> None:
+    """The CLI's painter: the table, then its notes (findings) below it."""
+    console.print(paint_model(model))
+    for note in model.notes:
+        console.print(Text(note, style="yellow"))

@@ -14,6 +14,8 @@ from sysprof.profiler_core.config import model_label
 from sysprof.profiler_core.events import OK, end_reason, run_state
 from sysprof.profiler_core.metrics import mfu_missing
 from sysprof.profiler_core.records import RunSummary
+from sysprof.profiler_core.render.rows import paint_model
+from sysprof.profiler_core.render.table_models import ranks_model
 from sysprof.profiler_core.units import format_bytes, format_ms, optional
 
 
@@ -66,28 +68,6 @@ def between_table(summary: RunSummary) -> Table:
         table.add_row(phase, optional(between["median"], ".2f"), spread, optional(between["iqr"], ".2f"),
                       optional(None if between["cv_pct"] is None else between["cv_pct"] / 100, ".1%"),
                       optional(stats["std_ms"], ".2f"), str(between["n"]))
-    return table
-
-
-def ranks_table(summary: RunSummary) -> Table:
-    """--nproc: one row per rank (ms, one decimal so that a row fits 80 columns with its peak memory), the slowest
-    and fastest marked, the straggler score flagged below 0.75."""
-    from sysprof.profiler_core.ranks import STRAGGLER_SCORE
-
-    ranks = summary["ranks"]
-    total = optional(ranks.get("tokens_per_s_all_ranks"), ",.0f")
-    table = Table(title=f"{ranks['world']} ranks · {ranks['parallel']} · batch {ranks['batch_per_rank']} per rank · "
-                        f"tokens/s all ranks {total} · score: fastest step / this step (flagged < {STRAGGLER_SCORE})",
-                  title_justify="left")
-    for column in ("rank", "step", "p90", "fwd", "bwd", "opt", "peak mem", "score", ""):
-        table.add_column(column, justify="left" if column in ("rank", "") else "right", no_wrap=True)
-    for row in ranks["rows"]:
-        ms = row["median_ms"]
-        score = optional(row["straggler_score"], ".2f") + (" [red]![/]" if row["flagged"] else "")
-        table.add_row(str(row["rank"]), optional(ms.get("step"), ".1f"), optional(row["step_p90_ms"], ".1f"),
-                      *(optional(ms.get(p), ".1f") for p in ("forward", "backward", "optimizer")),
-                      format_bytes(row["peak_allocated_bytes"]) if row["peak_allocated_bytes"] else "—", score,
-                      row["mark"] if row["status"] == "ok" else f"[red]{row['status']}[/]")
     return table
 
 
@@ -209,11 +189,12 @@ def print_warnings(console, warnings: Sequence[dict[str, Any]]) -> None:
 def print_ranks(console, summary: RunSummary) -> None:
     """--nproc: the per-rank table, the GPUs' readings, the findings and each rank's passes (rank 0's report)."""
     if summary.get("ranks"):
-        console.print(ranks_table(summary))
+        model = ranks_model(summary["ranks"])
+        console.print(paint_model(model))
         readings = gpu_readings_line(summary["ranks"]["rows"])
         if readings:
             console.print(readings)
-        for finding in summary["ranks"]["findings"]:
+        for finding in model.notes:
             console.print(f"[yellow]{escape(finding)}[/]")
         if (summary.get("profile") or {}).get("ranks"):
             console.print(rank_kernels_table(summary["profile"]))

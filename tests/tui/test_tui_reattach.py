@@ -136,8 +136,9 @@ async def test_an_unwritable_runs_directory_is_one_line_and_nothing_starts(tmp_p
 
 
 async def test_a_run_on_another_host_is_followed_but_never_signalled_from_here(tmp_path):
+    from sysprof.profiler_core.liveness import RUN
+    from sysprof.profiler_core.session.control import Attached, ProcessControl
     from sysprof.profiler_core.session.live import Heartbeat
-    from sysprof.tui.run_control import RUN, Attached, ProcessControl
 
     Heartbeat(tmp_path, "run").start().stopped.set()
     record = json.loads((tmp_path / rundir.LIVE).read_text())

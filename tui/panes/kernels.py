@@ -16,9 +16,11 @@ from textual.containers import Horizontal
 from textual.reactive import reactive
 from textual.widgets import DataTable, Input, Static
 
-from sysprof.profiler_core.api import attention_part_labels, phases_of, short_kernel_name, whole_step
-from sysprof.profiler_core.render.launch_report import short_verdict, verdict_lines
+from sysprof.profiler_core.api import short_kernel_name
+from sysprof.profiler_core.render.launch_report import verdict_lines
 from sysprof.profiler_core.render.module_tables import KERNEL_ROW_FIELDS, absent_line
+from sysprof.profiler_core.render.rows import paint_model
+from sysprof.profiler_core.render.table_models import phase_kernel_model
 from sysprof.profiler_core.units import NA, blank_or, fixed, ns_as_ms, ns_as_us
 from sysprof.tui.keys import pane_bindings
 from sysprof.tui.model.advice import absent_kernels
@@ -61,39 +63,8 @@ def backend_line(profile: Mapping[str, Any] | None, analysis: dict) -> str:
 
 
 def phase_breakdown(analysis: dict) -> Table:
-    """Per phase: GPU time per profiled step and in all, kernel count, GEMM fraction, busy share of its GPU span,
-    launch-bound or GPU-bound (launch_report.py), and the biggest classes."""
-    table = Table(box=None, padding=(0, 1), show_edge=False, header_style="bold")
-    steps = len(analysis.get("steps") or []) or None
-    for column, width in (("phase", 9), ("ms/step", 7), ("ms total", 8), ("kernels", 7),
-                          ("GEMM", 5), ("busy", 4), ("bound", 6), ("top classes", 12)):
-        table.add_column(column, justify="left" if column in ("phase", "bound", "top classes") else "right",
-                         no_wrap=True, min_width=width, overflow="ellipsis")
-    for phase, stats in (phases_of(analysis)).items():
-        if not stats.get("kernels"):
-            continue
-        total = stats["gpu_ns"] or 1
-        classes = sorted(stats.get("by_class", {}).items(), key=lambda item: -item[1])[:2]
-        busy = stats.get("busy_pct")
-        table.add_row(phase, _per_step(stats["gpu_ns"], steps), f"{stats['gpu_ns'] / 1e6:,.1f}",
-                      f"{stats['kernels']:,}", f"{(analysis.get('gemm_fraction') or {}).get(phase, 0):.0%}",
-                      "" if busy is None else f"{busy:.0f}%", short_verdict(analysis, phase),
-                      " ".join(f"{name} {ns / total:.0%}" for name, ns in classes))
-    step = whole_step(phases_of(analysis))
-    if step["kernels"]:
-        total = step["gpu_ns"] or 1
-        classes = sorted(step["by_class"].items(), key=lambda item: -item[1])[:2]
-        table.add_row("step", _per_step(step["gpu_ns"], steps), f"{step['gpu_ns'] / 1e6:,.1f}",
-                      f"{step['kernels']:,}", f"{step['gemm_fraction']:.0%}", "", "",
-                      " ".join(f"{name} {ns / total:.0%}" for name, ns in classes))
-    attention = analysis.get("attention") or {}
-    if attention.get("by_part"):
-        labels = attention_part_labels(attention.get("mask_range", False))
-        parts = " ".join(f"{labels.get(part, part).removeprefix('attn ')} {ns / 1e6:.1f}ms"
-                         for part, ns in attention["by_part"].items())
-        table.add_row("attention", _per_step(attention["gpu_ns"], steps), f"{attention['gpu_ns'] / 1e6:,.1f}",
-                      f"{attention['kernels']:,}", "", "", "", parts)
-    return table
+    """The per-phase kernel table (render/table_models.phase_kernel_model), as the CLI shows it, drawn compact."""
+    return paint_model(phase_kernel_model(analysis), compact=True)
 
 
 def attention_flops_line(analysis: dict) -> str:
@@ -104,10 +75,6 @@ def attention_flops_line(analysis: dict) -> str:
         return ""
     return (f"attention: QKᵀ+PV do ×{matmul['FLOPs ÷ softmax']} the softmax's FLOPs in ×{matmul['time ÷ softmax']} "
             f"its time ({matmul['TFLOP/s']} vs {softmax['TFLOP/s']} TFLOP/s)")
-
-
-def _per_step(gpu_ns: float, steps: int | None) -> str:
-    return f"{gpu_ns / steps / 1e6:,.2f}" if steps else NA
 
 
 def rank_lines(profile: Mapping[str, Any] | None, shown: int | None) -> str:

@@ -16,7 +16,9 @@ from textual.reactive import reactive
 from textual.widgets import Input, ProgressBar, Select, Static
 
 from sysprof.profiler_core.api import (
+    STUDY,
     LiveProcess,
+    ProcessControl,
     SysprofError,
     events,
     gpu_count,
@@ -33,7 +35,6 @@ from sysprof.tui.keys import pane_bindings
 from sysprof.tui.model.run_files import short_path
 from sysprof.tui.model.study_state import StudyState
 from sysprof.tui.panes.base import ExportTable, Pane
-from sysprof.tui.run_control import STUDY, ProcessControl
 from sysprof.tui.widgets.tables import MarkableTable
 
 # The sweeps' templates; each study kind brings its own (studies/kinds/), listed between them.

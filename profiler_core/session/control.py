@@ -1,4 +1,5 @@
-"""Every process the app starts or re-attaches to, in one place: started, followed, cancelled and reaped here.
+"""Run control: every run or study process a front end starts or re-attaches to, started, followed, cancelled and
+reaped here, once. The app adapts it (its workers await `follow`); `sysprof attach` follows with the same `drain`.
 
 Each process gets its own session (process group, no controlling terminal), so a cancel reaches nsys and the
 runner it wraps, the app's own Ctrl-C handling never does, and a dropped SSH session (SIGHUP to the terminal's
@@ -18,9 +19,11 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from sysprof.profiler_core.api import CANCEL_GRACE_S, EventFollower, LiveProcess, live_process, signal_group
+from sysprof.profiler_core.liveness import LiveProcess, live_process
+from sysprof.profiler_core.session.live import EventFollower
+from sysprof.profiler_core.session.process import CANCEL_GRACE_S, signal_group
 
-RUN, STUDY = "run", "study"  # the slots: at most one run and one study at a time
+# The slots are the kinds of process (liveness.RUN, STUDY): at most one run and one study at a time.
 # How often a followed event file is read, and so at most how often the screen redraws for a run: the events of
 # one read arrive as one batch, one redraw. 4 Hz keeps the app's CPU off the cores the measured steps use.
 POLL_S = 0.25
@@ -57,6 +60,16 @@ class Attached:
         while self.alive():
             await asyncio.sleep(POLL_S)
         return None  # not our child: its exit code is not ours to read
+
+
+def drain(process: Child | Attached, follower: EventFollower, on_events: EventBatch) -> bool:
+    """One look at a followed process: what it wrote since the last look goes to on_events (one batch); whether it
+    is still alive. Liveness is read before the file, so what it wrote before it ended is never missed."""
+    alive = process.alive()
+    batch = follower.read_new()
+    if batch:
+        on_events(batch)
+    return alive
 
 
 class ProcessControl:
@@ -102,13 +115,7 @@ class ProcessControl:
 
     @staticmethod
     async def follow(process: Child | Attached, follower: EventFollower, on_events: EventBatch) -> None:
-        while True:
-            alive = process.alive()  # before the read: what it wrote before it ended is read below
-            batch = follower.read_new()
-            if batch:
-                on_events(batch)
-            if not alive:
-                return
+        while drain(process, follower, on_events):
             await asyncio.sleep(POLL_S)
 
     async def cancel(self, slot: str) -> None:

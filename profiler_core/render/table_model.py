@@ -1,0 +1,51 @@
+"""A table built once, painted twice: columns and rows made from a document, then drawn by the CLI (rich, with
+a box) and by a pane (rich, compact), and exported as exactly those rows with their raw numbers.
+
+A table's builder owns what a row holds and how each cell reads; the painters (render/rows.paint_model, the panes)
+own only layout. So the CLI, the app and `sysprof export` can never disagree about a table's rows or columns.
+No rich here: the app imports it without the CLI's rendering.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sysprof.profiler_core.units import NA
+
+
+def plain(value: Any) -> str:
+    return NA if value is None else str(value)
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str  # the row's key
+    label: str  # the header on screen and the column's name in an export
+    text: Callable[[Any], str] = plain  # how the cell reads (the export keeps the raw value)
+    numeric: bool = True  # right-aligned
+
+
+@dataclass(frozen=True)
+class TableModel:
+    name: str  # the export's table name (`sysprof export RUN --table NAME`)
+    title: str
+    columns: tuple[Column, ...]
+    rows: list[Mapping[str, Any]] = field(default_factory=list)
+    notes: tuple[str, ...] = ()  # lines that belong under the table (a finding, a legend)
+
+    def cells(self, row: Mapping[str, Any]) -> list[str]:
+        return [column.text(row.get(column.key)) for column in self.columns]
+
+    def records(self) -> list[dict[str, Any]]:
+        """The rows as an export writes them: the screen's column names, the raw values."""
+        return [{column.label: row.get(column.key) for column in self.columns} for row in self.rows]
+
+
+def fixed_or_na(digits: int, suffix: str = "") -> Callable[[Any], str]:
+    return lambda value: NA if value is None else f"{value:,.{digits}f}{suffix}"
+
+
+def export_tables(models: Sequence[TableModel]) -> dict[str, list[dict[str, Any]]]:
+    """name → records, for each model with rows."""
+    return {model.name: model.records() for model in models if model.rows}

@@ -1,0 +1,61 @@
+"""One row model per table, two painters (render/table_model, render/table_models): the CLI and the app draw the
+same rows from the same builder, no number is cut at 80 columns, and an export writes exactly those rows."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rich.console import Console
+
+from sysprof.profiler_core.cli.export import run_tables
+from sysprof.profiler_core.render.rows import paint_model
+from sysprof.profiler_core.render.table_models import phase_kernel_model, ranks_model
+from sysprof.profiler_core.run_document import KERNELS, Run
+
+ROOT = Path(__file__).resolve().parents[2]
+RUN = ROOT / "tests" / "data" / "runs" / "small-h200-analyses"  # real nsys analysis, small fp32 on an H200
+XL_RANKS = ROOT / "benchmarks" / "results" / "issue15_h200x2" / "comm_xl_summary.json"  # real 2×H200 DDP run
+
+
+def painted(model, compact: bool, width: int = 80) -> str:
+    console = Console(width=width, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
+    console.print(paint_model(model, compact=compact))
+    return console.export_text()
+
+
+def every_cell_whole(model, text: str) -> None:
+    """Each row's cells, but the last free-text one, appear whole on one line of the painted table."""
+    lines = text.splitlines()
+    for row in model.rows:
+        cells = [cell for cell in model.cells(row)[:-1] if cell]
+        assert any(all(cell in line for cell in cells) for line in lines), (cells, text)
+
+
+def test_the_phase_kernel_table_is_built_once_and_both_painters_show_its_rows():
+    model = phase_kernel_model(Run.load(RUN).analysis(KERNELS))
+    assert [row["phase"] for row in model.rows] == ["forward", "backward", "optimizer", "step", "attention"]
+    step = model.rows[3]
+    assert step["kernels"] == sum(row["kernels"] for row in model.rows[:3])
+    assert abs(step["gpu_ms"] - sum(row["gpu_ms"] for row in model.rows[:3])) < 1e-6
+    assert {row["bound"] for row in model.rows[:3]} <= {"launch", "GPU"}
+    for compact in (False, True):
+        every_cell_whole(model, painted(model, compact))
+
+
+def test_an_export_writes_the_rows_the_screen_shows():
+    run = Run.load(RUN)
+    model = phase_kernel_model(run.analysis(KERNELS))
+    exported = run_tables(run)["phase kernels"]
+    assert [list(record) for record in exported][0] == [column.label for column in model.columns]
+    assert [record["phase"] for record in exported] == [row["phase"] for row in model.rows]
+    assert [record["ms/step"] for record in exported] == [row["ms_per_step"] for row in model.rows]  # raw numbers
+
+
+def test_the_rank_table_of_a_real_two_gpu_run_fits_80_columns_with_every_number():
+    ranks = json.loads(XL_RANKS.read_text())["ranks"]
+    model = ranks_model(ranks)
+    assert [row["rank"] for row in model.rows] == [row["rank"] for row in ranks["rows"]] == [0, 1]
+    assert [row["step"] for row in model.rows] == [row["median_ms"]["step"] for row in ranks["rows"]]
+    text = painted(model, compact=False)
+    every_cell_whole(model, text)
+    assert max(len(line) for line in text.splitlines()) <= 80

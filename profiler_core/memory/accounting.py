@@ -23,7 +23,7 @@ for backward, tensor by tensor, in the built-in model (models/transformer.py), b
     the temporary, one block each), counted as half a MiB each.
 The step peaks at the larger of backward's start (parameters + AdamW state + saved activations) and the optimizer
 step (parameters + gradients + state + foreach AdamW's one parameter-sized temporary, sqrt(v)).
-Checked on an H100 against every preset × ctx 128/256/512 × fp32/bf16 × naive/SDPA (benchmarks/README.md).
+Checked on an H100 against every preset × ctx 128/256/512 × fp32/bf16 × naive/SDPA (benchmarks/memory/README.md).
 """
 
 from __future__ import annotations

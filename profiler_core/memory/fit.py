@@ -1,7 +1,7 @@
 """Will the config fit? The predicted lower bound on a step's memory against what the run's device has: GPU 0's
 memory (NVML) or, on the CPU, the host's RAM. Said before the run, so that a context of 99,999,999 is refused in
 a second instead of failing after a minute of swapping. The predicted peak was within 5% of the measured one for
-every preset at ctx 128-512 (benchmarks/README.md); a config is refused only when even 10% less would not fit,
+every preset at ctx 128-512 (benchmarks/memory/README.md); a config is refused only when even 10% less would not fit,
 so a refusal is certain; passing is not a promise."""
 from __future__ import annotations
 

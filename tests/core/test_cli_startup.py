@@ -1,5 +1,5 @@
 """Issue 19 item 6: the short `sysprof` commands import only what their work needs (no timings here: see
-benchmarks/cli_startup.py). Each command runs through main() in a fresh interpreter, which then reports what it
+benchmarks/startup/cli.py). Each command runs through main() in a fresh interpreter, which then reports what it
 loaded."""
 import json
 import subprocess

@@ -193,8 +193,8 @@ def test_cli_prints_ratio_interval_processes_and_reason_per_line(copies, capsys)
 
 
 def test_the_overhead_benchmark_passes_only_an_interval_inside_its_limit():
-    """benchmarks/overhead.py's rule on per-process paired ratios: pass, FAIL, or inconclusive when too noisy."""
-    from benchmarks.overhead import judge
+    """The benchmarks' rule on paired ratios (benchmarks/harness.judge): pass, FAIL, or inconclusive when too noisy."""
+    from benchmarks.harness import judge
 
     bare = draws(3, 30.0, 0.05)  # a noisy host: 5% between processes, which the pairing takes out
     steady = [1.0 + d for d in (0.001, -0.002, 0.0015, 0.0005, -0.001)]

@@ -1,5 +1,5 @@
 """Kernels by module type on real --nvtx-modules output (the nanoGPT-style example, tiny dims, depth 3, made on a
-GPU by benchmarks/make_module_fixtures.sh): both threads' module ranges, module types that add up to each phase,
+GPU by benchmarks/kernels/make_module_fixtures.sh): both threads' module ranges, module types that add up to each phase,
 the example's own NVTX range as a sub-row, and the torch.profiler trace of the same run."""
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from sysprof.profiler_core.module_types import NO_MODULE
 DATA = Path(__file__).resolve().parents[1] / "data" / "module_ranges"
 pytestmark = pytest.mark.skipif(not (DATA / "profile.sqlite.xz").is_file(),
                                 reason="tests/data/module_ranges/ comes from a GPU "
-                                       "(benchmarks/make_module_fixtures.sh)")
+                                       "(benchmarks/kernels/make_module_fixtures.sh)")
 USER_RANGE = "up projection and gelu"  # tests/data/models/nanogpt_style/blocks.py
 
 

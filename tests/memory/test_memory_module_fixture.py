@@ -1,5 +1,5 @@
 """Memory by module type on a real --nvtx-modules memory pass (the nanoGPT-style example, tiny dims, depth 3, made
-on a GPU by benchmarks/make_module_fixtures.sh): tags on forward and backward allocations, a table per type, and
+on a GPU by benchmarks/kernels/make_module_fixtures.sh): tags on forward and backward allocations, a table per type, and
 the categories unchanged."""
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from sysprof.profiler_core.module_types import NO_MODULE
 DATA = Path(__file__).resolve().parents[1] / "data" / "module_ranges"
 pytestmark = pytest.mark.skipif(not (DATA / "memory_snapshot.pickle.xz").is_file(),
                                 reason="tests/data/module_ranges/ comes from a GPU "
-                                       "(benchmarks/make_module_fixtures.sh)")
+                                       "(benchmarks/kernels/make_module_fixtures.sh)")
 
 
 @pytest.fixture(scope="module")

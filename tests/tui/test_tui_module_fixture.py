@@ -1,5 +1,5 @@
 """The Kernels and Memory screens' module-type tables on real --nvtx-modules output (tests/data/module_ranges,
-made on a GPU by benchmarks/make_module_fixtures.sh), analysed into a run directory as the session would."""
+made on a GPU by benchmarks/kernels/make_module_fixtures.sh), analysed into a run directory as the session would."""
 from __future__ import annotations
 
 import json
@@ -21,7 +21,7 @@ from sysprof.tui.app import build_app
 DATA = Path(__file__).resolve().parents[1] / "data" / "module_ranges"
 pytestmark = pytest.mark.skipif(not (DATA / "profile.sqlite.xz").is_file(),
                                 reason="tests/data/module_ranges/ comes from a GPU "
-                                       "(benchmarks/make_module_fixtures.sh)")
+                                       "(benchmarks/kernels/make_module_fixtures.sh)")
 
 
 @pytest.fixture

@@ -1,0 +1,119 @@
+"""Does watching a run in the app slow the steps it measures? The same config from the app (the real app in a real
+terminal: tmux) and from the CLI, interleaved (CLI, app, then app, CLI, …), each run a fresh process; prints the
+step medians per side, their spread, the ratio of medians and the app's own CPU while the steps were measured.
+
+    python -m benchmarks.app.app_vs_cli [--pairs 5] [--model tiny --ctx 64 --batch 4 --steps 30 --device cpu]
+
+Needs tmux. Issue 18's target: app/CLI step median ≤ 1.05.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.harness import APP_MODULE, tool_argv
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def config(args) -> dict:
+    return {"model": args.model, "ctx": args.ctx, "batch": args.batch, "mode": "train", "dtype": args.dtype,
+            "warmup": args.warmup, "steps": args.steps, "device": args.device}
+
+
+def new_run(runs: Path, before: set[Path], timeout: float = 600) -> Path:
+    """The run directory that appeared since `before`, once its summary is written."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        fresh = [path for path in runs.iterdir() if path not in before] if runs.is_dir() else []
+        if fresh and (fresh[0] / "summary.json").is_file():
+            return fresh[0]
+        time.sleep(0.2)
+    raise TimeoutError("the run never finished")
+
+
+def from_cli(cfg: dict, runs: Path) -> Path:
+    before = set(runs.iterdir()) if runs.is_dir() else set()
+    flags = [part for key, value in cfg.items() for part in (f"--{key}", str(value))]
+    argv, env = tool_argv("run", "--runs-dir", str(runs), "--json", *flags)
+    subprocess.run(argv, check=True, capture_output=True, cwd=ROOT, env=env)
+    return new_run(runs, before)
+
+
+def from_app(cfg: dict, runs: Path, home: Path) -> Path:
+    (home / "sysprof-tui").mkdir(parents=True, exist_ok=True)
+    (home / "sysprof-tui" / "last_config.json").write_text(json.dumps(cfg))
+    before = set(runs.iterdir()) if runs.is_dir() else set()
+    session = f"sysprof-bench-{os.getpid()}"
+    app = f"cd {ROOT} && {sys.executable} -m {APP_MODULE} --runs-dir {runs}"
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "100", "-y", "30", "-e",
+                    f"XDG_CONFIG_HOME={home}", app], check=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (runs.is_dir() and set(runs.iterdir()) - before):  # keys sent while it starts are lost: resend
+            assert time.monotonic() < deadline, "the app never started the run"
+            subprocess.run(["tmux", "send-keys", "-t", session, "C-r"], check=True)
+            time.sleep(1.0)
+        run_dir = new_run(runs, before)
+        deadline = time.monotonic() + 10  # the app writes its own load once it has followed the run to the end
+        while app_cpu(run_dir) is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        return run_dir
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+
+
+def step_median(run_dir: Path) -> float:
+    return json.loads((run_dir / "summary.json").read_text())["phases"]["step"]["median_ms"]
+
+
+def app_cpu(run_dir: Path) -> float | None:
+    record = run_dir / "app.json"
+    return json.loads(record.read_text()).get("ui_cpu_pct_while_measured") if record.is_file() else None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--pairs", type=int, default=5)
+    parser.add_argument("--model", default="tiny")
+    parser.add_argument("--ctx", type=int, default=64)
+    parser.add_argument("--batch", type=int, default=4)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--dtype", default="fp32")
+    args = parser.parse_args()
+    cfg = config(args)
+    work = Path(tempfile.mkdtemp(prefix="app-vs-cli-"))
+    runs, home = work / "runs", work / "config"
+    sides: dict[str, list[float]] = {"cli": [], "app": []}
+    cpu: list[float] = []
+    print(f"config {cfg}; {args.pairs} pairs, interleaved; {os.cpu_count()} CPUs")
+    for pair in range(args.pairs):
+        for side in (("cli", "app") if pair % 2 == 0 else ("app", "cli")):
+            run_dir = from_cli(cfg, runs) if side == "cli" else from_app(cfg, runs, home)
+            sides[side].append(step_median(run_dir))
+            if side == "app" and app_cpu(run_dir) is not None:
+                cpu.append(app_cpu(run_dir))
+            print(f"pair {pair + 1} {side}: step median {sides[side][-1]:.2f} ms"
+                  + (f", app CPU while measured {app_cpu(run_dir):.1f}%" if side == "app" and app_cpu(run_dir) else ""),
+                  flush=True)
+    for side, values in sides.items():
+        print(f"{side}: median {statistics.median(values):.2f} ms, min {min(values):.2f}, max {max(values):.2f}")
+    pairs = [app / cli for app, cli in zip(sides["app"], sides["cli"])]
+    print(f"app/CLI: ratio of medians {statistics.median(sides['app']) / statistics.median(sides['cli']):.3f}; "
+          f"per pair median {statistics.median(pairs):.3f} (min {min(pairs):.3f}, max {max(pairs):.3f})")
+    if cpu:
+        print(f"app CPU while measured: median {statistics.median(cpu):.1f}% of a core (min {min(cpu):.1f}, "
+              f"max {max(cpu):.1f})")
+
+
+if __name__ == "__main__":
+    main()

@@ -22,9 +22,9 @@ One process against a group: the group's processes say how far one more process 
 one is tested against that (a t prediction interval on the logarithms, n − 1 degrees of freedom), with the same
 minimum effect; the interval is the lone value over the group's 95% prediction interval.
 
-One process per side: run-to-run noise is unknown, and the within-run rule cannot stand in for it (on the busy H200,
-70 of 481 pairs of same-config processes beat it; benchmarks/compare/README.md). The answer is then "noise unknown" when the
-steps alone would call B faster or slower (the reason says which way and by how much), "within noise" when even
+One process per side: run-to-run noise is unknown, and the within-run rule cannot stand in for it (on the busy
+H200, 70 of 481 pairs of same-config processes beat it; benchmarks/compare/README.md). The answer is then "noise
+unknown" when the steps alone would call B faster or slower (the reason says which way and by how much), "within noise" when even
 they would not, and the advice to use --repeats either way.
 """
 from __future__ import annotations

@@ -24,8 +24,8 @@ minimum effect; the interval is the lone value over the group's 95% prediction i
 
 One process per side: run-to-run noise is unknown, and the within-run rule cannot stand in for it (on the busy
 H200, 70 of 481 pairs of same-config processes beat it; benchmarks/compare/README.md). The answer is then "noise
-unknown" when the steps alone would call B faster or slower (the reason says which way and by how much), "within noise" when even
-they would not, and the advice to use --repeats either way.
+unknown" when the steps alone would call B faster or slower (the reason says which way and by how much), "within
+noise" when even they would not, and the advice to use --repeats either way.
 """
 from __future__ import annotations
 

@@ -21,8 +21,8 @@ def test_lists_and_exports_a_run_directorys_tables(tmp_path):
     listed = sysprof(ANALYSED, "--list")
     assert listed.returncode == 0
     assert [line.split("\t")[0] for line in listed.stdout.splitlines()] == [
-        "phases", "steps", "kernels", "attention sub-ranges", "attention FLOPs vs time", "attention kernels",
-        "top allocations"]
+        "phases", "steps", "kernels", "phase kernels", "attention sub-ranges", "attention FLOPs vs time",
+        "attention kernels", "top allocations"]
     flops = json.loads(sysprof(ANALYSED, "--table", "attention FLOPs", "--format", "json").stdout)
     assert [row["part"] for row in flops] == ["matmul (QKᵀ + PV)", "softmax", "scale + mask"]
     assert flops[0]["FLOPs ÷ softmax"] == 51.2  # 4·d_head/5 with d_head 64

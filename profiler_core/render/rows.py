@@ -48,11 +48,11 @@ def _shown(column: str, value, full_names: bool):
 
 def paint_model(model: TableModel, compact: bool = False) -> Table:
     """A built table drawn: with its title and a box (the CLI), or compact without either (a pane, which has its
-    own title). Every column but the last keeps the width of its widest cell, so no number is cut in 80 columns;
-    the last (free text: kernel classes, a note) wraps in the CLI and is cut with … in a pane. Cells are Text: a
+    own title). Every column keeps the width of its widest cell, so no number is cut in 80 columns, but a last
+    column of free text (kernel classes, a note), which wraps in the CLI and is cut with … in a pane. Cells are Text: a
     kernel or module name is never taken for markup."""
     view = (Table(box=None, padding=(0, 1), show_edge=False, header_style="bold") if compact
-            else Table(title=Text(model.title), title_justify="left", box=box.SIMPLE_HEAD))
+            else Table(title=Text(model.title), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False))
     cells = [model.cells(row) for row in model.rows]
     for index, column in enumerate(model.columns):
         last = index == len(model.columns) - 1
@@ -61,8 +61,11 @@ def paint_model(model: TableModel, compact: bool = False) -> Table:
         if compact:
             view.add_column(column.label, justify=justify, no_wrap=True, overflow="ellipsis",
                             min_width=None if last else max(widest, len(column.label)))
-        else:  # as wide as its widest cell, the header folding at its spaces; the last takes the rest, wrapping
-            view.add_column(column.label, justify=justify, width=None if last else widest)
+        elif column.numeric or not last:  # as wide as its widest cell, the header folding at its spaces
+            view.add_column(column.label, justify=justify, width=widest)
+        else:  # the rest of the line, wrapping at spaces, never narrower than its longest word
+            words = [len(word) for row in cells for word in row[index].split()]
+            view.add_column(column.label, justify=justify, min_width=max(words + [len(column.label.split()[0])]))
     for row in cells:
         view.add_row(*(Text(cell) for cell in row))
     return view

@@ -10,51 +10,24 @@ from rich.markup import escape
 from rich.table import Table
 
 from sysprof.models.presets import PRESETS, count_params, forward_flops, human_count
-from sysprof.profiler_core.config import model_label
 from sysprof.profiler_core.events import OK, end_reason, run_state
 from sysprof.profiler_core.metrics import mfu_missing
 from sysprof.profiler_core.records import RunSummary
 from sysprof.profiler_core.render.rows import paint_model
-from sysprof.profiler_core.render.table_models import ranks_model
+from sysprof.profiler_core.render.table_models import phase_model, ranks_model, run_title
 from sysprof.profiler_core.units import format_bytes, format_ms, optional
 
 
 def phase_table(summary: RunSummary) -> Table:
-    """Per-phase statistics in milliseconds (the unit in the header keeps the table 80 columns wide)."""
-    cfg = summary["config"]
-    title = (f"{model_label(cfg['model'], cfg.get('model_factory'))}{_params(summary)} · ctx {cfg['ctx']} · "
-             f"batch {cfg['batch']} · {cfg['mode']} · {cfg['dtype']}"
-             f" · {cfg['attention']}{' · compiled' if cfg['compile'] else ''} · {summary['env'].get('device_name')}"
-             f"{_rank_of(summary)}")
-    peaks = summary.get("peak_memory_bytes") or {}
-    table = Table(title=title, title_justify="left")
-    table.add_column("phase", no_wrap=True)
-    for column in ("mean ms", "std ms", "median ms", "min ms", "max ms", "CV", "n") + (("peak mem",) if peaks else ()):
-        table.add_column(column, justify="right", no_wrap=True)
-    for phase, stats in summary.get("phases", {}).items():
-        cells = [optional(stats[key], ".2f") for key in ("mean_ms", "std_ms", "median_ms", "min_ms", "max_ms")]
-        cells += [optional(stats["cv"], ".1%"), str(stats["n"])]
-        cells += [format_bytes(peaks.get(phase)) if phase in peaks else ""] if peaks else []
-        table.add_row(phase, *cells)
-    return table
-
-
-def _params(summary: RunSummary) -> str:
-    """The model's true parameter count next to its name ("custom" or a preset name says little by itself)."""
-    params = summary.get("params")
-    return f" ({human_count(params)} params)" if params else ""
-
-
-def _rank_of(summary: RunSummary) -> str:
-    rank = summary.get("rank")
-    return f" · rank {rank['rank']} of {rank['world']}" if rank else ""
+    """Per-phase statistics in milliseconds (render/table_models.phase_model): every number whole at 80 columns."""
+    return paint_model(phase_model(summary))
 
 
 def between_table(summary: RunSummary) -> Table:
     """A group's phases: the median of the per-process medians, the spread between processes (range, IQR, CV)
     next to the within-process std, which alone cannot see run-to-run noise."""
     repeats = summary["repeats"]
-    table = Table(title=f"{phase_table(summary).title}\nms over {repeats['ok']} of {repeats['n']} processes: the "
+    table = Table(title=f"{run_title(summary)}\nms over {repeats['ok']} of {repeats['n']} processes: the "
                         "median of their medians, its spread between them, and the std within one",
                   title_justify="left")
     table.add_column("phase", no_wrap=True)

@@ -31,7 +31,7 @@ class TableModel:
     name: str  # the export's table name (`sysprof export RUN --table NAME`)
     title: str
     columns: tuple[Column, ...]
-    rows: list[Mapping[str, Any]] = field(default_factory=list)
+    rows: Sequence[Mapping[str, Any]] = field(default_factory=list)
     notes: tuple[str, ...] = ()  # lines that belong under the table (a finding, a legend)
 
     def cells(self, row: Mapping[str, Any]) -> list[str]:

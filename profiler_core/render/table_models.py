@@ -1,17 +1,44 @@
 """The tables the CLI and the app both show, each built once from its document (render/table_model.TableModel):
-the per-phase kernel table of a kernel analysis and the per-rank table of a run on several GPUs."""
+a run's phase statistics, the per-phase kernel table of a kernel analysis and the per-rank table of a run on
+several GPUs."""
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
 from sysprof.models.phases import attention_part_labels
+from sysprof.models.presets import human_count
+from sysprof.profiler_core.config import model_label
 from sysprof.profiler_core.kernels.whole_step import whole_step
 from sysprof.profiler_core.ranks import STRAGGLER_SCORE
 from sysprof.profiler_core.records import phases_of
 from sysprof.profiler_core.render.launch_report import short_verdict
 from sysprof.profiler_core.render.table_model import Column, TableModel, fixed_or_na, plain
 from sysprof.profiler_core.units import NA, format_bytes
+
+
+def run_title(summary: Mapping[str, Any]) -> str:
+    """What ran, on what: model (its true parameter count), ctx, batch, mode, dtype, attention, device, rank."""
+    cfg = summary["config"]
+    params, rank = summary.get("params"), summary.get("rank")
+    model = model_label(cfg["model"], cfg.get("model_factory")) + (f" ({human_count(params)} params)" if params else "")
+    compiled = " · compiled" if cfg["compile"] else ""
+    of_world = f" · rank {rank['rank']} of {rank['world']}" if rank else ""
+    return (f"{model} · ctx {cfg['ctx']} · batch {cfg['batch']} · {cfg['mode']} · {cfg['dtype']} · "
+            f"{cfg['attention']}{compiled} · {(summary.get('env') or {}).get('device_name')}{of_world}")
+
+
+def phase_model(summary: Mapping[str, Any]) -> TableModel:
+    """Per-phase statistics over the measured steps, in milliseconds, with each phase's peak memory on a GPU."""
+    peaks = summary.get("peak_memory_bytes") or {}
+    columns = (Column("phase", "phase", numeric=False),
+               *(Column(key, f"{key.removesuffix('_ms')} ms", fixed_or_na(2))
+                 for key in ("mean_ms", "std_ms", "median_ms", "min_ms", "max_ms")),
+               Column("cv", "CV", lambda v: NA if v is None else f"{v:.1%}"), Column("n", "n"),
+               *((Column("peak", "peak mem", lambda v: format_bytes(v) if v is not None else ""),) if peaks else ()))
+    rows = [{"phase": phase, **stats, "peak": peaks.get(phase)} for phase, stats in phases_of(summary).items()]
+    return TableModel("phases", run_title(summary), columns, rows)
+
 
 TOP_CLASSES = 2  # kernel classes named per phase, largest first
 PHASE_KERNEL_COLUMNS = (
@@ -76,7 +103,7 @@ RANK_COLUMNS = (
     Column("optimizer", "opt", fixed_or_na(1)),
     Column("peak_allocated_bytes", "peak mem", lambda v: format_bytes(v) if v else "—"),
     Column("straggler_score", "score", fixed_or_na(2)),
-    Column("note", "", plain, numeric=False),
+    Column("note", "mark", plain, numeric=False),
 )
 
 

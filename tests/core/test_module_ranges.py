@@ -244,7 +244,7 @@ def test_the_flag_without_a_capture_pass_says_so(tmp_path):
 
 @pytest.mark.slow
 def test_the_hook_cost_benchmark_runs_on_the_cpu():
-    result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "module_hooks.py"), "--device", "cpu",
+    result = subprocess.run([sys.executable, "-m", "benchmarks.overhead.module_hooks", "--device", "cpu",
                              "--model", "tiny", "--ctx", "16", "--batch", "2", "--rounds", "1", "--steps", "2"],
                             capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert result.returncode == 0, result.stderr

@@ -9,7 +9,7 @@ from rich.console import Console
 
 from sysprof.profiler_core.cli.export import run_tables
 from sysprof.profiler_core.render.rows import paint_model
-from sysprof.profiler_core.render.table_models import phase_kernel_model, ranks_model
+from sysprof.profiler_core.render.table_models import phase_kernel_model, phase_model, ranks_model
 from sysprof.profiler_core.run_document import KERNELS, Run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -24,10 +24,11 @@ def painted(model, compact: bool, width: int = 80) -> str:
 
 
 def every_cell_whole(model, text: str) -> None:
-    """Each row's cells, but the last free-text one, appear whole on one line of the painted table."""
+    """Each row's cells, but a last free-text one, appear whole on one line of the painted table."""
     lines = text.splitlines()
+    kept = [column.numeric or index < len(model.columns) - 1 for index, column in enumerate(model.columns)]
     for row in model.rows:
-        cells = [cell for cell in model.cells(row)[:-1] if cell]
+        cells = [cell for cell, keep in zip(model.cells(row), kept) if cell and keep]
         assert any(all(cell in line for cell in cells) for line in lines), (cells, text)
 
 
@@ -59,3 +60,12 @@ def test_the_rank_table_of_a_real_two_gpu_run_fits_80_columns_with_every_number(
     text = painted(model, compact=False)
     every_cell_whole(model, text)
     assert max(len(line) for line in text.splitlines()) <= 80
+
+
+def test_a_gpu_runs_phase_table_keeps_every_number_and_its_peak_memory_at_80_columns():
+    """The run's main table (it cut max, CV and n to '31.…', '17.…' and nothing on a real 2×H200 run)."""
+    summary = json.loads(XL_RANKS.read_text())
+    model = phase_model(summary)
+    assert [column.label for column in model.columns][-2:] == ["n", "peak mem"]
+    assert [row["phase"] for row in model.rows] == list(summary["phases"])
+    every_cell_whole(model, painted(model, compact=False))

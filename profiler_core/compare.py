@@ -37,6 +37,7 @@ from typing import Any
 
 from sysprof.models.phases import STEP, TIMED_PHASES
 from sysprof.profiler_core.metrics import between_process_stats, process_medians, process_throughputs
+from sysprof.profiler_core.ordering import drift, interleaved, process_windows
 from sysprof.profiler_core.records import phases_of
 
 ALPHA = 0.05
@@ -48,6 +49,8 @@ BOOTSTRAP_SEED, BOOTSTRAP_RESAMPLES = 14, 9999
 FASTER, SLOWER, WITHIN_NOISE, TOO_FEW_STEPS, MISSING = "faster", "slower", "within noise", "too few steps", "missing"
 # one process per side: the steps differ, but nothing says by more than run-to-run noise
 NOISE_UNKNOWN = "noise unknown"
+NOT_INTERLEAVED = "not interleaved"  # a gap that passed both gates, between sides that ran one after the other
+LARGE_SPEEDUP = 2.0  # from here an effect reads as a ratio: "2.4× faster", not "138% faster"
 THROUGHPUT_ROW = "tokens/s"
 # Config fields that change the passes after the clean one, or how many processes ran, not the steps measured.
 PASS_FIELDS = ("profiler", "memory", "memory_max_entries", "nvtx_modules", "repeats")
@@ -224,10 +227,13 @@ def compare_values(name: str, stats_a: Mapping[str, Any], stats_b: Mapping[str, 
 
 def verdict_text(row: Mapping[str, Any]) -> str:
     """The verdict as reports word it: "14% faster" when B does 1.14× the work per second (times: A/B = 1.14;
-    tokens/s: B/A = 1.14), only for a verdict that passed both gates; every other verdict as it is."""
+    tokens/s: B/A = 1.14), "2.4× faster" from LARGE_SPEEDUP on, only for a verdict that passed both gates; every
+    other verdict as it is."""
     speedup = row.get("speedup_a_over_b")
     if row["verdict"] not in (FASTER, SLOWER) or not speedup:
         return row["verdict"]
+    if max(speedup, 1 / speedup) >= LARGE_SPEEDUP:
+        return f"{speedup:.1f}× faster" if speedup > 1 else f"{1 / speedup:.1f}× slower"
     return f"{abs(speedup - 1):.0%} {'faster' if speedup > 1 else 'slower'}"
 
 
@@ -252,7 +258,43 @@ def compare_summaries(summary_a: Mapping[str, Any], summary_b: Mapping[str, Any]
     if rates_a and rates_b:
         rows.append(compare_values(THROUGHPUT_ROW, _throughput_stats(summary_a, rates_a),
                                    _throughput_stats(summary_b, rates_b), rates_a, rates_b, min_effect, "tokens/s"))
-    return rows
+    together = interleaved(process_windows(summary_a), process_windows(summary_b))
+    return [_with_ordering(row, together) for row in rows]
+
+
+def _with_ordering(row: dict, together: bool | None) -> dict:
+    """A gap between sides that ran one after the other is the config's or the node's: no verdict says which."""
+    row["interleaved"] = together
+    if together is False and row["verdict"] in (FASTER, SLOWER):
+        row["reason"] = (f"B {row['verdict_text']}, but A and B ran one after the other: the node may have changed "
+                         "between them (sysprof ab interleaves them)")
+        row["verdict"] = row["verdict_text"] = NOT_INTERLEAVED
+    return row
+
+
+def ordering(summary_a: Mapping[str, Any], summary_b: Mapping[str, Any], phase: str = STEP) -> dict[str, Any]:
+    """Whether the sides interleaved in time, and a drift of either side's per-process medians of phase."""
+    windows = {side: process_windows(summary) for side, summary in (("a", summary_a), ("b", summary_b))}
+    return {"interleaved": interleaved(windows["a"], windows["b"]),
+            "drift": {side: drift(process_medians(summary, phase), windows[side])
+                      for side, summary in (("a", summary_a), ("b", summary_b))}}
+
+
+def ordering_notes(found: Mapping[str, Any], phase: str = STEP) -> list[str]:
+    """What the output says of when the processes ran (nothing when they interleaved and none drifted)."""
+    notes = []
+    if found["interleaved"] is False:
+        notes.append("note: A and B ran one after the other, not interleaved: a change in the node between them "
+                     "reads as a change in the config; `sysprof ab` runs them interleaved")
+    elif found["interleaved"] is None:
+        notes.append("note: when each process ran is not recorded (runs saved before it was), so whether A and B "
+                     "interleaved is unknown")
+    for side, trend in found["drift"].items():
+        if trend:
+            notes.append(f"note: {side.upper()} drifts: its {phase} medians {'rise' if trend['tau'] > 0 else 'fall'} "
+                         f"over its processes in run order ({trend['change_pct']:+.1f}% first to last, Kendall τ "
+                         f"{trend['tau']:.2f}, p={trend['p_value']:.2g})")
+    return notes
 
 
 def config_differences(config_a: Mapping[str, Any], config_b: Mapping[str, Any]) -> dict[str, tuple[Any, Any]]:

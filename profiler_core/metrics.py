@@ -192,10 +192,13 @@ def group_phase_stats(per_process: list[PhaseStats]) -> PhaseStats:
 
 def process_record(summary: Mapping[str, Any]) -> ProcessRecord:
     phases = phases_of(summary)
-    return ProcessRecord(status=summary.get("status", "unknown"),
-                         phases={phase: stats.get("median_ms") for phase, stats in phases.items()},
-                         std_ms={phase: stats.get("std_ms") for phase, stats in phases.items()},
-                         tokens_per_s=summary.get(THROUGHPUT))
+    record = ProcessRecord(status=summary.get("status", "unknown"),
+                           phases={phase: stats.get("median_ms") for phase, stats in phases.items()},
+                           std_ms={phase: stats.get("std_ms") for phase, stats in phases.items()},
+                           tokens_per_s=summary.get(THROUGHPUT))
+    if summary.get("ran"):
+        record["ran"] = summary["ran"]
+    return record
 
 
 def aggregate_processes(summaries: list[RunSummary], requested: int | None = None) -> dict[str, Any]:

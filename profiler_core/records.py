@@ -40,13 +40,24 @@ class BetweenStats(TypedDict):
     robust_cv_pct: float | None  # 0.7413·IQR / median × 100 (the std of a normal distribution with that IQR)
 
 
-class ProcessRecord(TypedDict):
-    """One runner process of a group (summary["repeats"]["processes"]): what compare needs of it."""
+class RanWindow(TypedDict):
+    """When a process's clean timing pass ran (epoch seconds): compare tells interleaved sides from ordered ones."""
 
+    start: float
+    end: float
+
+
+class _ProcessRecord(TypedDict):
     status: str
     phases: dict[str, float | None]  # phase → that process's median_ms
     std_ms: dict[str, float | None]  # phase → its within-run std
     tokens_per_s: float | None
+
+
+class ProcessRecord(_ProcessRecord, total=False):
+    """One runner process of a group (summary["repeats"]["processes"]): what compare needs of it."""
+
+    ran: RanWindow  # absent in groups saved before it was recorded
 
 
 class _Repeats(TypedDict):
@@ -140,6 +151,7 @@ class RunSummary(Throughput, total=False):
     memory: PassRecord
     memory_snapshot: str
     # A group summary (N processes of one config, metrics.aggregate_processes): phases are then medians over them.
+    ran: RanWindow  # the clean timing pass's wall-clock window (ordering.py)
     between: dict[str, BetweenStats]  # phase or "tokens_per_s" → spread between the processes
     repeats: RepeatsRecord
     warnings: list[dict[str, Any]]  # stability.warnings_for_summary with the readings taken while the steps ran

@@ -12,13 +12,14 @@ from rich.console import Console
 
 from sysprof.models.phases import phase_option
 from sysprof.profiler_core import events, rundir
+from sysprof.profiler_core.cli.ab import add_ab_options, command_ab
+from sysprof.profiler_core.cli.compare import add_compare_options, command_compare
 from sysprof.profiler_core.cli.event_lines import print_run_event
 from sysprof.profiler_core.cli.export import add_export_options, command_export
 from sysprof.profiler_core.cli.live import add_live_parsers, command_attach, command_ps
 from sysprof.profiler_core.cli.studies import add_study_parsers, command_study
 from sysprof.profiler_core.cli.sweep import add_sweep_options, command_sweep
-from sysprof.profiler_core.compare import ALPHA, MIN_EFFECT, compare_summaries, config_differences
-from sysprof.profiler_core.config import RunConfig, model_column, validate
+from sysprof.profiler_core.config import RunConfig, validate
 from sysprof.profiler_core.errors import SysprofError, UsageError
 from sysprof.profiler_core.events import finish_event
 from sysprof.profiler_core.liveness import RUN
@@ -27,9 +28,7 @@ from sysprof.profiler_core.options import OneLineParser, add_config_options, con
 from sysprof.profiler_core.records import RunSummary
 from sysprof.profiler_core.render import run_report as report
 from sysprof.profiler_core.render.analysis_report import print_analysis
-from sysprof.profiler_core.render.compare_report import print_compare
 from sysprof.profiler_core.render.inspect_report import print_inspect
-from sysprof.profiler_core.run_document import Run
 from sysprof.profiler_core.session.backends import choose_backend
 from sysprof.profiler_core.session.inspecting import inspect_model
 from sysprof.profiler_core.session.live import recorded
@@ -48,17 +47,6 @@ def phase_names(text: str) -> dict[str, str]:
         return phase_option(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
-
-
-def min_effect_fraction(text: str) -> float:
-    """--min-effect: a fraction strictly between 0 and 1 (0.02 = 2%)."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"must be a fraction between 0 and 1 (0.02 = 2%), got {text!r}")
-    return value
 
 
 def build_parser() -> OneLineParser:
@@ -89,15 +77,11 @@ def build_parser() -> OneLineParser:
     add_study_parsers(commands)
     add_export_options(commands.add_parser("export", help="any table of a run or study directory as CSV, "
                                                           "Markdown, JSON or LaTeX"))
-    compare = commands.add_parser("compare", help="phase by phase and tokens/s, B against A: the ratio with its "
-                                                  "interval and a verdict that must beat run-to-run noise")
-    compare.add_argument("run_a", type=Path)
-    compare.add_argument("run_b", type=Path)
-    compare.add_argument("--min-effect", type=min_effect_fraction, default=MIN_EFFECT, metavar="FRACTION",
-                         help=f"smallest change called faster/slower (default {MIN_EFFECT:g}; raised to the "
-                              "measured between-process spread when larger)")
-    compare.add_argument("--force", action="store_true", help="compare runs whose configs differ")
-    compare.add_argument("--json", action="store_true")
+    add_compare_options(commands.add_parser("compare", help="phase by phase and tokens/s, B against A: the ratio "
+                                                            "with its interval and a verdict that must beat "
+                                                            "run-to-run noise"))
+    add_ab_options(commands.add_parser("ab", help="A against B on this node: both run in fresh processes, "
+                                                  "interleaved in time, then compared"))
     inspect = commands.add_parser("inspect", help="parameters, modules, counted FLOPs and predicted memory of a "
                                                   "model built on the meta device (nothing runs)")
     add_config_options(inspect)
@@ -175,48 +159,9 @@ def command_models(args) -> int:
     return 0
 
 
-def _finished(path: Path, summary: RunSummary | None) -> RunSummary:
-    """The summary of a run that finished; a UsageError naming the run otherwise."""
-    if not summary or summary.get("status") != events.OK:
-        state = events.run_state(summary) if summary else "unfinished"
-        raise UsageError(f"{path} is a {state} run; only runs that finished can be compared")
-    return summary
-
-
-def _differences_text(differences: dict) -> str:
-    return ", ".join(f"{field} {a} ≠ {b}" for field, (a, b) in differences.items())
-
-
-def command_compare(args) -> int:
-    if args.run_a.resolve() == args.run_b.resolve():
-        raise UsageError(f"{args.run_a} is both A and B; compare two different runs")
-    summaries = [Run.load(path).summary for path in (args.run_a, args.run_b)]
-    summary_a, summary_b = (_finished(path, summary) for path, summary in zip((args.run_a, args.run_b), summaries))
-    differences = config_differences(summary_a.get("config") or {}, summary_b.get("config") or {})
-    if differences and not args.force:
-        raise UsageError(f"the runs' configs differ: {_differences_text(differences)}; add --force to compare anyway")
-    rows = compare_summaries(summary_a, summary_b, args.min_effect)
-    if not rows:
-        raise UsageError("the two runs have no phase in common")
-    model_a, model_b = (model_column(summary["config"]) for summary in (summary_a, summary_b))
-    if args.json:
-        print(json.dumps({"a": str(args.run_a), "b": str(args.run_b), "a_model": model_a, "b_model": model_b,
-                          "min_effect": args.min_effect, "alpha": ALPHA,
-                          "config_differences": {f: list(pair) for f, pair in differences.items()}, "phases": rows},
-                         default=str))
-        return 0
-    notes = [f"minimum effect {args.min_effect:.1%} (raised to the between-process spread where larger), α {ALPHA:g}"]
-    if differences:
-        notes.append(f"note: the configs differ ({_differences_text(differences)}); compared as asked (--force)")
-    print_compare(Console(), rows, f"B = {args.run_b.name} ({model_b}) against A = {args.run_a.name} ({model_a})",
-                  notes)
-    return 0
-
-
 COMMANDS = {"run": command_run, "inspect": command_inspect, "models": command_models, "analyze": command_analyze,
-            "sweep": command_sweep,
-            "study": command_study, "compare": command_compare, "export": command_export, "ps": command_ps,
-            "attach": command_attach}
+            "sweep": command_sweep, "study": command_study, "compare": command_compare, "ab": command_ab,
+            "export": command_export, "ps": command_ps, "attach": command_attach}
 
 
 def main(argv: list[str] | None = None) -> int:

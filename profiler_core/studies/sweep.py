@@ -83,9 +83,10 @@ def run(sweep_dir: Path, on_event: Callable[[dict], None], nsys: str | None = No
         gpus: Sequence[str] = ()) -> list[dict]:
     """Run every cell not yet done; returns one summary per cell, in plan order.
 
-    With repeats, the processes go round-robin over the cells (every cell's first, then every cell's second, …)
-    so that drift over the sweep (clocks, other tenants) hits every cell alike. With gpus, cells run side by side,
-    one per GPU (gpu_pool.py)."""
+    With repeats, the processes go round-robin over the cells (every cell's first, then every cell's second, …),
+    the order reversed every other round (A B, B A, A B, …), so that drift over the sweep (clocks, other tenants)
+    hits every cell alike and no cell is always first. With gpus, cells run side by side, one per GPU
+    (gpu_pool.py)."""
     configs, _ = load_plan(sweep_dir)
     pending = [i for i, cfg in enumerate(configs) if not cell_done(sweep_dir, i, cfg)]
     if gpus:
@@ -98,8 +99,8 @@ def run(sweep_dir: Path, on_event: Callable[[dict], None], nsys: str | None = No
     total = sum(configs[i].repeats - len(groups[i].summaries) for i in pending)
     on_event({"event": events.STUDY, "cells": len(configs), "pending": total})
     started, done = time.perf_counter(), 0
-    for _ in range(max((configs[i].repeats for i in pending), default=0)):
-        for index, group in groups.items():
+    for round_index in range(max((configs[i].repeats for i in pending), default=0)):
+        for index, group in (groups.items() if round_index % 2 == 0 else reversed(groups.items())):
             if group.complete:
                 continue
             process = len(group.summaries)

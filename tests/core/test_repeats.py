@@ -9,6 +9,7 @@ from rich.console import Console
 
 from sysprof.profiler_core import rundir
 from sysprof.profiler_core.cli.main import main as sysprof_main
+from sysprof.profiler_core.compare import compare_summaries
 from sysprof.profiler_core.config import RunConfig
 from sysprof.profiler_core.render.run_report import print_run
 from sysprof.profiler_core.session import passes as session_module
@@ -73,8 +74,9 @@ def test_a_sweep_interleaves_the_processes_and_resumes_an_incomplete_group(tmp_p
     events = []
     summaries = sweep.run(sweep_dir, events.append)
     assert events[0] == {"event": "study", "cells": 2, "pending": 4}
-    assert [(e["index"], e["repeat"]) for e in events if e["event"] == "cell"] == [(0, 1), (1, 1), (0, 2), (1, 2)]
+    assert [(e["index"], e["repeat"]) for e in events if e["event"] == "cell"] == [(0, 1), (1, 1), (1, 2), (0, 2)]
     assert [s["repeats"]["ok"] for s in summaries] == [2, 2]
+    assert {row["interleaved"] for row in compare_summaries(*summaries)} == {True}  # A B B A: each inside the other
     # a sweep stopped during the second round: cell 1 has its first process (its own summary, no group's yet)
     # and a torn second one; --resume keeps the first and runs the second again
     cell = sweep.cell_dir(sweep_dir, 1, configs[1])

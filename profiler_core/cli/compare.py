@@ -1,0 +1,97 @@
+"""`sysprof compare`: B against A, phase by phase and tokens/s, with when each side's processes ran
+(ordering.py); `sysprof ab` prints its pair the same way."""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from rich.console import Console
+
+from sysprof.profiler_core import events
+from sysprof.profiler_core.compare import (
+    ALPHA,
+    MIN_EFFECT,
+    compare_summaries,
+    config_differences,
+    ordering,
+    ordering_notes,
+)
+from sysprof.profiler_core.config import model_column
+from sysprof.profiler_core.errors import UsageError
+from sysprof.profiler_core.records import RunSummary
+from sysprof.profiler_core.render.compare_report import print_compare
+from sysprof.profiler_core.run_document import Run
+
+
+def min_effect_fraction(text: str) -> float:
+    """--min-effect: a fraction strictly between 0 and 1 (0.02 = 2%)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be a fraction between 0 and 1 (0.02 = 2%), got {text!r}")
+    return value
+
+
+def add_min_effect_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--min-effect", type=min_effect_fraction, default=MIN_EFFECT, metavar="FRACTION",
+                        help=f"smallest change called faster/slower (default {MIN_EFFECT:g}; raised to the "
+                             "measured between-process spread when larger)")
+
+
+def add_compare_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_a", type=Path)
+    parser.add_argument("run_b", type=Path)
+    add_min_effect_option(parser)
+    parser.add_argument("--force", action="store_true", help="compare runs whose configs differ")
+    parser.add_argument("--json", action="store_true")
+
+
+def _finished(path: Path, summary: RunSummary | None) -> RunSummary:
+    """The summary of a run that finished; a UsageError naming the run otherwise."""
+    if not summary or summary.get("status") != events.OK:
+        state = events.run_state(summary) if summary else "unfinished"
+        raise UsageError(f"{path} is a {state} run; only runs that finished can be compared")
+    return summary
+
+
+def _differences_text(differences: dict) -> str:
+    return ", ".join(f"{field} {a} ≠ {b}" for field, (a, b) in differences.items())
+
+
+def command_compare(args) -> int:
+    if args.run_a.resolve() == args.run_b.resolve():
+        raise UsageError(f"{args.run_a} is both A and B; compare two different runs")
+    summaries = [Run.load(path).summary for path in (args.run_a, args.run_b)]
+    summary_a, summary_b = (_finished(path, summary) for path, summary in zip((args.run_a, args.run_b), summaries))
+    differences = config_differences(summary_a.get("config") or {}, summary_b.get("config") or {})
+    if differences and not args.force:
+        raise UsageError(f"the runs' configs differ: {_differences_text(differences)}; add --force to compare anyway")
+    rows = compare_summaries(summary_a, summary_b, args.min_effect)
+    if not rows:
+        raise UsageError("the two runs have no phase in common")
+    print_comparison(args, (args.run_a, summary_a), (args.run_b, summary_b), rows, differences)
+    return 0
+
+
+def print_comparison(args, side_a: tuple[Path, RunSummary], side_b: tuple[Path, RunSummary], rows: list[dict],
+                     differences: dict) -> None:
+    """compare's output (and ab's): the rows, when the processes ran, and the notes; or all of it as JSON."""
+    (path_a, summary_a), (path_b, summary_b) = side_a, side_b
+    model_a, model_b = (model_column(summary["config"]) for summary in (summary_a, summary_b))
+    found = ordering(summary_a, summary_b)
+    if args.json:
+        print(json.dumps({"a": str(path_a), "b": str(path_b), "a_model": model_a, "b_model": model_b,
+                          "min_effect": args.min_effect, "alpha": ALPHA, "interleaved": found["interleaved"],
+                          "drift": found["drift"], "config_differences": {f: list(p) for f, p in differences.items()},
+                          "phases": rows}, default=str))
+        return
+    notes = [f"minimum effect {args.min_effect:.1%} (raised to the between-process spread where larger), α {ALPHA:g}"]
+    if differences and args.command == "ab":
+        notes.append(f"A and B differ in {_differences_text(differences)}")
+    elif differences:
+        notes.append(f"note: the configs differ ({_differences_text(differences)}); compared as asked (--force)")
+    notes += ordering_notes(found)
+    print_compare(Console(), rows, f"B = {path_b.name} ({model_b}) against A = {path_a.name} ({model_a})", notes)

@@ -28,6 +28,7 @@ import pandas as pd
 from sysprof.models.phases import ATTRIBUTED_PHASES, OTHER
 from sysprof.profiler_core.errors import KernelReportError, StatsSetError
 from sysprof.profiler_core.kernels.attribution import KernelAttribution, attribute_kernels
+from sysprof.profiler_core.kernels.capture_check import fit_to_capture
 from sysprof.profiler_core.kernels.classify import classify_kernels
 from sysprof.profiler_core.kernels.communication import communication_summary
 from sysprof.profiler_core.kernels.kernel_stats import (
@@ -62,6 +63,8 @@ def analyze_attribution(attribution: KernelAttribution, source: str, source_kind
     """Analyze JSON from labelled kernels, whichever profiler recorded them."""
     kernels = attribution.kernels
     phases = phase_summaries(attribution)
+    # each kernel has one label here, so this never trips; it holds the invariant for every source all the same
+    capture_notes = fit_to_capture(phases, int(kernels["duration"].sum()), len(kernels))
     return {
         "source": source,
         "source_kind": source_kind,
@@ -79,7 +82,7 @@ def analyze_attribution(attribution: KernelAttribution, source: str, source_kind
             "kernels": int(len(kernels)),
         },
         "main_thread": attribution.thread_names.get(attribution.main_tid or -1),
-        "notes": list(attribution.notes),
+        "notes": [*attribution.notes, *capture_notes],
     }
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from sysprof.models.phases import attention_part_labels
 from sysprof.models.presets import human_count
 from sysprof.profiler_core.config import model_label
+from sysprof.profiler_core.kernels.capture_check import WITHHELD
 from sysprof.profiler_core.kernels.whole_step import whole_step
 from sysprof.profiler_core.ranks import STRAGGLER_SCORE
 from sysprof.profiler_core.records import phases_of
@@ -59,8 +60,9 @@ def phase_kernel_model(analysis: Mapping[str, Any]) -> TableModel:
     steps = len(analysis.get("steps") or []) or None
     fractions = analysis.get("gemm_fraction") or {}
     rows: list[Mapping[str, Any]] = [
+        _withheld_row(phase) if stats.get(WITHHELD) else
         _phase_row(phase, stats, steps, fractions.get(phase), stats.get("busy_pct"), short_verdict(analysis, phase))
-        for phase, stats in phases_of(analysis).items() if stats.get("kernels")]
+        for phase, stats in phases_of(analysis).items() if stats.get("kernels") or stats.get(WITHHELD)]
     step = whole_step(phases_of(analysis))
     if step["kernels"]:
         rows.append(_phase_row("step", step, steps, step["gemm_fraction"], None, ""))
@@ -79,6 +81,12 @@ def _phase_row(phase: str, stats: Mapping[str, Any], steps: int | None, gemm: fl
             "kernels": stats.get("kernels", 0), "gemm_pct": None if gemm is None else 100 * gemm,
             "busy_pct": busy, "bound": bound,
             "top_classes": " ".join(f"{name} {ns / (gpu_ns or 1):.0%}" for name, ns in classes)}
+
+
+def _withheld_row(phase: str) -> dict[str, Any]:
+    """A phase whose kernel figures would double count (kernels/capture_check.py): no number, the note says why."""
+    return {"phase": phase, "ms_per_step": None, "gpu_ms": None, "kernels": None, "gemm_pct": None,
+            "busy_pct": None, "bound": "", "top_classes": "withheld: its ranges overlap (see the note)"}
 
 
 def _attention_row(attention: Mapping[str, Any], steps: int | None) -> dict[str, Any]:

@@ -20,6 +20,7 @@ import pandas as pd
 
 from sysprof.models.phases import ATTRIBUTED_PHASES, BACKWARD, OTHER, PHASE_OF_RANGE, STEP_RANGE
 from sysprof.profiler_core.errors import KernelReportError
+from sysprof.profiler_core.kernels.capture_check import fit_to_capture
 from sysprof.profiler_core.kernels.classify import classify_kernels
 from sysprof.profiler_core.kernels.nsys_stats.csv_reader import find_report_file, read_stats_csv
 from sysprof.profiler_core.kernels.phase_names import rename_phase_ranges
@@ -49,10 +50,13 @@ def attribution_from_stats_dir(stats_dir: str | Path, prefix: str | None = None,
     phases = {phase: _phase_entry(kernel_rows[kernel_rows["phase"] == phase], wall_ns.get(phase, 0))
               for phase in ATTRIBUTED_PHASES}
     totals = _kernel_totals_by_class(stats_dir, prefix)
-    if totals is not None:
+    capture_notes = []
+    if totals is not None:  # a phase that cannot fit the capture double counts: withheld before 'other' is made
+        capture_notes = fit_to_capture(phases, int(totals["total_ns"].sum()), int(totals["instances"].sum()),
+                                       _own_range_names(kernel_rows))
         phases[OTHER] = _other_from_totals(totals, [phases[p] for p in ATTRIBUTED_PHASES if p != OTHER])
     notes = [*naming_notes, _backward_note(kernel_rows, wall_ns.get(BACKWARD, 0)), LAUNCH_NOTE,
-             *_unbalanced_notes(stats_dir, prefix, phase_names)]
+             *_unbalanced_notes(stats_dir, prefix, phase_names), *capture_notes]
     unranged = kernel_rows[(kernel_rows["range"] == "") & (kernel_rows["phase"] == OTHER)]
     if len(unranged):
         notes.append(f"{int(unranged['instances'].sum())} kernels ({unranged['total_ns'].sum() / 1e6:.3f} ms) "
@@ -76,8 +80,15 @@ def _named_kernel_rows(stats_dir: Path, prefix: str | None,
     if rows.empty:
         return pd.DataFrame(columns=["phase", "range", "name", "class", "instances", "total_ns"]), []
     rows = rows.assign(range=rows["range"].fillna("").replace("nan", ""))
+    rows["own_range"] = rows["range"]
     rows["range"], notes = rename_phase_ranges(rows["range"], phase_names, instances=False)
     return _phase_rows(rows), notes
+
+
+def _own_range_names(rows: pd.DataFrame) -> dict[str, str]:
+    """Phase → the profile's own name of its range ('fwd' for forward), as the kernel rows carry it."""
+    named = rows[rows["range"] != ""].drop_duplicates("phase")
+    return dict(zip(named["phase"], named["own_range"]))
 
 
 def _phase_rows(rows: pd.DataFrame) -> pd.DataFrame:

@@ -15,6 +15,7 @@ from typing import Any
 
 from sysprof.models.phases import STEP, TIMED_PHASES
 from sysprof.profiler_core.records import phases_of
+from sysprof.profiler_core.stability import process_label
 
 STRAGGLER_SCORE = 0.75  # fastest rank's median / this rank's: below it, the rank is flagged
 PHASE_GAP = 1.25  # a phase this many times the other ranks' median is what moved
@@ -110,14 +111,51 @@ def _backward_waits(victim: Mapping[str, Any], culprit: Mapping[str, Any]) -> bo
     return backward_v is not None and backward_c is not None and backward_v > PHASE_GAP * backward_c
 
 
-def with_gpu_readings(ranks: dict[str, Any], per_gpu: Mapping[int, Mapping[str, float | None]],
+GPU_READINGS = ("sm_clock_mhz", "power_w", "other_processes", "throttle_reasons")
+
+
+def with_gpu_readings(ranks: dict[str, Any], per_gpu: Mapping[int, Mapping[str, Any]],
                       first: Mapping[str, int] | None) -> dict[str, Any]:
-    """The session's NVML medians (by local GPU) on the rows of this node's ranks: SM clock and power. The node's
-    first rank is global rank `first["rank"]`, so its local GPU k ran global rank first + k."""
+    """The session's NVML readings (by local GPU) on the rows of this node's ranks: median SM clock and power, the
+    other processes on the rank's GPU, its throttle reasons; and a finding for each rank whose GPU is shared. The
+    node's first rank is global rank `first["rank"]`, so its local GPU k ran global rank first + k."""
     base = first["rank"] if first else 0
-    rows = [row | {"sm_clock_mhz": (per_gpu.get(row["rank"] - base) or {}).get("sm_clock_mhz"),
-                   "power_w": (per_gpu.get(row["rank"] - base) or {}).get("power_w")} for row in ranks["rows"]]
-    return {**ranks, "rows": rows}
+    rows = [row | {key: (per_gpu.get(row["rank"] - base) or {}).get(key) for key in GPU_READINGS}
+            for row in ranks["rows"]]
+    return {**ranks, "rows": rows, "findings": [*shared_gpu_findings(rows), *ranks.get("findings", [])]}
+
+
+def shared_gpu_findings(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """A rank whose GPU another process shares, named with that process (NVML) and what its phases show against
+    the other ranks': the cause the node states, whether or not the timings single the rank out."""
+    said = []
+    for row in rows:
+        processes = row.get("other_processes") or []
+        others = [r for r in rows if r is not row and r.get("status") == "ok"]
+        if not processes or not others or row.get("status") != "ok":
+            continue
+        gpu = processes[0].get("gpu")
+        said.append(f"rank {row['rank']} shares {'its GPU' if gpu is None else f'GPU {gpu}'} with "
+                    f"{', '.join(process_label(p) for p in processes)}{_phases_against(row, others)}")
+    return said
+
+
+def _phases_against(row: Mapping[str, Any], others: Sequence[Mapping[str, Any]]) -> str:
+    """: its forward +2%, optimizer ×2.18 against the other ranks; rank 0 waits ~38.9 ms of each 362.7 ms step."""
+    changes = []
+    for phase in ("forward", "optimizer"):
+        own, theirs = row["median_ms"].get(phase), _median_of(others, phase) if others else None
+        if own and theirs:
+            ratio = own / theirs
+            changes.append(f"{phase} ×{ratio:.2f}" if ratio >= 1.5 else f"{phase} {ratio - 1:+.0%}")
+    text = f": its {', '.join(changes)} against the other ranks'" if changes else ""
+    waits = [(r["rank"], r["median_ms"]["backward"] - row["median_ms"]["backward"]) for r in others
+             if r["median_ms"].get("backward") and row["median_ms"].get("backward")]
+    step = row["median_ms"].get(STEP)
+    waiting = [f"rank {rank} waits ~{ms:.1f} ms" for rank, ms in waits if ms > 0]
+    if waiting and step:
+        text += f"; {', '.join(waiting)} of each {step:.1f} ms step in backward"
+    return text
 
 
 def local_ranks(summary: Mapping[str, Any], nproc: int) -> list[tuple[int, int]]:

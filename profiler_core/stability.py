@@ -89,21 +89,35 @@ def cpu_load_warnings(loadavg: float | Sequence[float] | None, cpu_count: int | 
                      "quieter or on cores of your own (taskset)", load=load, cpu_count=cpu_count)]
 
 
-def _process_label(process: Any) -> str:
+def process_label(process: Any) -> str:
+    """pid 4242 (python3, 1.2 GiB): an other process as NVML and /proc name it."""
     if isinstance(process, Mapping):
-        pid, name = process.get("pid"), process.get("name")
-        return " ".join(part for part in (f"pid {pid}" if pid is not None else None, name and f"({name})") if part)
+        pid, name, used = process.get("pid"), process.get("name"), process.get("used_bytes")
+        details = ", ".join(part for part in (name, f"{used / 2**30:.1f} GiB" if used else None) if part)
+        return " ".join(part for part in (f"pid {pid}" if pid is not None else None, details and f"({details})")
+                        if part)
     return f"pid {process}" if isinstance(process, int) else str(process)
 
 
+def _where(processes: Sequence[Any]) -> str:
+    """'on GPU 1, rank 1's' (several ranks), 'on GPU 0' (one), or 'on this GPU' (old records without it)."""
+    places = []
+    for process in processes:
+        if isinstance(process, Mapping) and process.get("gpu") is not None:
+            rank = f", rank {process['rank']}'s" if process.get("rank") is not None else ""
+            places.append(f"GPU {process['gpu']}{rank}")
+    return "on " + " and ".join(dict.fromkeys(places)) if places else "on this GPU"
+
+
 def gpu_process_warnings(gpu_processes: Sequence[Any] | None) -> list[dict]:
-    """Other processes on the run's GPU (pids, names, or {"pid", "name"} from NVML's process list)."""
+    """Other processes on the run's GPUs (pids, names, or NVML's {"pid", "name", "used_bytes", "gpu", "rank"}),
+    naming the GPU and, with several ranks, the rank whose GPU each one shares."""
     if not gpu_processes:
         return []
-    labels = ", ".join(_process_label(p) for p in gpu_processes)
-    return [_warning("gpu_shared", f"{len(gpu_processes)} other process(es) on this GPU ({labels}): they share its SMs "
-                     "and memory bandwidth, so the step times include their load; use a GPU of your own "
-                     "(CUDA_VISIBLE_DEVICES) or wait until it is free", processes=labels)]
+    labels = ", ".join(process_label(p) for p in gpu_processes)
+    return [_warning("gpu_shared", f"{len(gpu_processes)} other process(es) {_where(gpu_processes)} ({labels}): they "
+                     "share its SMs and memory bandwidth, so the step times include their load; use a GPU of your "
+                     "own (CUDA_VISIBLE_DEVICES) or wait until it is free", processes=labels)]
 
 
 def _reading(sample: Any, name: str) -> Any:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import statistics
 import threading
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -53,8 +54,16 @@ def _other_processes(sampler: NvmlSampler, ours: set[int]) -> list[dict]:
         running = nvml.nvmlDeviceGetComputeRunningProcesses(handle)
     except Exception:  # NVML's error family: no permission in a container, not supported: nothing to report
         return []
-    return [{"pid": p.pid, "used_bytes": getattr(p, "usedGpuMemory", None)} for p in running
-            if not descends_from(p.pid, ours)]
+    return [{"pid": p.pid, "name": process_name(p.pid), "used_bytes": getattr(p, "usedGpuMemory", None)}
+            for p in running if not descends_from(p.pid, ours)]
+
+
+def process_name(pid: int) -> str | None:
+    """The command name of a pid (/proc), None where it cannot be read (another pid namespace, gone, not Linux)."""
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip() or None
+    except OSError:
+        return None
 
 
 def _median(values: list[float]) -> float | None:
@@ -67,7 +76,7 @@ class MeasuredWatch:
     def __init__(self, device_type: str | None = "cuda", gpus: int = 1):
         self.use_gpu, self.gpus = device_type != "cpu", gpus
         self.samples: list[dict[str, Any]] = []
-        self.processes: dict[int, dict] = {}
+        self.processes: dict[tuple[int, int], dict] = {}  # (local GPU, pid) → the other process
         self.max_load: float | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -112,24 +121,31 @@ class MeasuredWatch:
         self.samples.append({"sm_clock_mhz": sample.sm_clock_mhz, "throttle_reasons": sample.throttle_reasons,
                              "utilization_pct": sample.utilization_pct, "power_w": sample.power_w}
                             | ({"gpu": local} if self.gpus > 1 else {}))
-        for process in _other_processes(sampler, self._ours):
-            self.processes.setdefault(process["pid"], process)
+        for process in _other_processes(sampler, self._ours):  # which GPU it shares: the rank's, with --nproc
+            self.processes.setdefault((local, process["pid"]), process | {"gpu": visible_gpu_index(local),
+                                                                          "local": local})
 
     def gpu_samples(self, local: int) -> list[dict[str, Any]]:
         return [s for s in self.samples if s.get("gpu", 0) == local]
 
     def warnings(self, summary, steps) -> list[dict]:
+        first = (summary.get("rank") or {}).get("rank", 0) if self.gpus > 1 else None
+        processes = [p | ({"rank": first + p["local"]} if first is not None else {}) for p in self.processes.values()]
         return warnings_for_summary(summary, steps, loadavg=self.max_load, cpu_count=os.cpu_count(),
-                                    gpu_processes=list(self.processes.values()) or None,
-                                    telemetry=self.gpu_samples(0) or None)
+                                    gpu_processes=processes or None, telemetry=self.gpu_samples(0) or None)
 
-    def per_gpu_medians(self) -> dict[int, dict[str, float | None]]:
-        """Each local GPU's median SM clock and power over the measured steps (None where NVML had no reading)."""
-        medians = {}
+    def per_gpu_medians(self) -> dict[int, dict[str, Any]]:
+        """Each local GPU's median SM clock and power over the measured steps (None where NVML had no reading), the
+        other processes seen on it and its throttle reasons (how many samples had each)."""
+        medians: dict[int, dict[str, Any]] = {}
         for local in range(self.gpus):
             samples = self.gpu_samples(local)
             medians[local] = {key: _median([s[key] for s in samples if s.get(key) is not None])
                               for key in ("sm_clock_mhz", "power_w")}
+            medians[local]["other_processes"] = [{k: v for k, v in p.items() if k != "local"}
+                                                 for (gpu, _), p in self.processes.items() if gpu == local]
+            reasons = Counter(r for s in samples for r in set(s.get("throttle_reasons") or ()))
+            medians[local]["throttle_reasons"] = dict(reasons)
         return medians
 
     def save(self, run_dir: Path) -> None:

@@ -1,0 +1,54 @@
+"""A neighbour job on one rank's GPU is named with its rank, its GPU and the process (issue 31 item 1's evidence).
+The rank rows are a real 2×H100 run's (xl bf16, --nproc 2, another process doing bf16 matmuls on GPU 1:
+benchmarks/multi_gpu/results/2026-11-26_h100x2); the NVML readings are what the session's watch hands over."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from sysprof.profiler_core.ranks import with_gpu_readings
+from sysprof.profiler_core.session.watch import process_name
+from sysprof.profiler_core.stability import gpu_process_warnings
+
+RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "multi_gpu" / "results" / "2026-11-26_h100x2"
+NEIGHBOUR = {"pid": 1083, "name": "python3", "used_bytes": 1288490188, "gpu": 1}  # pid from that run's warning
+
+
+def readings(*, shared: bool) -> dict:
+    quiet = {"sm_clock_mhz": 1980.0, "power_w": 540.0, "other_processes": [], "throttle_reasons": {}}
+    return {0: quiet, 1: quiet | {"other_processes": [NEIGHBOUR] if shared else []}}
+
+
+def test_the_rank_whose_gpu_is_shared_is_named_with_the_process_and_the_cost():
+    summary = json.loads((RESULTS / "xl-neighbour.json").read_text())
+    assert "1 other process(es) on this GPU (pid 1083)" in " ".join(w["message"] for w in summary["warnings"])
+    ranks = with_gpu_readings(summary["ranks"], readings(shared=True), summary.get("rank"))
+    [finding] = [f for f in ranks["findings"] if "shares" in f]
+    assert finding.startswith("rank 1 shares GPU 1 with pid 1083 (python3, 1.2 GiB)")
+    assert "optimizer ×2.18" in finding and "rank 0 waits ~38.9 ms of each" in finding
+    assert ranks["rows"][1]["other_processes"] == [NEIGHBOUR] and ranks["rows"][0]["other_processes"] == []
+
+
+def test_no_rank_is_named_when_no_other_process_shares_a_gpu():
+    summary = json.loads((RESULTS / "xl-plain.json").read_text())
+    ranks = with_gpu_readings(summary["ranks"], readings(shared=False), summary.get("rank"))
+    assert not [f for f in ranks["findings"] if "shares" in f]
+
+
+def test_the_warning_names_the_gpu_and_the_rank_it_shares():
+    [warning] = gpu_process_warnings([NEIGHBOUR | {"rank": 1}])
+    assert warning["message"].startswith("1 other process(es) on GPU 1, rank 1's (pid 1083 (python3, 1.2 GiB))")
+    [single] = gpu_process_warnings([{"pid": 7, "gpu": 0}])
+    assert single["message"].startswith("1 other process(es) on GPU 0 (pid 7)")
+
+
+def test_a_process_is_named_from_proc_and_an_unknown_pid_has_no_name():
+    with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(5)"]) as child:
+        try:
+            assert process_name(child.pid) == Path(sys.executable).name[:15]  # comm: the first 15 characters
+        finally:
+            child.kill()
+    assert process_name(2**22 + os.getpid()) is None

@@ -237,6 +237,11 @@ class SysprofApp(TableExportActions, App):
     def run_chosen(self, message: RunsPane.Open) -> None:
         self.open_path(message.path)
 
+    @on(RunsPane.Interleave)
+    def interleave_runs(self, message: RunsPane.Interleave) -> None:
+        self.action_show_pane("studies")
+        self.call_after_refresh(self.query_one("#pane-studies", StudiesPane).start_command, message.command)
+
     @on(ConfigurePane.Changed)
     def config_changed(self, message: ConfigurePane.Changed) -> None:
         self.pending = (message.config, message.problems)

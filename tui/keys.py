@@ -53,6 +53,8 @@ PANE_KEYS = (
     Key("enter", "open_run", "Open", "Open the run under the cursor", scope="Runs"),
     Key("c", "compare", "Compare", "Compare the two marked runs (B/A per phase with a noise verdict)", scope="Runs"),
     Key("g", "refresh", "Rescan", "Rescan the runs root", scope="Runs"),
+    Key("a", "rerun_interleaved", "A/B", "Run the two marked runs' configs again, interleaved (sysprof ab), on "
+        "Studies", scope="Runs"),
     Key("enter", "start_study", "Start", "Start the sweep or study in the command line (pick one from the list)",
         scope="Studies"),
 )

@@ -25,8 +25,8 @@ from sysprof.profiler_core.session.backends import choose_backend
 from sysprof.profiler_core.session.rank_checks import gpus_problem
 from sysprof.profiler_core.studies import sweep
 from sysprof.profiler_core.studies.progress import Progress
+from sysprof.profiler_core.study_plans import AB_STUDY
 
-AB_STUDY = "ab"
 DEFAULT_REPEATS = 4  # two rounds of A B B A: the fewest that pair every process of A with one of B on each side
 
 

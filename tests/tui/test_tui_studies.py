@@ -151,3 +151,29 @@ def test_an_oom_cell_is_a_row_and_the_study_still_counts_as_done():
     assert rows[("eager", 65536)]["status"] == "oom" and rows[("eager", 65536)]["fwd mean ms"] is None
     assert rows[("sdpa", 65536)]["status"] == "ok" and rows[("sdpa", 65536)]["peak MiB"] < 2048
     assert all_cells_done(tables)
+
+
+@pytest.mark.slow
+async def test_two_marked_runs_rerun_interleaved_from_runs_and_their_comparison_shows_on_studies(tmp_path):
+    """Runs → a: the two marked runs' configs again as `sysprof ab` (a real CPU process, A B B A …), followed on
+    Studies, whose first table is B against A, every row from processes that interleaved."""
+    runs = tmp_path / "runs"
+    for name in ("tiny-ctx32", "tiny-ctx64"):
+        shutil.copytree(DATA / "runs" / name, runs / name)
+    app = studies_app(tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(app, pilot, "5")
+        await settle(app, pilot, "space", "down", "space", "a")
+        command = app.query_one("#study-command").value
+        assert command.startswith("ab --a ") and "--ctx 32" in command and "--ctx 64" in command
+        pane = await wait_for_end(app, pilot)
+        assert pane.study.stage == "finished", pane.study.message
+        title, rows = next(iter(pane.tables.items()))
+        assert title == "B against A (interleaved)"
+        assert [row["phase"] for row in rows][:2] == ["forward", "backward"]
+        assert {row["interleaved"] for row in rows} == {True} and all(row["n A/B"] == "4/4" for row in rows)
+
+
+def test_ab_is_a_command_the_studies_line_takes():
+    argv = study_argv("ab --a '--ctx 32' --b '--ctx 64'", Path("runs"))
+    assert argv[3:8] == ["ab", "--a", "--ctx 32", "--b", "--ctx 64"] and argv[-1] == "--events"

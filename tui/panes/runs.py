@@ -2,7 +2,11 @@
 two runs."""
 from __future__ import annotations
 
+import shlex
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -13,7 +17,9 @@ from sysprof.profiler_core.api import (
     ALPHA,
     MIN_EFFECT,
     Run,
+    RunConfig,
     compare_summaries,
+    config_to_args,
     events,
     list_studies,
     live_process,
@@ -40,6 +46,13 @@ COMPARE_COLUMNS = {"phase": "phase", "a_text": "A", "b_text": "B", "ratio_text":
                    "verdict_cell": "verdict", "reason": "reason"}
 MS = lambda value: "" if value is None else format_ms(value)  # noqa: E731
 FORMATTERS = {"step_median_ms": MS}
+
+
+def ab_command(config_a: Mapping[str, Any], config_b: Mapping[str, Any], repeats: int = 4) -> str:
+    """`ab --a "…" --b "…"` rebuilding each run's config (its own repeats left out: ab sets them)."""
+    sides = [shlex.join(config_to_args(replace(RunConfig.from_dict(dict(config)), repeats=RunConfig().repeats)))
+             for config in (config_a, config_b)]
+    return f"ab --a {shlex.quote(sides[0])} --b {shlex.quote(sides[1])} --repeats {repeats}"
 
 
 def compare_record(row: dict) -> dict:
@@ -95,6 +108,13 @@ class RunsPane(Pane):
             super().__init__()
             self.path = path
 
+    class Interleave(Message):
+        """Run this `sysprof ab` command on Studies."""
+
+        def __init__(self, command: str):
+            super().__init__()
+            self.command = command
+
     def __init__(self, runs_root: Path, extra_runs: list[Path], **kwargs):
         super().__init__(**kwargs)
         self.runs_root, self.extra_runs = runs_root, extra_runs
@@ -138,18 +158,26 @@ class RunsPane(Pane):
         if record:
             self.post_message(self.Open(Path(record["path"])))
 
-    def action_compare(self) -> None:
+    def _two_marked_runs(self, key: str) -> tuple[dict, dict] | None:
+        """The two marked rows when they are two different runs; else a notice and None."""
         table = self.query_one("#runs-table", MarkableTable)
         if len(table.marked) != 2:
-            self.notify("Mark exactly two runs with space, then press c.", severity="warning")
-            return
+            self.notify(f"Mark exactly two runs with space, then press {key}.", severity="warning")
+            return None
         run_a, run_b = table.selected_records()
         if run_a.get("study") or run_b.get("study"):
-            self.notify("Compare takes two runs; open a study (enter) to see its tables.", severity="warning")
-            return
+            self.notify("That takes two runs; open a study (enter) to see its tables.", severity="warning")
+            return None
         if Path(run_a["path"]).resolve() == Path(run_b["path"]).resolve():
             self.notify("Both marks are the same run; mark two different runs.", severity="warning")
+            return None
+        return run_a, run_b
+
+    def action_compare(self) -> None:
+        pair = self._two_marked_runs("c")
+        if pair is None:
             return
+        run_a, run_b = pair
         self.compared = (run_a["name"], run_b["name"])
         self.comparison = compare_summaries(run_a.get("summary") or {}, run_b.get("summary") or {})
         name_a, name_b = (f"{run['name']} ({run.get('model')})" for run in (run_a, run_b))
@@ -159,6 +187,17 @@ class RunsPane(Pane):
         records = [compare_record(row) for row in self.comparison]
         self.query_one("#compare-table", MarkableTable).show(COMPARE_COLUMNS, records)
         self.add_class("-comparing")
+
+    def action_rerun_interleaved(self) -> None:
+        """The two marked runs' configs again, in fresh processes interleaved in time: drift cannot pose as a change."""
+        pair = self._two_marked_runs("a")
+        if pair is None:
+            return
+        configs = [(run.get("summary") or {}).get("config") for run in pair]
+        if not all(configs):
+            self.notify("Both runs need their config (a run that finished or failed has one).", severity="warning")
+            return
+        self.post_message(self.Interleave(ab_command(*configs)))
 
     def export_table(self) -> ExportTable | None:
         if self.comparison:

@@ -55,8 +55,9 @@ def study_choices(on_gpu: bool) -> dict[str, str]:
 def study_argv(command: str, runs_root: Path) -> list[str]:
     """The CLI line for what the user typed; ValueError with the reason when it is neither sweep nor study."""
     words = shlex.split(command)
-    if not words or words[0] not in ("sweep", "study"):
-        raise ValueError("start with `sweep` (options of `sysprof run`, comma-separated) or `study KIND`")
+    if not words or words[0] not in ("sweep", "study", "ab"):
+        raise ValueError("start with `sweep` (options of `sysprof run`, comma-separated), `study KIND` or `ab --a "
+                         "OPTIONS --b OPTIONS`")
     return cli_study_argv(words, runs_root)
 
 
@@ -95,7 +96,13 @@ class StudiesPane(Pane):
 
     @on(Select.Changed, "#study-template")
     def template_chosen(self, event: Select.Changed) -> None:
-        self.query_one("#study-command", Input).value = str(event.value)
+        if not self.study.running:  # while a study runs, the line keeps the command it runs
+            self.query_one("#study-command", Input).value = str(event.value)
+
+    def start_command(self, command: str) -> None:
+        """Start a command given from elsewhere (Runs' A/B): shown in the command line, then started."""
+        self.query_one("#study-command", Input).value = command
+        self.action_start_study()
 
     @on(Input.Submitted, "#study-command")
     def action_start_study(self) -> None:

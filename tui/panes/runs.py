@@ -193,11 +193,11 @@ class RunsPane(Pane):
         pair = self._two_marked_runs("a")
         if pair is None:
             return
-        configs = [(run.get("summary") or {}).get("config") for run in pair]
-        if not all(configs):
+        config_a, config_b = ((run.get("summary") or {}).get("config") for run in pair)
+        if not config_a or not config_b:
             self.notify("Both runs need their config (a run that finished or failed has one).", severity="warning")
             return
-        self.post_message(self.Interleave(ab_command(*configs)))
+        self.post_message(self.Interleave(ab_command(config_a, config_b)))
 
     def export_table(self) -> ExportTable | None:
         if self.comparison:

@@ -79,6 +79,7 @@ def attribute_kernels(sqlite_path: str | Path, phase_names: Mapping[str, str] | 
     finally:
         conn.close()
     notes = _launch_notes(kernels)
+    ranges["own_name"] = ranges["name"]  # the profile's own names, for notes that point into it
     ranges["name"], naming_notes = rename_phase_ranges(ranges["name"], phase_names)
     ranges, unbalanced_notes = drop_unbalanced(ranges, kernels)
     notes += naming_notes + unbalanced_notes

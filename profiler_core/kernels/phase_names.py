@@ -81,8 +81,9 @@ def drop_unbalanced(ranges: pd.DataFrame, kernels: pd.DataFrame) -> tuple[pd.Dat
     too_long = (ranges["end"] - ranges["start"]) > span
     if not too_long.any():
         return ranges, []
+    named_by = "own_name" if "own_name" in ranges else "name"  # as the profile names it ('fwd', not 'forward')
     longest = (ranges[too_long].assign(duration=ranges["end"] - ranges["start"])
-               .groupby("name")["duration"].max().sort_values(ascending=False))
+               .groupby(named_by)["duration"].max().sort_values(ascending=False))
     named = ", ".join(f"{name!r} ({ns / 1e9:.3f} s)" for name, ns in longest.items())
     return ranges[~too_long], [f"unbalanced NVTX ranges left out: {named}, each longer than the capture's "
                                f"{span / 1e9:.3f} s of kernels (pushed before it began, or never popped)"]

@@ -51,7 +51,7 @@ def side_config(shared: argparse.Namespace, options: str, side: str) -> RunConfi
         tokens = shlex.split(options)
     except ValueError as exc:
         raise UsageError(f"--{side}: {exc}") from None
-    own, unknown = parser.parse_known_args(tokens, namespace=copy.copy(shared))
+    own, unknown = parser.parse_known_args(tokens, namespace=copy.deepcopy(shared))  # append options: lists
     if unknown:
         raise UsageError(f"--{side}: not a run option: {' '.join(unknown)}")
     cfg = config_from_args(own)

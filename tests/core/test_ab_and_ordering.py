@@ -104,3 +104,16 @@ def test_a_verdict_between_ordered_sides_is_withheld_with_its_effect_in_the_reas
     assert row["verdict"] == NOT_INTERLEAVED and row["reason"].startswith("B 2") and row["interleaved"] is False
     b_between = group([8.0, 8.1, 8.2], 0.25)  # its processes between A's
     assert compare_summaries(a, b_between)[0]["verdict"] == "faster"
+
+
+def test_one_sides_repeatable_options_never_leak_into_the_other_or_the_shared_ones():
+    from sysprof.profiler_core.cli.ab import side_config
+    from sysprof.profiler_core.options import OneLineParser, add_config_options
+
+    parser = OneLineParser()
+    add_config_options(parser)
+    shared = parser.parse_args(["--device", "cpu", "--model-factory",
+                                "tests/data/models/nanogpt_style/gpt.py:build", "--model-arg", "n_layer=1"])
+    side_a, side_b = side_config(shared, "--model-arg dropout=0.1", "a"), side_config(shared, "", "b")
+    assert side_a.model_args == ("n_layer=1", "dropout=0.1") and side_b.model_args == ("n_layer=1",)
+    assert shared.model_args == ["n_layer=1"]

@@ -291,9 +291,10 @@ def ordering_notes(found: Mapping[str, Any], phase: str = STEP) -> list[str]:
                      "interleaved is unknown")
     for side, trend in found["drift"].items():
         if trend:
+            change = "" if trend["change_pct"] is None else f"{trend['change_pct']:+.1f}% first to last, "
             notes.append(f"note: {side.upper()} drifts: its {phase} medians {'rise' if trend['tau'] > 0 else 'fall'} "
-                         f"over its processes in run order ({trend['change_pct']:+.1f}% first to last, Kendall τ "
-                         f"{trend['tau']:.2f}, p={trend['p_value']:.2g})")
+                         f"over its processes in run order ({change}Kendall τ {trend['tau']:.2f}, "
+                         f"p={trend['p_value']:.2g})")
     return notes
 
 

@@ -144,7 +144,9 @@ def _phases_against(row: Mapping[str, Any], others: Sequence[Mapping[str, Any]])
     """: its forward +2%, optimizer ×2.18 against the other ranks; rank 0 waits ~38.9 ms of each 362.7 ms step."""
     changes = []
     for phase in ("forward", "optimizer"):
-        own, theirs = row["median_ms"].get(phase), _median_of(others, phase) if others else None
+        own = row["median_ms"].get(phase)
+        timed = [r for r in others if r["median_ms"].get(phase)]  # forward-only modes have no optimizer
+        theirs = _median_of(timed, phase) if own and timed else None
         if own and theirs:
             ratio = own / theirs
             changes.append(f"{phase} ×{ratio:.2f}" if ratio >= 1.5 else f"{phase} {ratio - 1:+.0%}")

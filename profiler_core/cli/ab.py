@@ -34,7 +34,7 @@ def add_ab_options(parser: argparse.ArgumentParser) -> None:
     add_config_options(parser)
     parser.set_defaults(repeats=DEFAULT_REPEATS)
     parser.add_argument("--a", required=True, metavar="OPTIONS", help='run options of A over the shared ones, e.g. '
-                        '"--optimizer-impl foreach" (quote them)')
+                        '"--optimizer-impl foreach"; a lone flag with = (--a=--compile)')
     parser.add_argument("--b", required=True, metavar="OPTIONS", help='run options of B, e.g. "--optimizer-impl fused"')
     add_min_effect_option(parser)
     parser.add_argument("--runs-dir", help="where the pair's study directory goes (default: ./runs)")
@@ -45,7 +45,7 @@ def add_ab_options(parser: argparse.ArgumentParser) -> None:
 
 def side_config(shared: argparse.Namespace, options: str, side: str) -> RunConfig:
     """The shared options with one side's over them (argparse keeps what the namespace already holds)."""
-    parser = OneLineParser(prog=f"sysprof ab --{side}", add_help=False)
+    parser = OneLineParser(prog=f"sysprof ab --{side}", add_help=False, allow_abbrev=False)  # no guessed option
     add_config_options(parser)
     try:
         tokens = shlex.split(options)
@@ -68,8 +68,12 @@ def ab_configs(args: argparse.Namespace) -> tuple[RunConfig, RunConfig]:
         raise UsageError(f"--repeats {args.repeats}: ab needs at least 2 processes per side (the spread between "
                          f"processes is what a verdict is judged against); the default is {DEFAULT_REPEATS}")
     cfg_a, cfg_b = side_config(args, args.a, "a"), side_config(args, args.b, "b")
-    if cfg_a == cfg_b:
-        raise UsageError(f"A and B are the same config ({args.a!r} and {args.b!r} change nothing between them)")
+    if min(cfg_a.repeats, cfg_b.repeats) < 2:
+        raise UsageError("a side's --repeats below 2: ab needs at least 2 processes per side; set --repeats once, "
+                         "for both")
+    if not config_differences(cfg_a.to_dict(), cfg_b.to_dict()):
+        raise UsageError(f"A and B are the same config ({args.a!r} and {args.b!r} change nothing the measured "
+                         "steps run: profiler, memory and repeats only shape the later passes)")
     for problem in filter(None, map(gpus_problem, (cfg_a, cfg_b))):
         raise UsageError(problem)
     for cfg in (cfg_a, cfg_b):

@@ -29,11 +29,22 @@ def run_title(summary: Mapping[str, Any]) -> str:
             f"{cfg['attention']}{compiled} · {(summary.get('env') or {}).get('device_name')}{of_world}")
 
 
+SHORT_PHASES = {"forward+backward": "fwd+bwd"}  # the reports' name; the export keeps the full one
+
+
+def compact_ms(value: float | None) -> str:
+    """At most 5 characters below 10 s (12.34, 123.4, 1,234), so that a GPU run's phase table with its peak
+    memory fits 80 columns whatever the step time; the export keeps every digit."""
+    if value is None:
+        return NA
+    return f"{value:.2f}" if abs(value) < 100 else f"{value:.1f}" if abs(value) < 1000 else f"{value:,.0f}"
+
+
 def phase_model(summary: Mapping[str, Any]) -> TableModel:
     """Per-phase statistics over the measured steps, in milliseconds, with each phase's peak memory on a GPU."""
     peaks = summary.get("peak_memory_bytes") or {}
-    columns = (Column("phase", "phase", numeric=False),
-               *(Column(key, f"{key.removesuffix('_ms')} ms", fixed_or_na(2))
+    columns = (Column("phase", "phase", lambda v: SHORT_PHASES.get(v, v), numeric=False),
+               *(Column(key, f"{key.removesuffix('_ms')} ms", compact_ms)
                  for key in ("mean_ms", "std_ms", "median_ms", "min_ms", "max_ms")),
                Column("cv", "CV", lambda v: NA if v is None else f"{v:.1%}"), Column("n", "n"),
                *((Column("peak", "peak mem", lambda v: format_bytes(v) if v is not None else ""),) if peaks else ()))
@@ -64,7 +75,9 @@ def phase_kernel_model(analysis: Mapping[str, Any]) -> TableModel:
         _phase_row(phase, stats, steps, fractions.get(phase), stats.get("busy_pct"), short_verdict(analysis, phase))
         for phase, stats in phases_of(analysis).items() if stats.get("kernels") or stats.get(WITHHELD)]
     step = whole_step(phases_of(analysis))
-    if step["kernels"]:
+    if any(stats.get(WITHHELD) for stats in phases_of(analysis).values()):
+        rows.append(_withheld_row("step"))  # a sum without the withheld phase would pass for the whole step
+    elif step["kernels"]:
         rows.append(_phase_row("step", step, steps, step["gemm_fraction"], None, ""))
     attention = analysis.get("attention") or {}
     if attention.get("by_part"):

@@ -41,8 +41,8 @@ def ab_tables(study: Study) -> dict[str, list[dict]]:
     summary_a, summary_b = summaries
     assert summary_a is not None and summary_b is not None
     rows = compare_summaries(summary_a, summary_b)
-    return {"B against A (interleaved)": [dict(zip(COLUMNS, row_cells(row))) | {"interleaved": row["interleaved"]}
-                                         for row in rows]}
+    return {"B against A": [dict(zip(COLUMNS, row_cells(row))) | {"interleaved": row["interleaved"]}
+                           for row in rows]}
 
 
 def _sweep_table(study: Study) -> list[dict]:

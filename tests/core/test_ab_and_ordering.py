@@ -64,6 +64,10 @@ def test_groups_run_one_after_the_other_get_no_verdict_and_the_output_says_why(c
     (["--a", FOREACH, "--b", "--no-such-option 3"], "--b: not a run option: --no-such-option 3"),
     (["--a", FOREACH, "--b", FUSED, "--repeats", "1"], "ab needs at least 2 processes per side"),
     (["--a", "--ctx '32", "--b", FUSED], "--a: No closing quotation"),
+    (["--a", FOREACH + " --repeats 1", "--b", FUSED], "a side's --repeats below 2"),
+    (["--a", "", "--b", "--repeats 5"], "A and B are the same config"),  # how many processes: not the steps
+    (["--a", "--optim fused", "--b", FUSED], "--a: not a run option: --optim fused"),  # never a guessed option
+    (["--a=", "--b=--compile", "--repeats", "1"], "ab needs at least 2 processes per side"),  # a lone flag with =
 ])
 def test_a_pair_that_cannot_answer_is_one_line_before_anything_runs(cli_env, tmp_path, arguments, message):
     done = sysprof("ab", *SHARED, *arguments, env=cli_env)

@@ -69,3 +69,15 @@ def test_a_gpu_runs_phase_table_keeps_every_number_and_its_peak_memory_at_80_col
     assert [column.label for column in model.columns][-2:] == ["n", "peak mem"]
     assert [row["phase"] for row in model.rows] == list(summary["phases"])
     every_cell_whole(model, painted(model, compact=False))
+
+
+def test_seconds_long_phases_with_peak_memory_still_fit_80_columns():
+    """A step of seconds (the 2.7B on a busy GPU, a CPU run) with every phase row and its peak memory."""
+    summary = json.loads(XL_RANKS.read_text())
+    slow = {phase: {key: (value * 12.3456 if key.endswith("_ms") and value else value) for key, value in stats.items()}
+            for phase, stats in summary["phases"].items()}
+    slow["forward+backward"] = dict(slow["backward"])
+    model = phase_model(summary | {"phases": slow, "peak_memory_bytes": {p: 63.5 * 2**30 for p in slow}})
+    text = painted(model, compact=False)
+    every_cell_whole(model, text)
+    assert "…" not in text and max(len(line) for line in text.splitlines()) <= 80

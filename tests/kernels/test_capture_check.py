@@ -57,6 +57,8 @@ def test_the_table_shows_the_withheld_phase_without_a_number(from_stats):
     model = phase_kernel_model(from_stats)
     forward = next(row for row in model.rows if row["phase"] == "forward")
     assert model.cells(forward)[1:4] == ["N/A", "N/A", "N/A"] and "withheld" in forward["top_classes"]
+    step = next(row for row in model.rows if row["phase"] == "step")
+    assert step["gpu_ms"] is None and "withheld" in step["top_classes"]  # no sum that leaves forward out
 
 
 def test_phases_that_fit_alone_but_overlap_together_are_withheld_with_one_reason():

@@ -165,11 +165,11 @@ async def test_two_marked_runs_rerun_interleaved_from_runs_and_their_comparison_
         await settle(app, pilot, "5")
         await settle(app, pilot, "space", "down", "space", "a")
         command = app.query_one("#study-command").value
-        assert command.startswith("ab --a ") and "--ctx 32" in command and "--ctx 64" in command
+        assert command.startswith("ab --a=") and "--ctx 32" in command and "--ctx 64" in command
         pane = await wait_for_end(app, pilot)
         assert pane.study.stage == "finished", pane.study.message
         title, rows = next(iter(pane.tables.items()))
-        assert title == "B against A (interleaved)"
+        assert title == "B against A"
         assert [row["phase"] for row in rows][:2] == ["forward", "backward"]
         assert {row["interleaved"] for row in rows} == {True} and all(row["n A/B"] == "4/4" for row in rows)
 

@@ -52,7 +52,7 @@ def ab_command(config_a: Mapping[str, Any], config_b: Mapping[str, Any], repeats
     """`ab --a "…" --b "…"` rebuilding each run's config (its own repeats left out: ab sets them)."""
     sides = [shlex.join(config_to_args(replace(RunConfig.from_dict(dict(config)), repeats=RunConfig().repeats)))
              for config in (config_a, config_b)]
-    return f"ab --a {shlex.quote(sides[0])} --b {shlex.quote(sides[1])} --repeats {repeats}"
+    return f"ab --a={shlex.quote(sides[0])} --b={shlex.quote(sides[1])} --repeats {repeats}"  # = : '--compile' alone
 
 
 def compare_record(row: dict) -> dict:

@@ -101,6 +101,9 @@ class StudiesPane(Pane):
 
     def start_command(self, command: str) -> None:
         """Start a command given from elsewhere (Runs' A/B): shown in the command line, then started."""
+        if self.study.running:
+            self.notify("A study is running: cancel it (ctrl+g) first.", severity="warning")
+            return
         self.query_one("#study-command", Input).value = command
         self.action_start_study()
 

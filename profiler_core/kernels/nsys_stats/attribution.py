@@ -78,7 +78,7 @@ def _named_kernel_rows(stats_dir: Path, prefix: str | None,
         raise KernelReportError(f"{stats_dir}: no nvtx_kern_sum CSV, cannot attribute phases")
     rows = read_stats_csv(path, "nvtx_kern_sum")
     if rows.empty:
-        return pd.DataFrame(columns=["phase", "range", "name", "class", "instances", "total_ns"]), []
+        return pd.DataFrame(columns=["phase", "range", "own_range", "name", "class", "instances", "total_ns"]), []
     rows = rows.assign(range=rows["range"].fillna("").replace("nan", ""))
     rows["own_range"] = rows["range"]
     rows["range"], notes = rename_phase_ranges(rows["range"], phase_names, instances=False)

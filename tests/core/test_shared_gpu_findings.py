@@ -52,3 +52,11 @@ def test_a_process_is_named_from_proc_and_an_unknown_pid_has_no_name():
         finally:
             child.kill()
     assert process_name(2**22 + os.getpid()) is None
+
+
+def test_a_forward_only_run_names_the_shared_rank_by_the_phases_it_has():
+    rows = [{"rank": 0, "status": "ok", "median_ms": {"forward": 10.0, "step": 12.0}},
+            {"rank": 1, "status": "ok", "median_ms": {"forward": 15.0, "step": 12.5}}]
+    ranks = with_gpu_readings({"rows": rows, "findings": []}, readings(shared=True), None)
+    assert ranks["findings"] == ["rank 1 shares GPU 1 with pid 1083 (python3, 1.2 GiB): its forward ×1.50 against "
+                                 "the other ranks'"]

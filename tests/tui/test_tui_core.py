@@ -174,3 +174,14 @@ def test_one_factory_makes_the_app_for_the_user_and_for_tests(tmp_path):
     driven = build_app(tmp_path, [tmp_path / "a-run"], live_inspect=True)
     assert (driven.sample_gpu, driven.live_inspect, driven.settings_path) == (False, True, None)
     assert driven.runs_root == tmp_path and driven.open_runs == [tmp_path / "a-run"]
+
+
+def test_a_cancelled_run_keeps_the_steps_its_summary_counts_even_one_whose_event_never_came():
+    """A cancel can stop the runner after it saved a step and before it sent the step's event (seen in CI: Live
+    said 6 kept steps, the run directory 7). The summary is what the run kept."""
+    state = RunState(stage="measured", planned_steps=5000)
+    for index in range(6):
+        state = state.apply({"event": "step", "kind": "measured", "index": index, "wall_ms": 10.0, "phases_ms": {}})
+    summary = {"status": "failed", "error": {"kind": "cancelled"}, "phases": {"step": {"n": 7, "median_ms": 10.0}}}
+    state = state.apply({"event": "failed", "kind": "cancelled", "message": "stopped by SIGINT", "summary": summary})
+    assert (len(state.steps), state.kept_steps, state.stage_progress()) == (6, 7, (7, 5000))

@@ -36,7 +36,8 @@ async def test_a_cancelled_run_says_cancelled_on_live_and_runs_with_the_steps_it
         await pilot.press("ctrl+g")
         await wait_for(pilot, lambda: not app.run_state.running)
         await pilot.pause()
-        done = len(app.run_state.steps)
+        done = app.run_state.kept_steps  # the summary's count: a cancel may keep a step whose event it never sent
+        assert done - len(app.run_state.steps) in (0, 1)
         line = str(app.query_one("#stage-line").render())
         assert line.startswith(f"cancelled · {done} of 5000 measured steps · stopped by SIGINT · ")
         bar = app.query_one("#stage-progress", ProgressBar)

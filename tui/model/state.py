@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, cast
 
-from sysprof.profiler_core.api import events, run_state
+from sysprof.profiler_core.api import events, phases_of, run_state
 
 if TYPE_CHECKING:
     from sysprof.profiler_core.api import RunError, RunSummary, StepRecord
@@ -67,8 +67,15 @@ class RunState:
         if self.stage in ("profiling", "memory"):
             return sum(1 for s in self.pass_steps if s.get("kind") != "warmup"), self.stage_total
         if self.stage in ("finished", "failed"):  # the measured steps that finished, whatever ended the run
-            return len(self.steps), self.planned_steps or None
+            return self.kept_steps, self.planned_steps or None
         return 0, None
+
+    @property
+    def kept_steps(self) -> int:
+        """The measured steps the run kept: its summary's count once it ended (a cancel can stop the runner after a
+        step was saved and before its event was sent, so the events may hold one fewer), else the steps seen."""
+        step = phases_of(self.summary).get("step") or {}
+        return max(len(self.steps), step.get("n") or 0)
 
     def apply(self, event: Mapping[str, Any]) -> RunState:
         if event.get("pass") and event.get("event") not in (events.STEP, events.WARMUP_STEP):

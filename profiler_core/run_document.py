@@ -6,7 +6,6 @@ The tables, exports, compare and the app take a `Run` instead of a path, and ask
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -95,7 +94,3 @@ class Run:
         directory = self.path / rundir.PROFILED_DIR
         return Run.load(directory, tolerant=True, need_manifest=False) if directory.is_dir() else None
 
-
-def summary_of(run: Run | None) -> Mapping[str, Any]:
-    """A run's summary, or an empty one (a run that has not written it, or no run)."""
-    return (run.summary if run else None) or {}

@@ -16,23 +16,30 @@ from typing import Any
 from sysprof.models.phases import STEP, TIMED_PHASES
 from sysprof.profiler_core.records import phases_of
 from sysprof.profiler_core.stability import process_label
+from sysprof.profiler_core.stragglers import evidence, measured_by_index, paired_tests, too_few_steps
 
 STRAGGLER_SCORE = 0.75  # fastest rank's median / this rank's: below it, the rank is flagged
-PHASE_GAP = 1.25  # a phase this many times the other ranks' median is what moved
+CLOCK_GAP = 0.95  # a rank's SM clock below this share of the other ranks' is a cause worth naming
+CPU_WAIT_SHARE = 0.25  # a run-queue wait this share of the rank's excess names host load as a cause
 
 
 def rank_record(rank: int, summary: Mapping[str, Any], steps: Sequence[Mapping[str, Any]],
                 device: str | None = None) -> dict[str, Any]:
-    """What the per-rank table needs from one rank: its phase medians, step p90, peak memory, status."""
+    """What the per-rank table needs from one rank: its phase medians, step p90, peak memory, status, the median
+    wait of its main thread for a CPU; and its measured steps' phases for the per-step test (rank_table drops them)."""
     phases = phases_of(summary)
-    measured = sorted(s["wall_ms"] for s in steps if s.get("kind") == "measured")
+    measured = [s for s in steps if s.get("kind") == "measured"]
     peaks = [b for b in (summary.get("peak_memory_bytes") or {}).values() if b is not None]
+    waits = [s["cpu_wait_ms"] for s in measured if s.get("cpu_wait_ms") is not None]
     error = summary.get("error") or {}
     return {"rank": rank, "status": summary.get("status"), "error": error.get("message"),
             "median_ms": {phase: phases[phase]["median_ms"] for phase in TIMED_PHASES if phase in phases},
-            "step_p90_ms": _p90(measured), "peak_allocated_bytes": max(peaks, default=None),
+            "step_p90_ms": _p90(sorted(s["wall_ms"] for s in measured)),
+            "peak_allocated_bytes": max(peaks, default=None),
             "tokens_per_s": summary.get("tokens_per_s"), "host": (summary.get("env") or {}).get("hostname"),
-            "device": device}
+            "device": device, "cpu_wait_ms": statistics.median(waits) if waits else None,
+            "steps": [{"kind": "measured", "index": s.get("index"), "wall_ms": s["wall_ms"],
+                       "phases_ms": s.get("phases_ms") or {}} for s in measured]}
 
 
 def _p90(values: list[float]) -> float | None:
@@ -43,7 +50,7 @@ def _p90(values: list[float]) -> float | None:
 
 def rank_table(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """One row per rank with its straggler score (fastest rank's step median / this rank's), the slowest and fastest
-    marked, and a flag below STRAGGLER_SCORE."""
+    marked, and a flag below STRAGGLER_SCORE (the records' steps are left out)."""
     steps = {r["rank"]: r["median_ms"].get(STEP) for r in records}
     timed = {rank: ms for rank, ms in steps.items() if ms}
     fastest = min(timed.values(), default=None)
@@ -55,60 +62,87 @@ def rank_table(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         score = fastest / ms if fastest and ms else None
         mark = "slowest" if record["rank"] == slowest_rank and len(timed) > 1 else \
             "fastest" if record["rank"] == fastest_rank and len(timed) > 1 else ""
-        rows.append({**record, "straggler_score": score, "flagged": score is not None and score < STRAGGLER_SCORE,
-                     "mark": mark})
+        rows.append({**{k: v for k, v in record.items() if k != "steps"}, "straggler_score": score,
+                     "flagged": score is not None and score < STRAGGLER_SCORE, "mark": mark})
     return rows
 
 
-def findings(rows: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The pattern in words: which rank's forward (or optimizer) is slow, and which ranks wait for it in backward.
-
-    A rank whose own compute is slow is the culprit; with DDP the others' backward grows by the time they spend in
-    the all-reduce waiting for it, so their step is as slow as the culprit's and its score alone cannot name it.
-    A phase that is merely slower (noise moves a phase by tens of percent on a busy host) names no one: the rank's
-    step must be flagged too, or another rank's backward must show the wait."""
-    culprits = [r for r in rows if (_stands_out(rows, r, "forward") or _stands_out(rows, r, "optimizer"))
-                and (r["flagged"] or any(_backward_waits(v, r) for v in rows if v is not r))]
-    if not culprits:
-        flagged = [r["rank"] for r in rows if r["flagged"]]
-        return ([f"rank {', '.join(map(str, flagged))}: step below {STRAGGLER_SCORE:.0%} of the fastest rank's"]
-                if flagged else [])
-    said = []
-    for culprit in culprits:
-        phase = "forward" if _stands_out(rows, culprit, "forward") else "optimizer"
-        others = [r for r in rows if r is not culprit]
-        said.append(f"rank {culprit['rank']} is the straggler: its {phase} takes {culprit['median_ms'][phase]:.2f} ms "
-                    f"against {_median_of(others, phase):.2f} ms on the other ranks")
-        victims = [r for r in others if _backward_waits(r, culprit)]
-        if victims:
-            waits = ", ".join(f"rank {v['rank']} ({v['median_ms']['backward']:.2f} ms)" for v in victims)
-            said.append(f"victim waits in all-reduce: the backward of {waits} grows to cover it, against "
-                        f"{culprit['median_ms']['backward']:.2f} ms on rank {culprit['rank']}{_cost(victims, culprit)}")
-    return said
+def ranks_section(records: Sequence[Mapping[str, Any]], missing: Sequence[str] = ()) -> dict[str, Any]:
+    """The rows, the per-step test of every rank that measured steps, and the findings from what is known so far
+    (the session adds the node's readings and says them again: with_findings)."""
+    rows = rank_table(records)
+    tests = paired_tests({r["rank"]: measured_by_index(r.get("steps") or ()) for r in records if r.get("steps")})
+    return {"rows": rows, "stragglers": tests, "missing": list(missing), "findings": findings(rows, tests, missing)}
 
 
-def _cost(victims: Sequence[Mapping[str, Any]], culprit: Mapping[str, Any]) -> str:
-    """What the wait costs every step, so that a reader can tell a lasting straggler from a rank a busy host slowed
-    by a few milliseconds in this run (seen on a shared 2×H200 host: 9–13 ms of a 60 ms step, 2 runs in 10)."""
-    wait = statistics.median(v["median_ms"]["backward"] for v in victims) - culprit["median_ms"]["backward"]
-    step = culprit["median_ms"].get(STEP)
-    return f": about {wait:.1f} ms of each {step:.1f} ms step is waiting ({wait / step:.0%})" if step else ""
+def with_findings(ranks: dict[str, Any]) -> dict[str, Any]:
+    """The findings again, once the rows carry the node's readings (other processes, clocks, exposed wait)."""
+    return {**ranks, "findings": findings(ranks["rows"], ranks.get("stragglers") or [], ranks.get("missing") or [])}
 
 
-def _median_of(rows: Sequence[Mapping[str, Any]], phase: str) -> float:
-    return statistics.median(r["median_ms"][phase] for r in rows if phase in r["median_ms"])
+def findings(rows: Sequence[Mapping[str, Any]], tests: Sequence[Mapping[str, Any]],
+             missing: Sequence[str] = ()) -> list[str]:
+    """The ranks' findings: the ranks the per-step test left out and why, each straggler with its cause, its cost
+    and what the verdict rests on (stragglers.py), then each other rank whose GPU another process shares."""
+    said = list(missing)
+    if note := too_few_steps(tests):
+        said.append(note)
+    culprits = {t["rank"]: t for t in tests if t["straggler"]}
+    for row in rows:
+        if row["rank"] in culprits:
+            said.append(_straggler(row, rows, culprits[row["rank"]]))
+    return [*said, *shared_gpu_findings(rows, skip=set(culprits))]
 
 
-def _stands_out(rows: Sequence[Mapping[str, Any]], row: Mapping[str, Any], phase: str) -> bool:
-    others = [r for r in rows if r is not row and phase in r["median_ms"]]
-    if phase not in row["median_ms"] or not others:
-        return False
-    return row["median_ms"][phase] > PHASE_GAP * _median_of(others, phase)
+def _straggler(row: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], test: Mapping[str, Any]) -> str:
+    """rank 1 is the straggler: another process (pid 4242 (python3, 1.2 GiB)) shares GPU 1; its forward +47%,
+    optimizer ×2.10 against the other ranks'; rank 0 waits ~43.0 ms of each step in backward (slower in …)."""
+    others = [r for r in rows if r is not row and r.get("status") == "ok"]
+    causes = _causes(row, others, test)
+    text = f"rank {row['rank']} is the straggler: " + ("; ".join(causes) if causes else
+                                                       "no cause seen on the node (its GPU unshared, clocks alike, "
+                                                       "no wait for a CPU)")
+    if changes := _phase_changes(row, others):
+        text += f"; its {changes} against the other ranks'"
+    waits = [f"rank {rank} waits ~{ms:.1f} ms" for rank, ms in test["others_wait_ms"].items() if ms > 0]
+    if waits:
+        text += f"; {', '.join(waits)} of each step in backward"
+    return f"{text}{_exposed(row, others)} ({evidence(test)})"
 
 
-def _backward_waits(victim: Mapping[str, Any], culprit: Mapping[str, Any]) -> bool:
-    backward_v, backward_c = victim["median_ms"].get("backward"), culprit["median_ms"].get("backward")
-    return backward_v is not None and backward_c is not None and backward_v > PHASE_GAP * backward_c
+def _causes(row: Mapping[str, Any], others: Sequence[Mapping[str, Any]], test: Mapping[str, Any]) -> list[str]:
+    """What the node says slowed this rank: another process on its GPU, a CPU it waited for, a lower clock."""
+    causes = []
+    if processes := row.get("other_processes"):
+        gpu = processes[0].get("gpu")
+        causes.append(f"{'another process' if len(processes) == 1 else 'other processes'} "
+                      f"({', '.join(process_label(p) for p in processes)}) shares "
+                      f"{'its GPU' if gpu is None else f'GPU {gpu}'}")
+    own, theirs = row.get("cpu_wait_ms"), _median_field(others, "cpu_wait_ms")
+    if own is not None and theirs is not None and own - theirs >= CPU_WAIT_SHARE * (test["excess_ms"] or 0):
+        causes.append(f"its main thread waited {own:.1f} ms per step for a CPU against {theirs:.1f} ms on the other "
+                      "ranks (host load)")
+    clock, their_clock = row.get("sm_clock_mhz"), _median_field(others, "sm_clock_mhz")
+    if clock and their_clock and clock < CLOCK_GAP * their_clock:
+        reasons = set(row.get("throttle_reasons") or ()) - {"idle"} - \
+            {r for o in others for r in (o.get("throttle_reasons") or ())}
+        causes.append(f"its SM clock {clock:.0f} MHz against {their_clock:.0f} MHz on the other ranks"
+                      + (f" ({', '.join(sorted(reasons))})" if reasons else ""))
+    return causes
+
+
+def _median_field(rows: Sequence[Mapping[str, Any]], field: str) -> float | None:
+    values = [r[field] for r in rows if r.get(field) is not None]
+    return statistics.median(values) if values else None
+
+
+def _exposed(row: Mapping[str, Any], others: Sequence[Mapping[str, Any]]) -> str:
+    """The profiled pass's direct measure of the wait, where nsys gave one per rank."""
+    theirs = [(o["rank"], o["exposed_comm_ms"]) for o in others if o.get("exposed_comm_ms") is not None]
+    if row.get("exposed_comm_ms") is None or not theirs:
+        return ""
+    listed = ", ".join(f"{ms:.1f} ms on rank {rank}" for rank, ms in theirs)
+    return f"; nsys: exposed communication {listed} against {row['exposed_comm_ms']:.1f} ms on rank {row['rank']}"
 
 
 GPU_READINGS = ("sm_clock_mhz", "power_w", "other_processes", "throttle_reasons")
@@ -122,42 +156,46 @@ def with_gpu_readings(ranks: dict[str, Any], per_gpu: Mapping[int, Mapping[str, 
     base = first["rank"] if first else 0
     rows = [row | {key: (per_gpu.get(row["rank"] - base) or {}).get(key) for key in GPU_READINGS}
             for row in ranks["rows"]]
-    return {**ranks, "rows": rows, "findings": [*shared_gpu_findings(rows), *ranks.get("findings", [])]}
+    return {**ranks, "rows": rows}
 
 
-def shared_gpu_findings(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+def shared_gpu_findings(rows: Sequence[Mapping[str, Any]], skip: set[int] | None = None) -> list[str]:
     """A rank whose GPU another process shares, named with that process (NVML) and what its phases show against
-    the other ranks': the cause the node states, whether or not the timings single the rank out."""
+    the other ranks': the cause the node states, whether or not the per-step test singles the rank out.
+    skip: ranks already named as stragglers (their finding names the process)."""
     said = []
     for row in rows:
         processes = row.get("other_processes") or []
         others = [r for r in rows if r is not row and r.get("status") == "ok"]
-        if not processes or not others or row.get("status") != "ok":
+        if not processes or not others or row.get("status") != "ok" or row["rank"] in (skip or ()):
             continue
         gpu = processes[0].get("gpu")
+        changes = _phase_changes(row, others)
+        against = f": its {changes} against the other ranks'" if changes else ""
         said.append(f"rank {row['rank']} shares {'its GPU' if gpu is None else f'GPU {gpu}'} with "
-                    f"{', '.join(process_label(p) for p in processes)}{_phases_against(row, others)}")
+                    f"{', '.join(process_label(p) for p in processes)}{against}{_median_waits(row, others)}")
     return said
 
 
-def _phases_against(row: Mapping[str, Any], others: Sequence[Mapping[str, Any]]) -> str:
-    """: its forward +2%, optimizer ×2.18 against the other ranks; rank 0 waits ~38.9 ms of each 362.7 ms step."""
+def _phase_changes(row: Mapping[str, Any], others: Sequence[Mapping[str, Any]]) -> str:
+    """forward +2%, optimizer ×2.18: the rank's phase medians against the other ranks' (the phases both have)."""
     changes = []
     for phase in ("forward", "optimizer"):
         own = row["median_ms"].get(phase)
-        timed = [r for r in others if r["median_ms"].get(phase)]  # forward-only modes have no optimizer
-        theirs = _median_of(timed, phase) if own and timed else None
-        if own and theirs:
-            ratio = own / theirs
+        timed = [r["median_ms"][phase] for r in others if r["median_ms"].get(phase)]  # forward-only: no optimizer
+        if own and timed:
+            ratio = own / statistics.median(timed)
             changes.append(f"{phase} ×{ratio:.2f}" if ratio >= 1.5 else f"{phase} {ratio - 1:+.0%}")
-    text = f": its {', '.join(changes)} against the other ranks'" if changes else ""
+    return ", ".join(changes)
+
+
+def _median_waits(row: Mapping[str, Any], others: Sequence[Mapping[str, Any]]) -> str:
+    """; rank 0 waits ~38.9 ms of each 362.7 ms step in backward (from the phase medians)."""
     waits = [(r["rank"], r["median_ms"]["backward"] - row["median_ms"]["backward"]) for r in others
              if r["median_ms"].get("backward") and row["median_ms"].get("backward")]
     step = row["median_ms"].get(STEP)
     waiting = [f"rank {rank} waits ~{ms:.1f} ms" for rank, ms in waits if ms > 0]
-    if waiting and step:
-        text += f"; {', '.join(waiting)} of each {step:.1f} ms step in backward"
-    return text
+    return f"; {', '.join(waiting)} of each {step:.1f} ms step in backward" if waiting and step else ""
 
 
 def local_ranks(summary: Mapping[str, Any], nproc: int) -> list[tuple[int, int]]:

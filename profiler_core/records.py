@@ -85,6 +85,7 @@ class StepRecord(TypedDict, total=False):
     peak_reserved_bytes: dict[str, int]
     memory_before_backward_bytes: int | None
     memory_after_step_bytes: int | None
+    cpu_wait_ms: float | None  # the main thread's run-queue delay in the step (runner/run_queue.py); None: unknown
     # Steps of a profiled or memory pass also carry "pass" (a keyword, so not declarable here).
 
 

@@ -1,77 +1,162 @@
-"""Is a slowed rank named, and is no rank named without one? `sysprof run --nproc 2` repeated in fresh launches.
+"""Is the right rank named, with the right cause, when something real slows it, and no rank named when nothing does?
+`sysprof run --nproc 2` repeated in fresh launches, the conditions interleaved round by round.
 
-    python3 -m benchmarks.multi_gpu.stragglers [--runs 10] [--delay-ms 30] [--model small] [--device cuda] [--out FILE]
+    python3 -m benchmarks.multi_gpu.stragglers [--runs 10] [--conditions plain,heavy,light,host,hook]
+        [--model small] [--device cuda] [--out FILE] [--budget-s S]
 
-Each round runs the same config twice, interleaved: once with SYSPROF_TEST_SLOW_RANK=1:DELAY (rank 1's forward
-delayed by about DELAY ms) and once without. A slowed run counts as named when the findings call rank 1 the
-straggler and rank 0 the victim waiting in all-reduce; a plain run counts as clean when no rank is flagged and no
-finding names anyone (stricter than the issue's "no rank flagged", which plain_unflagged counts). Prints one JSON
-line per run, then the totals (the issue's figure: 10 of 10 each). --budget-s stops starting rounds after that long.
+Conditions (each slows rank 1 through something the tool did not build, except `hook`):
+  plain   nothing: no rank may be named.
+  heavy   another process on GPU 1 doing 8192² bf16 matmuls back to back (a neighbour training job).
+  light   another process on GPU 1 doing 2048² bf16 matmuls in bursts with pauses (a light neighbour).
+  host    rank 1's threads pinned to two cores that four busy-looping processes also run on (a loaded host).
+  hook    SYSPROF_TEST_SLOW_RANK=1:DELAY, the test-only delay in rank 1's forward.
+A run is right when the findings name rank 1 the straggler with the condition's cause (the other process on GPU 1;
+the CPU it waited for), or, for plain, name no rank at all. Prints one JSON line per run, then the totals.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import signal
 import subprocess
+import sys
 import time
+from pathlib import Path
 
 from benchmarks.harness import tool_argv
 
+NEIGHBOURS = {  # the other process on GPU 1: a loop of bf16 matmuls, back to back or in bursts with pauses
+    "heavy": "a = torch.randn(8192, 8192, device='cuda:1', dtype=torch.bfloat16)\n"
+             "while True: a @ a",
+    "light": "a = torch.randn(2048, 2048, device='cuda:1', dtype=torch.bfloat16)\n"
+             "while True:\n    for _ in range(20): a @ a\n    torch.cuda.synchronize(1); time.sleep(0.004)",
+}
+BUSY = "import os, sys\nos.sched_setaffinity(0, {int(c) for c in sys.argv[1].split(',')})\nwhile True: pass"
+HOST_CORES = 2
+CAUSES = {"heavy": "shares GPU 1", "light": "shares GPU 1", "host": "for a CPU", "hook": ""}
 
-def one_run(args: argparse.Namespace, slowed: bool) -> dict:
+
+def start_cause(condition: str, cores: list[int]) -> list[subprocess.Popen]:
+    if condition in NEIGHBOURS:
+        code = f"import time, torch\n{NEIGHBOURS[condition]}"
+        started = [subprocess.Popen([sys.executable, "-c", code])]
+        time.sleep(6)  # its CUDA context and first kernels, before the run starts
+        return started
+    if condition == "host":
+        return [subprocess.Popen([sys.executable, "-c", BUSY, ",".join(map(str, cores))])
+                for _ in range(2 * len(cores))]
+    return []
+
+
+def rank_pid(local_rank: int, timeout: float = 120.0) -> int | None:
+    """The pid of this node's runner process of local_rank (torchrun's child), once it exists."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                if b"sysprof.profiler_core.runner" not in (entry / "cmdline").read_bytes():
+                    continue
+                if f"LOCAL_RANK={local_rank}".encode() in (entry / "environ").read_bytes().split(b"\0"):
+                    return int(entry.name)
+            except OSError:
+                continue
+        time.sleep(0.2)
+    return None
+
+
+def pin(pid: int, cores: list[int]) -> None:
+    """Every thread of pid onto cores (threads it starts later inherit it)."""
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            os.sched_setaffinity(int(task.name), set(cores))
+        except OSError:
+            pass
+
+
+def one_run(args: argparse.Namespace, condition: str) -> dict:
     env = dict(os.environ)
-    if slowed:
+    if condition == "hook":
         env["SYSPROF_TEST_SLOW_RANK"] = f"1:{args.delay_ms}"
     command, _ = tool_argv("run", "--model", args.model, "--dtype", args.dtype, "--attention", "sdpa", "--ctx",
                            str(args.ctx), "--batch", str(args.batch), "--warmup", "3", "--steps", str(args.steps),
-                           "--nproc", "2", "--device", args.device, "--json")
+                           "--optimizer-impl", "fused", "--nproc", "2", "--device", args.device, "--json")
     if args.runs_dir:
         command += ["--runs-dir", args.runs_dir]
-    done = subprocess.run(command, env=env, capture_output=True, text=True)
-    summary = json.loads(done.stdout) if done.stdout.strip() else {"status": f"exit {done.returncode}"}
+    cores = sorted(os.sched_getaffinity(0))[-HOST_CORES:]
+    causes = start_cause(condition, cores)
+    try:
+        run = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if condition == "host" and (pid := rank_pid(1)):
+            pin(pid, cores)
+        out, err = run.communicate()
+    finally:
+        for cause in causes:
+            cause.send_signal(signal.SIGKILL)
+            cause.wait()
+    summary = json.loads(out) if out.strip() else {"status": f"exit {run.returncode}: {err.strip()[-300:]}"}
+    return judged(condition, summary)
+
+
+def right_rank_and_cause(condition: str, said: list[str]) -> bool:
+    """plain: no rank called the straggler. Otherwise rank 1 named with the condition's cause (for a neighbour,
+    its straggler finding or the line that names the process sharing its GPU) and no other rank called the
+    straggler."""
+    named = [f for f in said if " is the straggler" in f]
+    if condition == "plain":
+        return not named
+    if any(not f.startswith("rank 1 ") for f in named):
+        return False
+    cause = CAUSES[condition]
+    return any(f.startswith("rank 1 ") and cause in f for f in (named if condition in ("host", "hook") else said))
+
+
+def judged(condition: str, summary: dict) -> dict:
     ranks = summary.get("ranks") or {}
     said = ranks.get("findings") or []
-    flagged = [row["rank"] for row in ranks.get("rows") or [] if row["flagged"]]
-    steps = [row["median_ms"].get("step") for row in ranks.get("rows") or []]
-    named = (len(said) >= 2 and said[0].startswith("rank 1 is the straggler")
-             and said[1].startswith("victim waits in all-reduce: the backward of rank 0"))
-    return {"slowed": slowed, "status": summary.get("status"), "step_ms": steps, "flagged": flagged,
-            "findings": said, "right": named if slowed else (not said and not flagged)}
+    right = right_rank_and_cause(condition, said)
+    tests = [{k: t.get(k) for k in ("rank", "slower_steps", "steps", "p_value", "share", "excess_ms")}
+             for t in ranks.get("stragglers") or []]
+    rows = [{k: r.get(k) for k in ("rank", "median_ms", "cpu_wait_ms", "sm_clock_mhz", "power_w")}
+            for r in ranks.get("rows") or []]
+    return {"condition": condition, "status": summary.get("status"), "right": right, "findings": said,
+            "tests": tests, "rows": rows, "run_dir": summary.get("run_dir")}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=10)
-    parser.add_argument("--delay-ms", type=float, default=30.0)
+    parser.add_argument("--conditions", default="plain,heavy,light,host,hook")
+    parser.add_argument("--delay-ms", type=float, default=10.0)
     parser.add_argument("--model", default="small")
     parser.add_argument("--dtype", default="bf16")
-    parser.add_argument("--ctx", type=int, default=256)
+    parser.add_argument("--ctx", type=int, default=512)
     parser.add_argument("--batch", type=int, default=4)
-    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--runs-dir")
     parser.add_argument("--out", help="also write every run's line and the totals here (JSON)")
     parser.add_argument("--budget-s", type=float, help="start no new round after this many seconds")
     args = parser.parse_args()
-    results = []
+    conditions = args.conditions.split(",")
+    results: list[dict] = []
     started = time.monotonic()
     for _ in range(args.runs):
         if args.budget_s and time.monotonic() - started > args.budget_s:
             break  # the totals say how many rounds ran
-        for slowed in (True, False):
-            results.append(one_run(args, slowed))
+        for condition in conditions:
+            results.append(one_run(args, condition))
             print(json.dumps(results[-1]), flush=True)
-    totals = {"slowed_named": sum(r["right"] for r in results if r["slowed"]),
-              "plain_clean": sum(r["right"] for r in results if not r["slowed"]),
-              "plain_unflagged": sum(not r["flagged"] for r in results if not r["slowed"]),
-              "runs_each": len(results) // 2,
-              "delay_ms": args.delay_ms,
-              "config": f"{args.model} {args.dtype} ctx {args.ctx} batch {args.batch} per rank"}
+            if args.out:
+                Path(args.out).write_text(json.dumps({"runs": results}, indent=1))
+    totals = {c: f"{sum(r['right'] for r in results if r['condition'] == c)} of "
+                 f"{sum(r['condition'] == c for r in results)}" for c in conditions}
+    totals["config"] = f"{args.model} {args.dtype} ctx {args.ctx} batch {args.batch} per rank, {args.steps} steps"
     print(json.dumps(totals))
     if args.out:
-        with open(args.out, "w") as out:
-            json.dump({"runs": results, "totals": totals}, out, indent=1)
+        Path(args.out).write_text(json.dumps({"runs": results, "totals": totals}, indent=1))
 
 
 if __name__ == "__main__":

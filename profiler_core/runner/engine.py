@@ -23,8 +23,7 @@ from sysprof.profiler_core.config import ConfigError, RunConfig, validate
 from sysprof.profiler_core.events import CAPTURES, SCHEMA_VERSION, ReaderGone, emit
 from sysprof.profiler_core.metrics import build_summary
 from sysprof.profiler_core.options import config_to_args
-from sysprof.profiler_core.ranks import all_ranks_throughput, rank_record, rank_table
-from sysprof.profiler_core.ranks import findings as rank_findings
+from sysprof.profiler_core.ranks import all_ranks_throughput, rank_record, ranks_section
 from sysprof.profiler_core.records import RunError, RunSummary, StepRecord
 from sysprof.profiler_core.runner import distributed
 from sysprof.profiler_core.runner.capture import MemoryHistory, measured_capture
@@ -247,10 +246,9 @@ class Runner:
         records = distributed.gather(rank_record(self.rank.rank, summary, self.steps, device), self.rank)
         if records is None:
             return summary
-        rows = rank_table(records)
+        section = ranks_section(records)
         summary["ranks"] = {"world": self.rank.world, "parallel": self.cfg.parallel, "batch_per_rank": self.cfg.batch,
-                            "tokens_per_s_all_ranks": all_ranks_throughput(rows), "rows": rows,
-                            "findings": rank_findings(rows)}
+                            "tokens_per_s_all_ranks": all_ranks_throughput(section["rows"]), **section}
         rundir.write_json(self.run_dir / rundir.SUMMARY, summary)
         return summary
 

@@ -14,6 +14,7 @@ import torch
 from sysprof.models.nvtx import nvtx_range
 from sysprof.models.phases import PHASE_RANGES
 from sysprof.profiler_core.records import StepRecord
+from sysprof.profiler_core.runner.run_queue import RunQueueClock
 from sysprof.profiler_core.runner.workload import Workload
 
 
@@ -32,6 +33,7 @@ class StepInstruments:
         self.events = {p: (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
                        for p in PHASE_RANGES} if self.on_cuda else {}
         self.current_phase: str | None = None
+        self.run_queue = RunQueueClock()  # built on the thread that runs the steps: its delay is the one read
         self.reset()
 
     def reset(self) -> None:
@@ -89,6 +91,7 @@ class _Phase:
 def run_step(work: Workload, tools: StepInstruments) -> StepRecord:
     """Run one step of the configured mode; returns its timing and memory record."""
     tools.reset()
+    queued_before = tools.run_queue.waited_ms()
     started = time.perf_counter()
     with tools.phase("forward"):
         loss = work.forward()
@@ -102,10 +105,12 @@ def run_step(work: Workload, tools: StepInstruments) -> StepRecord:
         work.zero_grad()
     synchronize(work.device)
     wall_ms = (time.perf_counter() - started) * 1e3
+    queued_after = tools.run_queue.waited_ms()
     last_phase = tools.current_phase
     assert last_phase is not None  # the forward phase above set it
     tools.current_phase = None  # the step is over: a failure after it is in no phase
     return {"wall_ms": wall_ms, "phases_ms": tools.elapsed_ms(), "loss": float(loss.detach()),
             "peak_allocated_bytes": dict(tools.allocated), "peak_reserved_bytes": dict(tools.reserved),
             "memory_before_backward_bytes": tools.in_use_after.get("forward"),
-            "memory_after_step_bytes": tools.in_use_after.get(last_phase)}
+            "memory_after_step_bytes": tools.in_use_after.get(last_phase),
+            "cpu_wait_ms": None if queued_before is None or queued_after is None else queued_after - queued_before}

@@ -15,7 +15,7 @@ from typing import cast
 
 from sysprof.profiler_core import events, rundir
 from sysprof.profiler_core.config import RunConfig
-from sysprof.profiler_core.ranks import local_ranks, with_communication, with_gpu_readings
+from sysprof.profiler_core.ranks import local_ranks, with_communication, with_findings, with_gpu_readings
 from sysprof.profiler_core.records import PassRecord, RunSummary, median_ms
 from sysprof.profiler_core.session.analysis import (
     analyze_kernels,
@@ -28,7 +28,7 @@ from sysprof.profiler_core.session.backends import Backend
 from sysprof.profiler_core.session.clock import PassClock, profiled_breakdown
 from sysprof.profiler_core.session.prestart import HeldPass, can_prestart
 from sysprof.profiler_core.session.process import RunnerProcess, mark_killed, runner_argv
-from sysprof.profiler_core.session.rank_checks import with_rank_failure
+from sysprof.profiler_core.session.rank_checks import surviving_ranks, with_rank_failure
 from sysprof.profiler_core.session.watch import MeasuredWatch
 
 EventSink = Callable[[dict], None]
@@ -63,9 +63,12 @@ class Session:
             if held:
                 held.discard()
         summary["warnings"] = watch.warnings(summary, rundir.read_steps(self.run_dir))
+        if self.cfg.distributed and not summary.get("ranks") and (
+                survivors := surviving_ranks(self.run_dir, dict(summary), self.cfg.nproc)):
+            summary["ranks"] = survivors
         if summary.get("ranks"):
-            summary["ranks"] = with_gpu_readings(summary["ranks"], watch.per_gpu_medians(), summary.get("rank"))
-            summary["ranks"] = with_communication(summary["ranks"], (summary.get("profile") or {}).get("ranks"))
+            ranks = with_gpu_readings(summary["ranks"], watch.per_gpu_medians(), summary.get("rank"))
+            summary["ranks"] = with_findings(with_communication(ranks, (summary.get("profile") or {}).get("ranks")))
         try:
             watch.save(self.run_dir)
         except OSError as exc:

@@ -1,5 +1,6 @@
 """Several ranks, as the session sees them: whether the node has a GPU per rank (NVML, before anything starts),
-and which rank failed when a run of several did not finish ok (from the ranks' directories)."""
+which rank failed when a run of several did not finish ok, and what the ranks that measured steps show (from the
+ranks' directories)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,6 +9,7 @@ from typing import Any
 from sysprof.profiler_core import events, rundir
 from sysprof.profiler_core.config import RunConfig
 from sysprof.profiler_core.nvml import visible_gpu_count
+from sysprof.profiler_core.ranks import local_ranks, rank_record, ranks_section
 
 
 def gpus_problem(cfg: RunConfig, visible: int | None = None) -> str | None:
@@ -52,3 +54,23 @@ def rank_failure(run_dir: Path, nproc: int) -> tuple[int | None, dict[str, Any]]
         return None, {"kind": events.KILLED, "message": f"{nproc - 1 - len(found)} of this node's ranks exited "
                                                         "before writing anything"}
     return None
+
+
+def surviving_ranks(run_dir: Path, summary: dict[str, Any], nproc: int) -> dict[str, Any] | None:
+    """A run whose ranks never reached the gather (one failed or was killed): the per-rank table and the per-step
+    test of this node's ranks that measured steps (their steps.jsonl), the others named. None: none measured any."""
+    records, without = [], []
+    for rank, local in local_ranks(summary, nproc):
+        directory = rundir.rank_dir(run_dir, rank, local)
+        own = summary if local == 0 else rundir.read_summary(directory)
+        steps = rundir.read_steps(directory) if directory.is_dir() else []
+        if not any(step.get("kind") == "measured" for step in steps):
+            without.append(rank)
+            continue
+        records.append(rank_record(rank, own or {"status": events.KILLED}, steps))
+    if not records:
+        return None
+    kept = ", ".join(str(r["rank"]) for r in records)
+    missing = [f"rank {rank} measured no step before the run stopped: the per-step test covers rank(s) {kept}"
+               for rank in without]
+    return {"world": nproc, "parallel": None, **ranks_section(records, missing)}

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sysprof.profiler_core.ranks import with_gpu_readings
+from sysprof.profiler_core.ranks import with_findings, with_gpu_readings
 from sysprof.profiler_core.session.watch import process_name
 from sysprof.profiler_core.stability import gpu_process_warnings
 
@@ -25,7 +25,7 @@ def readings(*, shared: bool) -> dict:
 def test_the_rank_whose_gpu_is_shared_is_named_with_the_process_and_the_cost():
     summary = json.loads((RESULTS / "xl-neighbour.json").read_text())
     assert "1 other process(es) on this GPU (pid 1083)" in " ".join(w["message"] for w in summary["warnings"])
-    ranks = with_gpu_readings(summary["ranks"], readings(shared=True), summary.get("rank"))
+    ranks = with_findings(with_gpu_readings(summary["ranks"], readings(shared=True), summary.get("rank")))
     [finding] = [f for f in ranks["findings"] if "shares" in f]
     assert finding.startswith("rank 1 shares GPU 1 with pid 1083 (python3, 1.2 GiB)")
     assert "optimizer ×2.18" in finding and "rank 0 waits ~38.9 ms of each" in finding
@@ -34,7 +34,7 @@ def test_the_rank_whose_gpu_is_shared_is_named_with_the_process_and_the_cost():
 
 def test_no_rank_is_named_when_no_other_process_shares_a_gpu():
     summary = json.loads((RESULTS / "xl-plain.json").read_text())
-    ranks = with_gpu_readings(summary["ranks"], readings(shared=False), summary.get("rank"))
+    ranks = with_findings(with_gpu_readings(summary["ranks"], readings(shared=False), summary.get("rank")))
     assert not [f for f in ranks["findings"] if "shares" in f]
 
 
@@ -57,6 +57,6 @@ def test_a_process_is_named_from_proc_and_an_unknown_pid_has_no_name():
 def test_a_forward_only_run_names_the_shared_rank_by_the_phases_it_has():
     rows = [{"rank": 0, "status": "ok", "median_ms": {"forward": 10.0, "step": 12.0}},
             {"rank": 1, "status": "ok", "median_ms": {"forward": 15.0, "step": 12.5}}]
-    ranks = with_gpu_readings({"rows": rows, "findings": []}, readings(shared=True), None)
+    ranks = with_findings(with_gpu_readings({"rows": rows, "findings": []}, readings(shared=True), None))
     assert ranks["findings"] == ["rank 1 shares GPU 1 with pid 1083 (python3, 1.2 GiB): its forward ×1.50 against "
                                  "the other ranks'"]

@@ -87,6 +87,15 @@ def _shard(model: torch.nn.Module, fully_shard: Callable[..., Any]) -> torch.nn.
     return model
 
 
+def test_delay_ms(rank: Rank | None) -> float | None:
+    """The SLOW_RANK_ENV delay this rank's forward gets, if any (its record names it as the cause)."""
+    spec = os.environ.get(SLOW_RANK_ENV)
+    if not spec or rank is None:
+        return None
+    which, _, ms = spec.partition(":")
+    return float(ms) if int(which) == rank.rank else None
+
+
 def slow_forward(rank: Rank | None, device: torch.device) -> Callable[[], None] | None:
     """The SLOW_RANK_ENV delay for this rank, about MS ms whatever bounds the step.
 
@@ -94,13 +103,9 @@ def slow_forward(rank: Rank | None, device: torch.device) -> Callable[[], None] 
     as long while the GPU spins: a launch-bound step, whose GPU idles between launches, would absorb a GPU-only
     delay into its slack (seen on the H200s: 30 ms queued moved the small model's forward by 8 ms), and a GPU-bound
     one would absorb a host-only delay into its queue. The two run at once, so together they cost MS, not twice."""
-    spec = os.environ.get(SLOW_RANK_ENV)
-    if not spec or rank is None:
+    delay_ms = test_delay_ms(rank)
+    if delay_ms is None:
         return None
-    which, _, ms = spec.partition(":")
-    if int(which) != rank.rank:
-        return None
-    delay_ms = float(ms)
     if device.type != "cuda":
         return lambda: time.sleep(delay_ms / 1e3)
 

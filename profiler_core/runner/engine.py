@@ -243,7 +243,8 @@ class Runner:
         """Every rank's record on rank 0, once all have finished their steps: the per-rank table in its summary."""
         assert self.rank is not None
         device = str(self.work.device)
-        records = distributed.gather(rank_record(self.rank.rank, summary, self.steps, device), self.rank)
+        record = rank_record(self.rank.rank, summary, self.steps, device)
+        records = distributed.gather(record | {"test_delay_ms": distributed.test_delay_ms(self.rank)}, self.rank)
         if records is None:
             return summary
         section = ranks_section(records)

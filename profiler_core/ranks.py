@@ -9,6 +9,7 @@ victim.
 """
 from __future__ import annotations
 
+import os
 import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -18,9 +19,18 @@ from sysprof.profiler_core.records import phases_of
 from sysprof.profiler_core.stability import process_label
 from sysprof.profiler_core.stragglers import evidence, measured_by_index, paired_tests, too_few_steps
 
+# Test and benchmark only: "RANK:MS" delays that rank's forward by about MS ms (runner/distributed.slow_forward); a
+# rank it delays names it as its cause.
+SLOW_RANK_ENV = "SYSPROF_TEST_SLOW_RANK"
 STRAGGLER_SCORE = 0.75  # fastest rank's median / this rank's: below it, the rank is flagged
 CLOCK_GAP = 0.95  # a rank's SM clock below this share of the other ranks' is a cause worth naming
 CPU_WAIT_SHARE = 0.25  # a run-queue wait this share of the rank's excess names host load as a cause
+
+
+def test_delay_ms(rank: int) -> float | None:
+    """The test switch's delay for this rank's forward, if any (torchrun passes the environment to every rank)."""
+    which, _, ms = os.environ.get(SLOW_RANK_ENV, "").partition(":")
+    return float(ms) if which and int(which) == rank else None
 
 
 def rank_record(rank: int, summary: Mapping[str, Any], steps: Sequence[Mapping[str, Any]],
@@ -38,6 +48,7 @@ def rank_record(rank: int, summary: Mapping[str, Any], steps: Sequence[Mapping[s
             "peak_allocated_bytes": max(peaks, default=None),
             "tokens_per_s": summary.get("tokens_per_s"), "host": (summary.get("env") or {}).get("hostname"),
             "device": device, "cpu_wait_ms": statistics.median(waits) if waits else None,
+            "test_delay_ms": test_delay_ms(rank),
             "steps": [{"kind": "measured", "index": s.get("index"), "wall_ms": s["wall_ms"],
                        "phases_ms": s.get("phases_ms") or {}} for s in measured]}
 

@@ -238,7 +238,8 @@ class SysprofApp(TableExportActions, App):
         self.open_path(message.path)
 
     @on(RunsPane.Interleave)
-    def interleave_runs(self, message: RunsPane.Interleave) -> None:
+    @on(ConfigurePane.Interleave)
+    def interleave_runs(self, message: RunsPane.Interleave | ConfigurePane.Interleave) -> None:
         self.action_show_pane("studies")
         self.call_after_refresh(self.query_one("#pane-studies", StudiesPane).start_command, message.command)
 

@@ -41,6 +41,8 @@ GLOBAL_KEYS = (
 PANE_KEYS = (
     Key("ctrl+o", "pick_factory", "Pick model file", "Pick your model: a .py file, then a class or function in it "
         "(parsed, never run) fills model_factory", scope="Configure"),
+    Key("ctrl+t,f7", "ab", "A/B", "Run the form's config (A) against it with the A/B field's options (B), "
+        "interleaved in fresh processes (sysprof ab), on Studies", priority=True, scope="Configure"),
     Key("space", "toggle_mark", "Mark", "Mark / unmark the row (export marked rows; compare two runs)",
         scope="Kernels, Memory, Runs"),
     Key("s", "next_sort", "Sort", "Sort by the next column (or click a header)", scope="Kernels"),

@@ -14,11 +14,10 @@ import torch
 import torch.distributed as dist
 
 from sysprof.profiler_core.config import ConfigError, RunConfig
+from sysprof.profiler_core.ranks import test_delay_ms
 
 # A rank that died leaves the others blocked in a collective; torchrun stops them first, this is the backstop.
 GROUP_TIMEOUT = timedelta(minutes=10)
-# Test and benchmark only: "RANK:MS" delays that rank's forward by about MS ms (the straggler a table must name).
-SLOW_RANK_ENV = "SYSPROF_TEST_SLOW_RANK"
 SLEEP_CYCLES_PER_MS = 1_980_000  # torch.cuda._sleep spins clock cycles: 1 ms at an H200's top SM clock, longer below
 
 
@@ -87,23 +86,14 @@ def _shard(model: torch.nn.Module, fully_shard: Callable[..., Any]) -> torch.nn.
     return model
 
 
-def test_delay_ms(rank: Rank | None) -> float | None:
-    """The SLOW_RANK_ENV delay this rank's forward gets, if any (its record names it as the cause)."""
-    spec = os.environ.get(SLOW_RANK_ENV)
-    if not spec or rank is None:
-        return None
-    which, _, ms = spec.partition(":")
-    return float(ms) if int(which) == rank.rank else None
-
-
 def slow_forward(rank: Rank | None, device: torch.device) -> Callable[[], None] | None:
-    """The SLOW_RANK_ENV delay for this rank, about MS ms whatever bounds the step.
+    """The test switch's delay for this rank (ranks.test_delay_ms), about MS ms whatever bounds the step.
 
     On a GPU the delay is queued on the stream (CUDA events see it; it delays a GPU-bound step) and the host sleeps
     as long while the GPU spins: a launch-bound step, whose GPU idles between launches, would absorb a GPU-only
     delay into its slack (seen on the H200s: 30 ms queued moved the small model's forward by 8 ms), and a GPU-bound
     one would absorb a host-only delay into its queue. The two run at once, so together they cost MS, not twice."""
-    delay_ms = test_delay_ms(rank)
+    delay_ms = test_delay_ms(rank.rank) if rank else None
     if delay_ms is None:
         return None
     if device.type != "cuda":

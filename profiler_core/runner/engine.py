@@ -243,8 +243,7 @@ class Runner:
         """Every rank's record on rank 0, once all have finished their steps: the per-rank table in its summary."""
         assert self.rank is not None
         device = str(self.work.device)
-        record = rank_record(self.rank.rank, summary, self.steps, device)
-        records = distributed.gather(record | {"test_delay_ms": distributed.test_delay_ms(self.rank)}, self.rank)
+        records = distributed.gather(rank_record(self.rank.rank, summary, self.steps, device), self.rank)
         if records is None:
             return summary
         section = ranks_section(records)

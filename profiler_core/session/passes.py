@@ -63,7 +63,7 @@ class Session:
             if held:
                 held.discard()
         summary["warnings"] = watch.warnings(summary, rundir.read_steps(self.run_dir))
-        if self.cfg.distributed and not summary.get("ranks") and (
+        if self.cfg.distributed and summary["status"] != events.OK and not summary.get("ranks") and (
                 survivors := surviving_ranks(self.run_dir, dict(summary), self.cfg.nproc)):
             summary["ranks"] = survivors
         if summary.get("ranks"):

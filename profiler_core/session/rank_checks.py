@@ -42,6 +42,7 @@ def rank_failure(run_dir: Path, nproc: int) -> tuple[int | None, dict[str, Any]]
     torchrun stops every rank when one fails, so the first rank's own record then says "cancelled": the reason is
     in the rank that failed."""
     found = sorted((run_dir / rundir.RANKS_DIR).glob("[0-9]*")) if (run_dir / rundir.RANKS_DIR).is_dir() else []
+    failed = []
     for directory in found:
         summary = rundir.read_summary(directory)
         if summary is None:
@@ -49,7 +50,10 @@ def rank_failure(run_dir: Path, nproc: int) -> tuple[int | None, dict[str, Any]]
                                          "message": "exited without a summary (killed, or lost its host)"}
         error: dict[str, Any] = dict(summary.get("error") or {})
         if summary.get("status") != events.OK and error.get("kind") != events.CANCELLED:
-            return int(directory.name), error or {"kind": events.FAILED_STATUS, "message": summary.get("status")}
+            failed.append((directory, error or {"kind": events.FAILED_STATUS, "message": summary.get("status")}))
+    if failed:  # the first to fail: the others' errors (a peer's closed connection) follow from it
+        directory, error = min(failed, key=lambda found: (found[0] / rundir.SUMMARY).stat().st_mtime)
+        return int(directory.name), error
     if len(found) < nproc - 1:
         return None, {"kind": events.KILLED, "message": f"{nproc - 1 - len(found)} of this node's ranks exited "
                                                         "before writing anything"}

@@ -20,6 +20,7 @@ from sysprof.profiler_core.stragglers import MIN_SHARE
 
 ROOT = Path(__file__).resolve().parents[2]
 FAILS_ON_RANK_1 = ROOT / "tests" / "data" / "models" / "ranks" / "fails_on_rank_1.py"
+FAILS_LATE_ON_RANK_2 = ROOT / "tests" / "data" / "models" / "ranks" / "fails_late_on_rank_2.py"
 TWO_RANKS = ["--model", "tiny", "--device", "cpu", "--ctx", "32", "--batch", "2", "--warmup", "1", "--nproc", "2"]
 
 
@@ -174,6 +175,19 @@ def test_a_failing_rank_fails_the_run_with_its_name_and_stops_the_other(cli_env)
     assert summary["error"]["message"] == "rank 1: ValueError: rank one's batch is cursed"
     run_dir = Path(summary["run_dir"])
     assert "rank one's batch is cursed" in (run_dir / "stderr.log").read_text()  # the traceback is kept
+
+
+@pytest.mark.slow
+def test_a_run_whose_rank_failed_late_still_names_the_straggler_in_the_steps_all_ranks_measured(cli_env):
+    env = {**cli_env, "SYSPROF_TEST_SLOW_RANK": "1:200"}
+    args = [*TWO_RANKS[:-1], "3", "--warmup", "2", "--steps", "10", "--json",
+            "--model-factory", f"{FAILS_LATE_ON_RANK_2}:FailsLateOnRankTwo"]
+    result = sysprof(["run", *args], env, timeout=180)
+    summary = json.loads(result.stdout)
+    assert summary["status"] == "failed" and summary["error"]["message"] == "rank 2: ValueError: rank two gave up"
+    [rank_one] = [t for t in summary["ranks"]["stragglers"] if t["rank"] == 1]
+    assert rank_one["straggler"] and rank_one["steps"] >= 5
+    assert summary["ranks"]["findings"][0].startswith("rank 1 is the straggler: the test delay of 200 ms")
 
 
 def test_a_rank_without_a_summary_was_killed(tmp_path):

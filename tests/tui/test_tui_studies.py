@@ -177,3 +177,30 @@ async def test_two_marked_runs_rerun_interleaved_from_runs_and_their_comparison_
 def test_ab_is_a_command_the_studies_line_takes():
     argv = study_argv("ab --a '--ctx 32' --b '--ctx 64'", Path("runs"))
     assert argv[3:8] == ["ab", "--a", "--ctx 32", "--b", "--ctx 64"] and argv[-1] == "--events"
+
+
+def test_the_form_is_a_and_the_ab_field_b_in_the_command_ab_runs():
+    from sysprof.profiler_core.cli.ab import ab_configs, add_ab_options
+    from sysprof.profiler_core.config import RunConfig
+    from sysprof.profiler_core.options import OneLineParser
+    from sysprof.tui.panes.configure import ab_from_form
+
+    form = RunConfig(model="tiny", device="cpu", ctx=32, batch=2, repeats=3)
+    command = ab_from_form(form, " --optimizer-impl fused ")
+    parser = OneLineParser(prog="sysprof ab")
+    add_ab_options(parser)
+    cfg_a, cfg_b = ab_configs(parser.parse_args(study_argv(command, Path("runs"))[4:]))
+    assert cfg_a == RunConfig(model="tiny", device="cpu", ctx=32, batch=2, repeats=4)  # ab's repeats, not the form's
+    assert cfg_b == RunConfig(model="tiny", device="cpu", ctx=32, batch=2, repeats=4, optimizer_impl="fused")
+
+
+async def test_ab_from_configure_starts_on_studies_and_a_b_that_changes_nothing_is_one_line(tmp_path):
+    app = studies_app(tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(app, pilot, "1")
+        field = app.query_one("#ab-options")
+        field.value = "--model tiny"
+        await settle(app, pilot, "ctrl+t")
+        assert app.query_one("#study-command").value.startswith("ab --model ")
+        pane = await wait_for_end(app, pilot, limit_s=60)
+        assert pane.study.stage == "failed" and "A and B are the same config" in pane.study.message

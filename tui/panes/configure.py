@@ -2,6 +2,8 @@
 user's own model and optimizer as specs (config_fields), with a file picker for the factory."""
 from __future__ import annotations
 
+import shlex
+from dataclasses import replace
 from pathlib import Path
 
 from rich.table import Table
@@ -27,6 +29,7 @@ from sysprof.profiler_core.api import (
     PROFILERS,
     RunConfig,
     config_problems,
+    config_to_args,
     count_params,
     device_memory,
     fit_problem,
@@ -129,8 +132,21 @@ def form_texts(cfg: RunConfig | None, problems: dict[str, str]) -> tuple[str, Ta
     return (model_text(cfg) if model_known else ""), predicted
 
 
+def ab_from_form(cfg: RunConfig, b_options: str, repeats: int = 4) -> str:
+    """`ab` with the form's config as A and as what both share, and B's options over it (`sysprof ab`)."""
+    shared = shlex.join(config_to_args(replace(cfg, repeats=RunConfig().repeats)))  # ab sets the repeats
+    return f"ab {shared} --a= --b={shlex.quote(b_options.strip())} --repeats {repeats}"
+
+
 class ConfigurePane(Pane):
     BINDINGS = pane_bindings("Configure")
+
+    class Interleave(Message):
+        """Run the form's config (A) against it with B's options, interleaved (`sysprof ab`), on Studies."""
+
+        def __init__(self, command: str):
+            super().__init__()
+            self.command = command
 
     class Changed(Message):
         """The form changed: the config it builds (None when it cannot) and every problem by field."""
@@ -159,6 +175,9 @@ class ConfigurePane(Pane):
                 yield Static(id="predicted-memory")
                 yield Static(id="config-error")
                 yield Button("Run (ctrl+r)", id="run", variant="primary", compact=True)
+                yield Label("A/B: the form is A; B changes", id="ab-label")
+                yield Input(placeholder="--optimizer-impl fused", id="ab-options", compact=True)
+                yield Button("Run A/B interleaved (ctrl+t)", id="ab", compact=True)
                 yield InspectPanel(self.runs_root, id="inspect-panel").set_class(not self.live_inspect, "-off")
 
     def field_rows(self, cfg: RunConfig) -> ComposeResult:
@@ -184,12 +203,13 @@ class ConfigurePane(Pane):
     def values(self) -> dict:
         chosen: dict = {name: self.query_one(f"#{name}", Checkbox).value for name in CHECKBOXES}
         chosen.update({select.id: select.value for select in self.query(Select)})
-        return form_values({str(field.id): field.value for field in self.query(Input)}, chosen)
+        return form_values({str(field.id): field.value for field in self.query("#config-form Input").results(Input)},
+                           chosen)
 
     def on_mount(self) -> None:
         self.check()
 
-    @on(Input.Changed)
+    @on(Input.Changed, "#config-form Input")
     @on(Select.Changed)
     @on(Checkbox.Changed)
     def check(self) -> None:
@@ -226,6 +246,18 @@ class ConfigurePane(Pane):
         if self.run_state.running != self.was_running:  # every step updates run_state: act on changes only
             self.was_running = self.run_state.running
             self.inspect_form()
+
+    @on(Button.Pressed, "#ab")
+    @on(Input.Submitted, "#ab-options")
+    def action_ab(self) -> None:
+        b_options = self.query_one("#ab-options", Input).value
+        if self.checked is None:
+            self.notify("Fix the configuration first: it is A.", severity="warning")
+        elif not b_options.strip():
+            self.notify("Type B's options first (e.g. --optimizer-impl fused).", severity="warning")
+            self.query_one("#ab-options", Input).focus()
+        else:
+            self.post_message(self.Interleave(ab_from_form(self.checked, b_options)))
 
     @on(Button.Pressed, "#pick-factory")
     def action_pick_factory(self) -> None:

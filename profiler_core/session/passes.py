@@ -64,7 +64,7 @@ class Session:
                 held.discard()
         summary["warnings"] = watch.warnings(summary, rundir.read_steps(self.run_dir))
         if self.cfg.distributed and summary["status"] != events.OK and not summary.get("ranks") and (
-                survivors := surviving_ranks(self.run_dir, dict(summary), self.cfg.nproc)):
+                survivors := surviving_ranks(self.run_dir, dict(summary), self.cfg)):
             summary["ranks"] = survivors
         if summary.get("ranks"):
             ranks = with_gpu_readings(summary["ranks"], watch.per_gpu_medians(), summary.get("rank"))

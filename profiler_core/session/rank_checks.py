@@ -9,7 +9,7 @@ from typing import Any
 from sysprof.profiler_core import events, rundir
 from sysprof.profiler_core.config import RunConfig
 from sysprof.profiler_core.nvml import visible_gpu_count
-from sysprof.profiler_core.ranks import local_ranks, rank_record, ranks_section
+from sysprof.profiler_core.ranks import all_ranks_throughput, local_ranks, rank_record, ranks_section
 
 
 def gpus_problem(cfg: RunConfig, visible: int | None = None) -> str | None:
@@ -60,11 +60,11 @@ def rank_failure(run_dir: Path, nproc: int) -> tuple[int | None, dict[str, Any]]
     return None
 
 
-def surviving_ranks(run_dir: Path, summary: dict[str, Any], nproc: int) -> dict[str, Any] | None:
+def surviving_ranks(run_dir: Path, summary: dict[str, Any], cfg: RunConfig) -> dict[str, Any] | None:
     """A run whose ranks never reached the gather (one failed or was killed): the per-rank table and the per-step
     test of this node's ranks that measured steps (their steps.jsonl), the others named. None: none measured any."""
     records, without = [], []
-    for rank, local in local_ranks(summary, nproc):
+    for rank, local in local_ranks(summary, cfg.nproc):
         directory = rundir.rank_dir(run_dir, rank, local)
         own = summary if local == 0 else rundir.read_summary(directory)
         steps = rundir.read_steps(directory) if directory.is_dir() else []
@@ -77,4 +77,6 @@ def surviving_ranks(run_dir: Path, summary: dict[str, Any], nproc: int) -> dict[
     kept = ", ".join(str(r["rank"]) for r in records)
     missing = [f"rank {rank} measured no step before the run stopped: the per-step test covers rank(s) {kept}"
                for rank in without]
-    return {"world": nproc, "parallel": None, **ranks_section(records, missing)}
+    section = ranks_section(records, missing)
+    return {"world": cfg.nproc * cfg.nnodes, "parallel": cfg.parallel, "batch_per_rank": cfg.batch,
+            "tokens_per_s_all_ranks": all_ranks_throughput(section["rows"]), **section}

@@ -3,6 +3,7 @@ failing rank named and the others stopped), and the per-rank analysis on made-up
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import random
@@ -12,9 +13,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from sysprof.profiler_core.config import RunConfig, config_problems
 from sysprof.profiler_core.ranks import rank_table, ranks_section, with_communication, with_findings, with_gpu_readings
+from sysprof.profiler_core.render.run_report import print_run
 from sysprof.profiler_core.session.rank_checks import with_rank_failure
 from sysprof.profiler_core.stragglers import MIN_SHARE
 
@@ -188,6 +191,9 @@ def test_a_run_whose_rank_failed_late_still_names_the_straggler_in_the_steps_all
     [rank_one] = [t for t in summary["ranks"]["stragglers"] if t["rank"] == 1]
     assert rank_one["straggler"] and rank_one["steps"] >= 5
     assert summary["ranks"]["findings"][0].startswith("rank 1 is the straggler: the test delay of 200 ms")
+    printed = io.StringIO()
+    print_run(Console(file=printed, width=80), summary, False)  # the CLI's report of such a run
+    assert "3 ranks · ddp · batch 2 per rank" in printed.getvalue()
 
 
 def test_a_rank_without_a_summary_was_killed(tmp_path):

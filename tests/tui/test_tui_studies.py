@@ -197,7 +197,9 @@ def test_the_form_is_a_and_the_ab_field_b_in_the_command_ab_runs():
 async def test_ab_from_configure_starts_on_studies_and_a_b_that_changes_nothing_is_one_line(tmp_path):
     app = studies_app(tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:
-        await settle(app, pilot, "1")
+        app.action_show_pane("configure")  # not the key "1": a field that has the focus would take it as text
+        await settle(app, pilot)
+        assert app.query_one("#pane-configure").checked is not None  # the form's config, A
         field = app.query_one("#ab-options")
         field.value = "--model tiny"
         await settle(app, pilot, "ctrl+t")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,6 @@ from textual.widgets import Button, Footer, Header, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
 from sysprof.profiler_core.api import (
-    POLL_S,
     RUN,
     STUDY,
     GpuTelemetry,
@@ -50,6 +50,7 @@ from sysprof.tui.panes.studies import StudiesPane
 from sysprof.tui.widgets.modals import ConfirmQuit
 
 ArgvFactory = Callable[[RunConfig, Path], list[str]]
+STEPS_REDRAW_S = 1.0  # while only steps arrive, Live redraws at most this often (apply_events)
 TELEMETRY_PERIOD_S = 0.5  # ≤ 2 Hz: NVML calls are cheap, but the UI thread must never wait on them
 
 
@@ -91,6 +92,8 @@ class SysprofApp(TableExportActions, App):
         self.pending: tuple[RunConfig | None, dict] = (None, {"config": "not checked yet"})
         self.control = ProcessControl()  # owns every process the app starts
         self.load = MeasuredLoad()  # the app's CPU while the run it follows measures its steps
+        self.unshown_state: RunState | None = None  # steps read but not drawn yet (apply_events)
+        self.shown_at = 0.0
         self.focus_pending = False  # a pane was shown and takes the focus after the next refresh
 
     def compose(self) -> ComposeResult:
@@ -273,9 +276,9 @@ class SysprofApp(TableExportActions, App):
 
     @work(exclusive=True, exit_on_error=False, group="run")
     async def stream_run(self, cfg: RunConfig, run_dir: Path) -> None:
-        self.load = MeasuredLoad()
+        self.load, self.unshown_state = MeasuredLoad(), None
         try:
-            record_start(run_dir, POLL_S)
+            record_start(run_dir, STEPS_REDRAW_S)
             returncode = await self.control.run_followed(RUN, self.argv_factory(cfg, run_dir), run_dir / rundir.STDERR,
                                                          run_dir / rundir.SESSION_EVENTS, self.apply_events,
                                                          events.RUN_EVENTS)
@@ -310,6 +313,7 @@ class SysprofApp(TableExportActions, App):
 
     @work(exclusive=True, exit_on_error=False, group="run")
     async def follow_run(self, live: LiveProcess) -> None:
+        self.unshown_state = None
         await self.control.attach(RUN, live, live.directory / rundir.SESSION_EVENTS, self.apply_events,
                                   events.RUN_EVENTS)
         if self.run_state.running:  # it ended without a last event: it died while nobody watched
@@ -318,11 +322,17 @@ class SysprofApp(TableExportActions, App):
 
     def apply_events(self, batch: list[dict]) -> None:
         """A batch of the run's events (one read of its event file) as one new state: one redraw, not one per
-        event, so the screen stays quiet while steps are measured."""
-        state = self.run_state
+        event; and while only steps arrive, at most one redraw per STEPS_REDRAW_S, so the screen stays quiet while
+        they are measured (each redraw is CPU the run's own threads may need on a small machine)."""
+        state = self.unshown_state or self.run_state
         for event in batch:
             state = state.apply(event)
         self.load.stage(state.stage)
+        only_steps = all(event.get("event") in (events.STEP, events.WARMUP_STEP) for event in batch)
+        if only_steps and time.monotonic() - self.shown_at < STEPS_REDRAW_S:
+            self.unshown_state = state  # shown with the next batch: steps arrive every POLL_S while they run
+            return
+        self.unshown_state, self.shown_at = None, time.monotonic()
         self.run_state = state
 
     async def action_cancel(self) -> None:

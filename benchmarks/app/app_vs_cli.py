@@ -3,6 +3,10 @@ terminal: tmux) and from the CLI, interleaved (CLI, app, then app, CLI, …), ea
 step medians per side, their spread, the ratio of medians and the app's own CPU while the steps were measured.
 
     python -m benchmarks.app.app_vs_cli [--pairs 5] [--model tiny --ctx 64 --batch 4 --steps 30 --device cpu]
+        [--before CHECKOUT]
+
+--before: also the app of another checkout (a git worktree of an older commit) as a third side, in the same
+rounds, so a change to the app is measured against the code before it on the same machine at the same time.
 
 Needs tmux. Issue 18's target: app/CLI step median ≤ 1.05.
 """
@@ -18,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.harness import APP_MODULE, tool_argv
+from benchmarks.harness import APP_MODULE, checkout_env, tool_argv
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -47,14 +51,16 @@ def from_cli(cfg: dict, runs: Path) -> Path:
     return new_run(runs, before)
 
 
-def from_app(cfg: dict, runs: Path, home: Path) -> Path:
+def from_app(cfg: dict, runs: Path, home: Path, checkout: Path | None = None) -> Path:
     (home / "sysprof-tui").mkdir(parents=True, exist_ok=True)
     (home / "sysprof-tui" / "last_config.json").write_text(json.dumps(cfg))
     before = set(runs.iterdir()) if runs.is_dir() else set()
     session = f"sysprof-bench-{os.getpid()}"
-    app = f"cd {ROOT} && {sys.executable} -m {APP_MODULE} --runs-dir {runs}"
+    module, env = checkout_env(checkout, APP_MODULE)
+    where = ["-e", f"PYTHONPATH={env['PYTHONPATH']}"] if checkout and env.get("PYTHONPATH") else []
+    app = f"cd {checkout or ROOT} && {sys.executable} {' '.join(module)} --runs-dir {runs}"
     subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "100", "-y", "30", "-e",
-                    f"XDG_CONFIG_HOME={home}", app], check=True)
+                    f"XDG_CONFIG_HOME={home}", *where, app], check=True)
     try:
         deadline = time.monotonic() + 60
         while not (runs.is_dir() and set(runs.iterdir()) - before):  # keys sent while it starts are lost: resend
@@ -89,30 +95,34 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--dtype", default="fp32")
+    parser.add_argument("--before", type=Path, help="also this checkout's app, as the side app-before")
     args = parser.parse_args()
     cfg = config(args)
     work = Path(tempfile.mkdtemp(prefix="app-vs-cli-"))
     runs, home = work / "runs", work / "config"
-    sides: dict[str, list[float]] = {"cli": [], "app": []}
-    cpu: list[float] = []
-    print(f"config {cfg}; {args.pairs} pairs, interleaved; {os.cpu_count()} CPUs")
+    names = ["cli", "app", *(["app-before"] if args.before else [])]
+    sides: dict[str, list[float]] = {name: [] for name in names}
+    cpu: dict[str, list[float]] = {name: [] for name in names[1:]}
+    print(f"config {cfg}; {args.pairs} rounds, interleaved; {os.cpu_count()} CPUs")
     for pair in range(args.pairs):
-        for side in (("cli", "app") if pair % 2 == 0 else ("app", "cli")):
-            run_dir = from_cli(cfg, runs) if side == "cli" else from_app(cfg, runs, home)
+        for side in (names if pair % 2 == 0 else names[::-1]):
+            checkout = args.before if side == "app-before" else None
+            run_dir = from_cli(cfg, runs) if side == "cli" else from_app(cfg, runs, home, checkout)
             sides[side].append(step_median(run_dir))
-            if side == "app" and app_cpu(run_dir) is not None:
-                cpu.append(app_cpu(run_dir))
-            print(f"pair {pair + 1} {side}: step median {sides[side][-1]:.2f} ms"
-                  + (f", app CPU while measured {app_cpu(run_dir):.1f}%" if side == "app" and app_cpu(run_dir) else ""),
-                  flush=True)
+            if side != "cli" and app_cpu(run_dir) is not None:
+                cpu[side].append(app_cpu(run_dir))
+            load = app_cpu(run_dir) if side != "cli" else None
+            print(f"round {pair + 1} {side}: step median {sides[side][-1]:.2f} ms"
+                  + (f", app CPU while measured {load:.1f}%" if load is not None else ""), flush=True)
     for side, values in sides.items():
         print(f"{side}: median {statistics.median(values):.2f} ms, min {min(values):.2f}, max {max(values):.2f}")
-    pairs = [app / cli for app, cli in zip(sides["app"], sides["cli"])]
-    print(f"app/CLI: ratio of medians {statistics.median(sides['app']) / statistics.median(sides['cli']):.3f}; "
-          f"per pair median {statistics.median(pairs):.3f} (min {min(pairs):.3f}, max {max(pairs):.3f})")
-    if cpu:
-        print(f"app CPU while measured: median {statistics.median(cpu):.1f}% of a core (min {min(cpu):.1f}, "
-              f"max {max(cpu):.1f})")
+    for side in names[1:]:
+        pairs = [app / cli for app, cli in zip(sides[side], sides["cli"], strict=True)]
+        print(f"{side}/CLI: ratio of medians {statistics.median(sides[side]) / statistics.median(sides['cli']):.3f}; "
+              f"per round median {statistics.median(pairs):.3f} (min {min(pairs):.3f}, max {max(pairs):.3f})")
+        if cpu[side]:
+            print(f"{side} CPU while measured: median {statistics.median(cpu[side]):.1f}% of a core "
+                  f"(min {min(cpu[side]):.1f}, max {max(cpu[side]):.1f})")
 
 
 if __name__ == "__main__":

@@ -85,7 +85,7 @@ async def test_real_tiny_run_through_the_real_runner(tmp_path):
         reopened = state_from_run_dir(Path(app.run_state.run_dir))
         assert reopened.summary == app.run_state.summary and len(reopened.steps) == 3
     record = json.loads((Path(app.run_state.run_dir) / "app.json").read_text())
-    assert record["started_from"] == "app" and record["redraws_per_s_at_most"] == 4
+    assert record["started_from"] == "app" and record["redraws_per_s_at_most"] == 1  # while steps arrive
     assert "ui_cpu_pct_while_measured" in record  # None when all 3 steps came in one read: too short to say
 
 

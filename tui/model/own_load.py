@@ -32,8 +32,9 @@ class MeasuredLoad:
         return 100 * self.cpu_s / self.wall_s if self.wall_s else None
 
 
-def record_start(run_dir: Path, poll_s: float) -> None:
-    rundir.write_json(run_dir / rundir.APP_RECORD, {"started_from": "app", "redraws_per_s_at_most": 1 / poll_s})
+def record_start(run_dir: Path, redraw_s: float) -> None:
+    """The app started this run and redraws at most every redraw_s while its steps arrive."""
+    rundir.write_json(run_dir / rundir.APP_RECORD, {"started_from": "app", "redraws_per_s_at_most": 1 / redraw_s})
 
 
 def record_load(run_dir: Path, load: MeasuredLoad) -> None:

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from rich.markup import escape
 from rich.table import Table
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.coordinate import Coordinate
 from textual.reactive import reactive
 from textual.widgets import DataTable, Label, ProgressBar, Sparkline, Static
 
@@ -21,6 +21,7 @@ from sysprof.tui.model.live_numbers import (
 from sysprof.tui.model.run_files import short_path
 from sysprof.tui.model.state import RunState
 from sysprof.tui.panes.base import ExportTable, Pane
+from sysprof.tui.widgets.quiet import update_quietly, update_text
 
 STEP_COLUMNS = ("step", "wall", "forward", "backward", "optimizer")
 
@@ -43,13 +44,22 @@ def stage_text(state: RunState) -> str:
     return f"[b]{word}[/b] · {kept}" + (f" · {escape(reason)}" if reason else "") + where
 
 
-def stats_table(state: RunState) -> Table:
+def stats_rows(phases: dict) -> list[tuple[str, ...]]:
+    return [(phase, format_ms(stats.get("median_ms")), format_ms(stats.get("std_ms")), optional(stats.get("cv"), ".0%"),
+             str(stats.get("n", ""))) for phase, stats in phases.items()]
+
+
+def stats_key(phases: dict) -> tuple:
+    """What the running statistics table shows: redrawn only when a cell of it changes."""
+    return tuple(stats_rows(phases))
+
+
+def stats_table(phases: dict) -> Table:
     table = Table(box=None, padding=(0, 1), header_style="bold", show_edge=False)
     for column in ("phase", "median", "± std", "CV", "n"):
         table.add_column(column, justify="left" if column == "phase" else "right", no_wrap=True)
-    for phase, stats in running_phases(state).items():
-        table.add_row(phase, format_ms(stats.get("median_ms")), format_ms(stats.get("std_ms")),
-                      optional(stats.get("cv"), ".0%"), str(stats.get("n", "")))
+    for row in stats_rows(phases):
+        table.add_row(*row)
     return table
 
 
@@ -99,10 +109,11 @@ def ranks_lines(ranks: dict | None) -> list[str]:
     return lines + [f"[yellow]{escape(f)}[/yellow]" for f in ranks["findings"]]
 
 
-def warnings_text(state: RunState) -> Text:
-    """The run's stored warnings (stability: each with its cause and remedy), once it has finished."""
+def warnings_text(state: RunState) -> str:
+    """The run's stored warnings (stability: each with its cause and remedy), once it has finished (markup)."""
     warnings = (state.summary.get("warnings") or []) if state.summary else []
-    return Text("\n".join(f"⚠ {warning['message']}" for warning in warnings), style="yellow")
+    lines = "\n".join(f"⚠ {escape(warning['message'])}" for warning in warnings)
+    return f"[yellow]{lines}[/yellow]" if lines else ""
 
 
 class StepChart(Vertical):
@@ -121,25 +132,50 @@ class StepChart(Vertical):
             self.query_one(f"#chart-{series}", Sparkline).data = values
             stats = medians.get("step" if series == "wall" else series)
             median = stats.get("median_ms") if stats else None
-            self.query_one(f"#chart-label-{series}", Label).update(f"{series:<9} {format_ms(median):>9}")
+            label = f"{series:<9} {format_ms(median):>9}"
+            update_quietly(self.query_one(f"#chart-label-{series}", Label), label, label, 1)  # one line, width 20
 
 
 class StepTable(DataTable):
-    """Warm-up and measured steps as they arrive."""
+    """Warm-up and measured steps as they arrive, in rows made for every planned step when the run starts.
+
+    Why made ahead, at fixed widths: a row added, or a column widened, changes the table's size, and that lays the
+    whole screen out again (the largest cost of the app while steps arrive); a cell filled in only repaints its row."""
     run_state: reactive[RunState] = reactive(RunState, always_update=True, init=False)
+    WIDTHS = (9, 9, 9, 9, 9)  # "warm-up 9", "999.99 ms"; a longer cell widens its column (one layout)
+    MOST_MADE_AHEAD = 10_000
 
     def on_mount(self) -> None:
         self.cursor_type = "row"
-        self.add_columns(*STEP_COLUMNS)
+        for column, width in zip(STEP_COLUMNS, self.WIDTHS, strict=True):
+            self.add_column(column, width=width)
+        self.filled = 0
 
     def watch_run_state(self, state: RunState) -> None:
         rows = [("warm-up", s) for s in state.warmup_steps] + [("step", s) for s in state.steps]
-        if len(rows) < self.row_count:
+        if len(rows) < self.filled:
             self.clear()
-        for label, step in rows[self.row_count:]:
+            self.filled = 0
+        if self.row_count == 0 and rows:
+            self.add_rows([("",) * len(STEP_COLUMNS)] * min(planned_rows(state), self.MOST_MADE_AHEAD))
+        for label, step in rows[self.filled:]:
             phases = step.get("phases_ms", {})
-            self.add_row(f"{label} {step['index']}", format_ms(step["wall_ms"]),
-                         *(format_ms(phases[p]) if p in phases else "—" for p in STEP_COLUMNS[2:]))
+            cells = (f"{label} {step['index']}", format_ms(step["wall_ms"]),
+                     *(format_ms(phases[p]) if p in phases else "—" for p in STEP_COLUMNS[2:]))
+            if self.filled < self.row_count:
+                for column, cell in enumerate(cells):
+                    wider = len(cell) > self.ordered_columns[column].width
+                    self.update_cell_at(Coordinate(self.filled, column), cell, update_width=wider)
+            else:
+                self.add_row(*cells)
+            self.filled += 1
+
+
+def planned_rows(state: RunState) -> int:
+    """Warm-up and measured steps of every process the run plans (its config; the steps so far where unknown)."""
+    config = state.config or {}
+    per_process = int(config.get("warmup") or 0) + int(config.get("steps") or state.planned_steps or 0)
+    return max(per_process * int(config.get("repeats") or 1), len(state.warmup_steps) + len(state.steps))
 
 
 WAITING_FOR_NVML = "waiting for the first NVML reading"
@@ -169,19 +205,21 @@ class LivePane(Pane):
         yield Static(telemetry_line(GpuTelemetry(missing=WAITING_FOR_NVML)), id="telemetry")
 
     def watch_run_state(self, state: RunState) -> None:
-        self.query_one("#stage-line", Static).update(stage_text(state))
+        """Each text only when it changed, the screen laid out again only when a height did (widgets/quiet.py)."""
+        update_text(self.query_one("#stage-line", Static), stage_text(state))
         self.set_class(state.stage == "failed", "-failed")
         done, total = state.stage_progress()
         bar = self.query_one("#stage-progress", ProgressBar)
-        bar.update(total=total if total else (100 if not state.running else None), progress=done)
         if state.stage == "finished":
-            bar.update(total=100, progress=100)
-        self.query_one("#live-stats", Static).update(stats_table(state))
-        self.query_one("#live-throughput", Static).update(throughput_text(state))
-        self.query_one("#live-warnings", Static).update(warnings_text(state))
+            done, total = 100, 100
+        bar.update(total=total if total else (100 if not state.running else None), progress=done)
+        phases = running_phases(state)
+        update_quietly(self.query_one("#live-stats", Static), stats_table(phases), stats_key(phases), len(phases) + 1)
+        update_text(self.query_one("#live-throughput", Static), throughput_text(state))
+        update_text(self.query_one("#live-warnings", Static), warnings_text(state))
 
     def watch_telemetry(self, sample: GpuTelemetry) -> None:
-        self.query_one("#telemetry", Static).update(telemetry_line(sample))
+        update_text(self.query_one("#telemetry", Static), telemetry_line(sample))
 
     def export_table(self) -> ExportTable | None:
         phases = running_phases(self.run_state)

@@ -148,7 +148,8 @@ def _causes(row: Mapping[str, Any], others: Sequence[Mapping[str, Any]], test: M
                       f"({', '.join(process_label(p) for p in processes)}) shares "
                       f"{'its GPU' if gpu is None else f'GPU {gpu}'}")
     own, theirs = row.get("cpu_wait_ms"), _median_field(others, "cpu_wait_ms")
-    if own is not None and theirs is not None and own - theirs >= CPU_WAIT_SHARE * (test["excess_ms"] or 0):
+    if own is not None and theirs is not None and own - theirs > 0 and \
+            own - theirs >= CPU_WAIT_SHARE * (test["excess_ms"] or 0):
         causes.append(f"its main thread waited {own:.1f} ms per step for a CPU against {theirs:.1f} ms on the other "
                       "ranks (host load)")
     clock, their_clock = row.get("sm_clock_mhz"), _median_field(others, "sm_clock_mhz")

@@ -10,6 +10,7 @@ from textual.reactive import reactive
 from textual.widgets import DataTable, Label, ProgressBar, Sparkline, Static
 
 from sysprof.profiler_core.api import GpuTelemetry, end_reason, events, mfu_missing
+from sysprof.profiler_core.render.table_models import SHORT_PHASES
 from sysprof.profiler_core.units import NA, format_ms, optional, ratio, telemetry_cells
 from sysprof.tui.model.live_numbers import (
     CHART_SERIES,
@@ -45,8 +46,9 @@ def stage_text(state: RunState) -> str:
 
 
 def stats_rows(phases: dict) -> list[tuple[str, ...]]:
-    return [(phase, format_ms(stats.get("median_ms")), format_ms(stats.get("std_ms")), optional(stats.get("cv"), ".0%"),
-             str(stats.get("n", ""))) for phase, stats in phases.items()]
+    """phase, median, ± std, CV: what fits Live's 39 columns whole (the step count is on the stage line)."""
+    return [(SHORT_PHASES.get(phase, phase), format_ms(stats.get("median_ms")), format_ms(stats.get("std_ms")),
+             optional(stats.get("cv"), ".0%")) for phase, stats in phases.items()]
 
 
 def stats_key(phases: dict) -> tuple:
@@ -55,8 +57,8 @@ def stats_key(phases: dict) -> tuple:
 
 
 def stats_table(phases: dict) -> Table:
-    table = Table(box=None, padding=(0, 1), header_style="bold", show_edge=False)
-    for column in ("phase", "median", "± std", "CV", "n"):
+    table = Table(box=None, padding=(0, 1), pad_edge=False, header_style="bold", show_edge=False)
+    for column in ("phase", "median", "± std", "CV"):
         table.add_column(column, justify="left" if column == "phase" else "right", no_wrap=True)
     for row in stats_rows(phases):
         table.add_row(*row)

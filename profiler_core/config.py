@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sysprof.models.presets import PRESETS, ModelSpec
+from sysprof.profiler_core.code_specs import callable_problem, optimizer_problem
 from sysprof.profiler_core.errors import ConfigError
 
 MODES = ("forward", "forward_backward", "train")
@@ -231,11 +232,15 @@ def _spec_problem(name: str, spec: str | None) -> str | None:
 
 
 def _user_code_problems(cfg: RunConfig) -> dict[str, str | None]:
-    """The shape of --model-factory, --model-arg and --loss; whether they import is the runner's to find out."""
+    """The shape of --model-factory, --model-arg, --loss and --optimizer, and whether their files or modules are
+    there; whether they import is the runner's to find out."""
     args_problem = _pairs_problem("--model-arg", cfg.model_args) or (
         "--model-arg needs --model-factory" if cfg.model_args and not cfg.model_factory else None)
-    return {"model_factory": _spec_problem("model_factory", cfg.model_factory),
-            "loss": _spec_problem("loss", cfg.loss), "model_args": args_problem,
+    return {"model_factory": _spec_problem("model_factory", cfg.model_factory)
+            or callable_problem("--model-factory", cfg.model_factory),
+            "loss": _spec_problem("loss", cfg.loss) or callable_problem("--loss", cfg.loss),
+            "optimizer": optimizer_problem(cfg.optimizer) if isinstance(cfg.optimizer, str) else None,
+            "model_args": args_problem,
             "optimizer_args": _pairs_problem("--optimizer-arg", cfg.optimizer_args),
             "optimizer_impl": _impl_problem(cfg)}
 
@@ -278,7 +283,8 @@ def _impl_problem(cfg: RunConfig) -> str | None:
 
 
 def _pairs_problem(option: str, items: tuple[str, ...]) -> str | None:
-    malformed = [item for item in items if "=" not in item or not item.partition("=")[0].isidentifier()]
+    malformed = [item for item in items if "=" not in item or not item.partition("=")[0].isidentifier()
+                 or not item.partition("=")[2].strip()]
     return f"{option} takes NAME=VALUE; got {malformed[0]!r}" if malformed else None
 
 

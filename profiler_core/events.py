@@ -143,6 +143,19 @@ def end_reason(state: str, error: Mapping[str, Any] | None) -> str:
     return f"{kind} in {phase or 'run'}: {message}"
 
 
+def cell_reason(summary: Mapping[str, Any]) -> str:
+    """Why a sweep or study cell did not finish, in one line ("" for a cell that did: ok or oom)."""
+    if summary.get("status") in DONE_STATUSES:
+        return ""
+    reason = end_reason(summary.get("status", ""), summary.get("error"))
+    return reason.splitlines()[0] if reason else ""
+
+
+def cell_outcome(label: str, status: str, reason: str = "") -> str:
+    """A finished cell's line, with why it did not finish: "LABEL: failed: optimizer in run: …"."""
+    return f"{label}: {status}" + (f": {reason}" if reason else "")
+
+
 def finish_event(summary: RunSummary) -> Event:
     """The last event of a run, rebuilt from its summary."""
     if summary["status"] == OK:

@@ -46,7 +46,8 @@ def print_study_event(event: dict) -> None:
     if event["event"] == events.CELL:
         _say(f"[dim]cell {event['done'] + 1}: {escape(event['label'])}[/]")
     elif event["event"] == events.CELL_DONE:
-        _say(f"[dim]{escape(event['label'])}: {event['status']} ({event['done']}/{event['pending']})[/]")
+        outcome = events.cell_outcome(event["label"], event["status"], event.get("reason", ""))
+        _say(f"[dim]{escape(outcome)} ({event['done']}/{event['pending']})[/]")
 
 
 def print_event(event: dict) -> None:

@@ -33,6 +33,8 @@ def _common(parser) -> None:
     parser.add_argument("--full-names", action="store_true",
                         help="kernel names whole (template arguments, parameter lists); tables show the base name")
     parser.add_argument("--events", action="store_true", help="progress as JSON lines on stdout (for the app)")
+    parser.add_argument("--force", action="store_true",
+                        help="run cells even when their predicted memory is more than the device has (they end OOM)")
 
 
 def emit_tables(args, study_dir: Path, started: float) -> int:

@@ -14,6 +14,7 @@ from rich.markup import escape
 from sysprof.profiler_core import events, rundir
 from sysprof.profiler_core.config import ConfigError, RunConfig
 from sysprof.profiler_core.errors import UsageError
+from sysprof.profiler_core.memory.fit import cells_fit_problem
 from sysprof.profiler_core.options import OPTION_HELP, add_model_args_file_option, flag, model_args
 from sysprof.profiler_core.render import export
 from sysprof.profiler_core.render.rows import print_rows
@@ -25,7 +26,7 @@ from sysprof.profiler_core.studies.gpu_pool import gpus_problem as pool_problem
 from sysprof.profiler_core.studies.gpu_pool import parse_gpus
 from sysprof.profiler_core.studies.kernel_tables import profiled_sweep_tables
 from sysprof.profiler_core.studies.memory_tables import memory_sweep_tables
-from sysprof.profiler_core.studies.progress import Progress
+from sysprof.profiler_core.studies.progress import Progress, config_label
 from sysprof.profiler_core.studies.tables import (
     compact,
     pivot_fields,
@@ -53,6 +54,8 @@ def add_sweep_options(parser) -> None:
         else:
             parser.add_argument(flag(field.name), dest=field.name, help=help_text)
     add_model_args_file_option(parser)
+    parser.add_argument("--force", action="store_true",
+                        help="run cells even when their predicted memory is more than the device has (they end OOM)")
     parser.add_argument("--resume", type=Path, help="continue a sweep directory (finished cells are skipped)")
     parser.add_argument("--runs-dir", help="where the sweep directory goes (default $SYSPROF_RUNS or ./runs)")
     parser.add_argument("--name", default="grid", help="suffix of the sweep directory's name")
@@ -138,8 +141,9 @@ def command_sweep(args) -> int:
 
 
 def check_before_the_first_cell(args, configs: list[RunConfig]) -> list[str]:
-    """What would fail at a cell fails now, in one line (exit 2): a pivot typo, more ranks than GPUs, a GPU list
-    the cells cannot use, a missing nsys. The GPUs the cells run on (side by side), or none."""
+    """What would fail at a cell fails now, in one line (exit 2): a pivot typo, more ranks than GPUs, a cell that
+    cannot fit in memory, a GPU list the cells cannot use, a missing nsys. The GPUs the cells run on (side by
+    side), or none."""
     if args.pivot:
         problem = pivot_problem(planned_columns(configs), *pivot_fields(args.pivot), args.value)
         if not problem and args.value == "peak GiB" and all(cfg.device == "cpu" for cfg in configs):
@@ -148,6 +152,9 @@ def check_before_the_first_cell(args, configs: list[RunConfig]) -> list[str]:
             raise ConfigError(f"--pivot/--value: {problem}")
     for problem in filter(None, map(gpus_problem, configs)):
         raise UsageError(problem)
+    too_big = None if args.force else cells_fit_problem(configs, lambda cfg: config_label(cfg.to_dict()))
+    if too_big:
+        raise UsageError(too_big)
     gpus = parse_gpus(args.gpus)
     pool = pool_problem(gpus, configs) if gpus else None
     if pool:

@@ -6,6 +6,7 @@ so a refusal is certain; passing is not a promise."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
 
 from sysprof.profiler_core.config import RunConfig
 from sysprof.profiler_core.memory.accounting import predict_run_memory
@@ -44,3 +45,14 @@ def fit_problem(cfg: RunConfig, limit: tuple[int, str] | None) -> str | None:
         return None
     return (f"predicted peak memory ≥ {format_bytes(needed)} is more than {limit[1]} ({format_bytes(limit[0])}): "
             "it cannot fit; lower ctx or batch (--force runs it anyway)")
+
+
+def cells_fit_problem(configs: Sequence[RunConfig], label: Callable[[RunConfig], str]) -> str | None:
+    """The first cell of a sweep or study that cannot fit, named by label, and how many more there are: refused
+    before the first cell runs, as `sysprof run` refuses one config."""
+    limits = {device: device_memory(device) for device in {cfg.device for cfg in configs}}
+    too_big = [(cfg, problem) for cfg in configs if (problem := fit_problem(cfg, limits[cfg.device]))]
+    if not too_big:
+        return None
+    more = f" (and {len(too_big) - 1} more cells)" if len(too_big) > 1 else ""
+    return f"cell {label(too_big[0][0])}{more}: {too_big[0][1]}"

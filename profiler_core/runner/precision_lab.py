@@ -14,7 +14,9 @@ import sys
 import torch
 from torch import nn
 
-from sysprof.profiler_core.events import LAB_RESULT, emit
+from sysprof.profiler_core.errors import ConfigError
+from sysprof.profiler_core.events import CONFIG, FAILED, LAB_RESULT, emit
+from sysprof.profiler_core.runner.workload import resolve_device
 
 
 def accumulation_demo() -> list[dict]:
@@ -70,8 +72,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="sysprof.profiler_core.runner.precision_lab")
     parser.add_argument("--device", default="auto")
     args = parser.parse_args(argv)
-    device = torch.device("cuda" if args.device == "auto" and torch.cuda.is_available() else
-                          "cpu" if args.device == "auto" else args.device)
+    try:
+        device = resolve_device(args.device)
+    except ConfigError as exc:  # --device cuda on a host without one: the user's to fix, said in one line
+        emit(FAILED, kind=CONFIG, message=str(exc))
+        return 2
     table = {name: autocast_dtypes(device, dtype)
              for name, dtype in (("fp16", torch.float16), ("bf16", torch.bfloat16))}
     emit(LAB_RESULT, device=device.type, torch_version=torch.__version__, accumulation=accumulation_demo(),

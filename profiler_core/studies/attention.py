@@ -12,6 +12,7 @@ from pathlib import Path
 from sysprof.profiler_core import events, rundir
 from sysprof.profiler_core.config import DTYPE_BYTES
 from sysprof.profiler_core.kernels.attention_flops import attention_flops, ratio
+from sysprof.profiler_core.units import format_bytes
 
 DTYPES = ("fp32", "bf16")  # bf16: autocast over fp32 inputs, as users run it (studies before it cast Q, K, V)
 DEVICES = ("cuda", "cpu", "mps")
@@ -26,6 +27,28 @@ def grid(impls: list[str], dims: list[int], seqs: list[int], dtypes: list[str]) 
     """One group per (implementation, dtype, d), sequence lengths ascending: OOMs come at the end of a group."""
     return [[{"impl": impl, "dtype": dtype, "d": d, "seq": seq} for seq in sorted(seqs)]
             for impl in impls for dtype in dtypes for d in dims]
+
+
+def certain_bytes(cell: dict, batch: int) -> int:
+    """Bytes a cell cannot run without: Q, K, V and the output (fp32 inputs), and for eager attention one score
+    matrix (in the autocast dtype under bf16). SDPA and compiled attention may never hold the scores, so they are
+    not counted for them; the real peak is higher, which makes a refusal certain."""
+    vectors = 4 * batch * cell["seq"] * cell["d"] * DTYPE_BYTES["fp32"]
+    scores = batch * cell["seq"] ** 2 * DTYPE_BYTES[cell["dtype"]] if cell["impl"] == "eager" else 0
+    return vectors + scores
+
+
+def fit_problem(groups: list[list[dict]], batch: int, limit: tuple[int, str] | None) -> str | None:
+    """The first cell that cannot fit in the device's memory whatever the implementation does, in one line."""
+    if limit is None:
+        return None
+    for cell in (cell for group in groups for cell in group):
+        needed = certain_bytes(cell, batch)
+        if needed > limit[0]:
+            return (f"{cell['impl']} {cell['dtype']} d={cell['d']} seq={cell['seq']} at batch {batch} needs at least "
+                    f"{format_bytes(needed)}, more than {limit[1]} ({format_bytes(limit[0])}): lower --seq or --batch "
+                    "(--force runs it anyway)")
+    return None
 
 
 def bench_argv(cells: list[dict], batch: int, iters: int, dtype: str, device: str) -> list[str]:

@@ -68,15 +68,16 @@ class GpuPool:
                 index = self.queue.pop(0)
             self.emit({"event": events.CELL, "index": index, "config": self.configs[index].to_dict(), "gpu": gpu,
                        "done": self.done, "pending": self.total, "repeat": 1, "eta_s": None})
-            status = self.run_cell(index, gpu)
+            status, reason = self.run_cell(index, gpu)
             with self.lock:
                 self.done += 1
-            self.emit({"event": events.CELL_DONE, "index": index, "status": status, "gpu": gpu})
+            self.emit({"event": events.CELL_DONE, "index": index, "status": status, "reason": reason, "gpu": gpu})
             if status == events.CANCELLED:
                 self.stopped.set()
 
-    def run_cell(self, index: int, gpu: str) -> str:
-        """The cell's whole session on one GPU; its status (cancelled when the user stopped it)."""
+    def run_cell(self, index: int, gpu: str) -> tuple[str, str]:
+        """The cell's whole session on one GPU; its status (cancelled when the user stopped it) and why it did not
+        finish, if it did not."""
         from sysprof.profiler_core.session.process import session_argv
 
         cfg = self.configs[index]
@@ -85,9 +86,11 @@ class GpuPool:
         with (path / SESSION_STDERR).open("ab") as stderr:
             subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=stderr, check=False,
                            env={**os.environ, "CUDA_VISIBLE_DEVICES": gpu})
-        summary = _summary(path) or {"status": events.FAILED_STATUS}
+        summary = _summary(path) or {"status": events.FAILED_STATUS,
+                                     "error": {"kind": events.FAILED_STATUS, "message": f"no summary in {path}"}}
         error = summary.get("error") or {}
-        return events.CANCELLED if error.get("kind") == events.CANCELLED else summary["status"]
+        status = events.CANCELLED if error.get("kind") == events.CANCELLED else summary["status"]
+        return status, events.cell_reason(summary)
 
     def interrupt(self) -> None:
         """Ctrl-C or the app's cancel: no new cell starts. The SIGINT reached the running sessions too (they are in

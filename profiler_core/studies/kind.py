@@ -16,10 +16,11 @@ from pathlib import Path
 from sysprof.models.presets import PRESETS
 from sysprof.profiler_core import rundir
 from sysprof.profiler_core.config import ConfigError, RunConfig, validate
+from sysprof.profiler_core.memory.fit import cells_fit_problem
 from sysprof.profiler_core.options import add_config_options
 from sysprof.profiler_core.studies import sweep
 from sysprof.profiler_core.studies.document import Study
-from sysprof.profiler_core.studies.progress import Progress
+from sysprof.profiler_core.studies.progress import Progress, config_label
 
 Tables = dict[str, list[dict]]  # title → records, the main table first
 
@@ -47,8 +48,8 @@ def add_model_grid_options(parser: argparse.ArgumentParser) -> None:
 
 def models_and_ctxs(args: argparse.Namespace, base: RunConfig) -> list[RunConfig]:
     """--models × --ctxs over the base config: the grid every model study repeats its cells over."""
-    models = choices(args.models or base.model, "--models", tuple(PRESETS) + ("custom",))
-    ctxs = ints(args.ctxs, "--ctxs") if args.ctxs else [base.ctx]
+    models = choices(base.model if args.models is None else args.models, "--models", tuple(PRESETS) + ("custom",))
+    ctxs = [base.ctx] if args.ctxs is None else positive_ints(args.ctxs, "--ctxs")
     return [dataclasses.replace(base, model=model, ctx=ctx) for model in models for ctx in ctxs]
 
 
@@ -59,9 +60,13 @@ def grid_axes(configs: list[RunConfig], *fields: str) -> list[str]:
 
 def run_configs(args: argparse.Namespace, name: str, configs: list[RunConfig], varied: list[str],
                 before_run: Callable[[Path], None] | None = None) -> Path:
-    """Every cell validated, then a sweep directory of study `name` run cell by cell; its directory."""
+    """Every cell validated (its memory fit too, unless --force), then a sweep directory of study `name` run cell by
+    cell; its directory."""
     for cfg in configs:
         validate(cfg)
+    too_big = None if args.force else cells_fit_problem(configs, lambda cfg: config_label(cfg.to_dict()))
+    if too_big:
+        raise ConfigError(too_big)
     sweep_dir = sweep.create(rundir.runs_root(args.runs_dir), name, configs, varied, study=name)
     if before_run:
         before_run(sweep_dir)
@@ -77,6 +82,13 @@ def ints(text: str, option: str) -> list[int]:
         raise ConfigError(f"{option} takes comma-separated integers; got {text!r}") from None
     if not values or min(values) < 0:
         raise ConfigError(f"{option} takes comma-separated integers ≥ 0; got {text!r}")
+    return values
+
+
+def positive_ints(text: str, option: str) -> list[int]:
+    values = ints(text, option)
+    if min(values) == 0:
+        raise ConfigError(f"{option} takes comma-separated positive integers; got {text!r}")
     return values
 
 

@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from sysprof.profiler_core import events
 from sysprof.profiler_core.config import RunConfig, model_label
@@ -49,7 +50,7 @@ class Progress:
     def _emit(self, event: dict, text: str | None, style: str = "dim") -> None:
         self.log(event)
         if not self.as_events and text:
-            self.console.print(f"[{style}]{text}[/]")
+            self.console.print(f"[{style}]{text}[/]", soft_wrap=True)  # a log line stays one line when piped
 
     def eta_s(self) -> float | None:
         if self.done == 0:
@@ -68,12 +69,12 @@ class Progress:
                     "eta_s": eta},
                    f"cell {self.done + 1}/{self.pending}: {label}" + (f" · ETA {eta / 60:.1f} min" if eta else ""))
 
-    def cell_done(self, index: int, status: str, label: str | None = None) -> None:
+    def cell_done(self, index: int, status: str, label: str | None = None, reason: str = "") -> None:
         self.done += 1
         label = label or self.label
-        self._emit({"event": events.CELL_DONE, "index": index, "label": label, "status": status, "done": self.done,
-                    "pending": self.pending, "eta_s": self.eta_s()},
-                   f"{label}: {status}", "dim" if status == events.OK else "yellow")
+        self._emit({"event": events.CELL_DONE, "index": index, "label": label, "status": status, "reason": reason,
+                    "done": self.done, "pending": self.pending, "eta_s": self.eta_s()},
+                   escape(events.cell_outcome(label, status, reason)), "dim" if status == events.OK else "yellow")
 
     def sweep_listener(self, kind: str, study_dir: Path) -> Callable[[dict], None]:
         """An on_event for sweep.run."""
@@ -85,5 +86,5 @@ class Progress:
                 process = f" · process {event.get('repeat', 1)}/{repeats}" if repeats > 1 else ""
                 self.cell_started(event["index"], config_label(event["config"]) + process)
             elif event["event"] == events.CELL_DONE:
-                self.cell_done(event["index"], event["status"])
+                self.cell_done(event["index"], event["status"], reason=event.get("reason", ""))
         return on_event

@@ -57,9 +57,9 @@ def test_a_cancelled_cell_stops_the_pool_from_starting_more(tmp_path, monkeypatc
     pool = GpuPool(configs, sweep.cell_preparer(sweep_dir, configs, None), lambda event: None, None)
     ran: list[int] = []
 
-    def cancelled(index: int, gpu: str) -> str:
+    def cancelled(index: int, gpu: str) -> tuple[str, str]:
         ran.append(index)
-        return events.CANCELLED
+        return events.CANCELLED, "stopped by SIGINT"
 
     monkeypatch.setattr(pool, "run_cell", cancelled)
     run_pool(pool, [0, 1, 2], ["0"])

@@ -32,8 +32,8 @@ class StudyState:
         if kind == events.CELL:
             return replace(self, current=event["label"], done=event["done"], eta_s=event.get("eta_s"))
         if kind == events.CELL_DONE:
-            unfinished = self.unfinished + ((f"{event['label']}: {event['status']}",)
-                                            if event["status"] != "ok" else ())
+            outcome = events.cell_outcome(event["label"], event["status"], event.get("reason", ""))
+            unfinished = self.unfinished + ((outcome,) if event["status"] != "ok" else ())
             return replace(self, done=event["done"], eta_s=event.get("eta_s"), unfinished=unfinished,
                            current="" if event["done"] >= self.pending else self.current)
         return self

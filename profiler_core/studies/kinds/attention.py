@@ -7,10 +7,11 @@ from pathlib import Path
 
 from sysprof.profiler_core import rundir
 from sysprof.profiler_core.config import ConfigError
+from sysprof.profiler_core.memory.fit import device_memory
 from sysprof.profiler_core.nvml import gpu_count
 from sysprof.profiler_core.studies import attention
 from sysprof.profiler_core.studies.document import Study
-from sysprof.profiler_core.studies.kind import StudyKind, Tables, choices, ints, positive
+from sysprof.profiler_core.studies.kind import StudyKind, Tables, choices, positive, positive_ints
 from sysprof.profiler_core.studies.progress import Progress
 
 OPTIONS: tuple[tuple[str, str | None, str | None], ...] = (
@@ -37,7 +38,11 @@ def run(args: argparse.Namespace) -> Path:
     batch, iters = (positive(args.batch, "--batch"), positive(args.iters or default_iters, "--iters"))
     dtypes = choices(args.dtype, "--dtype", attention.DTYPES)
     impls = choices(args.impl or default_impls, "--impl", ("eager", "compiled", "sdpa"))
-    groups = attention.grid(impls, ints(args.d or dims, "--d"), ints(args.seq or seqs, "--seq"), dtypes)
+    groups = attention.grid(impls, positive_ints(args.d or dims, "--d"), positive_ints(args.seq or seqs, "--seq"),
+                            dtypes)
+    too_big = None if args.force else attention.fit_problem(groups, batch, device_memory(device))
+    if too_big:
+        raise ConfigError(too_big)
     problem = attention.device_problem(device)
     if problem:
         raise ConfigError(problem)

@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 from sysprof.profiler_core import events, rundir
-from sysprof.profiler_core.errors import StudyFailed
+from sysprof.profiler_core.config import validate
+from sysprof.profiler_core.errors import ConfigError, StudyFailed
 from sysprof.profiler_core.options import config_from_args
 from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kind import (
@@ -29,6 +30,8 @@ def run(args: argparse.Namespace) -> Path:
         variants.remove(("fp32", "high"))
     configs = [dataclasses.replace(cfg, dtype=dtype, matmul_precision=precision)
                for cfg in models_and_ctxs(args, base) for dtype, precision in variants]
+    for cfg in configs:  # before the lab: a wrong option is the user's to fix, said before anything runs
+        validate(cfg)
     lab = _precision_lab(base.device)
     save_lab = lambda study_dir: rundir.write_json(study_dir / rundir.PRECISION_LAB, lab)  # noqa: E731
     return run_configs(args, "precision", configs, grid_axes(configs, "dtype", "matmul_precision"), save_lab)
@@ -37,6 +40,9 @@ def run(args: argparse.Namespace) -> Path:
 def _precision_lab(device: str) -> dict:
     done = subprocess.run([sys.executable, "-m", "sysprof.profiler_core.runner.precision_lab", "--device", device],
                           capture_output=True, text=True)
+    refused = events.decode_lines(done.stdout, (events.FAILED,))
+    if refused and refused[0].get("kind") == events.CONFIG:
+        raise ConfigError(refused[0]["message"])
     found = events.decode_lines(done.stdout, (events.LAB_RESULT,))
     if done.returncode != 0 or not found:
         raise StudyFailed(f"precision lab failed: {(done.stderr.strip().splitlines() or ['no output'])[-1]}")

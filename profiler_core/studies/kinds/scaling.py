@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> Path:
     base = config_from_args(args)
     if base.nproc != 1:
         raise ConfigError("study scaling gives each cell its --nproc from --gpus; leave --nproc out")
-    models = choices(args.models or base.model, "--models", tuple(PRESETS) + ("custom",))
+    models = choices(base.model if args.models is None else args.models, "--models", tuple(PRESETS) + ("custom",))
     counts = ints(args.gpus, "--gpus")
     if min(counts) < 1:
         raise ConfigError(f"--gpus takes GPU counts of 1 or more; got {args.gpus!r}")

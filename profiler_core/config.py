@@ -135,7 +135,7 @@ def type_problems(cfg: RunConfig) -> dict[str, str]:
 def _type_problem(field: dataclasses.Field, value: object) -> str | None:
     annotation = str(field.type)
     if value is None:
-        return None if "None" in annotation else f"{field.name} must not be null"
+        return None if "None" in annotation else f"{field.name} needs a value"
     if annotation.startswith("tuple"):
         ok, kind = isinstance(value, list | tuple) and all(isinstance(item, str) for item in value), "a list of strings"
     elif annotation.startswith("bool"):
@@ -260,6 +260,9 @@ def _ranks_problems(cfg: RunConfig) -> dict[str, str | None]:
     problems = {"parallel": _choice("parallel", cfg.parallel, PARALLELS), "nnodes": _nodes_problem(cfg)}
     if cfg.distributed and cfg.device == "mps":
         problems["nproc"] = "--nproc needs CUDA GPUs (NCCL) or the CPU (gloo); MPS has no process-group backend here"
+    if cfg.parallel != RunConfig.parallel and not problems["parallel"] and not cfg.distributed:
+        problems["parallel"] = (f"--parallel {cfg.parallel} shards over ranks: give --nproc 2 or more (one process "
+                                "would run the plain model)")
     return problems
 
 

@@ -80,7 +80,8 @@ class StepRecord(TypedDict, total=False):
     index: int
     wall_ms: float
     phases_ms: dict[str, float]
-    loss: float
+    loss: float | None  # None when it was NaN or infinite (strict JSON has neither): then loss_not_finite says which
+    loss_not_finite: str
     peak_allocated_bytes: dict[str, int]
     peak_reserved_bytes: dict[str, int]
     memory_before_backward_bytes: int | None

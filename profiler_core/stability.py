@@ -166,6 +166,24 @@ def inflation_warnings(summary: Mapping[str, Any]) -> list[dict]:
     return warnings
 
 
+def loss_warnings(steps: Sequence[Mapping[str, Any]]) -> list[dict]:
+    """A loss that was NaN or infinite: the step still timed, but what it timed is not a sound training step (an
+    overflow, a bad input, a bug in the model), and timings of broken numbers can differ from working ones."""
+    broken = [s for s in steps if s.get("loss_not_finite") or _not_finite(s.get("loss"))]
+    if not broken:
+        return []
+    first = broken[0]
+    value = first.get("loss_not_finite") or str(first.get("loss"))
+    return [_warning("loss_not_finite", f"the loss was {value} in {len(broken)} of {len(steps)} steps (first: "
+                     f"{first.get('kind', 'step')} step {first.get('index', '?')}): the model's numbers are broken, so "
+                     "these are not a working training step's timings; fix the model, its inputs or its precision "
+                     "(fp16 overflows where bf16 does not)", steps=len(broken))]
+
+
+def _not_finite(value: Any) -> bool:
+    return isinstance(value, float) and not math.isfinite(value)
+
+
 def warnings_for_summary(summary: Mapping[str, Any], steps: Sequence[Mapping[str, Any]], *,
                          loadavg: float | Sequence[float] | None = None, cpu_count: int | None = None,
                          gpu_processes: Sequence[Any] | None = None,
@@ -176,4 +194,4 @@ def warnings_for_summary(summary: Mapping[str, Any], steps: Sequence[Mapping[str
     repeats = (summary.get("config") or {}).get("repeats") or 1
     return [*high_cv_warnings(phases, repeats), *warmup_warnings(steps, warmup), *steps_needed_warnings(phases),
             *cpu_load_warnings(loadavg, cpu_count), *gpu_process_warnings(gpu_processes),
-            *telemetry_warnings(telemetry), *inflation_warnings(summary)]
+            *telemetry_warnings(telemetry), *inflation_warnings(summary), *loss_warnings(steps)]

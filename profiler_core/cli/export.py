@@ -25,7 +25,8 @@ def add_export_options(parser) -> None:
     parser.add_argument("path", type=Path, help="a run directory or a sweep/study directory")
     parser.add_argument("--table", help="which table (a name, or the start of one; default: the first)")
     parser.add_argument("--output", help="write to PATH (.csv, .md, .json, .tex); default: stdout")
-    parser.add_argument("--format", choices=list(FORMATS), default="md", help="stdout format (default md)")
+    parser.add_argument("--format", choices=list(FORMATS),
+                        help="stdout format (default md); with --output the file's suffix picks it")
     parser.add_argument("--list", action="store_true", help="list the tables of PATH")
     parser.add_argument("--pivot", metavar="ROWS:COLUMNS",
                         help="pivot the table, as `sysprof sweep --pivot` does (e.g. model:ctx)")
@@ -109,6 +110,7 @@ def command_export(args) -> int:
         return 0
     if args.output:
         export.check_writable(args.output)
+        _check_format_matches(args.output, args.format)
     name, records = pick(tables, args.table)
     if not records:
         raise ConfigError(f"table {name!r} of {args.path} has no rows")
@@ -122,5 +124,12 @@ def command_export(args) -> int:
         written = export.write_table(records, args.output)
         sys.stderr.write(f"wrote {name!r} ({len(records)} rows) to {written}\n")
     else:
-        sys.stdout.write(export.render(records, FORMATS[args.format]))
+        sys.stdout.write(export.render(records, FORMATS[args.format or "md"]))
     return 0
+
+
+def _check_format_matches(output: str, fmt: str | None) -> None:
+    """--format beside --output must say what the suffix says: a silent choice between the two would lose one."""
+    if fmt and FORMATS[fmt] != export.format_for_path(output):
+        raise ConfigError(f"--format {fmt} does not match {output}: the file's suffix picks its format; drop --format "
+                          f"or name the file …{'.' + fmt}")

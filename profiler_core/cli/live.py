@@ -43,7 +43,12 @@ PS_COLUMNS = ("dir", "state", "kind", "pid", "progress", "started")
 
 
 def command_ps(args) -> int:
-    found = in_progress(rundir.runs_root(args.runs_dir))
+    root = rundir.runs_root(args.runs_dir)
+    if root.exists() and not root.is_dir():
+        raise UsageError(f"{root} is a file, not a runs directory")
+    if not root.exists() and args.runs_dir:  # $SYSPROF_RUNS or ./runs may not exist yet: nothing has run
+        raise UsageError(f"no such runs directory {root}")
+    found = in_progress(root)
     ended = [(settle_died(live), ended_state(live)) for live in found if not live.alive]
     running = [live for live in found if live.alive]
     rows = [{"dir": str(live.directory), "state": events.RUNNING, "kind": live.kind, "pid": live.pid,

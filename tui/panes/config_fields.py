@@ -4,7 +4,6 @@ per-module NVTX ranges. The form only holds text: nothing here imports or runs t
 from __future__ import annotations
 
 import shlex
-from pathlib import Path
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal
@@ -74,10 +73,3 @@ def code_rows(cfg: RunConfig, names: tuple[str, ...]) -> ComposeResult:
             yield Button("…", id="pick-factory", compact=True, tooltip="pick a .py file and a class or function in "
                                                                        "it (ctrl+o); the file is read, never run")
 
-
-def factory_file_problem(spec: str | None) -> str | None:
-    """A factory file that is not there, said while typing; whether it imports is the runner's to find out."""
-    target = (spec or "").rpartition(":")[0]
-    if target.endswith(".py") and not Path(target).expanduser().is_file():
-        return f"no such file {target}"
-    return None

@@ -47,7 +47,6 @@ from sysprof.tui.panes.config_fields import (
     CODE_FIELDS,
     FACTORY_FIELDS,
     code_rows,
-    factory_file_problem,
     read_code_field,
     read_integer,
 )
@@ -108,11 +107,7 @@ def checked_config(values: dict, visible_gpus: int,
         cfg = RunConfig.from_dict(values)
     except (TypeError, ValueError) as exc:
         return None, {"model": str(exc)}
-    problems = config_problems(cfg)
-    if "model_factory" not in problems:
-        missing_file = factory_file_problem(cfg.model_factory)
-        if missing_file:
-            problems["model_factory"] = missing_file
+    problems = config_problems(cfg)  # a factory, loss or optimizer whose file or module is not there too
     if "nproc" not in problems and not type_problems(cfg):  # it reads the fields as their types
         too_many_ranks = gpus_problem(cfg, visible_gpus)
         if too_many_ranks:
@@ -120,8 +115,18 @@ def checked_config(values: dict, visible_gpus: int,
     if not problems and memory:
         too_big = fit_problem(cfg, memory.get(cfg.device))
         if too_big:
-            problems["ctx"] = too_big  # the usual culprit; the line names the prediction and the limit
+            problems[too_big_field(cfg, memory.get(cfg.device))] = too_big
     return cfg, problems
+
+
+def too_big_field(cfg: RunConfig, limit: tuple[int, str] | None) -> str:
+    """The field to mark when a config cannot fit: batch when batch 1 would fit, ctx when the smallest context
+    would, else the model (its weights and optimizer state alone are too much)."""
+    if not fit_problem(replace(cfg, batch=1), limit):
+        return "batch"
+    if not fit_problem(replace(cfg, batch=1, ctx=1), limit):
+        return "ctx"
+    return "model"
 
 
 def form_texts(cfg: RunConfig | None, problems: dict[str, str]) -> tuple[str, Table | str]:

@@ -76,7 +76,7 @@ def plan_cells(base: RunConfig, models: list[str], counts: list[int], parallels:
                     not_run.append({"model": model, "parallel": parallel, "gpus": count,
                                     "reason": f"needs {count} GPUs, this host has {have}"})
                     continue
-                chosen = base.parallel if parallel == SINGLE else parallel
+                chosen = RunConfig.parallel if parallel == SINGLE else parallel  # one GPU: the plain model
                 cells.append(dataclasses.replace(base, model=model, nproc=count, parallel=chosen))
     return cells, not_run
 

@@ -176,6 +176,12 @@ class SysprofApp(TableExportActions, App):
             self.screen.set_focus(None)
             tabs.first(TabbedContent).active = pane
 
+    def action_cycle_pane(self, step: int) -> None:
+        tabs = self.screen.query("#panes")
+        if tabs:
+            current = PANES.index(tabs.first(TabbedContent).active)
+            self.action_show_pane(PANES[(current + step) % len(PANES)])
+
     def build_pane(self, tab: TabPane | None) -> None:
         """Mount a pane's content the first time it is shown; before the switch, so focus has a place to go."""
         if tab is not None and not tab.children and tab.id in self.pane_factories:

@@ -1,7 +1,10 @@
 """Every key of the app in one table: the bindings, the Help screen and the command palette read it.
 
 Global actions that must work while a text field has focus use control or function keys (a plain letter
-would be typed into the field); pane switching uses 1–7 when no field has focus (Esc leaves a field).
+would be typed into the field). Screens switch with 1–7 when no field has focus (Esc or Enter leaves a field),
+and with ctrl+PageDown / ctrl+PageUp anywhere. No screen puts the focus in a text field by itself, so a digit
+pressed right after switching switches again instead of being typed. (Alt+digit is no help: Textual reads the
+ESC-digit a terminal sends for it as macOS option characters, alt+5 as "∞".)
 """
 from __future__ import annotations
 
@@ -26,6 +29,10 @@ PANES = ("configure", "live", "kernels", "memory", "runs", "studies", "help")
 GLOBAL_KEYS = (
     *(Key(str(number), f"show_pane('{pane}')", f"Show {pane.capitalize()}")
       for number, pane in enumerate(PANES, start=1)),
+    Key("ctrl+pagedown", "cycle_pane(1)", "Next screen", "Show the next screen (works while typing)",
+        priority=True),
+    Key("ctrl+pageup", "cycle_pane(-1)", "Previous screen", "Show the previous screen (works while typing)",
+        priority=True),
     Key("f1", "show_pane('help')", "Help", "Show Help (works while typing)", show=True, priority=True),
     Key("ctrl+r,f5", "run", "Run", "Run the configuration (works while typing)", show=True, priority=True),
     Key("ctrl+g,f6", "cancel", "Cancel", "Cancel the run or study: SIGINT to its process group, kill after 10 s",
@@ -33,7 +40,8 @@ GLOBAL_KEYS = (
     Key("e,ctrl+s", "export", "Export", "Export the table on screen (marked rows, else all) to a file",
         show=True),
     Key("y", "copy", "Copy", "Copy the table on screen as Markdown to the clipboard (OSC 52)"),
-    Key("escape", "leave_field", "Leave field", "Leave a text field (then 1–7 switch screens)"),
+    Key("escape", "leave_field", "Leave field", "Leave a text field (then 1–7 switch screens; Enter in a "
+        "Configure field leaves it too)"),
     Key("q,ctrl+q", "quit", "Quit",
         "Quit; during a run it asks: l leaves it running (sysprof-tui re-attaches), c cancels it, n stays", show=True),
 )

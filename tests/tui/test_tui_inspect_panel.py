@@ -71,3 +71,33 @@ async def test_a_run_holds_the_inspector_and_off_means_no_panel(tmp_path):
     async with app.run_test(size=(140, 60)) as pilot:
         await settle(app, pilot)
         assert not app.query_one(InspectPanel).display
+
+
+def runs_made(tmp_path) -> list[Path]:
+    return [path for path in (tmp_path / "runs").glob("*") if path.is_dir()]
+
+
+async def test_run_waits_for_the_inspection_of_user_code_and_stays_off_when_it_fails(tmp_path):
+    (tmp_path / "broken.py").write_text("def build(vocab_size):\n    raise ValueError('no such layer')\n")
+    app = build_app(runs_dir=str(tmp_path / "runs"), initial=TINY, live_inspect=True)
+    async with app.run_test(size=(140, 60)) as pilot:
+        await wait_for(app, pilot, "FlopCounterMode")
+        run = app.query_one("#run")
+        assert not run.disabled  # the built-in model needs no inspection to run
+        app.query_one("#optimizer").value = "nope.Class"
+        await settle(app, pilot)
+        assert app.query_one("#optimizer").has_class("-invalid") and run.disabled  # at once, no inspector needed
+        app.query_one("#optimizer").value = "torch.optim.AdamW"
+        app.query_one("#model_factory").value = f"{tmp_path / 'broken.py'}:build"
+        await settle(app, pilot)
+        assert run.disabled and "Run waits for the model's inspection" in str(app.query_one("#config-error").render())
+        await settle(app, pilot, "ctrl+r")
+        assert runs_made(tmp_path) == []
+        await wait_for(app, pilot, "inspect:")
+        await settle(app, pilot, "ctrl+r")
+        assert run.disabled and "ValueError: no such layer" in str(app.query_one("#config-error").render())
+        assert runs_made(tmp_path) == []
+        app.query_one("#model_factory").value = f"{DATA / 'models' / 'nanogpt_style' / 'gpt.py'}:build"
+        await wait_for(app, pilot, "FlopCounterMode")
+        await settle(app, pilot)
+        assert not run.disabled

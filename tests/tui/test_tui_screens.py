@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from textual.widgets import Input
 from tui_helpers import settle, text
 
 from sysprof.profiler_core.config import RunConfig
@@ -418,3 +419,25 @@ async def test_kernel_table_shows_short_names_and_the_detail_line_the_whole_name
         assert len(pane.view_rows) > 0 and all("direct_copy" in name for name in pane.view_rows["name"])
         details = str(app.query_one("#kernel-details").render())
         assert "direct_copy_kernel_cuda(at::TensorIteratorBase &)::[lambda() (instance 3)]" in details
+
+
+async def test_switching_screens_never_types_into_a_field(tmp_path):
+    app = build_app(runs_dir=str(tmp_path / "runs"), settings_path=tmp_path / "settings.json")
+    async with app.run_test(size=(110, 36)) as pilot:
+        await settle(app, pilot, "6")
+        command = app.query_one("#study-command").value
+        assert not isinstance(app.focused, Input)  # Studies offers its list, not its command line
+        await settle(app, pilot, "1")
+        assert app.query_one("#panes").active == "configure" and app.query_one("#study-command").value == command
+        repeats = app.query_one("#repeats", Input)
+        repeats.focus()
+        await settle(app, pilot, "ctrl+pagedown")  # while typing: the next screen, the field keeps its value
+        assert app.query_one("#panes").active == "live" and repeats.value == "3"
+        await settle(app, pilot, "ctrl+pageup")
+        repeats.focus()
+        await settle(app, pilot, "end", "2")  # a plain digit in a field is text, as typed
+        assert app.query_one("#panes").active == "configure" and repeats.value == "32"
+        await settle(app, pilot, "backspace", "enter", "2")  # Enter ends the edit: the next digit switches
+        assert app.query_one("#panes").active == "live" and repeats.value == "3"
+        await settle(app, pilot, "ctrl+pageup", "ctrl+pageup")  # round the end: Configure, then Help
+        assert app.query_one("#panes").active == "help"

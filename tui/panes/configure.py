@@ -119,6 +119,11 @@ def checked_config(values: dict, visible_gpus: int,
     return cfg, problems
 
 
+def runs_user_code(cfg: RunConfig) -> bool:
+    """Whether the run imports the user's code: a model factory, a loss, an optimizer outside torch.optim."""
+    return bool(cfg.model_factory or cfg.loss) or not cfg.optimizer.startswith("torch.optim.")
+
+
 def too_big_field(cfg: RunConfig, limit: tuple[int, str] | None) -> str:
     """The field to mark when a config cannot fit: batch when batch 1 would fit, ctx when the smallest context
     would, else the model (its weights and optimizer state alone are too much)."""
@@ -168,6 +173,7 @@ class ConfigurePane(Pane):
         self.visible_gpus = visible_gpu_count()  # once: --nproc is capped at what this node shows
         self.device_memory = {device: device_memory(device) for device in ("auto", "cuda", "cpu")}  # once too
         self.was_running = False
+        self.inspected: tuple[RunConfig, str | None] | None = None  # the last inspection's config and problem
 
     def compose(self) -> ComposeResult:
         cfg = self.initial
@@ -222,14 +228,31 @@ class ConfigurePane(Pane):
         for field in self.query("#config-form Input, #config-form Select"):
             field.set_class(field.id in problems, "-invalid")
             field.tooltip = problems.get(field.id) if field.id is not None else None
-        self.query_one("#config-error", Static).update("\n".join(f"{k}: {v}" for k, v in problems.items()))
         model, predicted = form_texts(cfg, problems)
         self.query_one("#model-info", Static).update(model)
         self.query_one("#predicted-memory", Static).update(predicted)
-        self.update_run_button(problems)
         self.checked = cfg if not problems else None
         self.inspect_form()
-        self.post_message(self.Changed(self.checked, problems))
+        wait = self.inspection_wait()
+        blocked = problems or ({"inspection": wait} if wait else {})
+        self.query_one("#config-error", Static).update("\n".join(f"{k}: {v}" for k, v in blocked.items()))
+        self.update_run_button(blocked)
+        self.post_message(self.Changed(None if blocked else self.checked, blocked))
+
+    def inspection_wait(self) -> str | None:
+        """Why Run waits: a config with the user's own code runs only once the inspector built its model (an
+        import error or a factory that raises then stops Run here, not after a run directory was made)."""
+        cfg = self.checked
+        if not (self.live_inspect and cfg is not None and runs_user_code(cfg)):
+            return None
+        if self.inspected is None or self.inspected[0] != cfg:
+            return "Run waits for the model's inspection (your code, imported in a process of its own)"
+        return self.inspected[1]
+
+    @on(InspectPanel.Inspected)
+    def inspection_ended(self, message: InspectPanel.Inspected) -> None:
+        self.inspected = (message.config, message.problem)
+        self.check()
 
     def inspect_form(self) -> None:
         """The model as the runner will build it, counted on the meta device in an inspector process."""
@@ -251,6 +274,11 @@ class ConfigurePane(Pane):
         if self.run_state.running != self.was_running:  # every step updates run_state: act on changes only
             self.was_running = self.run_state.running
             self.inspect_form()
+
+    @on(Input.Submitted, "#config-form Input")
+    def field_done(self) -> None:
+        """Enter ends the edit: the field lets go, so the digit pressed next switches screens, not edits it."""
+        self.screen.set_focus(None)
 
     @on(Button.Pressed, "#ab")
     @on(Input.Submitted, "#ab-options")

@@ -9,6 +9,7 @@ from pathlib import Path
 from rich.console import Group
 from rich.text import Text
 from textual import work
+from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import Static
 
@@ -26,6 +27,13 @@ def report_renderable(report) -> Group:
 
 
 class InspectPanel(Static):
+    class Inspected(Message):
+        """An inspection ended: the config inspected and why it cannot run (None: the model built)."""
+
+        def __init__(self, config: RunConfig, problem: str | None):
+            super().__init__()
+            self.config, self.problem = config, problem
+
     def __init__(self, runs_root: Path, **kwargs):
         super().__init__(**kwargs)
         self.runs_root = runs_root
@@ -74,5 +82,7 @@ class InspectPanel(Static):
                                          process.returncode or 0, self.runs_root)
         except SysprofError as exc:
             self.update(Text(f"inspect: {exc}", style="red"))
+            self.post_message(self.Inspected(cfg, f"inspect: {exc}"))
         else:
             self.update(report_renderable(report))
+            self.post_message(self.Inspected(cfg, None))

@@ -90,8 +90,9 @@ class StudiesPane(Pane):
         yield MarkableTable(id="study-table")
 
     def focus_main(self) -> None:
-        """The command line until there is a table to read; then the table, so t, space and e work."""
-        target = "#study-table" if self.tables or self.study.stage != "idle" else "#study-command"
+        """The list of studies until there is a table to read; then the table, so t, space and e work. Never the
+        command line: a digit pressed next would be typed into it instead of switching screens."""
+        target = "#study-table" if self.tables or self.study.stage != "idle" else "#study-template"
         self.query_one(target).focus()
 
     @on(Select.Changed, "#study-template")

@@ -2,7 +2,7 @@
 `sysprof run --nproc 2` repeated in fresh launches, the conditions interleaved round by round.
 
     python3 -m benchmarks.multi_gpu.stragglers [--runs 10] [--conditions plain,heavy,light,host,hook]
-        [--model small] [--device cuda] [--out FILE] [--budget-s S]
+        [--model small] [--device cuda] [--nproc 2] [--out FILE] [--budget-s S]
 
 Conditions (each slows rank 1 through something the tool did not build, except `hook`):
   plain   nothing: no rank may be named.
@@ -82,7 +82,8 @@ def one_run(args: argparse.Namespace, condition: str) -> dict:
         env["SYSPROF_TEST_SLOW_RANK"] = f"1:{args.delay_ms}"
     command, _ = tool_argv("run", "--model", args.model, "--dtype", args.dtype, "--attention", "sdpa", "--ctx",
                            str(args.ctx), "--batch", str(args.batch), "--warmup", "3", "--steps", str(args.steps),
-                           "--optimizer-impl", "fused", "--nproc", "2", "--device", args.device, "--json")
+                           "--optimizer-impl", "fused", "--nproc", str(args.nproc), "--device", args.device,
+                           "--json")
     if args.runs_dir:
         command += ["--runs-dir", args.runs_dir]
     cores = sorted(os.sched_getaffinity(0))[-HOST_CORES:]
@@ -136,6 +137,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=4)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--device", default="cuda")
+    parser.add_argument("--nproc", type=int, default=2, help="ranks (the cause is on rank 1's GPU or cores)")
     parser.add_argument("--runs-dir")
     parser.add_argument("--out", help="also write every run's line and the totals here (JSON)")
     parser.add_argument("--budget-s", type=float, help="start no new round after this many seconds")
@@ -153,7 +155,8 @@ def main() -> None:
                 Path(args.out).write_text(json.dumps({"runs": results}, indent=1))
     totals = {c: f"{sum(r['right'] for r in results if r['condition'] == c)} of "
                  f"{sum(r['condition'] == c for r in results)}" for c in conditions}
-    totals["config"] = f"{args.model} {args.dtype} ctx {args.ctx} batch {args.batch} per rank, {args.steps} steps"
+    totals["config"] = (f"{args.model} {args.dtype} ctx {args.ctx} batch {args.batch} per rank, {args.steps} steps, "
+                        f"{args.nproc} ranks")
     print(json.dumps(totals))
     if args.out:
         Path(args.out).write_text(json.dumps({"runs": results, "totals": totals}, indent=1))

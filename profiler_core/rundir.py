@@ -24,6 +24,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import shutil
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -131,19 +132,37 @@ def is_disk_full(exc: BaseException) -> bool:
 
 
 def reserve_space(directory: Path) -> None:
-    """Set RESERVE_BYTES aside in directory for the summaries written when the disk fills mid-run. Best effort:
-    on a disk already full there is nothing to set aside, and the run's first write says so."""
+    """Set RESERVE_BYTES aside in directory for the summaries written when the disk fills mid-run; on a disk with
+    less free than that, half of what is free (a summary needs kilobytes, and no reserve at all would cost the run
+    its summary). Best effort: on a disk already full there is nothing to set aside, and the run's first write
+    says so."""
     path = directory / RESERVE
+    for size in (RESERVE_BYTES, _free_bytes(directory) // 2):
+        if size > 0 and _set_aside(path, size):
+            return
+
+
+def _set_aside(path: Path, size: int) -> bool:
     try:
         with path.open("wb") as handle:
             try:
-                os.posix_fallocate(handle.fileno(), 0, RESERVE_BYTES)
+                os.posix_fallocate(handle.fileno(), 0, size)
             except OSError as exc:
                 if is_disk_full(exc):
                     raise
-                handle.write(bytes(RESERVE_BYTES))  # a file system without fallocate: blocks written out
+                handle.write(bytes(size))  # a file system without fallocate: blocks written out
     except OSError:
-        path.unlink(missing_ok=True)
+        path.unlink(missing_ok=True)  # what did go in is given back before the next, smaller try
+        return False
+    return True
+
+
+def _free_bytes(directory: Path) -> int:
+    """What an ordinary user may still write on directory's file system (0 when it cannot be told)."""
+    try:
+        return shutil.disk_usage(directory).free
+    except OSError:
+        return 0
 
 
 def release_space(directory: Path) -> bool:

@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from sysprof.profiler_core import events, rundir
-from sysprof.profiler_core.cli.event_lines import print_event
+from sysprof.profiler_core.cli.event_lines import event_printer
 from sysprof.profiler_core.errors import UsageError
 from sysprof.profiler_core.liveness import RUN, LiveProcess, in_progress, live_process
 from sysprof.profiler_core.session.control import POLL_S, Attached, drain
@@ -105,13 +105,14 @@ def command_attach(args) -> int:
 
 def follow(live: LiveProcess) -> None:
     follower = EventFollower(live.directory / rundir.SESSION_EVENTS)
-    while drain(Attached(live), follower, _print_events):
+    print_event = event_printer()
+
+    def print_events(batch: list[dict]) -> None:
+        for event in batch:
+            print_event(event)
+
+    while drain(Attached(live), follower, print_events):
         time.sleep(POLL_S)
-
-
-def _print_events(batch: list[dict]) -> None:
-    for event in batch:
-        print_event(event)
 
 
 def report_end(live: LiveProcess, console: Console) -> int:

@@ -14,7 +14,7 @@ from sysprof.models.phases import phase_option
 from sysprof.profiler_core import events, rundir
 from sysprof.profiler_core.cli.ab import add_ab_options, command_ab
 from sysprof.profiler_core.cli.compare import add_compare_options, command_compare
-from sysprof.profiler_core.cli.event_lines import print_run_event
+from sysprof.profiler_core.cli.event_lines import RunEventPrinter
 from sysprof.profiler_core.cli.export import add_export_options, command_export
 from sysprof.profiler_core.cli.live import add_live_parsers, command_attach, command_ps
 from sysprof.profiler_core.cli.studies import add_study_parsers, command_study
@@ -95,8 +95,10 @@ def build_parser() -> OneLineParser:
     return parser
 
 
-def execute_run(cfg: RunConfig, runs_dir: str | None, nsys: str | None = None, on_event=print_run_event) -> RunSummary:
-    """Run cfg (clean pass, then the passes it asks for); returns the summary whatever happened."""
+def execute_run(cfg: RunConfig, runs_dir: str | None, nsys: str | None = None, on_event=None) -> RunSummary:
+    """Run cfg (clean pass, then the passes it asks for); returns the summary whatever happened. on_event: each
+    event as it comes (default: progress lines on stderr)."""
+    on_event = on_event or RunEventPrinter()
     backend, notice = choose_backend(cfg.profiler, nsys)
     run_dir = rundir.new_run_dir(rundir.runs_root(runs_dir), cfg)
     # Recorded as the app's runs are: `sysprof ps` lists it and `sysprof attach` follows it from another terminal.

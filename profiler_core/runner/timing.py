@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
 
 import torch
 
@@ -90,7 +89,7 @@ class _Phase:
         self.range.__exit__(*exc_info)
 
 
-def loss_fields(loss: float) -> dict[str, Any]:
+def loss_fields(loss: float) -> StepRecord:
     """The step's loss for steps.jsonl, which stays strict JSON: NaN and infinity (that JSON has no words for) are
     null, with the value in words beside it for the run's warning."""
     if math.isfinite(loss):
@@ -119,8 +118,10 @@ def run_step(work: Workload, tools: StepInstruments) -> StepRecord:
     last_phase = tools.current_phase
     assert last_phase is not None  # the forward phase above set it
     tools.current_phase = None  # the step is over: a failure after it is in no phase
-    return {"wall_ms": wall_ms, "phases_ms": tools.elapsed_ms(), **loss_fields(float(loss.detach())),
-            "peak_allocated_bytes": dict(tools.allocated), "peak_reserved_bytes": dict(tools.reserved),
-            "memory_before_backward_bytes": tools.in_use_after.get("forward"),
-            "memory_after_step_bytes": tools.in_use_after.get(last_phase),
-            "cpu_wait_ms": None if queued_before is None or queued_after is None else queued_after - queued_before}
+    record: StepRecord = {
+        "wall_ms": wall_ms, "phases_ms": tools.elapsed_ms(), **loss_fields(float(loss.detach())),
+        "peak_allocated_bytes": dict(tools.allocated), "peak_reserved_bytes": dict(tools.reserved),
+        "memory_before_backward_bytes": tools.in_use_after.get("forward"),
+        "memory_after_step_bytes": tools.in_use_after.get(last_phase),
+        "cpu_wait_ms": None if queued_before is None or queued_after is None else queued_after - queued_before}
+    return record

@@ -3,6 +3,7 @@ started and read from here, so neither the CLI nor the app imports torch or the 
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -25,11 +26,25 @@ def read_inspect_output(stdout: str, stderr: str, returncode: int, runs_root: Pa
     found = events.decode_lines(stdout, events.HELPER_EVENTS + (events.FAILED,))
     if found and found[-1]["event"] == events.INSPECT:
         return found[-1]["report"]
-    failure = found[-1] if found else {"kind": "error", "message": f"inspector exited with code {returncode}"}
+    failure = found[-1] if found else {"kind": "error", "message": _died_without_a_word(returncode)}
     if failure.get("kind") == events.CONFIG:
         raise ConfigError(failure["message"])
     log = _keep_stderr(stderr, runs_root)
     raise InspectFailed(f"{failure['message']}" + (f" (traceback in {log})" if log else ""))
+
+
+def _died_without_a_word(returncode: int) -> str:
+    if returncode < 0:  # killed: the kernel's OOM killer, a kill from outside
+        try:
+            return f"the inspector was killed by {signal.Signals(-returncode).name} before it reported"
+        except ValueError:
+            pass
+    return f"the inspector exited with code {returncode} before it reported"
+
+
+def inspector_not_started(exc: OSError, argv: list[str]) -> InspectFailed:
+    """The inspector could not be started (its python gone, not executable, no memory to fork): one line."""
+    return InspectFailed(f"cannot start the inspector ({argv[0]}): {exc.strerror or exc}")
 
 
 def _keep_stderr(stderr: str, runs_root: Path) -> Path | None:
@@ -45,8 +60,11 @@ def _keep_stderr(stderr: str, runs_root: Path) -> Path | None:
 
 
 def inspect_model(cfg: RunConfig, depth: int, runs_root: Path, timeout_s: float = INSPECT_TIMEOUT_S) -> InspectReport:
+    argv = inspect_argv(cfg, depth)
     try:
-        done = subprocess.run(inspect_argv(cfg, depth), capture_output=True, text=True, timeout=timeout_s)
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:
         raise InspectFailed(f"inspecting the model took more than {timeout_s:.0f} s") from None
+    except OSError as exc:
+        raise inspector_not_started(exc, argv) from None
     return read_inspect_output(done.stdout, done.stderr, done.returncode, runs_root)

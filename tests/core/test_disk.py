@@ -1,8 +1,12 @@
 """Disks fill and directories refuse writes: a real ENOSPC from a tiny tmpfs, a real permission error from a
-non-root user, and many writers in one runs directory at once."""
+non-root user, and many writers in one runs directory at once.
+
+A run that fills a disk stops after as many steps as the disk holds, not after a time: the disks the runs fill
+hold a few dozen steps beyond the reserve, so a loaded machine takes a few seconds more, not minutes more."""
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from concurrent.futures import ProcessPoolExecutor
@@ -15,30 +19,59 @@ from sysprof.profiler_core.config import RunConfig
 
 TINY = ["--model", "tiny", "--ctx", "32", "--batch", "2", "--device", "cpu", "--warmup", "1"]
 NOBODY = 65534
+RESERVE_K = rundir.RESERVE_BYTES // 1024
+RUN_ROOM_K = 48  # beyond the reserve: the manifest, live.json and a few dozen steps and their events
 
 
 def sysprof(args, env, timeout=300, user=None):
+    """The CLI in a process group of its own: if it overruns, its runner goes with it, so nothing goes on writing
+    on a disk the test is about to unmount."""
     prefix = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups"] if user else []
-    return subprocess.run([*prefix, sys.executable, "-m", "sysprof.profiler_core", *args], env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    argv = [*prefix, sys.executable, "-m", "sysprof.profiler_core", *args]
+    with subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          start_new_session=True) as process:
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            raise
+    return subprocess.CompletedProcess(argv, process.returncode, stdout, stderr)
 
 
 @pytest.fixture
-def tiny_disk(tmp_path):
-    """A 400 KiB tmpfs: room for the run's reserve and a few hundred steps, then ENOSPC from the kernel."""
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=400k", "tmpfs", str(disk)], capture_output=True,
-                             text=True)
-    if mounted.returncode:
-        pytest.skip(f"cannot mount a tmpfs here (needs root): {mounted.stderr.strip()}")
-    yield disk
-    subprocess.run(["umount", str(disk)], check=True)
+def make_disk(tmp_path):
+    """make_disk(size_k): a tmpfs of that many KiB, so ENOSPC comes from the kernel; unmounted after the test."""
+    mounted = []
+
+    def make(size_k: int) -> Path:
+        disk = tmp_path / f"disk{len(mounted)}"
+        disk.mkdir()
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_k}k", "tmpfs", str(disk)],
+                              capture_output=True, text=True)
+        if done.returncode:
+            pytest.skip(f"cannot mount a tmpfs here (needs root): {done.stderr.strip()}")
+        mounted.append(disk)
+        return disk
+    yield make
+    for disk in mounted:
+        subprocess.run(["umount", str(disk)], check=True)
+
+
+@pytest.fixture
+def tiny_disk(make_disk):
+    """A 400 KiB tmpfs: room for the run's reserve and a few hundred steps."""
+    return make_disk(400)
+
+
+@pytest.fixture
+def run_disk(make_disk):
+    """Room for the reserve and a few dozen steps: a run fills it after the same steps on any machine."""
+    return make_disk(RESERVE_K + RUN_ROOM_K)
 
 
 @pytest.mark.slow
-def test_a_run_that_fills_the_disk_is_failed_with_the_reason_and_keeps_its_steps(tiny_disk, cli_env):
-    result = sysprof(["run", *TINY, "--steps", "100000", "--runs-dir", str(tiny_disk), "--json"], cli_env)
+def test_a_run_that_fills_the_disk_is_failed_with_the_reason_and_keeps_its_steps(run_disk, cli_env):
+    result = sysprof(["run", *TINY, "--steps", "100000", "--runs-dir", str(run_disk), "--json"], cli_env)
     assert result.returncode == 1, result.stderr
     assert "Traceback" not in result.stderr
     summary = json.loads(result.stdout)
@@ -108,12 +141,43 @@ def test_the_reserve_gives_a_summary_room_on_a_full_disk(tiny_disk):
         rundir.write_json(tiny_disk / "other.json", {"pad": "x" * 400 * 1024})
 
 
+SMALLER_THAN_THE_RESERVE_K = RESERVE_K * 3 // 8  # 96 KiB: the reserve cannot be made in full
+
+
+def fill(disk: Path) -> None:
+    with pytest.raises(OSError) as raised, (disk / "filler").open("wb") as handle:
+        handle.write(bytes(shutil.disk_usage(disk).free + 4096))
+    assert rundir.is_disk_full(raised.value)
+
+
+def test_a_disk_smaller_than_the_reserve_still_gets_a_reserve_and_the_summary(make_disk):
+    disk = make_disk(SMALLER_THAN_THE_RESERVE_K)
+    rundir.reserve_space(disk)
+    assert 0 < (disk / rundir.RESERVE).stat().st_size < rundir.RESERVE_BYTES
+    fill(disk)
+    rundir.write_json(disk / rundir.SUMMARY, {"status": "failed", "pad": "x" * 20000})
+    assert rundir.read_json(disk / rundir.SUMMARY)["status"] == "failed"
+    assert not (disk / rundir.RESERVE).exists()
+
+
 @pytest.mark.slow
-def test_a_sweep_stops_at_the_cell_that_filled_the_disk_and_says_how_to_go_on(tiny_disk, cli_env):
-    result = sysprof(["sweep", *TINY, "--steps", "100000", "--ctx", "16,32", "--runs-dir", str(tiny_disk)], cli_env)
+def test_a_run_on_a_disk_smaller_than_the_reserve_ends_with_its_summary(make_disk, cli_env):
+    disk = make_disk(SMALLER_THAN_THE_RESERVE_K)
+    result = sysprof(["run", *TINY, "--steps", "100000", "--runs-dir", str(disk), "--json"], cli_env)
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["error"]["kind"] == events.DISK_FULL and summary["phases"]["step"]["n"] >= 1
+    run_dir = Path(summary["run_dir"])
+    assert rundir.read_summary(run_dir) == summary  # `sysprof ps`, export and the app read it
+    assert not (run_dir / rundir.RESERVE).exists()
+
+
+@pytest.mark.slow
+def test_a_sweep_stops_at_the_cell_that_filled_the_disk_and_says_how_to_go_on(run_disk, cli_env):
+    result = sysprof(["sweep", *TINY, "--steps", "100000", "--ctx", "16,32", "--runs-dir", str(run_disk)], cli_env)
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert "the disk filled up: the sweep stopped" in result.stderr and "--resume" in result.stderr
-    sweep_dir = next(tiny_disk.iterdir())
+    sweep_dir = next(run_disk.iterdir())
     cells = sorted((sweep_dir / rundir.SWEEP_CELLS_DIR).iterdir())
     assert rundir.read_summary(cells[0])["error"]["kind"] == events.DISK_FULL
     assert all(rundir.read_summary(cell) is None for cell in cells[1:])  # not run into a full disk

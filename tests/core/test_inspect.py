@@ -13,7 +13,9 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from sysprof.models.presets import PRESETS, count_params, step_flops
+from sysprof.profiler_core.cli.main import main
 from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.errors import InspectFailed
 from sysprof.profiler_core.runner.inspect_model import (
     FlopCounter,
     SavedBytes,
@@ -25,6 +27,7 @@ from sysprof.profiler_core.runner.inspect_model import (
 )
 from sysprof.profiler_core.runner.user_model import build_user_model
 from sysprof.profiler_core.runner.workload import build_workload
+from sysprof.profiler_core.session.inspecting import read_inspect_output
 
 ROOT = Path(__file__).resolve().parents[2]
 GPT = ROOT / "tests" / "data" / "models" / "nanogpt_style" / "gpt.py"
@@ -170,3 +173,27 @@ def test_a_run_of_a_users_model_reports_counted_flops(cli_env, tmp_path):
     assert summary["tflops"] == pytest.approx(counted / (summary["phases"]["step"]["median_ms"] / 1e3) / 1e12)
     manifest = json.loads((Path(summary["run_dir"]) / "manifest.json").read_text())
     assert manifest["model"]["flops_per_step"] == counted
+
+
+def no_python(tmp_path: Path, how: str) -> str:
+    """A python that does not start: missing, or a file that may not be executed."""
+    path = tmp_path / "python"
+    if how == "not executable":
+        path.write_text("#!/bin/sh\n")
+        path.chmod(0o644)
+    return str(path)
+
+
+@pytest.mark.parametrize(("how", "why"), [("missing", "No such file or directory"),
+                                          ("not executable", "Permission denied")])
+def test_an_inspector_that_cannot_start_is_one_line(tmp_path, monkeypatch, capsys, how, why):
+    python = no_python(tmp_path, how)
+    monkeypatch.setattr(sys, "executable", python)
+    code = main(["inspect", "--model", "tiny", "--runs-dir", str(tmp_path / "runs")])
+    assert code == 1
+    assert capsys.readouterr().err == f"sysprof: error: cannot start the inspector ({python}): {why}\n"
+
+
+def test_an_inspector_killed_before_it_reported_says_so(tmp_path):
+    with pytest.raises(InspectFailed, match="^the inspector was killed by SIGKILL before it reported$"):
+        read_inspect_output("", "", -9, tmp_path)

@@ -69,6 +69,19 @@ def test_bad_factories_are_one_line_exit_2_and_leave_nothing(cli_env, tmp_path, 
     assert not any((tmp_path / "runs").glob("*/manifest.json"))  # nothing ran: no run directory left
 
 
+@pytest.mark.parametrize("options, says", [
+    (["--model-factory", "notmodel.py:build"], "model factory notmodel.py:build returned a int, not a torch.nn.Module"),
+    (["--optimizer", "torch.optim.SGD", "--optimizer-arg", "bogus=1"], "optimizer torch.optim.SGD rejects"),
+])
+def test_a_config_the_runner_refuses_is_the_error_line_alone(cli_env, tmp_path, options, says):
+    """The runner finds these only once it has started (and said hello): no banner may come before the error."""
+    (tmp_path / "notmodel.py").write_text("def build(vocab_size):\n    return 1\n")
+    result = subprocess.run([sys.executable, "-m", "sysprof.profiler_core", "run", *SMALL_RUN, *options], env=cli_env,
+                            capture_output=True, text=True, timeout=180, cwd=tmp_path)
+    output = result.stdout + result.stderr
+    assert result.returncode == 2 and output.startswith(f"sysprof: error: {says}") and output.count("\n") == 1, output
+
+
 def test_a_model_that_raises_fails_the_run_and_keeps_its_traceback(cli_env, tmp_path):
     result = sysprof(["run", *SMALL_RUN, "--model-factory", f"{GPT}:broken", "--json"], cli_env)
     assert result.returncode == 1 and "Traceback" not in result.stderr

@@ -1,6 +1,7 @@
 """Configure's live inspect: the real inspector process (torch on the meta device) runs when the form settles,
 never in the app's own process, and a model that raises shows its one-line reason."""
 import asyncio
+import sys
 from pathlib import Path
 
 import pytest
@@ -64,6 +65,17 @@ async def test_an_invalid_form_clears_the_panel_and_a_raising_model_says_why(tmp
         shown = await wait_for(app, pilot, "inspect:")
         assert "ValueError: no such layer" in shown
     assert (tmp_path / "runs" / "inspect-stderr.log").is_file()
+
+
+async def test_an_inspector_that_cannot_start_is_one_line_on_the_panel(tmp_path, monkeypatch):
+    missing = str(tmp_path / "no-python")
+    monkeypatch.setattr(sys, "executable", missing)  # what inspect_argv starts
+    app = build_app(runs_dir=str(tmp_path / "runs"), initial=TINY, live_inspect=True)
+    async with app.run_test(size=(140, 60)) as pilot:
+        await wait_for(app, pilot, "inspect:")
+        said = str(app.query_one(InspectPanel).render())
+        assert said == f"inspect: cannot start the inspector ({missing}): No such file or directory"
+        assert app.is_running  # the worker said so and ended; nothing crashed
 
 
 async def test_a_run_holds_the_inspector_and_off_means_no_panel(tmp_path):

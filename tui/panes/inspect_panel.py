@@ -13,7 +13,14 @@ from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import Static
 
-from sysprof.profiler_core.api import RunConfig, SysprofError, inspect_argv, read_inspect_output, signal_group
+from sysprof.profiler_core.api import (
+    RunConfig,
+    SysprofError,
+    inspect_argv,
+    inspector_not_started,
+    read_inspect_output,
+    signal_group,
+)
 from sysprof.profiler_core.render.inspect_report import flops_lines, memory_table, modules_table, params_line
 
 SETTLE_S = 0.6  # typing "2048" must start one inspector, not four
@@ -69,9 +76,13 @@ class InspectPanel(Static):
     @work(exclusive=True, exit_on_error=False, group="inspect")
     async def inspect(self, cfg: RunConfig) -> None:
         self.update(Text(f"inspecting {cfg.model_name} on the meta device…", style="dim"))
-        process = await asyncio.create_subprocess_exec(
-            *inspect_argv(cfg, MODULE_DEPTH), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            start_new_session=True)
+        argv = inspect_argv(cfg, MODULE_DEPTH)
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True)
+        except OSError as exc:  # no python to start, no memory to fork: said on the panel, the app goes on
+            self.show_problem(cfg, inspector_not_started(exc, argv))
+            return
         try:
             stdout, stderr = await process.communicate()
         except asyncio.CancelledError:  # the form changed again: this answer is stale, and so is its process
@@ -81,8 +92,11 @@ class InspectPanel(Static):
             report = read_inspect_output(stdout.decode(errors="replace"), stderr.decode(errors="replace"),
                                          process.returncode or 0, self.runs_root)
         except SysprofError as exc:
-            self.update(Text(f"inspect: {exc}", style="red"))
-            self.post_message(self.Inspected(cfg, f"inspect: {exc}"))
+            self.show_problem(cfg, exc)
         else:
             self.update(report_renderable(report))
             self.post_message(self.Inspected(cfg, None))
+
+    def show_problem(self, cfg: RunConfig, problem: SysprofError) -> None:
+        self.update(Text(f"inspect: {problem}", style="red"))
+        self.post_message(self.Inspected(cfg, f"inspect: {problem}"))

@@ -200,13 +200,9 @@ def _value_problems(cfg: RunConfig) -> dict[str, str]:
     found["repeats"] = _repeats_problem(cfg.repeats)
     if cfg.warmup is None or not isinstance(cfg.warmup, int) or cfg.warmup < 0:
         found["warmup"] = f"warmup must be 0 or more; got {cfg.warmup!r}"
-    for name, allowed in (("mode", MODES), ("dtype", DTYPES), ("matmul_precision", MATMUL_PRECISIONS),
-                          ("attention", ATTENTIONS), ("device", DEVICES), ("profiler", PROFILERS),
-                          ("optimizer_impl", OPTIMIZER_IMPLS), ("compile_mode", COMPILE_MODES)):
-        found[name] = _choice(name, getattr(cfg, name), allowed)
-    if cfg.compile_mode != "default" and not cfg.compile and not found["compile_mode"]:
-        found["compile_mode"] = f"--compile-mode {cfg.compile_mode} needs --compile"
-    found.update(_user_code_problems(cfg))
+    found.update(_choice_problems(cfg))
+    for name, problem in _user_code_problems(cfg).items():  # never over a problem found above (a bad choice)
+        found[name] = found.get(name) or problem
     found["nvtx_modules"] = _nvtx_modules_problem(cfg)
     found.update(_ranks_problems(cfg))
     problems = {k: v for k, v in found.items() if v}
@@ -216,6 +212,16 @@ def _value_problems(cfg: RunConfig) -> dict[str, str]:
 
 
 MAX_REPEATS = 100
+
+
+def _choice_problems(cfg: RunConfig) -> dict[str, str | None]:
+    found = {name: _choice(name, getattr(cfg, name), allowed) for name, allowed in (
+        ("mode", MODES), ("dtype", DTYPES), ("matmul_precision", MATMUL_PRECISIONS), ("attention", ATTENTIONS),
+        ("device", DEVICES), ("profiler", PROFILERS), ("optimizer_impl", OPTIMIZER_IMPLS),
+        ("compile_mode", COMPILE_MODES))}
+    if cfg.compile_mode != "default" and not cfg.compile and not found["compile_mode"]:
+        found["compile_mode"] = f"--compile-mode {cfg.compile_mode} needs --compile"
+    return found
 
 
 def _repeats_problem(repeats: object) -> str | None:

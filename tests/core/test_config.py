@@ -107,3 +107,9 @@ def test_a_compile_mode_names_its_run_and_says_whether_it_asked_for_cuda_graphs(
     assert cuda_graph_report(RunConfig(compile=True, compile_mode="max-autotune-no-cudagraphs"),
                              torch.device("cpu"))["cuda_graphs"] == "not asked"
     assert cuda_graph_report(RunConfig(), torch.device("cpu")) is None  # eager: nothing to say
+
+
+def test_an_unknown_optimizer_implementation_is_refused_with_torchs_optimizer_too():
+    # the implementation check once replaced the choice check's answer with its own "fine" for torch.optim
+    problems = config_problems(RunConfig(model="tiny", optimizer_impl="bogus"))
+    assert problems["optimizer_impl"].startswith("optimizer_impl must be one of default, fused")

@@ -97,3 +97,31 @@ def test_the_readme_points_only_inside_the_repository():
     for link in re.findall(r"\]\(([^)#]+)\)", README):
         if not link.startswith("http"):
             assert (ROOT / link).exists(), link
+
+
+def test_every_choice_list_in_the_readme_is_the_options_whole_list():
+    """`--dtype fp32|bf16|fp16` in the README names every value the option takes, and only those: a list that
+    drifts from the code (`--matmul-precision highest|high` once, without medium) is a promise broken either way."""
+    from sysprof.profiler_core.config import RunConfig, validate
+    from sysprof.profiler_core.errors import ConfigError
+
+    drifted = {}
+    for flag, listed in re.findall(r"`(--[a-z][a-z0-9-]*) ([\w.-]+(?:\|[\w.-]+)+)`", README):
+        field = flag[2:].replace("-", "_")
+        if field not in {f for f in RunConfig.__dataclass_fields__}:
+            continue
+        refused = re.search(r"one of (.+?); got", _problem(validate, ConfigError, field) or "")
+        accepted = refused.group(1).split(", ") if refused else None
+        if accepted is not None and sorted(listed.split("|")) != sorted(accepted):
+            drifted[flag] = (listed, accepted)
+    assert drifted == {}
+
+
+def _problem(validate, error, field: str) -> str | None:
+    from sysprof.profiler_core.config import RunConfig
+
+    try:
+        validate(RunConfig(**{field: "no-such-value"}))
+    except error as exc:
+        return str(exc)
+    return None

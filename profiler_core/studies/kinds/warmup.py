@@ -22,7 +22,7 @@ from sysprof.profiler_core.studies.kind import (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_model_grid_options(parser)
-    parser.add_argument("--warmups", default="0,1,2,5")
+    parser.add_argument("--warmups", default="0,1,2,5", help="comma-separated warm-up step counts (default 0,1,2,5)")
     parser.add_argument("--modes", help="comma-separated modes side by side, e.g. forward,forward_backward "
                                         "(default: --mode's)")
 

@@ -17,7 +17,7 @@ from sysprof.profiler_core.cli.compare import add_compare_options, command_compa
 from sysprof.profiler_core.cli.event_lines import RunEventPrinter
 from sysprof.profiler_core.cli.export import add_export_options, command_export
 from sysprof.profiler_core.cli.live import add_live_parsers, command_attach, command_ps
-from sysprof.profiler_core.cli.studies import add_study_parsers, command_study
+from sysprof.profiler_core.cli.studies import add_advise_parser, add_study_parsers, command_study
 from sysprof.profiler_core.cli.sweep import add_sweep_options, command_sweep
 from sysprof.profiler_core.config import RunConfig, validate
 from sysprof.profiler_core.errors import SysprofError, UsageError
@@ -75,6 +75,7 @@ def build_parser() -> OneLineParser:
                          help="kernel names whole (template arguments, parameter lists); tables show the base name")
     add_sweep_options(commands.add_parser("sweep", help="run the cartesian product of comma-separated values"))
     add_study_parsers(commands)
+    add_advise_parser(commands)
     add_export_options(commands.add_parser("export", help="any table of a run or study directory as CSV, "
                                                           "Markdown, JSON or LaTeX"))
     add_compare_options(commands.add_parser("compare", help="phase by phase and tokens/s, B against A: the ratio "
@@ -162,8 +163,8 @@ def command_models(args) -> int:
 
 
 COMMANDS = {"run": command_run, "inspect": command_inspect, "models": command_models, "analyze": command_analyze,
-            "sweep": command_sweep, "study": command_study, "compare": command_compare, "ab": command_ab,
-            "export": command_export, "ps": command_ps, "attach": command_attach}
+            "sweep": command_sweep, "study": command_study, "advise": command_study, "compare": command_compare,
+            "ab": command_ab, "export": command_export, "ps": command_ps, "attach": command_attach}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,6 +26,15 @@ def add_study_parsers(commands) -> None:
         _common(parser)
 
 
+def add_advise_parser(commands) -> None:
+    """`sysprof advise`: the advise study under its own name (`sysprof study advise` is the same command)."""
+    kind = KINDS["advise"]
+    parser = commands.add_parser("advise", help=kind.help)
+    kind.add_arguments(parser)
+    _common(parser)
+    parser.set_defaults(study="advise")
+
+
 def _common(parser) -> None:
     parser.add_argument("--runs-dir", help="root for the study's directory (default $SYSPROF_RUNS or ./runs)")
     parser.add_argument("--output", help="also write the main table to PATH (.csv, .md, .json, .tex)")

@@ -48,6 +48,7 @@ def stop_before_work(tmp_path_factory):
         patch.setenv("SYSPROF_RUNS", str(cwd / "runs"))
         patch.setattr(cli, "execute_run", would_run)
         patch.setattr(cli, "inspect_model", would_run)
+        patch.setattr(sweep, "create", would_run)  # a sweep's or study's directory is the start of its work
         patch.setattr(sweep, "run", would_run)
         patch.setattr(attention, "run_study", would_run)
         patch.setattr(precision_study, "_precision_lab", would_run)

@@ -1,0 +1,151 @@
+"""The advisor's candidates: the changes the tool can make to a config, each with why it applies or why not, and
+the plan a budget allows (pure: no torch, nothing run).
+
+A candidate is measured, never assumed (studies/kinds/advise.py runs it against the baseline, interleaved). The
+`prior` below only orders candidates for a budget cut: the gains these changes usually give, not a claim.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from sysprof.profiler_core.config import RunConfig, config_problems
+from sysprof.profiler_core.memory.fit import fit_problem, predicted_lower_bound
+from sysprof.profiler_core.options import flag
+from sysprof.profiler_core.units import format_bytes
+
+FUSED_OPTIMIZERS = ("torch.optim.Adam", "torch.optim.AdamW", "torch.optim.SGD")
+BATCH_FACTORS = (2, 4)  # a larger batch is judged on tokens/s; two doublings cover where the gain flattens
+# Seconds a fresh process takes beyond its steps (start, import, build) and a compile's extra, for the plan's
+# estimate only; the advisor says "about".
+PROCESS_S = {"cpu": 5.0, "cuda": 20.0}
+COMPILE_S = {"cpu": 60.0, "cuda": 60.0}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    name: str
+    changes: dict[str, Any]  # RunConfig fields over the baseline's
+    moves: str  # the row of the comparison it should move: a phase, or tokens/s for a larger batch
+    prior: float  # the usual speed-up of such a change, to order a budget cut
+    reason: str | None = None  # why it cannot apply here (None: it applies)
+    config: RunConfig | None = field(default=None, compare=False)
+
+    @property
+    def options(self) -> str:
+        """The command-line options the change is (`--compile --compile-mode reduce-overhead`)."""
+        return " ".join(flag(name) if value is True else f"{flag(name)} {value}"
+                        for name, value in self.changes.items())
+
+
+def candidates(cfg: RunConfig, on_gpu: bool, limit: tuple[int, str] | None) -> list[Candidate]:
+    """Every change the advisor knows, in order: those that apply carry their config; the others their reason."""
+    found = [*_precision(cfg, on_gpu), _attention(cfg), *_compiles(cfg, on_gpu), *_optimizer(cfg, on_gpu),
+             *_batches(cfg), *_parallel(cfg)]
+    return [_checked(cfg, candidate, limit) for candidate in found]
+
+
+def _checked(cfg: RunConfig, candidate: Candidate, limit: tuple[int, str] | None) -> Candidate:
+    """The candidate's config, or the reason it cannot run: a problem the config check finds, or no fit."""
+    if candidate.reason:
+        return candidate
+    changed = dataclasses.replace(cfg, **candidate.changes)
+    problem = next(iter(config_problems(changed).values()), None)
+    if not problem and fit_problem(changed, limit):
+        assert limit is not None  # fit_problem finds none without a limit
+        problem = (f"would need ≥ {format_bytes(predicted_lower_bound(changed))} of {limit[1]} "
+                   f"({format_bytes(limit[0])})")
+    if problem:
+        return dataclasses.replace(candidate, reason=problem)
+    return dataclasses.replace(candidate, config=changed)
+
+
+def _precision(cfg: RunConfig, on_gpu: bool) -> list[Candidate]:
+    bf16 = Candidate("bf16 autocast", {"dtype": "bf16"}, "step", 2.0)
+    tf32 = Candidate("TF32 for fp32 matmuls", {"matmul_precision": "high"}, "step", 1.8)
+    if cfg.dtype != "fp32":
+        return [dataclasses.replace(bf16, reason=f"already {cfg.dtype}"),
+                dataclasses.replace(tf32, reason=f"{cfg.dtype} autocast: its matmuls are not fp32")]
+    if not on_gpu:
+        return [dataclasses.replace(bf16, prior=1.1), dataclasses.replace(tf32, reason="TF32 is a CUDA matmul mode")]
+    if cfg.matmul_precision != "highest":
+        return [bf16, dataclasses.replace(tf32, reason=f"already --matmul-precision {cfg.matmul_precision}")]
+    return [bf16, tf32]
+
+
+def _attention(cfg: RunConfig) -> Candidate:
+    sdpa = Candidate("SDPA attention", {"attention": "sdpa"}, "step", 1.3)
+    if cfg.attention == "sdpa":
+        return dataclasses.replace(sdpa, reason="already SDPA")
+    if cfg.model_factory:
+        return dataclasses.replace(sdpa, reason="your model's own attention: the tool reaches it only through a "
+                                                "factory parameter named attention; else its code must change")
+    return sdpa
+
+
+def _compiles(cfg: RunConfig, on_gpu: bool) -> list[Candidate]:
+    modes = [("default", 1.3), ("reduce-overhead", 2.5), ("max-autotune", 1.4)]
+    found = [Candidate(f"torch.compile {mode}", {"compile": True} | ({"compile_mode": mode} if mode != "default"
+                                                                     else {}), "step", prior)
+             for mode, prior in modes]
+    if cfg.compile:
+        return [dataclasses.replace(c, reason=f"already compiled ({cfg.compile_mode})") for c in found]
+    if cfg.nvtx_modules:
+        return [dataclasses.replace(c, reason="--nvtx-modules needs eager modules") for c in found]
+    if not on_gpu:  # inductor on the CPU compiles C++ for tens of seconds; CUDA graphs need CUDA
+        return [dataclasses.replace(found[0], prior=1.05), *(dataclasses.replace(c, reason="needs CUDA")
+                                                            for c in found[1:])]
+    return found
+
+
+def _optimizer(cfg: RunConfig, on_gpu: bool) -> list[Candidate]:
+    fused = Candidate("fused optimizer step", {"optimizer_impl": "fused"}, "optimizer", 1.15)
+    compiled = Candidate("compiled optimizer step", {"optimizer_impl": "compiled"}, "optimizer", 1.15)
+    if cfg.mode != "train":
+        return [dataclasses.replace(c, reason=f"no optimizer step in mode {cfg.mode}") for c in (fused, compiled)]
+    if cfg.optimizer_impl in ("fused", "compiled"):
+        return [dataclasses.replace(c, reason=f"already --optimizer-impl {cfg.optimizer_impl}")
+                for c in (fused, compiled)]
+    if cfg.optimizer not in FUSED_OPTIMIZERS:
+        fused = dataclasses.replace(fused, reason=f"{cfg.optimizer} has no fused implementation in torch")
+    elif not on_gpu:
+        fused = dataclasses.replace(fused, reason="fused kernels are CUDA's here")
+    return [fused, compiled]
+
+
+def _batches(cfg: RunConfig) -> list[Candidate]:
+    return [Candidate(f"batch {cfg.batch * factor}", {"batch": cfg.batch * factor}, "tokens/s", 1.0 + factor / 10)
+            for factor in BATCH_FACTORS]
+
+
+def _parallel(cfg: RunConfig) -> list[Candidate]:
+    if cfg.nproc < 2 or cfg.parallel != "ddp":
+        return []
+    return [Candidate("FSDP instead of DDP", {"parallel": "fsdp"}, "step", 1.05)]
+
+
+@dataclass(frozen=True)
+class Plan:
+    chosen: list[Candidate]
+    skipped: list[tuple[Candidate, str]]  # each with why: it cannot apply, or the budget
+    estimate_s: float  # the baseline and the chosen candidates, every process
+
+
+def plan(found: list[Candidate], budget_s: float, repeats: int, device: str) -> Plan:
+    """The applicable candidates in order of their usual gain, as many as the budget's estimate allows."""
+    per_process = PROCESS_S.get(device, PROCESS_S["cuda"])
+    spent = repeats * per_process  # the baseline's processes
+    chosen, skipped = [], [(c, c.reason) for c in found if c.reason]
+    for candidate in sorted((c for c in found if not c.reason), key=lambda c: -c.prior):
+        cost = repeats * per_process + (COMPILE_S.get(device, 60.0) if _compiles_something(candidate) else 0.0)
+        if spent + cost > budget_s:
+            skipped.append((candidate, f"over the budget (about {cost / 60:.1f} min more)"))
+            continue
+        chosen.append(candidate)
+        spent += cost
+    return Plan(chosen, skipped, spent)
+
+
+def _compiles_something(candidate: Candidate) -> bool:
+    return bool(candidate.config and candidate.config.compiles)

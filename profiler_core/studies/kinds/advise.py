@@ -1,0 +1,173 @@
+"""`sysprof advise`: which change makes this config's step faster on this node, answered by running it.
+
+The baseline and every candidate that applies (studies/advice.py) are the cells of one sweep, so their fresh
+processes run round-robin, every other round reversed: each candidate is interleaved with the baseline, and drift
+on a shared node hits all alike. Each candidate is then compared with the baseline as `sysprof compare` does (the
+two-gate verdict on tokens/s and on the phase it should move), with its memory, its compile time and a numerics
+check: its first measured step's loss against the baseline's (the same seed, so the same data). A candidate is
+recommended only when tokens/s is faster beyond noise and its loss agrees.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from sysprof.profiler_core import events, rundir
+from sysprof.profiler_core.compare import FASTER, THROUGHPUT_ROW, compare_summaries
+from sysprof.profiler_core.config import validate
+from sysprof.profiler_core.errors import ConfigError, UsageError
+from sysprof.profiler_core.memory.fit import device_memory, fit_problem
+from sysprof.profiler_core.nvml import visible_gpu_count
+from sysprof.profiler_core.options import add_config_options, config_from_args, config_to_args
+from sysprof.profiler_core.render.compare_report import ratio_text
+from sysprof.profiler_core.studies.advice import Candidate, Plan, candidates, plan
+from sysprof.profiler_core.studies.document import Study
+from sysprof.profiler_core.studies.kind import StudyKind, Tables, run_configs
+
+DEFAULT_REPEATS = 4  # fresh processes per cell: the fewest a verdict between processes can rest on (Mann–Whitney)
+DEFAULT_BUDGET_MIN = 20.0
+LOSS_TOLERANCE = 0.05  # relative: bf16 or a compile moves the loss by far less; a broken change by far more
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_config_options(parser)
+    parser.set_defaults(repeats=DEFAULT_REPEATS)
+    parser.add_argument("--budget", type=float, default=DEFAULT_BUDGET_MIN, metavar="MINUTES",
+                        help=f"candidates in order of their usual gain while the estimate fits (default "
+                             f"{DEFAULT_BUDGET_MIN:.0f}); the plan names the ones left out")
+
+
+def run(args: argparse.Namespace) -> Path:
+    base = validate(config_from_args(args))
+    if not args.budget > 0:
+        raise UsageError(f"--budget must be a positive number of minutes; got {args.budget:g}")
+    if base.repeats < 2:
+        raise UsageError(f"--repeats {base.repeats}: the advisor needs at least 2 processes per cell (the spread "
+                         f"between them is what a verdict is judged against); the default is {DEFAULT_REPEATS}")
+    limit = device_memory(base.device)
+    if fit_problem(base, limit):
+        raise ConfigError(f"the baseline itself: {str(fit_problem(base, limit)).split(' (--force')[0]}")
+    on_gpu = base.device == "cuda" or (base.device == "auto" and visible_gpu_count() > 0)
+    chosen = plan(candidates(base, on_gpu, limit), args.budget * 60, base.repeats, "cuda" if on_gpu else "cpu")
+    if not chosen.chosen:
+        reasons = "; ".join(f"{c.name}: {why}" for c, why in chosen.skipped)
+        raise ConfigError(f"no change the advisor knows applies to this config ({reasons})")
+    configs = [base, *(c.config for c in chosen.chosen if c.config is not None)]
+    varied = sorted({name for c in chosen.chosen for name in c.changes})
+    return run_configs(args, "advise", configs, varied, lambda study_dir: _save_plan(study_dir, base, chosen, args))
+
+
+def _print_plan(chosen: Plan) -> None:
+    err = Console(stderr=True, highlight=False)
+    err.print(f"[bold]plan[/]: the baseline and {len(chosen.chosen)} candidates, interleaved; about "
+              f"{chosen.estimate_s / 60:.1f} min", soft_wrap=True)
+    for candidate in chosen.chosen:
+        err.print(f"  try   {escape(candidate.name)} ({escape(candidate.options)})", soft_wrap=True)
+    for candidate, why in chosen.skipped:
+        err.print(f"[dim]  skip  {escape(candidate.name)}: {escape(why)}[/]", soft_wrap=True)
+
+
+def _save_plan(study_dir: Path, base: Any, chosen: Plan, args: argparse.Namespace) -> None:
+    """Once the study's directory exists (nothing printed for a command refused before): the plan, kept and said."""
+    if not args.events:
+        _print_plan(chosen)
+    rundir.write_json(study_dir / rundir.ADVICE_PLAN, {
+        "baseline": base.to_dict(), "estimate_s": chosen.estimate_s,
+        "candidates": [_described(c) for c in chosen.chosen],
+        "skipped": [_described(c) | {"reason": why} for c, why in chosen.skipped]})
+
+
+def _described(candidate: Candidate) -> dict[str, Any]:
+    return {"name": candidate.name, "options": candidate.options, "moves": candidate.moves}
+
+
+def tables(study: Study) -> Tables:
+    """The candidates against the baseline, the best first, then those not run with why; and the answer."""
+    advice = rundir.read_json(study.path / rundir.ADVICE_PLAN) or {"candidates": [], "skipped": []}
+    baseline = study.cells[0]
+    measured = [candidate_row(described, baseline, cell)
+                for described, cell in zip(advice["candidates"], study.cells[1:])]
+    measured.sort(key=lambda row: -(row.pop("_speedup") or 0.0))
+    not_run = [{"candidate": s["name"], "status": "not run", "why": s["reason"]} for s in advice["skipped"]]
+    return {"advice: each candidate against the baseline, interleaved": measured + not_run,
+            "recommended": _recommendation(study, measured)}
+
+
+def candidate_row(described: dict, baseline: Any, cell: Any) -> dict[str, Any]:
+    """One measured candidate: tokens/s ×[interval] and its verdict, the phase it should move, memory, compile,
+    the loss check, and whether it is recommended (and why not)."""
+    row: dict[str, Any] = {"candidate": described["name"], "_speedup": None}
+    ended = _not_finished(baseline.summary, "the baseline") or _not_finished(cell.summary, "this candidate")
+    if ended:
+        return row | {"status": ended[0], "why": ended[1]}
+    by_phase = {r["phase"]: r for r in compare_summaries(baseline.summary, cell.summary)}
+    rate, moved = by_phase.get(THROUGHPUT_ROW), by_phase.get(described["moves"])
+    loss = loss_change(baseline.steps, cell.steps)
+    row |= {"status": events.OK, "tokens/s ×": ratio_text(rate) if rate else None,
+            "tokens/s": rate["verdict_text"] if rate else "missing",
+            "its phase": f"{moved['phase']} {moved['verdict_text']}" if moved and moved is not rate else None,
+            "peak GiB": _peak_gib(cell.summary), "compile s": cell.summary.get("compile_s"),
+            "loss Δ %": None if loss is None else round(loss * 100, 2),
+            "_speedup": rate.get("ratio_b_over_a") if rate else None}
+    return row | {"why": _why_not(rate, loss) or "recommended"}
+
+
+def _not_finished(summary: dict | None, what: str) -> tuple[str, str] | None:
+    if summary is None:
+        return events.PENDING, f"{what} has not run yet"
+    if summary.get("status") != events.OK:
+        return summary.get("status", "failed"), f"{what}: {events.cell_reason(summary) or summary.get('status')}"
+    return None
+
+
+def _why_not(rate: dict | None, loss: float | None) -> str | None:
+    if loss is None or loss > LOSS_TOLERANCE:
+        shown = "not finite" if loss is None else f"{loss:.1%} off"
+        return f"its loss is {shown} against the baseline's (same seed): it changes what is computed"
+    if rate is None or rate["verdict"] != FASTER:
+        return "not faster beyond run-to-run noise" if rate else "no tokens/s to compare"
+    return None
+
+
+def loss_change(baseline_steps: list[dict], steps: list[dict]) -> float | None:
+    """|Δ| / |baseline| of the first measured step's loss; None when either is missing or not finite."""
+    first, mine = _first_loss(baseline_steps), _first_loss(steps)
+    if first is None or mine is None or first == 0:
+        return None
+    return abs(mine - first) / abs(first)
+
+
+def _first_loss(steps: list[dict]) -> float | None:
+    losses = [s.get("loss") for s in steps if s.get("kind") == "measured" and not s.get("pass")]
+    value = losses[0] if losses else None
+    return value if isinstance(value, (int, float)) and math.isfinite(value) else None
+
+
+def _peak_gib(summary: dict) -> float | None:
+    peaks = summary.get("peak_memory_bytes") or {}
+    return round(max(peaks.values()) / 2**30, 2) if peaks else None
+
+
+def _recommendation(study: Study, measured: list[dict]) -> list[dict]:
+    """The best recommended candidate as the command line that runs it, or why there is none."""
+    best = next((row for row in measured if row.get("why") == "recommended"), None)
+    options = {c["name"]: c["options"] for c in (rundir.read_json(study.path / rundir.ADVICE_PLAN) or {}).get(
+        "candidates", [])}
+    base = " ".join(config_to_args(dataclasses.replace(study.cells[0].config, repeats=1)))
+    if best is None:
+        return [{"answer": "no candidate beat the baseline beyond noise with the same loss", "command": None}]
+    return [{"answer": f"{best['candidate']}: tokens/s {best['tokens/s ×']}",
+             "command": f"sysprof run {base} {options.get(best['candidate'], '')}".replace("  ", " ")}]
+
+
+KIND = StudyKind("advise", "which change makes the step faster here: candidates measured against the config",
+                 add_arguments, run, tables, order=5,
+                 templates={"advise: what makes small bf16 faster": "study advise --model small --dtype bf16"},
+                 cpu_templates={"advise (CPU)": "study advise --model tiny --device cpu --ctx 64 --steps 5 "
+                                                "--warmup 2 --budget 3"})

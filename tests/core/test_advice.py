@@ -1,0 +1,131 @@
+"""The advisor's candidates and plan (pure), its verdict rules, and one real advise study on the CPU."""
+from __future__ import annotations
+
+import io
+import json
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import pytest
+
+from sysprof.profiler_core.cli import main as cli
+from sysprof.profiler_core.compare import FASTER, WITHIN_NOISE
+from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.studies.advice import candidates, plan
+from sysprof.profiler_core.studies.kinds.advise import LOSS_TOLERANCE, _why_not, loss_change
+from sysprof.profiler_core.studies.results import study_tables
+
+H100 = (80 * 2**30, "GPU 0's memory")
+
+
+def by_name(found):
+    return {c.name: c for c in found}
+
+
+def test_every_change_applies_to_a_plain_fp32_config_on_a_gpu_except_what_cannot_fit():
+    found = by_name(candidates(RunConfig(model="2.7B", ctx=512, batch=4), on_gpu=True, limit=H100))
+    applying = sorted(name for name, c in found.items() if c.reason is None)
+    assert applying == sorted(["bf16 autocast", "TF32 for fp32 matmuls", "SDPA attention", "torch.compile default",
+                               "torch.compile reduce-overhead", "torch.compile max-autotune", "fused optimizer step",
+                               "compiled optimizer step", "batch 8"])
+    assert found["batch 16"].reason.startswith("would need ≥ 108.") and "of GPU 0's memory (80.00 GiB)" in \
+        found["batch 16"].reason
+    assert found["torch.compile reduce-overhead"].options == "--compile --compile-mode reduce-overhead"
+    assert found["torch.compile default"].options == "--compile"
+    assert found["bf16 autocast"].config.dtype == "bf16"
+
+
+def test_what_is_already_on_is_listed_with_its_reason():
+    cfg = RunConfig(model="small", dtype="bf16", attention="sdpa", compile=True, optimizer_impl="fused")
+    found = by_name(candidates(cfg, on_gpu=True, limit=H100))
+    assert found["bf16 autocast"].reason == "already bf16"
+    assert found["TF32 for fp32 matmuls"].reason == "bf16 autocast: its matmuls are not fp32"
+    assert found["SDPA attention"].reason == "already SDPA"
+    assert found["torch.compile max-autotune"].reason == "already compiled (default)"
+    assert found["compiled optimizer step"].reason == "already --optimizer-impl fused"
+
+
+def test_the_cpu_the_forward_mode_and_a_users_model_have_their_own_reasons():
+    cpu = by_name(candidates(RunConfig(model="tiny", device="cpu"), on_gpu=False, limit=None))
+    assert cpu["TF32 for fp32 matmuls"].reason == "TF32 is a CUDA matmul mode"
+    assert cpu["torch.compile reduce-overhead"].reason == "needs CUDA"
+    assert cpu["torch.compile default"].reason is None
+    forward = by_name(candidates(RunConfig(model="small", mode="forward"), on_gpu=True, limit=H100))
+    assert forward["fused optimizer step"].reason == "no optimizer step in mode forward"
+    mine = by_name(candidates(RunConfig(model="small", model_factory="tests/data/models/nanogpt_style/gpt.py:build",
+                                        optimizer="torch.optim.RMSprop"), on_gpu=True, limit=H100))
+    assert mine["SDPA attention"].reason.startswith("your model's own attention")
+    assert mine["fused optimizer step"].reason == "torch.optim.RMSprop has no fused implementation in torch"
+    assert mine["compiled optimizer step"].reason is None
+
+
+def test_ddp_ranks_add_fsdp_and_one_process_does_not():
+    assert "FSDP instead of DDP" in by_name(candidates(RunConfig(model="small", nproc=2), True, H100))
+    assert "FSDP instead of DDP" not in by_name(candidates(RunConfig(model="small"), True, H100))
+
+
+def test_the_budget_keeps_the_usual_biggest_gains_and_names_what_it_left_out():
+    found = candidates(RunConfig(model="small"), on_gpu=True, limit=H100)
+    tight = plan(found, budget_s=4 * 20 * 2 + 60, repeats=4, device="cuda")  # the baseline, one compiled cell
+    assert [c.name for c in tight.chosen] == ["torch.compile reduce-overhead"]
+    assert tight.estimate_s == 4 * 20 * 2 + 60
+    over = [c.name for c, why in tight.skipped if why.startswith("over the budget")]
+    assert "bf16 autocast" in over and "SDPA attention" in over
+    wide = plan(found, budget_s=10**6, repeats=4, device="cuda")
+    assert len(wide.chosen) == sum(c.reason is None for c in found)
+
+
+def test_a_candidate_is_recommended_only_when_faster_beyond_noise_with_the_same_loss():
+    faster, noise = {"verdict": FASTER}, {"verdict": WITHIN_NOISE}
+    assert _why_not(faster, 0.001) is None
+    assert _why_not(noise, 0.001) == "not faster beyond run-to-run noise"
+    assert "its loss is 12.0% off" in _why_not(faster, 0.12)
+    assert "its loss is not finite" in _why_not(faster, None)
+    assert LOSS_TOLERANCE == 0.05
+
+
+def test_the_loss_check_reads_the_first_measured_step_of_each():
+    base = [{"kind": "warmup", "loss": 9.0}, {"kind": "measured", "loss": 8.0}, {"kind": "measured", "loss": 1.0}]
+    assert loss_change(base, [{"kind": "measured", "loss": 8.4}]) == pytest.approx(0.05)
+    assert loss_change(base, [{"kind": "measured", "loss": None, "loss_not_finite": "nan"}]) is None
+
+
+@pytest.mark.parametrize("argv, reason", [
+    (["--budget", "0"], "--budget must be a positive number of minutes"),
+    (["--repeats", "1"], "the advisor needs at least 2 processes per cell"),
+    (["--ctx", "0"], "ctx must be a positive integer"),
+    (["--ctx", "100000000", "--max-ctx", "100000000"], "the baseline itself: predicted peak memory"),
+    (["--dtype", "bf16", "--attention", "sdpa", "--compile", "--optimizer-impl", "compiled", "--budget", "0.01"],
+     "no change the advisor knows applies to this config (bf16 autocast: already bf16;"),
+])
+def test_advise_refuses_what_cannot_give_an_answer_in_one_line(tmp_path, argv, reason):
+    err = io.StringIO()
+    with redirect_stdout(io.StringIO()), redirect_stderr(err):
+        code = cli.main(["advise", "--model", "tiny", "--device", "cpu", "--runs-dir", str(tmp_path), *argv])
+    assert code == 2 and reason in err.getvalue() and len(err.getvalue().strip().splitlines()) == 1
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.slow
+def test_advise_on_the_cpu_measures_its_candidates_against_the_baseline(tmp_path):
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = cli.main(["advise", "--model", "tiny", "--device", "cpu", "--ctx", "32", "--warmup", "1", "--steps",
+                         "4", "--repeats", "2", "--budget", "0.5", "--runs-dir", str(tmp_path), "--json"])
+    assert code == 0, err.getvalue()
+    assert "plan: the baseline and 2 candidates, interleaved" in err.getvalue()
+    assert "  skip  TF32 for fp32 matmuls: TF32 is a CUDA matmul mode" in err.getvalue()
+    study_dir = json.loads(out.getvalue())["study_dir"]
+    tables = study_tables(Path(study_dir))
+    advice = tables["advice: each candidate against the baseline, interleaved"]
+    measured = [row for row in advice if row["status"] == "ok"]
+    assert sorted(row["candidate"] for row in measured) == ["SDPA attention", "batch 16"]
+    assert all(row["tokens/s ×"] and row["tokens/s"] and row["why"] for row in measured)
+    assert all(row["loss Δ %"] is not None and row["loss Δ %"] < 5 for row in measured)
+    assert {row["why"] for row in advice if row["status"] == "not run"} >= {"TF32 is a CUDA matmul mode",
+                                                                           "needs CUDA"}
+    [answer] = tables["recommended"]
+    recommended = [row for row in measured if row["why"] == "recommended"]
+    assert (answer["command"] is None) == (not recommended)
+    if recommended:
+        assert answer["command"].startswith("sysprof run --model tiny --ctx 32")

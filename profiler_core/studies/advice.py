@@ -34,9 +34,31 @@ class Candidate:
 
     @property
     def options(self) -> str:
-        """The command-line options the change is (`--compile --compile-mode reduce-overhead`)."""
-        return " ".join(flag(name) if value is True else f"{flag(name)} {value}"
-                        for name, value in self.changes.items())
+        return options_text(self.changes)
+
+
+def options_text(changes: dict[str, Any]) -> str:
+    """The command-line options a change is (`--compile --compile-mode reduce-overhead`)."""
+    return " ".join(flag(name) if value is True else f"{flag(name)} {value}" for name, value in changes.items())
+
+
+def chain(base: RunConfig, ranked: list[tuple[str, dict[str, Any]]],
+          limit: tuple[int, str] | None) -> list[tuple[str, dict[str, Any]]]:
+    """The combination's steps: the best candidate alone, then each next one added to it, as (names, changes).
+    A candidate that changes a field already changed (a second compile mode, another batch) is an alternative,
+    not an addition, and one whose combined config is invalid or cannot fit is left out. ranked: best first."""
+    steps: list[tuple[str, dict[str, Any]]] = []
+    names: list[str] = []
+    changes: dict[str, Any] = {}
+    for name, change in ranked:
+        merged = changes | change
+        combined = dataclasses.replace(base, **merged)
+        if set(change) & set(changes) or config_problems(combined) or fit_problem(combined, limit):
+            continue
+        names.append(name)
+        changes = merged
+        steps.append((" + ".join(names), merged))
+    return steps if len(steps) >= 2 else []
 
 
 def candidates(cfg: RunConfig, on_gpu: bool, limit: tuple[int, str] | None) -> list[Candidate]:

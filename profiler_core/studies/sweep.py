@@ -47,6 +47,16 @@ def create(root: Path, name: str, configs: list[RunConfig], varied: list[str], s
     return sweep_dir
 
 
+def extend(sweep_dir: Path, configs: list[RunConfig]) -> int:
+    """Append cells to a sweep's plan (a study's next stage); the index of the first new one. `run` then runs them
+    (the cells already done are skipped), interleaved among themselves."""
+    plan = rundir.read_json(sweep_dir / rundir.SWEEP_PLAN) or {}
+    first = len(plan.get("cells", []))
+    plan["cells"] = [*plan.get("cells", []), *(cfg.to_dict() for cfg in configs)]
+    rundir.write_json(sweep_dir / rundir.SWEEP_PLAN, plan)
+    return first
+
+
 def load_plan(sweep_dir: Path) -> tuple[list[RunConfig], list[str]]:
     try:
         plan = rundir.read_json(sweep_dir / rundir.SWEEP_PLAN) if sweep_dir.is_dir() else None

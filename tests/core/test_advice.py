@@ -129,3 +129,55 @@ def test_advise_on_the_cpu_measures_its_candidates_against_the_baseline(tmp_path
     assert (answer["command"] is None) == (not recommended)
     if recommended:
         assert answer["command"].startswith("sysprof run --model tiny --ctx 32")
+
+
+def test_the_combination_adds_the_next_candidate_only_where_it_changes_something_else():
+    from sysprof.profiler_core.studies.advice import chain
+
+    base = RunConfig(model="small")
+    ranked = [("torch.compile reduce-overhead", {"compile": True, "compile_mode": "reduce-overhead"}),
+              ("torch.compile default", {"compile": True}),  # an alternative to the first, not an addition
+              ("bf16 autocast", {"dtype": "bf16"}), ("batch 16", {"batch": 16}), ("batch 8", {"batch": 8})]
+    steps = chain(base, ranked, H100)
+    assert [name for name, _ in steps] == ["torch.compile reduce-overhead", "torch.compile reduce-overhead + bf16 "
+                                           "autocast", "torch.compile reduce-overhead + bf16 autocast + batch 16"]
+    assert steps[-1][1] == {"compile": True, "compile_mode": "reduce-overhead", "dtype": "bf16", "batch": 16}
+    assert chain(base, ranked[:2], H100) == []  # one step is no combination
+    tight = (4 * 2**30, "GPU 0's memory")  # small bf16 at batch 16 cannot fit in 4 GiB (4.6 predicted), 8 can (3.2)
+    assert [name for name, _ in chain(base, ranked, tight)][-1] == ("torch.compile reduce-overhead + bf16 autocast + "
+                                                                    "batch 8")
+
+
+def test_the_answer_is_the_last_step_that_still_helped():
+    from sysprof.profiler_core.studies.kinds.advise import _helping_steps
+
+    rows = [{"step": "baseline"}, {"step": "a", "why": "helps"}, {"step": "a + b", "why": "helps"},
+            {"step": "a + b + c", "why": "not faster beyond run-to-run noise"}, {"step": "a + b + c + d",
+                                                                                 "why": "helps"}]
+    assert [row["step"] for row in _helping_steps(rows)] == ["a", "a + b"]
+
+
+@pytest.mark.slow
+def test_the_candidates_that_pass_are_combined_and_measured_again_interleaved(tmp_path, monkeypatch):
+    """The statistics are the compare module's (tested there); here every measured candidate is taken as passed, so
+    the second stage runs for real: the chain, new cells with a fresh baseline, their table and the answer."""
+    from sysprof.profiler_core.studies.kinds import advise
+
+    real_row = advise.candidate_row
+    monkeypatch.setattr(advise, "candidate_row", lambda described, baseline, cell: (
+        row | {"why": "recommended"} if (row := real_row(described, baseline, cell)).get("status") == "ok" else row))
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = cli.main(["advise", "--model", "tiny", "--device", "cpu", "--ctx", "32", "--warmup", "1", "--steps",
+                         "3", "--repeats", "2", "--budget", "1.5", "--runs-dir", str(tmp_path), "--json"])
+    assert code == 0, err.getvalue()
+    tables = study_tables(Path(json.loads(out.getvalue())["study_dir"]))
+    combined = tables["combination: each step against the one before, interleaved"]
+    assert combined[0]["step"] == "baseline" and len(combined) >= 3
+    assert all(row["status"] == "ok" for row in combined)
+    assert combined[2]["step"].startswith(combined[1]["step"] + " + ")
+    assert all(row["× baseline"] and row["over the step before"] and row["why"] for row in combined[1:])
+    [answer] = tables["recommended"]
+    helped = advise._helping_steps(combined)
+    if helped:
+        assert answer["answer"].startswith(helped[-1]["step"]) and helped[-1]["options"] in answer["command"]

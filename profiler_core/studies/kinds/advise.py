@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+import time
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +24,15 @@ from sysprof.profiler_core.compare import FASTER, THROUGHPUT_ROW, compare_summar
 from sysprof.profiler_core.config import validate
 from sysprof.profiler_core.errors import ConfigError, UsageError
 from sysprof.profiler_core.memory.fit import device_memory, fit_problem
+from sysprof.profiler_core.metrics import THROUGHPUT
 from sysprof.profiler_core.nvml import visible_gpu_count
 from sysprof.profiler_core.options import add_config_options, config_from_args, config_to_args
 from sysprof.profiler_core.render.compare_report import ratio_text
-from sysprof.profiler_core.studies.advice import Candidate, Plan, candidates, plan
+from sysprof.profiler_core.studies import sweep
+from sysprof.profiler_core.studies.advice import Candidate, Plan, candidates, chain, options_text, plan
 from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kind import StudyKind, Tables, run_configs
+from sysprof.profiler_core.studies.progress import Progress
 
 DEFAULT_REPEATS = 4  # fresh processes per cell: the fewest a verdict between processes can rest on (Mann–Whitney)
 DEFAULT_BUDGET_MIN = 20.0
@@ -60,7 +64,40 @@ def run(args: argparse.Namespace) -> Path:
         raise ConfigError(f"no change the advisor knows applies to this config ({reasons})")
     configs = [base, *(c.config for c in chosen.chosen if c.config is not None)]
     varied = sorted({name for c in chosen.chosen for name in c.changes})
-    return run_configs(args, "advise", configs, varied, lambda study_dir: _save_plan(study_dir, base, chosen, args))
+    started = time.monotonic()
+    study_dir = run_configs(args, "advise", configs, varied,
+                            lambda study_dir: _save_plan(study_dir, base, chosen, args))
+    per_cell_s = (time.monotonic() - started) / len(configs)  # every process of a cell, start-up included
+    _combine(args, study_dir, base, limit, per_cell_s, args.budget * 60 - per_cell_s * len(configs))
+    return study_dir
+
+
+def _combine(args: argparse.Namespace, study_dir: Path, base: Any, limit: tuple[int, str] | None,
+             per_cell_s: float, budget_left_s: float) -> None:
+    """The second stage: the candidates that passed, added one by one to the best, measured again as new cells
+    interleaved with a fresh baseline (each step against the one before it), as far as the budget left allows."""
+    study = Study.load(study_dir)
+    advice = rundir.read_json(study_dir / rundir.ADVICE_PLAN) or {}
+    rows = [candidate_row(d, study.cells[0], cell) for d, cell in zip(advice["candidates"], study.cells[1:])]
+    passed = sorted((row["_speedup"] or 0.0, d["name"], d["changes"])
+                    for d, row in zip(advice["candidates"], rows) if row.get("why") == "recommended")
+    steps = chain(base, [(name, changes) for _, name, changes in reversed(passed)], limit)
+    if len(steps) < 2:
+        return
+    affordable = int(budget_left_s // per_cell_s) - 1 if per_cell_s > 0 else len(steps)  # a fresh baseline first
+    if affordable < 2:
+        advice["combination"] = {"skipped": f"over the budget: about {per_cell_s * (len(steps) + 1) / 60:.1f} min "
+                                            f"more for {len(steps)} steps"}
+        rundir.write_json(study_dir / rundir.ADVICE_PLAN, advice)
+        return
+    steps = steps[:affordable]
+    first = sweep.extend(study_dir, [base, *(dataclasses.replace(base, **changes) for _, changes in steps)])
+    advice["combination"] = {"first_cell": first, "steps": [{"name": name, "options": options_text(changes)}
+                                                            for name, changes in steps]}
+    rundir.write_json(study_dir / rundir.ADVICE_PLAN, advice)
+    with Progress(args.events).recorded(study_dir) as progress:
+        sweep.run(study_dir, progress.sweep_listener("advise", study_dir))
+
 
 
 def _print_plan(chosen: Plan) -> None:
@@ -84,7 +121,8 @@ def _save_plan(study_dir: Path, base: Any, chosen: Plan, args: argparse.Namespac
 
 
 def _described(candidate: Candidate) -> dict[str, Any]:
-    return {"name": candidate.name, "options": candidate.options, "moves": candidate.moves}
+    return {"name": candidate.name, "options": candidate.options, "moves": candidate.moves,
+            "changes": candidate.changes}
 
 
 def tables(study: Study) -> Tables:
@@ -95,8 +133,53 @@ def tables(study: Study) -> Tables:
                 for described, cell in zip(advice["candidates"], study.cells[1:])]
     measured.sort(key=lambda row: -(row.pop("_speedup") or 0.0))
     not_run = [{"candidate": s["name"], "status": "not run", "why": s["reason"]} for s in advice["skipped"]]
+    combined = combination_rows(study, advice.get("combination") or {})
     return {"advice: each candidate against the baseline, interleaved": measured + not_run,
-            "recommended": _recommendation(study, measured)}
+            **({"combination: each step against the one before, interleaved": combined} if combined else {}),
+            "recommended": _recommendation(study, measured, combined)}
+
+
+def combination_rows(study: Study, combination: dict) -> list[dict]:
+    """The baseline, then each step of the combination: tokens/s against the baseline and over the step before."""
+    if "skipped" in combination:
+        return [{"step": "combination not run", "why": combination["skipped"]}]
+    first = combination.get("first_cell")
+    if first is None or len(study.cells) < first + 1 + len(combination["steps"]):
+        return []
+    baseline = study.cells[first]
+    rows = [_step_row("baseline", baseline, baseline, baseline)]
+    for index, step in enumerate(combination["steps"]):
+        cell, before = study.cells[first + 1 + index], study.cells[first + index]
+        rows.append(_step_row(step["name"], baseline, before, cell) | {"options": step["options"]})
+    return rows
+
+
+def _step_row(name: str, baseline: Any, before: Any, cell: Any) -> dict[str, Any]:
+    row: dict[str, Any] = {"step": name}
+    ended = _not_finished(baseline.summary, "the baseline") or _not_finished(cell.summary, "this step")
+    if ended:
+        return row | {"status": ended[0], "why": ended[1]}
+    summary = cell.summary
+    row |= {"status": events.OK, "tokens/s": _rounded(summary.get(THROUGHPUT))}
+    if cell is baseline:
+        return row | {"MFU %": _percent(summary.get("mfu")), "peak GiB": _peak_gib(summary)}
+    overall = {r["phase"]: r for r in compare_summaries(baseline.summary, summary)}.get(THROUGHPUT_ROW)
+    step = {r["phase"]: r for r in compare_summaries(before.summary, summary)}.get(THROUGHPUT_ROW)
+    loss = loss_change(baseline.steps, cell.steps)
+    helps = _why_not(step, loss) if before is not baseline else _why_not(overall, loss)
+    return row | {"× baseline": ratio_text(overall) if overall else None,
+                  "over the step before": step["verdict_text"] if step else None,
+                  "MFU %": _percent(summary.get("mfu")), "peak GiB": _peak_gib(summary),
+                  "compile s": summary.get("compile_s"), "loss Δ %": None if loss is None else round(loss * 100, 2),
+                  "why": helps or "helps"}
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value)
+
+
+def _percent(value: float | None) -> float | None:
+    return None if value is None else round(value * 100, 1)
 
 
 def candidate_row(described: dict, baseline: Any, cell: Any) -> dict[str, Any]:
@@ -154,16 +237,31 @@ def _peak_gib(summary: dict) -> float | None:
     return round(max(peaks.values()) / 2**30, 2) if peaks else None
 
 
-def _recommendation(study: Study, measured: list[dict]) -> list[dict]:
-    """The best recommended candidate as the command line that runs it, or why there is none."""
+def _recommendation(study: Study, measured: list[dict], combined: list[dict]) -> list[dict]:
+    """The answer as the command line that runs it: the last step of the combination that still helped, else the
+    best single candidate, else why there is none."""
+    base = " ".join(config_to_args(dataclasses.replace(study.cells[0].config, repeats=1)))
+    kept = _helping_steps(combined)
+    if kept:
+        return [{"answer": f"{kept[-1]['step']}: tokens/s {kept[-1]['× baseline']} of the baseline's",
+                 "command": f"sysprof run {base} {kept[-1]['options']}"}]
     best = next((row for row in measured if row.get("why") == "recommended"), None)
     options = {c["name"]: c["options"] for c in (rundir.read_json(study.path / rundir.ADVICE_PLAN) or {}).get(
         "candidates", [])}
-    base = " ".join(config_to_args(dataclasses.replace(study.cells[0].config, repeats=1)))
     if best is None:
         return [{"answer": "no candidate beat the baseline beyond noise with the same loss", "command": None}]
-    return [{"answer": f"{best['candidate']}: tokens/s {best['tokens/s ×']}",
-             "command": f"sysprof run {base} {options.get(best['candidate'], '')}".replace("  ", " ")}]
+    return [{"answer": f"{best['candidate']}: tokens/s {best['tokens/s ×']} of the baseline's",
+             "command": f"sysprof run {base} {options.get(best['candidate'], '')}".strip()}]
+
+
+def _helping_steps(combined: list[dict]) -> list[dict]:
+    """The combination's steps up to the first that did not help (the baseline row left out)."""
+    kept = []
+    for row in combined[1:]:
+        if row.get("why") != "helps":
+            break
+        kept.append(row)
+    return kept
 
 
 KIND = StudyKind("advise", "which change makes the step faster here: candidates measured against the config",

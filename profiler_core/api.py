@@ -38,7 +38,7 @@ from sysprof.profiler_core.memory.accounting import PEAK_ITEMS, predict_run_memo
 from sysprof.profiler_core.memory.fit import device_memory, fit_problem
 from sysprof.profiler_core.metrics import mfu_missing, phase_stats, throughput
 from sysprof.profiler_core.nvml import GpuTelemetry, NvmlSampler, gpu_count, visible_gpu_count
-from sysprof.profiler_core.options import OneLineParser, config_to_args
+from sysprof.profiler_core.options import OneLineParser, config_from_command, config_to_args
 from sysprof.profiler_core.records import PhaseStats, RunError, RunSummary, StepRecord, median_ms, phases_of
 from sysprof.profiler_core.run_document import KERNELS, MEMORY, Run
 from sysprof.profiler_core.session.control import POLL_S, ProcessControl
@@ -48,7 +48,7 @@ from sysprof.profiler_core.session.process import CANCEL_GRACE_S, mark_killed, s
 from sysprof.profiler_core.session.rank_checks import gpus_problem
 from sysprof.profiler_core.stability import warnings_for_summary
 from sysprof.profiler_core.studies.catalog import list_studies, study_record
-from sysprof.profiler_core.study_plans import study_kind
+from sysprof.profiler_core.study_plans import RECOMMENDED_TABLE, study_kind
 
 
 def study_argv(words: list[str], runs_root: Path) -> list[str]:
@@ -86,7 +86,8 @@ __all__ = [
     "inspect_argv", "inspector_not_started", "read_inspect_output",
     "list_studies", "mark_killed", "model_column", "model_label", "median_ms", "PhaseStats", "RunError", "RunSummary",
     "StepRecord", "phase_stats", "phases_of", "predict_run_memory", "rundir", "session_argv", "signal_group",
-    "KERNELS", "MEMORY", "Run", "config_to_args", "POLL_S", "ProcessControl", "RUN", "STUDY",
+    "KERNELS", "MEMORY", "Run", "config_to_args", "config_from_command",
+    "RECOMMENDED_TABLE", "POLL_S", "ProcessControl", "RUN", "STUDY",
     "EventFollower", "LiveProcess", "in_progress", "live_process", "settle_died",
     "study_argv", "study_kind", "study_record", "study_tables", "study_templates",
     "PEAK_ITEMS", "device_memory", "fit_problem", "mfu_missing", "short_kernel_name", "throughput", "type_problems",

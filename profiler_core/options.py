@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import shlex
 import sys
 from pathlib import Path
 from typing import NoReturn
@@ -19,6 +20,7 @@ from sysprof.profiler_core.config import (
     PROFILERS,
     RunConfig,
 )
+from sysprof.profiler_core.errors import ConfigError
 from sysprof.profiler_core.model_args_file import read_model_args
 
 # field -> (help, choices); type and default come from RunConfig itself.
@@ -76,6 +78,13 @@ class OneLineParser(argparse.ArgumentParser):
         sys.exit(2)
 
 
+class RaisingParser(argparse.ArgumentParser):
+    """argparse for a line read inside a process that must go on (the app): a mistake is a ConfigError."""
+
+    def error(self, message: str) -> NoReturn:
+        raise ConfigError(" ".join(message.split()))
+
+
 FLAG_NAMES = {"model_args": "--model-arg", "optimizer_args": "--optimizer-arg"}  # repeatable: one NAME=VALUE each
 
 
@@ -122,6 +131,19 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     values = {f.name: getattr(args, f.name) for f in dataclasses.fields(RunConfig)}
     pairs = {name: tuple(values[name] or ()) for name in FLAG_NAMES} | {"model_args": model_args(args)}
     return RunConfig(**values | pairs)
+
+
+def config_from_command(command: str) -> RunConfig:
+    """The config a `sysprof run OPTIONS` line runs (the advisor's answer); ConfigError when it is not one."""
+    words = shlex.split(command)
+    if words[:2] != ["sysprof", "run"]:
+        raise ConfigError(f"not a `sysprof run` command: {command!r}")
+    parser = RaisingParser(prog="sysprof run", add_help=False, allow_abbrev=False)
+    add_config_options(parser)
+    own, unknown = parser.parse_known_args(words[2:])
+    if unknown:
+        raise ConfigError(f"not a run option: {' '.join(unknown)}")
+    return config_from_args(own)
 
 
 def config_to_args(cfg: RunConfig) -> list[str]:

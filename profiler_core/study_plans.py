@@ -9,6 +9,7 @@ from sysprof.profiler_core import rundir
 # Each plan file and the kind a plan of it is when it names none (plans from before "study" was recorded).
 PLAN_FILES = ((rundir.SWEEP_PLAN, "sweep"), (rundir.ATTENTION_PLAN, "attention"))
 AB_STUDY = "ab"  # `sysprof ab`: a sweep of two cells, A and B, run interleaved
+RECOMMENDED_TABLE = "recommended"  # `sysprof advise`'s answer (the app's Studies puts it into Configure)
 
 
 def study_plan(study_dir: Path) -> tuple[str, dict] | None:

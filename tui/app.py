@@ -4,6 +4,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -251,6 +252,16 @@ class SysprofApp(TableExportActions, App):
     def interleave_runs(self, message: RunsPane.Interleave | ConfigurePane.Interleave) -> None:
         self.action_show_pane("studies")
         self.call_after_refresh(self.query_one("#pane-studies", StudiesPane).start_command, message.command)
+
+    @on(StudiesPane.UseConfig)
+    def use_answer(self, message: StudiesPane.UseConfig) -> None:
+        built = self.query("#pane-configure")
+        if not built:  # the form is made on first show: made with the answer (and the form's own repeats)
+            self.initial = replace(message.config, repeats=self.initial.repeats)
+        self.action_show_pane("configure")
+        if built:
+            built.first(ConfigurePane).show_config(message.config)
+        self.notify("The advisor's answer is in Configure: check it, then ctrl+r runs it.")
 
     @on(ConfigurePane.Changed)
     def config_changed(self, message: ConfigurePane.Changed) -> None:

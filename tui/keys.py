@@ -65,6 +65,8 @@ PANE_KEYS = (
     Key("g", "refresh", "Rescan", "Rescan the runs root", scope="Runs"),
     Key("a", "rerun_interleaved", "A/B", "Run the two marked runs' configs again, interleaved (sysprof ab), on "
         "Studies", scope="Runs"),
+    Key("u", "use_answer", "Use answer", "Put the advisor's recommended config into Configure (an advise study)",
+        scope="Studies"),
     Key("enter", "start_study", "Start", "Start the sweep or study in the command line (pick one from the list)",
         scope="Studies"),
 )

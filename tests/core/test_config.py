@@ -113,3 +113,15 @@ def test_an_unknown_optimizer_implementation_is_refused_with_torchs_optimizer_to
     # the implementation check once replaced the choice check's answer with its own "fine" for torch.optim
     problems = config_problems(RunConfig(model="tiny", optimizer_impl="bogus"))
     assert problems["optimizer_impl"].startswith("optimizer_impl must be one of default, fused")
+
+
+def test_a_run_command_line_reads_back_as_its_config_and_anything_else_is_one_error():
+    from sysprof.profiler_core.options import config_from_command
+
+    cfg = config_from_command("sysprof run --model tiny --ctx 32 --batch 16 --compile --compile-mode reduce-overhead")
+    assert (cfg.model, cfg.ctx, cfg.batch, cfg.compile, cfg.compile_mode) == ("tiny", 32, 16, True, "reduce-overhead")
+    for line, reason in (("sysprof sweep --ctx 1,2", "not a `sysprof run` command"),
+                         ("sysprof run --bogus 3", "not a run option: --bogus 3"),
+                         ("sysprof run --ctx x", "argument --ctx: invalid int value: 'x'")):
+        with pytest.raises(ConfigError, match=re.escape(reason)):
+            config_from_command(line)

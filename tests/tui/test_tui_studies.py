@@ -15,6 +15,7 @@ from sysprof.tui.panes.studies import study_argv
 DATA = Path(__file__).resolve().parents[1] / "data"
 ATTENTION, WARMUP = DATA / "studies" / "attention-h200", DATA / "studies" / "warmup-small-h200"
 ATTENTION_OOM = DATA / "studies" / "attention-oom-h200"
+ADVISE = DATA / "studies" / "advise-tiny-cpu"  # a real `sysprof advise` on the CPU: batch 16 was its answer
 
 
 def studies_app(tmp_path, *opened):
@@ -206,3 +207,26 @@ async def test_ab_from_configure_starts_on_studies_and_a_b_that_changes_nothing_
         assert app.query_one("#study-command").value.startswith("ab --model ")
         pane = await wait_for_end(app, pilot, limit_s=60)
         assert pane.study.stage == "failed" and "A and B are the same config" in pane.study.message
+
+
+@pytest.mark.parametrize("configure_shown_before", [False, True])
+async def test_u_puts_the_advisors_answer_into_configure_keeping_the_forms_repeats(tmp_path, configure_shown_before):
+    app = studies_app(tmp_path, ADVISE)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(app, pilot, *(("1", "6") if configure_shown_before else ()))
+        pane = app.query_one("#pane-studies")
+        assert pane.study.stage == "opened" and "recommended" in pane.tables
+        await settle(app, pilot, "u")
+        assert app.query_one("#panes").active == "configure"
+        form = {name: app.query_one(f"#{name}").value for name in ("ctx", "batch", "warmup", "steps", "repeats")}
+        assert form == {"ctx": "64", "batch": "16", "warmup": "2", "steps": "5", "repeats": "3"}
+        assert app.query_one("#model").value == "tiny" and app.query_one("#device").value == "cpu"
+        assert not app.query_one("#run").disabled
+
+
+async def test_u_on_a_study_without_an_answer_says_so(tmp_path):
+    app = studies_app(tmp_path, WARMUP)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(app, pilot, "u")
+        assert app.query_one("#panes").active == "studies"
+        assert any("No answer here" in str(n.message) for n in app._notifications)

@@ -49,6 +49,7 @@ from sysprof.tui.panes.config_fields import (
     code_rows,
     read_code_field,
     read_integer,
+    shown,
 )
 from sysprof.tui.panes.inspect_panel import InspectPanel
 from sysprof.tui.widgets.factory_picker import FactoryPicker
@@ -248,6 +249,20 @@ class ConfigurePane(Pane):
         if self.inspected is None or self.inspected[0] != cfg:
             return "Run waits for the model's inspection (your code, imported in a process of its own)"
         return self.inspected[1]
+
+    def show_config(self, cfg: RunConfig) -> None:
+        """Fill the form with cfg (the advisor's answer), keeping the form's repeats: the answer is about the step,
+        not about how many processes measure it. Each change is checked as typing is."""
+        cfg = replace(cfg, repeats=read_integer(self.query_one("#repeats", Input).value) or cfg.repeats)
+        for field in self.query("#config-form Input").results(Input):
+            name = str(field.id)
+            value = getattr(cfg, name)
+            field.value = shown(cfg, name) if name in FACTORY_FIELDS + CODE_FIELDS else (
+                "" if value is None else str(value))
+        for select in self.query("#config-form Select").results(Select):
+            select.value = getattr(cfg, str(select.id))
+        for name in CHECKBOXES:
+            self.query_one(f"#{name}", Checkbox).value = getattr(cfg, name)
 
     @on(InspectPanel.Inspected)
     def inspection_ended(self, message: InspectPanel.Inspected) -> None:

@@ -16,10 +16,14 @@ from textual.reactive import reactive
 from textual.widgets import Input, ProgressBar, Select, Static
 
 from sysprof.profiler_core.api import (
+    RECOMMENDED_TABLE,
     STUDY,
+    ConfigError,
     LiveProcess,
     ProcessControl,
+    RunConfig,
     SysprofError,
+    config_from_command,
     events,
     gpu_count,
     live_process,
@@ -214,6 +218,24 @@ class StudiesPane(Pane):
         if not self.tables:
             return "", []
         return list(self.tables.items())[self.table_index]
+
+    class UseConfig(Message):
+        """The advisor's answer, to show in Configure."""
+
+        def __init__(self, config: RunConfig):
+            super().__init__()
+            self.config = config
+
+    def action_use_answer(self) -> None:
+        answer = (self.tables.get(RECOMMENDED_TABLE) or [{}])[0]
+        if not answer.get("command"):
+            self.notify(answer.get("answer") or "No answer here: use it on an advise study that has one.",
+                        severity="warning")
+            return
+        try:
+            self.post_message(self.UseConfig(config_from_command(answer["command"])))
+        except ConfigError as exc:
+            self.notify(str(exc), title="Cannot use the answer", severity="error")
 
     def action_next_table(self) -> None:
         if self.tables:

@@ -33,6 +33,7 @@ from sysprof.profiler_core.studies.advice import Candidate, Plan, candidates, ch
 from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kind import StudyKind, Tables, run_configs
 from sysprof.profiler_core.studies.progress import Progress
+from sysprof.profiler_core.study_plans import RECOMMENDED_TABLE
 
 DEFAULT_REPEATS = 4  # fresh processes per cell: the fewest a verdict between processes can rest on (Mann–Whitney)
 DEFAULT_BUDGET_MIN = 20.0
@@ -136,7 +137,7 @@ def tables(study: Study) -> Tables:
     combined = combination_rows(study, advice.get("combination") or {})
     return {"advice: each candidate against the baseline, interleaved": measured + not_run,
             **({"combination: each step against the one before, interleaved": combined} if combined else {}),
-            "recommended": _recommendation(study, measured, combined)}
+            RECOMMENDED_TABLE: _recommendation(study, measured, combined)}
 
 
 def combination_rows(study: Study, combination: dict) -> list[dict]:

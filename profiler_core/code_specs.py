@@ -13,6 +13,7 @@ import importlib.util
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 
 def optimizer_target(spec: str) -> tuple[str, str]:
@@ -24,34 +25,39 @@ def optimizer_target(spec: str) -> tuple[str, str]:
     return target, name
 
 
-def optimizer_problem(spec: str) -> str | None:
-    """The shape of --optimizer, then whether its module or file is there."""
+def optimizer_shape_problem(spec: object) -> str | None:
+    if not isinstance(spec, str):
+        return None  # the type check says it
     target, name = optimizer_target(spec)
     if not (target and name.isidentifier()):
         return f"--optimizer takes package.module.Class, package.module:Class or file.py:Class; got {spec!r}"
-    return target_problem("--optimizer", target)
+    return None
 
 
-def callable_problem(option: str, spec: str | None) -> str | None:
-    """Whether the module or file of a `target:name` spec (already well formed) is there."""
-    if spec is None:
-        return None
-    return target_problem(option, spec.rpartition(":")[0])
+def code_location_problems(cfg: Any) -> dict[str, str]:
+    """Per field, the user code that is not there (specs already well formed). The runner puts a factory file's
+    folder on its path before it loads the loss and the optimizer, so their modules are looked for there too."""
+    factory = cfg.model_factory.rpartition(":")[0] if cfg.model_factory else ""
+    beside = [str(Path(factory).expanduser().resolve().parent)] if factory.endswith(".py") else []
+    found = {"model_factory": factory and target_problem("--model-factory", factory),
+             "loss": cfg.loss and target_problem("--loss", cfg.loss.rpartition(":")[0], beside),
+             "optimizer": target_problem("--optimizer", optimizer_target(cfg.optimizer)[0], beside)}
+    return {name: problem for name, problem in found.items() if problem}
 
 
-def target_problem(option: str, target: str) -> str | None:
+def target_problem(option: str, target: str, beside: list[str] | None = None) -> str | None:
     if target.endswith(".py"):
         path = Path(target).expanduser()
         return None if path.is_file() else f"{option}: no such file {target}"
     top = target.split(".")[0]
     if not top.isidentifier():
         return f"{option}: {target!r} is not a module name"
-    if _module_found(top):
+    if _module_found(top, beside or []):
         return None
     return f"{option}: no module named {top!r} (is it installed or on PYTHONPATH?)"
 
 
-def _module_found(name: str) -> bool:
+def _module_found(name: str, beside: list[str]) -> bool:
     """Found as the runner would find it: it starts as `python -m`, so the working directory is on its path."""
     if name in sys.modules or name in sys.builtin_module_names:
         return True
@@ -60,4 +66,4 @@ def _module_found(name: str) -> bool:
             return True
     except (ImportError, ValueError):
         return False
-    return importlib.machinery.PathFinder.find_spec(name, [os.getcwd()]) is not None
+    return importlib.machinery.PathFinder.find_spec(name, [os.getcwd(), *beside]) is not None

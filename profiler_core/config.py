@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sysprof.models.presets import PRESETS, ModelSpec
-from sysprof.profiler_core.code_specs import callable_problem, optimizer_problem
+from sysprof.profiler_core.code_specs import code_location_problems, optimizer_shape_problem
 from sysprof.profiler_core.errors import ConfigError
 
 MODES = ("forward", "forward_backward", "train")
@@ -174,17 +174,22 @@ def _positive(name: str, value: object) -> str | None:
     return None
 
 
-def config_problems(cfg: RunConfig) -> dict[str, str]:
+def config_problems(cfg: RunConfig, locate_code: bool = True) -> dict[str, str]:
     """Every reason the config cannot run, keyed by field; empty when it is valid.
 
-    Device presence and dtype support need torch, so the runner checks those (runner_checks).
+    Device presence and dtype support need torch, so the runner checks those (runner_checks). locate_code: also
+    whether the user code's files and modules are there (code_specs); off where a config is read back from a
+    directory that may have moved to another machine, and in the runner, whose own import says it better.
     """
     typed = type_problems(cfg)
     if typed:  # the checks below read each field as its type: they see the defaults in place of these
         defaults = RunConfig()
         rest = _value_problems(dataclasses.replace(cfg, **{name: getattr(defaults, name) for name in typed}))
         return typed | {name: problem for name, problem in rest.items() if name not in typed}
-    return _value_problems(cfg)
+    problems = _value_problems(cfg)
+    if not locate_code:
+        return problems
+    return problems | {name: problem for name, problem in code_location_problems(cfg).items() if name not in problems}
 
 
 def _value_problems(cfg: RunConfig) -> dict[str, str]:
@@ -238,14 +243,13 @@ def _spec_problem(name: str, spec: str | None) -> str | None:
 
 
 def _user_code_problems(cfg: RunConfig) -> dict[str, str | None]:
-    """The shape of --model-factory, --model-arg, --loss and --optimizer, and whether their files or modules are
-    there; whether they import is the runner's to find out."""
+    """The shape of --model-factory, --model-arg, --loss and --optimizer; whether their files or modules are there
+    is code_specs' to say, whether they import the runner's."""
     args_problem = _pairs_problem("--model-arg", cfg.model_args) or (
         "--model-arg needs --model-factory" if cfg.model_args and not cfg.model_factory else None)
-    return {"model_factory": _spec_problem("model_factory", cfg.model_factory)
-            or callable_problem("--model-factory", cfg.model_factory),
-            "loss": _spec_problem("loss", cfg.loss) or callable_problem("--loss", cfg.loss),
-            "optimizer": optimizer_problem(cfg.optimizer) if isinstance(cfg.optimizer, str) else None,
+    return {"model_factory": _spec_problem("model_factory", cfg.model_factory),
+            "loss": _spec_problem("loss", cfg.loss),
+            "optimizer": optimizer_shape_problem(cfg.optimizer),
             "model_args": args_problem,
             "optimizer_args": _pairs_problem("--optimizer-arg", cfg.optimizer_args),
             "optimizer_impl": _impl_problem(cfg)}
@@ -325,9 +329,9 @@ def _shape_problems(cfg: RunConfig) -> dict[str, str]:
     return {}
 
 
-def validate(cfg: RunConfig) -> RunConfig:
+def validate(cfg: RunConfig, locate_code: bool = True) -> RunConfig:
     """Return cfg, or raise ConfigError with the first problem as its one-line reason."""
-    problems = config_problems(cfg)
+    problems = config_problems(cfg, locate_code)
     if problems:
         raise ConfigError(next(iter(problems.values())))
     return cfg

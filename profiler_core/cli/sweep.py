@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from sysprof.profiler_core import events, rundir
+from sysprof.profiler_core.code_specs import code_location_problems
 from sysprof.profiler_core.config import ConfigError, RunConfig
 from sysprof.profiler_core.errors import UsageError
 from sysprof.profiler_core.memory.fit import cells_fit_problem
@@ -152,6 +153,9 @@ def check_before_the_first_cell(args, configs: list[RunConfig]) -> list[str]:
             raise ConfigError(f"--pivot/--value: {problem}")
     for problem in filter(None, map(gpus_problem, configs)):
         raise UsageError(problem)
+    for cfg in configs:  # a resumed sweep's plan was read without it: its cells are about to run here
+        for problem in code_location_problems(cfg).values():
+            raise UsageError(f"cell {config_label(cfg.to_dict())}: {problem}")
     too_big = None if args.force else cells_fit_problem(configs, lambda cfg: config_label(cfg.to_dict()))
     if too_big:
         raise UsageError(too_big)

@@ -334,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
     # Ctrl-C, a launcher's stop, and the terminal hanging up (a dropped SSH session): each ends the run with its summary
     on_stop_signals(_raise_cancelled)
     try:
-        cfg = validate(RunConfig.from_dict(json.loads(args.config_json)))
+        cfg = validate(RunConfig.from_dict(json.loads(args.config_json)), locate_code=False)
     except (ConfigError, json.JSONDecodeError, TypeError) as exc:
         return _fail(Runner(RunConfig(), args.run_dir, rank=rank), events.CONFIG, str(exc), None, None, code=2)
     return execute(Runner(cfg, args.run_dir, args.capture, rank, args.hold))

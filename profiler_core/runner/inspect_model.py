@@ -235,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--depth", type=int, default=DEFAULT_DEPTH, help="module table depth")
     args = parser.parse_args(argv)
     try:
-        cfg = validate(RunConfig.from_dict(json.loads(args.config_json)))
+        cfg = validate(RunConfig.from_dict(json.loads(args.config_json)), locate_code=False)
     except (ConfigError, json.JSONDecodeError, TypeError) as exc:
         emit(events.FAILED, kind=events.CONFIG, message=str(exc))
         return 2

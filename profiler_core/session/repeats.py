@@ -177,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     on_stop_signals(signal.default_int_handler, (signal.SIGTERM, signal.SIGHUP))
     try:
         args.run_dir.mkdir(parents=True, exist_ok=True)
-        cfg = validate(RunConfig.from_dict(json.loads(args.config_json)))
+        cfg = validate(RunConfig.from_dict(json.loads(args.config_json)), locate_code=False)
         backend, notice = choose_backend(cfg.profiler, args.nsys)
     except (ConfigError, BackendUnavailable, ValueError, TypeError, OSError) as exc:
         log = EventLog(args.run_dir if args.run_dir.is_dir() else None)  # the app follows the file

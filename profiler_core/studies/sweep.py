@@ -72,7 +72,7 @@ def plan_configs(sweep_dir: Path, plan: dict) -> tuple[list[RunConfig], list[str
     try:
         configs = [RunConfig.from_dict(cell) for cell in plan["cells"]]
         for cfg in configs:
-            validate(cfg)
+            validate(cfg, locate_code=False)  # a directory opens wherever it was copied; --resume locates the code
     except (ConfigError, TypeError, KeyError, AttributeError) as exc:
         raise StudyError(f"{sweep_dir / rundir.SWEEP_PLAN} is damaged: {exc}") from None
     return configs, plan.get("varied", [])

@@ -5,6 +5,7 @@ import io
 import json
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -12,7 +13,7 @@ from sysprof.profiler_core.cli import main as cli
 from sysprof.profiler_core.compare import FASTER, WITHIN_NOISE
 from sysprof.profiler_core.config import RunConfig
 from sysprof.profiler_core.studies.advice import candidates, plan
-from sysprof.profiler_core.studies.kinds.advise import LOSS_TOLERANCE, _why_not, loss_change
+from sysprof.profiler_core.studies.kinds.advise import LOSS_TOLERANCE, NOT_COMPARED, _why_not, loss_change
 from sysprof.profiler_core.studies.results import study_tables
 
 H100 = (80 * 2**30, "GPU 0's memory")
@@ -84,10 +85,21 @@ def test_a_candidate_is_recommended_only_when_faster_beyond_noise_with_the_same_
     assert LOSS_TOLERANCE == 0.05
 
 
-def test_the_loss_check_reads_the_first_measured_step_of_each():
-    base = [{"kind": "warmup", "loss": 9.0}, {"kind": "measured", "loss": 8.0}, {"kind": "measured", "loss": 1.0}]
-    assert loss_change(base, [{"kind": "measured", "loss": 8.4}]) == pytest.approx(0.05)
-    assert loss_change(base, [{"kind": "measured", "loss": None, "loss_not_finite": "nan"}]) is None
+def cell(steps, **config):
+    return SimpleNamespace(config=RunConfig(model="tiny", warmup=1, **config), steps=steps)
+
+
+def test_the_loss_check_pairs_steps_after_the_same_number_of_weight_updates():
+    base = cell([{"kind": "warmup", "loss": 9.0}, {"kind": "measured", "loss": 8.0}, {"kind": "measured", "loss": 7.0}])
+    assert loss_change(base, cell([{"kind": "measured", "loss": 8.4}])) == pytest.approx(0.05)
+    assert loss_change(base, cell([{"kind": "measured", "loss": None, "loss_not_finite": "nan"}])) is None
+    # a compiling config's compile pass is one more update: its first measured step pairs with the baseline's second
+    compiled = cell([{"kind": "measured", "loss": 7.0}, {"kind": "measured", "loss": 6.0}], compile=True)
+    assert loss_change(base, compiled) == 0.0
+    assert loss_change(base, cell([{"kind": "measured", "loss": 8.0}], batch=16)) == NOT_COMPARED
+    assert _why_not({"verdict": FASTER}, NOT_COMPARED) is None  # another batch: judged on tokens/s alone
+    forward = cell([{"kind": "measured", "loss": 8.0}], mode="forward")
+    assert loss_change(forward, cell([{"kind": "measured", "loss": 8.0}], mode="forward", compile=True)) == 0.0
 
 
 @pytest.mark.parametrize("argv, reason", [
@@ -121,7 +133,8 @@ def test_advise_on_the_cpu_measures_its_candidates_against_the_baseline(tmp_path
     measured = [row for row in advice if row["status"] == "ok"]
     assert sorted(row["candidate"] for row in measured) == ["SDPA attention", "batch 16"]
     assert all(row["tokens/s ×"] and row["tokens/s"] and row["why"] for row in measured)
-    assert all(row["loss Δ %"] is not None and row["loss Δ %"] < 5 for row in measured)
+    by_name = {row["candidate"]: row for row in measured}
+    assert by_name["batch 16"]["loss Δ %"] == "other data" and by_name["SDPA attention"]["loss Δ %"] < 5
     assert {row["why"] for row in advice if row["status"] == "not run"} >= {"TF32 is a CUDA matmul mode",
                                                                            "needs CUDA"}
     [answer] = tables["recommended"]

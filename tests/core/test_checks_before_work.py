@@ -128,3 +128,32 @@ def test_a_failed_cell_prints_its_reason_in_one_line(tmp_path, monkeypatch):
     lines = (sweep_dir / rundir.SESSION_EVENTS).read_text().splitlines()
     done = [json.loads(line) for line in lines if '"cell_done"' in line]
     assert done[0]["status"] == "failed" and done[0]["reason"] == reason  # the app's Studies screen shows it
+
+
+def test_a_loss_module_beside_the_factory_file_is_found_as_the_runner_finds_it(tmp_path, monkeypatch):
+    (tmp_path / "mdl").mkdir()
+    (tmp_path / "mdl" / "gpt.py").write_text("def build(vocab_size):\n    raise AssertionError('never run')\n")
+    (tmp_path / "mdl" / "mylosses.py").write_text("def ce(logits, targets):\n    raise AssertionError('never run')\n")
+    monkeypatch.chdir(tmp_path)
+    cfg = RunConfig(model="tiny", model_factory="mdl/gpt.py:build", loss="mylosses:ce")
+    assert config_problems(cfg) == {}
+    assert "no module named 'mylosses'" in config_problems(RunConfig(model="tiny", loss="mylosses:ce"))["loss"]
+
+
+def test_a_sweep_directory_opens_where_its_user_code_is_not_and_resumes_only_where_it_is(tmp_path, monkeypatch):
+    from sysprof.profiler_core.studies.document import Study
+
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    (project / "mdl").mkdir(parents=True)
+    elsewhere.mkdir()
+    (project / "mdl" / "gpt.py").write_text("def build(vocab_size):\n    raise AssertionError('never run')\n")
+    monkeypatch.chdir(project)
+    configs = [RunConfig(model="tiny", model_factory="mdl/gpt.py:build", ctx=ctx, device="cpu") for ctx in (16, 32)]
+    sweep_dir = sweep.create(tmp_path / "runs", "grid", configs, ["ctx"])
+    monkeypatch.chdir(elsewhere)  # or another machine: the directory must still open, offline
+    assert [cell.config.ctx for cell in Study.load(sweep_dir).cells] == [16, 32]
+    monkeypatch.setattr(sweep, "run", started)
+    err = io.StringIO()
+    with redirect_stdout(io.StringIO()), redirect_stderr(err):
+        code = cli.main(["sweep", "--resume", str(sweep_dir)])
+    assert code == 2 and "--model-factory: no such file mdl/gpt.py" in err.getvalue()

@@ -166,12 +166,12 @@ def _step_row(name: str, baseline: Any, before: Any, cell: Any) -> dict[str, Any
         return row | {"MFU %": _percent(summary.get("mfu")), "peak GiB": _peak_gib(summary)}
     overall = {r["phase"]: r for r in compare_summaries(baseline.summary, summary)}.get(THROUGHPUT_ROW)
     step = {r["phase"]: r for r in compare_summaries(before.summary, summary)}.get(THROUGHPUT_ROW)
-    loss = loss_change(baseline.steps, cell.steps)
+    loss = loss_change(baseline, cell)
     helps = _why_not(step, loss) if before is not baseline else _why_not(overall, loss)
     return row | {"× baseline": ratio_text(overall) if overall else None,
                   "over the step before": step["verdict_text"] if step else None,
                   "MFU %": _percent(summary.get("mfu")), "peak GiB": _peak_gib(summary),
-                  "compile s": summary.get("compile_s"), "loss Δ %": None if loss is None else round(loss * 100, 2),
+                  "compile s": summary.get("compile_s"), "loss Δ %": _loss_text(loss),
                   "why": helps or "helps"}
 
 
@@ -192,12 +192,12 @@ def candidate_row(described: dict, baseline: Any, cell: Any) -> dict[str, Any]:
         return row | {"status": ended[0], "why": ended[1]}
     by_phase = {r["phase"]: r for r in compare_summaries(baseline.summary, cell.summary)}
     rate, moved = by_phase.get(THROUGHPUT_ROW), by_phase.get(described["moves"])
-    loss = loss_change(baseline.steps, cell.steps)
+    loss = loss_change(baseline, cell)
     row |= {"status": events.OK, "tokens/s ×": ratio_text(rate) if rate else None,
             "tokens/s": rate["verdict_text"] if rate else "missing",
             "its phase": f"{moved['phase']} {moved['verdict_text']}" if moved and moved is not rate else None,
             "peak GiB": _peak_gib(cell.summary), "compile s": cell.summary.get("compile_s"),
-            "loss Δ %": None if loss is None else round(loss * 100, 2),
+            "loss Δ %": _loss_text(loss),
             "_speedup": rate.get("ratio_b_over_a") if rate else None}
     return row | {"why": _why_not(rate, loss) or "recommended"}
 
@@ -210,8 +210,8 @@ def _not_finished(summary: dict | None, what: str) -> tuple[str, str] | None:
     return None
 
 
-def _why_not(rate: dict | None, loss: float | None) -> str | None:
-    if loss is None or loss > LOSS_TOLERANCE:
+def _why_not(rate: dict | None, loss: float | str | None) -> str | None:
+    if loss is None or (isinstance(loss, float) and loss > LOSS_TOLERANCE):
         shown = "not finite" if loss is None else f"{loss:.1%} off"
         return f"its loss is {shown} against the baseline's (same seed): it changes what is computed"
     if rate is None or rate["verdict"] != FASTER:
@@ -219,18 +219,41 @@ def _why_not(rate: dict | None, loss: float | None) -> str | None:
     return None
 
 
-def loss_change(baseline_steps: list[dict], steps: list[dict]) -> float | None:
-    """|Δ| / |baseline| of the first measured step's loss; None when either is missing or not finite."""
-    first, mine = _first_loss(baseline_steps), _first_loss(steps)
-    if first is None or mine is None or first == 0:
+NOT_COMPARED = "not compared: another batch is other data"
+
+
+def loss_change(baseline: Any, cell: Any) -> float | str | None:
+    """|Δ| / |baseline's| loss after the same number of weight updates (a compiling config makes one more before
+    its measured steps: its compile pass is a whole step); NOT_COMPARED for another batch; None when a loss is
+    missing or not finite. baseline, cell: studies.document.Cell (config and steps)."""
+    if baseline.config.batch != cell.config.batch:
+        return NOT_COMPARED
+    ahead = _updates_before_measuring(cell.config) - _updates_before_measuring(baseline.config)
+    theirs, mine = _measured_losses(baseline.steps), _measured_losses(cell.steps)
+    pair = (theirs[ahead:][:1], mine[:1]) if ahead >= 0 else (theirs[:1], mine[-ahead:][:1])
+    first, other = (pair[0] or [None])[0], (pair[1] or [None])[0]
+    if not _finite(first) or not _finite(other):
         return None
-    return abs(mine - first) / abs(first)
+    return abs(other - first) / abs(first) if first else abs(other)
 
 
-def _first_loss(steps: list[dict]) -> float | None:
-    losses = [s.get("loss") for s in steps if s.get("kind") == "measured" and not s.get("pass")]
-    value = losses[0] if losses else None
-    return value if isinstance(value, (int, float)) and math.isfinite(value) else None
+def _loss_text(loss: float | str | None) -> float | str | None:
+    """The table's cell: a percentage, "other data" for another batch, or None (shown as not finite by why)."""
+    if isinstance(loss, float):
+        return round(loss * 100, 2)
+    return "other data" if loss == NOT_COMPARED else None
+
+
+def _updates_before_measuring(cfg: Any) -> int:
+    return cfg.warmup + int(cfg.compiles) if cfg.mode == "train" else 0
+
+
+def _measured_losses(steps: list[dict]) -> list[Any]:
+    return [s.get("loss") for s in steps if s.get("kind") == "measured" and not s.get("pass")]
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and math.isfinite(value)
 
 
 def _peak_gib(summary: dict) -> float | None:

@@ -42,7 +42,12 @@ from sysprof.profiler_core.options import OneLineParser, config_from_command, co
 from sysprof.profiler_core.records import PhaseStats, RunError, RunSummary, StepRecord, median_ms, phases_of
 from sysprof.profiler_core.run_document import KERNELS, MEMORY, Run
 from sysprof.profiler_core.session.control import POLL_S, ProcessControl
-from sysprof.profiler_core.session.inspecting import inspect_argv, inspector_not_started, read_inspect_output
+from sysprof.profiler_core.session.inspecting import (
+    INSPECT_TIMEOUT_S,
+    inspect_argv,
+    inspector_not_started,
+    read_inspect_output,
+)
 from sysprof.profiler_core.session.live import EventFollower, settle_died
 from sysprof.profiler_core.session.process import CANCEL_GRACE_S, mark_killed, session_argv, signal_group
 from sysprof.profiler_core.session.rank_checks import gpus_problem
@@ -83,7 +88,7 @@ __all__ = [
     "config_problems", "count_params", "decode_line", "end_reason", "events", "finish_event", "gpu_count",
     "human_count",
     "RUN_STATES", "run_state",
-    "inspect_argv", "inspector_not_started", "read_inspect_output",
+    "INSPECT_TIMEOUT_S", "inspect_argv", "inspector_not_started", "read_inspect_output",
     "list_studies", "mark_killed", "model_column", "model_label", "median_ms", "PhaseStats", "RunError", "RunSummary",
     "StepRecord", "phase_stats", "phases_of", "predict_run_memory", "rundir", "session_argv", "signal_group",
     "KERNELS", "MEMORY", "Run", "config_to_args", "config_from_command",

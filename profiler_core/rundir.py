@@ -138,7 +138,7 @@ def reserve_space(directory: Path) -> None:
     its summary). Best effort: on a disk already full there is nothing to set aside, and the run's first write
     says so."""
     path = directory / RESERVE
-    for size in (RESERVE_BYTES, _free_bytes(directory) // 2):
+    for size in (RESERVE_BYTES, min(RESERVE_BYTES, _free_bytes(directory) // 2)):  # a quota, not the disk, may refuse
         if size > 0 and _set_aside(path, size):
             return
 

@@ -86,7 +86,7 @@ def ints(text: str, option: str) -> list[int]:
 
 
 def positive_ints(text: str, option: str) -> list[int]:
-    values = ints(text, option)
+    values = ints(text, option) if text.strip() else [0]
     if min(values) == 0:
         raise ConfigError(f"{option} takes comma-separated positive integers; got {text!r}")
     return values

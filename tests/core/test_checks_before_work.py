@@ -92,6 +92,8 @@ def test_a_study_cell_that_cannot_fit_is_refused(no_work):
     (["study", "attention", "--device", "cpu", "--seq", "128,0"], "--seq takes comma-separated positive integers"),
     (["study", "attention", "--device", "cpu", "--seq", "100000000"], "eager fp32 d=16 seq=100000000 at batch 8 "
                                                                       "needs at least"),
+    (["study", "attention", "--device", "cpu", "--seq", ""], "--seq takes comma-separated positive integers"),
+    (["study", "attention", "--device", "cpu", "--impl", ""], "--impl: no value"),
     (["study", "passes", "--model", "tiny", "--device", "cpu", "--models", ""], "--models: no value"),
     (["study", "passes", "--model", "tiny", "--device", "cpu", "--ctxs", ""], "--ctxs takes comma-separated"),
 ])

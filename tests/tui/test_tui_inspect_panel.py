@@ -113,3 +113,46 @@ async def test_run_waits_for_the_inspection_of_user_code_and_stays_off_when_it_f
         await wait_for(app, pilot, "FlopCounterMode")
         await settle(app, pilot)
         assert not run.disabled
+
+
+async def wait_until(pilot, condition, what: str) -> None:
+    for _ in range(INSPECTOR_S * 10):
+        await pilot.pause(0.1)
+        if condition():
+            return
+    raise AssertionError(what)
+
+
+async def test_the_run_gate_lets_go_for_a_fix_saved_to_the_file_and_for_fields_the_inspection_does_not_read(tmp_path):
+    model = tmp_path / "mine.py"
+    model.write_text("def build(vocab_size):\n    raise ValueError('no such layer')\n")
+    app = build_app(runs_dir=str(tmp_path / "runs"), initial=TINY, live_inspect=True)
+    async with app.run_test(size=(140, 60)) as pilot:
+        await wait_for(app, pilot, "FlopCounterMode")
+        run = app.query_one("#run")
+        app.query_one("#model_factory").value = f"{model}:build"
+        await wait_for(app, pilot, "ValueError: no such layer")
+        await settle(app, pilot, "ctrl+t")  # A/B is held as Run is
+        assert run.disabled and app.query_one("#panes").active == "configure"
+        model.write_text("import torch\n\ndef build(vocab_size, d_model):\n"
+                         "    return torch.nn.Sequential(torch.nn.Embedding(vocab_size, d_model),\n"
+                         "                               torch.nn.Linear(d_model, vocab_size))\n")
+        await wait_until(pilot, lambda: not run.disabled, "the saved fix never let Run go")
+        app.query_one("#steps").value = "7"  # the inspection does not read it: no new wait
+        await settle(app, pilot)
+        assert not run.disabled
+
+
+async def test_a_model_the_meta_device_cannot_build_does_not_hold_run(tmp_path):
+    model = tmp_path / "pinned.py"
+    model.write_text("import torch\n\ndef build(vocab_size, d_model):\n"
+                     "    return torch.nn.Sequential(torch.nn.Embedding(vocab_size, d_model),\n"
+                     "                               torch.nn.Linear(d_model, vocab_size)).to('cpu')\n")
+    app = build_app(runs_dir=str(tmp_path / "runs"), initial=TINY, live_inspect=True)
+    async with app.run_test(size=(140, 60)) as pilot:
+        await wait_for(app, pilot, "FlopCounterMode")
+        app.query_one("#model_factory").value = f"{model}:build"
+        shown = await wait_for(app, pilot, "inspect:")
+        assert "meta" in shown
+        await settle(app, pilot)
+        assert not app.query_one("#run").disabled  # the run builds it on the CPU, where it works

@@ -2,6 +2,7 @@
 user's own model and optimizer as specs (config_fields), with a file picker for the factory."""
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import replace
 from pathlib import Path
@@ -120,6 +121,24 @@ def checked_config(values: dict, visible_gpus: int,
     return cfg, problems
 
 
+RECHECK_S = 1.0
+META = re.compile(r"\bmeta\b", re.IGNORECASE)
+# Fields the inspection does not read: a change to them needs no new inspection (nor holds Run for one).
+NOT_INSPECTED = ("warmup", "steps", "repeats", "profiler", "memory", "memory_max_entries", "seed", "nvtx_modules")
+
+
+def inspected_part(cfg: RunConfig) -> RunConfig:
+    """cfg with the fields the inspection does not read set to their defaults: what an inspection stands for."""
+    return replace(cfg, **{name: getattr(RunConfig(), name) for name in NOT_INSPECTED})
+
+
+def code_stamp(cfg: RunConfig) -> tuple[float, ...]:
+    """The modification times of the user's .py files the config names (0 for one that is not there)."""
+    specs = [cfg.model_factory, cfg.loss, cfg.optimizer if ":" in cfg.optimizer else None]
+    files = [Path(spec.rpartition(":")[0]).expanduser() for spec in specs if spec and ".py:" in spec]
+    return tuple(path.stat().st_mtime if path.is_file() else 0.0 for path in files)
+
+
 def runs_user_code(cfg: RunConfig) -> bool:
     """Whether the run imports the user's code: a model factory, a loss, an optimizer outside torch.optim."""
     return bool(cfg.model_factory or cfg.loss) or not cfg.optimizer.startswith("torch.optim.")
@@ -175,6 +194,7 @@ class ConfigurePane(Pane):
         self.device_memory = {device: device_memory(device) for device in ("auto", "cuda", "cpu")}  # once too
         self.was_running = False
         self.inspected: tuple[RunConfig, str | None] | None = None  # the last inspection's config and problem
+        self.inspected_stamp: tuple[float, ...] = ()  # the user code's files as they were when inspected
 
     def compose(self) -> ComposeResult:
         cfg = self.initial
@@ -220,6 +240,8 @@ class ConfigurePane(Pane):
 
     def on_mount(self) -> None:
         self.check()
+        if self.live_inspect:
+            self.set_interval(RECHECK_S, self.recheck_code)
 
     @on(Input.Changed, "#config-form Input")
     @on(Select.Changed)
@@ -246,9 +268,20 @@ class ConfigurePane(Pane):
         cfg = self.checked
         if not (self.live_inspect and cfg is not None and runs_user_code(cfg)):
             return None
-        if self.inspected is None or self.inspected[0] != cfg:
+        if self.inspected is None or self.inspected[0] != inspected_part(cfg):
             return "Run waits for the model's inspection (your code, imported in a process of its own)"
-        return self.inspected[1]
+        problem = self.inspected[1]
+        # the meta device is the inspector's own limit (a factory that moves itself .to("cpu")): the run may work
+        return None if problem is None or META.search(problem) else problem
+
+    def recheck_code(self) -> None:
+        """While a failed inspection holds Run, a fix saved to the user's file inspects again (a stat a second)."""
+        if self.inspected is None or self.inspected[1] is None or self.checked is None:
+            return
+        stamp = code_stamp(self.checked)
+        if stamp != self.inspected_stamp:
+            self.inspected_stamp = stamp
+            self.query_one(InspectPanel).request(inspected_part(self.checked), again=True)
 
     def show_config(self, cfg: RunConfig) -> None:
         """Fill the form with cfg (the advisor's answer), keeping the form's repeats: the answer is about the step,
@@ -267,6 +300,7 @@ class ConfigurePane(Pane):
     @on(InspectPanel.Inspected)
     def inspection_ended(self, message: InspectPanel.Inspected) -> None:
         self.inspected = (message.config, message.problem)
+        self.inspected_stamp = code_stamp(message.config)
         self.check()
 
     def inspect_form(self) -> None:
@@ -277,7 +311,7 @@ class ConfigurePane(Pane):
         if self.run_state.running:  # an inspector would take CPU from the steps being measured
             panel.hold("inspect waits until the run finishes")
         else:
-            panel.request(self.checked)
+            panel.request(None if self.checked is None else inspected_part(self.checked))
 
     def update_run_button(self, problems: dict | None = None) -> None:
         if problems is not None:
@@ -299,8 +333,8 @@ class ConfigurePane(Pane):
     @on(Input.Submitted, "#ab-options")
     def action_ab(self) -> None:
         b_options = self.query_one("#ab-options", Input).value
-        if self.checked is None:
-            self.notify("Fix the configuration first: it is A.", severity="warning")
+        if self.checked is None or self.has_problems:  # the run gate holds A as it holds Run
+            self.notify("Fix the configuration first: it is A (see why under the form).", severity="warning")
         elif not b_options.strip():
             self.notify("Type B's options first (e.g. --optimizer-impl fused).", severity="warning")
             self.query_one("#ab-options", Input).focus()

@@ -14,6 +14,7 @@ from textual.timer import Timer
 from textual.widgets import Static
 
 from sysprof.profiler_core.api import (
+    INSPECT_TIMEOUT_S,
     RunConfig,
     SysprofError,
     inspect_argv,
@@ -47,9 +48,10 @@ class InspectPanel(Static):
         self.wanted: RunConfig | None = None  # the config shown, being inspected or waiting for the form to settle
         self.timer: Timer | None = None
 
-    def request(self, cfg: RunConfig | None) -> None:
-        """Inspect cfg once the form settles; None (the form is invalid) clears the panel."""
-        if cfg is not None and cfg == self.wanted:
+    def request(self, cfg: RunConfig | None, again: bool = False) -> None:
+        """Inspect cfg once the form settles; None (the form is invalid) clears the panel. again: even when cfg is
+        the one shown (its code changed on disk)."""
+        if cfg is not None and cfg == self.wanted and not again:
             return
         self.stop()
         self.wanted = cfg
@@ -84,10 +86,15 @@ class InspectPanel(Static):
             self.show_problem(cfg, inspector_not_started(exc, argv))
             return
         try:
-            stdout, stderr = await process.communicate()
+            stdout, stderr = await asyncio.wait_for(process.communicate(), INSPECT_TIMEOUT_S)
         except asyncio.CancelledError:  # the form changed again: this answer is stale, and so is its process
             signal_group(process.pid, signal.SIGKILL)
             raise
+        except TimeoutError:  # a factory that waits on something (a download): no verdict, so Run is not held
+            signal_group(process.pid, signal.SIGKILL)
+            self.update(Text(f"inspect: no answer in {INSPECT_TIMEOUT_S:.0f} s; stopped", style="yellow"))
+            self.post_message(self.Inspected(cfg, None))
+            return
         try:
             report = read_inspect_output(stdout.decode(errors="replace"), stderr.decode(errors="replace"),
                                          process.returncode or 0, self.runs_root)

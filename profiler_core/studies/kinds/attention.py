@@ -35,11 +35,12 @@ def run(args: argparse.Namespace) -> Path:
                           "--attention naive,sdpa with --model-factory (the factory takes an attention parameter)")
     device = _device(args.device)
     default_impls, dims, seqs, default_iters = attention.DEFAULT_GRID[device]
-    batch, iters = (positive(args.batch, "--batch"), positive(args.iters or default_iters, "--iters"))
+    batch = positive(args.batch, "--batch")
+    iters = positive(default_iters if args.iters is None else args.iters, "--iters")
     dtypes = choices(args.dtype, "--dtype", attention.DTYPES)
-    impls = choices(args.impl or default_impls, "--impl", ("eager", "compiled", "sdpa"))
-    groups = attention.grid(impls, positive_ints(args.d or dims, "--d"), positive_ints(args.seq or seqs, "--seq"),
-                            dtypes)
+    impls = choices(default_impls if args.impl is None else args.impl, "--impl", ("eager", "compiled", "sdpa"))
+    groups = attention.grid(impls, positive_ints(dims if args.d is None else args.d, "--d"),
+                            positive_ints(seqs if args.seq is None else args.seq, "--seq"), dtypes)
     too_big = None if args.force else attention.fit_problem(groups, batch, device_memory(device))
     if too_big:
         raise ConfigError(too_big)

@@ -194,3 +194,21 @@ def test_the_candidates_that_pass_are_combined_and_measured_again_interleaved(tm
     helped = advise._helping_steps(combined)
     if helped:
         assert answer["answer"].startswith(helped[-1]["step"]) and helped[-1]["options"] in answer["command"]
+
+
+@pytest.mark.slow
+def test_resume_runs_the_cells_an_advise_study_did_not_finish(tmp_path):
+    import shutil
+
+    study_dir = tmp_path / "advise"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-tiny-cpu", study_dir)
+    lost = next((study_dir / "cells").glob("002-*"))
+    shutil.rmtree(lost)  # as if the sweep was stopped before this cell ran
+    err = io.StringIO()
+    with redirect_stdout(io.StringIO()), redirect_stderr(err):
+        code = cli.main(["advise", "--resume", str(study_dir), "--budget", "1"])
+    assert code == 0, err.getvalue()
+    assert (lost / "summary.json").is_file() and "5 cells, 4 to run" in err.getvalue()
+    tables = study_tables(study_dir)
+    assert [row["status"] for row in tables["advice: each candidate against the baseline, interleaved"]
+            if row["candidate"] == "SDPA attention"] == ["ok"]

@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from sysprof.profiler_core import events, rundir
+from sysprof.profiler_core.code_specs import code_location_problems
 from sysprof.profiler_core.compare import FASTER, THROUGHPUT_ROW, compare_summaries
 from sysprof.profiler_core.config import validate
 from sysprof.profiler_core.errors import ConfigError, UsageError
@@ -29,11 +30,19 @@ from sysprof.profiler_core.nvml import visible_gpu_count
 from sysprof.profiler_core.options import add_config_options, config_from_args, config_to_args
 from sysprof.profiler_core.render.compare_report import ratio_text
 from sysprof.profiler_core.studies import sweep
-from sysprof.profiler_core.studies.advice import Candidate, Plan, candidates, chain, options_text, plan
+from sysprof.profiler_core.studies.advice import (
+    PROCESS_S,
+    Candidate,
+    Plan,
+    candidates,
+    chain,
+    options_text,
+    plan,
+)
 from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kind import StudyKind, Tables, run_configs
 from sysprof.profiler_core.studies.progress import Progress
-from sysprof.profiler_core.study_plans import RECOMMENDED_TABLE
+from sysprof.profiler_core.study_plans import RECOMMENDED_TABLE, study_kind
 
 DEFAULT_REPEATS = 4  # fresh processes per cell: the fewest a verdict between processes can rest on (Mann–Whitney)
 DEFAULT_BUDGET_MIN = 20.0
@@ -43,15 +52,19 @@ LOSS_TOLERANCE = 0.05  # relative: bf16 or a compile moves the loss by far less;
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_config_options(parser)
     parser.set_defaults(repeats=DEFAULT_REPEATS)
+    parser.add_argument("--resume", type=Path, metavar="DIR", help="continue an advise study: its cells that did "
+                        "not finish, then its combination (the run options are the study's own)")
     parser.add_argument("--budget", type=float, default=DEFAULT_BUDGET_MIN, metavar="MINUTES",
                         help=f"candidates in order of their usual gain while the estimate fits (default "
                              f"{DEFAULT_BUDGET_MIN:.0f}); the plan names the ones left out")
 
 
 def run(args: argparse.Namespace) -> Path:
-    base = validate(config_from_args(args))
     if not args.budget > 0:
         raise UsageError(f"--budget must be a positive number of minutes; got {args.budget:g}")
+    if args.resume:
+        return resume(args, args.resume)
+    base = validate(config_from_args(args))
     if base.repeats < 2:
         raise UsageError(f"--repeats {base.repeats}: the advisor needs at least 2 processes per cell (the spread "
                          f"between them is what a verdict is judged against); the default is {DEFAULT_REPEATS}")
@@ -73,6 +86,27 @@ def run(args: argparse.Namespace) -> Path:
     return study_dir
 
 
+def resume(args: argparse.Namespace, study_dir: Path) -> Path:
+    """Run an advise study's cells that did not finish, then its combination if it never started; --budget is
+    what the combination may still take."""
+    if study_kind(study_dir) != "advise":
+        raise UsageError(f"{study_dir} is not an advise study directory (`sysprof sweep --resume` continues others)")
+    configs, _ = sweep.load_plan(study_dir)
+    for cfg in configs:  # the plan was read without it: its cells are about to run here
+        for problem in code_location_problems(cfg).values():
+            raise UsageError(f"{study_dir}: {problem}")
+    started = time.monotonic()
+    with Progress(args.events).recorded(study_dir) as progress:
+        sweep.run(study_dir, progress.sweep_listener("advise", study_dir))
+    advice = rundir.read_json(study_dir / rundir.ADVICE_PLAN) or {}
+    if "combination" not in advice:
+        base = configs[0]
+        per_cell_s = sum(PROCESS_S.values()) / 2 * base.repeats  # no cell timed here: the plan's estimate
+        _combine(args, study_dir, base, device_memory(base.device), per_cell_s,
+                 args.budget * 60 - (time.monotonic() - started))
+    return study_dir
+
+
 def _combine(args: argparse.Namespace, study_dir: Path, base: Any, limit: tuple[int, str] | None,
              per_cell_s: float, budget_left_s: float) -> None:
     """The second stage: the candidates that passed, added one by one to the best, measured again as new cells
@@ -81,7 +115,7 @@ def _combine(args: argparse.Namespace, study_dir: Path, base: Any, limit: tuple[
     advice = rundir.read_json(study_dir / rundir.ADVICE_PLAN) or {}
     rows = [candidate_row(d, study.cells[0], cell) for d, cell in zip(advice["candidates"], study.cells[1:])]
     passed = sorted((row["_speedup"] or 0.0, d["name"], d["changes"])
-                    for d, row in zip(advice["candidates"], rows) if row.get("why") == "recommended")
+                    for d, row in zip(advice["candidates"], rows) if row.get("why") == "recommended" and "changes" in d)
     steps = chain(base, [(name, changes) for _, name, changes in reversed(passed)], limit)
     if len(steps) < 2:
         return

@@ -4,8 +4,9 @@ The baseline and every candidate that applies (studies/advice.py) are the cells 
 processes run round-robin, every other round reversed: each candidate is interleaved with the baseline, and drift
 on a shared node hits all alike. Each candidate is then compared with the baseline as `sysprof compare` does (the
 two-gate verdict on tokens/s and on the phase it should move), with its memory, its compile time and a numerics
-check: its first measured step's loss against the baseline's (the same seed, so the same data). A candidate is
-recommended only when tokens/s is faster beyond noise and its loss agrees.
+check: its loss against the baseline's after as many weight updates (the same seed, so the same data; another
+batch is other data and is judged on tokens/s alone). A candidate is recommended only when tokens/s is faster
+beyond noise and its loss agrees. The candidates that passed are then combined and measured again (_combine).
 """
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from sysprof.profiler_core.cli import main as cli
 from sysprof.profiler_core.compare import FASTER, WITHIN_NOISE
 from sysprof.profiler_core.config import RunConfig
 from sysprof.profiler_core.studies.advice import candidates, plan
-from sysprof.profiler_core.studies.kinds.advise import LOSS_TOLERANCE, NOT_COMPARED, _why_not, loss_change
+from sysprof.profiler_core.studies.advise_tables import LOSS_TOLERANCE, NOT_COMPARED, _why_not, loss_change
 from sysprof.profiler_core.studies.results import study_tables
 
 H100 = (80 * 2**30, "GPU 0's memory")
@@ -162,7 +162,7 @@ def test_the_combination_adds_the_next_candidate_only_where_it_changes_something
 
 
 def test_the_answer_is_the_last_step_that_still_helped():
-    from sysprof.profiler_core.studies.kinds.advise import _helping_steps
+    from sysprof.profiler_core.studies.advise_tables import _helping_steps
 
     rows = [{"step": "baseline"}, {"step": "a", "why": "helps"}, {"step": "a + b", "why": "helps"},
             {"step": "a + b + c", "why": "not faster beyond run-to-run noise"}, {"step": "a + b + c + d",
@@ -174,15 +174,19 @@ def test_the_answer_is_the_last_step_that_still_helped():
 def test_the_candidates_that_pass_are_combined_and_measured_again_interleaved(tmp_path, monkeypatch):
     """The statistics are the compare module's (tested there); here every measured candidate is taken as passed, so
     the second stage runs for real: the chain, new cells with a fresh baseline, their table and the answer."""
+    from sysprof.profiler_core.studies import advise_tables
     from sysprof.profiler_core.studies.kinds import advise
 
-    real_row = advise.candidate_row
-    monkeypatch.setattr(advise, "candidate_row", lambda described, baseline, cell: (
+    real_candidates, real_row = advise.candidates, advise_tables.candidate_row
+    # no compiling candidate (minutes on a CPU), and a budget no loaded machine runs out of: the stages, not the clock
+    monkeypatch.setattr(advise, "candidates", lambda *given: [c for c in real_candidates(*given) if not (
+        c.changes.get("compile") or c.changes.get("optimizer_impl") == "compiled")])
+    monkeypatch.setattr(advise_tables, "candidate_row", lambda described, baseline, cell: (
         row | {"why": "recommended"} if (row := real_row(described, baseline, cell)).get("status") == "ok" else row))
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
         code = cli.main(["advise", "--model", "tiny", "--device", "cpu", "--ctx", "32", "--warmup", "1", "--steps",
-                         "3", "--repeats", "2", "--budget", "1.5", "--runs-dir", str(tmp_path), "--json"])
+                         "3", "--repeats", "2", "--budget", "30", "--runs-dir", str(tmp_path), "--json"])
     assert code == 0, err.getvalue()
     tables = study_tables(Path(json.loads(out.getvalue())["study_dir"]))
     combined = tables["combination: each step against the one before, interleaved"]
@@ -191,7 +195,7 @@ def test_the_candidates_that_pass_are_combined_and_measured_again_interleaved(tm
     assert combined[2]["step"].startswith(combined[1]["step"] + " + ")
     assert all(row["× baseline"] and row["over the step before"] and row["why"] for row in combined[1:])
     [answer] = tables["recommended"]
-    helped = advise._helping_steps(combined)
+    helped = advise_tables._helping_steps(combined)
     if helped:
         assert answer["answer"].startswith(helped[-1]["step"]) and helped[-1]["options"] in answer["command"]
 

@@ -286,7 +286,8 @@ class ConfigurePane(Pane):
     def show_config(self, cfg: RunConfig) -> None:
         """Fill the form with cfg (the advisor's answer), keeping the form's repeats: the answer is about the step,
         not about how many processes measure it. Each change is checked as typing is."""
-        cfg = replace(cfg, repeats=read_integer(self.query_one("#repeats", Input).value) or cfg.repeats)
+        repeats = read_integer(self.query_one("#repeats", Input).value)
+        cfg = replace(cfg, repeats=repeats if isinstance(repeats, int) and repeats > 0 else cfg.repeats)
         for field in self.query("#config-form Input").results(Input):
             name = str(field.id)
             value = getattr(cfg, name)

@@ -293,8 +293,9 @@ async def test_configure_marks_invalid_fields_inline_and_disables_run(tmp_path):
 
 
 async def test_quit_during_a_run_asks_and_cancel_leaves_no_process(tmp_path):
-    # Each event 3 s apart: under a loaded suite the run must still be going when ctrl+g arrives.
-    app = build_app(runs_dir=str(tmp_path), argv_factory=fake_factory("--delay", "3"), initial=TINY)
+    # Each event 10 s apart: the cancel ends the run (a kill ~10 s after the SIGINT) long before it could finish
+    # (8 events, 80 s), however loaded the suite; at 3 s apart a loaded CI run once saw it finish first.
+    app = build_app(runs_dir=str(tmp_path), argv_factory=fake_factory("--delay", "10"), initial=TINY)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("ctrl+r")
         await pilot.pause(1.0)

@@ -352,7 +352,11 @@ class SysprofApp(TableExportActions, App):
         self.unshown_state, self.shown_at = None, time.monotonic()
         self.run_state = state
 
-    async def action_cancel(self) -> None:
+    def action_cancel(self) -> None:
+        """Cancel in a worker: waiting for the process to end (up to 30 s before a kill) must not freeze the app."""
+        self.run_worker(self.cancel_and_wait(), group="cancel", exit_on_error=False)
+
+    async def cancel_and_wait(self) -> None:
         slot = RUN if self.control.running(RUN) else STUDY if self.control.running(STUDY) else None
         if slot is None:
             return
@@ -372,7 +376,7 @@ class SysprofApp(TableExportActions, App):
 
         async def answered(choice: str | None) -> None:
             if choice == ConfirmQuit.CANCEL:
-                await self.action_cancel()
+                await self.cancel_and_wait()  # the app goes only once its run has
             if choice in (ConfirmQuit.CANCEL, ConfirmQuit.LEAVE):
                 self.exit()
         self.push_screen(ConfirmQuit(), answered)

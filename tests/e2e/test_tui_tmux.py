@@ -48,9 +48,11 @@ def press_until(session: str, key: str, text: str, timeout: float = 20.0) -> str
     raise AssertionError(f"{text!r} never appeared after {key!r}; screen:\n{screen(session)}")
 
 
-def type_into_field(session: str, focus_key: str, text: str, expect: str, absent: str | None = None) -> str:
+def type_into_field(session: str, focus_key: str, text: str, expect: str, absent: str | None = None,
+                    timeout: float = 60.0) -> str:
     """Focus a text field, replace its text, retrying when a loaded machine drops keys sent during a refresh."""
-    for _ in range(3):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
         if focus_key:
             tmux("send-keys", "-t", session, focus_key)
         time.sleep(0.5)

@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from tui_helpers import settle, text
+from tui_helpers import settle, text, wait_until
 
 from sysprof.profiler_core.config import RunConfig
 from sysprof.tui.app import build_app
@@ -115,14 +115,6 @@ async def test_run_waits_for_the_inspection_of_user_code_and_stays_off_when_it_f
         assert not run.disabled
 
 
-async def wait_until(pilot, condition, what: str) -> None:
-    for _ in range(INSPECTOR_S * 10):
-        await pilot.pause(0.1)
-        if condition():
-            return
-    raise AssertionError(what)
-
-
 async def test_the_run_gate_lets_go_for_a_fix_saved_to_the_file_and_for_fields_the_inspection_does_not_read(tmp_path):
     model = tmp_path / "mine.py"
     model.write_text("def build(vocab_size):\n    raise ValueError('no such layer')\n")
@@ -137,7 +129,7 @@ async def test_the_run_gate_lets_go_for_a_fix_saved_to_the_file_and_for_fields_t
         model.write_text("import torch\n\ndef build(vocab_size, d_model):\n"
                          "    return torch.nn.Sequential(torch.nn.Embedding(vocab_size, d_model),\n"
                          "                               torch.nn.Linear(d_model, vocab_size))\n")
-        await wait_until(pilot, lambda: not run.disabled, "the saved fix never let Run go")
+        await wait_until(pilot, lambda: not run.disabled, "the saved fix never let Run go", INSPECTOR_S)
         app.query_one("#steps").value = "7"  # the inspection does not read it: no new wait
         await settle(app, pilot)
         assert not run.disabled

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from tui_helpers import settle, text
+from tui_helpers import settle, text, wait_until
 
 from sysprof.tui.app import build_app
 from sysprof.tui.model.study_state import StudyState
@@ -204,7 +204,8 @@ async def test_ab_from_configure_starts_on_studies_and_a_b_that_changes_nothing_
         field = app.query_one("#ab-options")
         field.value = "--model tiny"
         await settle(app, pilot, "ctrl+t")
-        assert app.query_one("#study-command").value.startswith("ab --model ")
+        command = app.query_one("#study-command")  # the Studies pane takes it after its first refresh
+        await wait_until(pilot, lambda: command.value.startswith("ab --model "), f"not started: {command.value!r}")
         pane = await wait_for_end(app, pilot, limit_s=60)
         assert pane.study.stage == "failed" and "A and B are the same config" in pane.study.message
 

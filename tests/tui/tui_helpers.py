@@ -17,3 +17,12 @@ async def settle(app, pilot, *keys):
 
 def text(app) -> str:
     return "\n".join(screen_lines(app))
+
+
+async def wait_until(pilot, condition, what: str, limit_s: float = 30.0) -> None:
+    """Poll the condition while the app runs (a callback after a refresh may land later on a loaded machine)."""
+    for _ in range(int(limit_s * 10)):
+        if condition():
+            return
+        await pilot.pause(0.1)
+    raise AssertionError(what)

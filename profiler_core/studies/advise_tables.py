@@ -9,9 +9,11 @@ from typing import Any
 
 from sysprof.profiler_core import events, rundir
 from sysprof.profiler_core.compare import FASTER, THROUGHPUT_ROW, compare_summaries
+from sysprof.profiler_core.memory.accounting import predict_run_memory
 from sysprof.profiler_core.metrics import THROUGHPUT
 from sysprof.profiler_core.options import config_to_args
 from sysprof.profiler_core.render.compare_report import ratio_text
+from sysprof.profiler_core.studies import advise_diagnosis
 from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kind import Tables
 from sysprof.profiler_core.study_plans import RECOMMENDED_TABLE
@@ -20,17 +22,48 @@ LOSS_TOLERANCE = 0.05  # relative: bf16 or a compile moves the loss by far less;
 
 
 def tables(study: Study) -> Tables:
-    """The candidates against the baseline, the best first, then those not run with why; and the answer."""
-    advice = rundir.read_json(study.path / rundir.ADVICE_PLAN) or {"candidates": [], "skipped": []}
-    baseline = study.cells[0]
-    measured = [candidate_row(described, baseline, cell)
-                for described, cell in zip(advice["candidates"], study.cells[1:])]
+    """The diagnosis, the candidates against the baseline (the best first, then those not run with why), the
+    combination and the answer. Before the plan exists (the diagnosis still running) only what is known."""
+    advice = rundir.read_json(study.path / rundir.ADVICE_PLAN) or {}
+    found = _diagnosis_tables(study, advice)
+    if "candidates" not in advice:
+        return found
+    baseline, cells = candidate_cells(study, advice)
+    measured = [candidate_row(described, baseline, cell) for described, cell in zip(advice["candidates"], cells)]
     measured.sort(key=lambda row: -(row.pop("_speedup") or 0.0))
     not_run = [{"candidate": s["name"], "status": "not run", "why": s["reason"]} for s in advice["skipped"]]
     combined = combination_rows(study, advice.get("combination") or {})
-    return {"advice: each candidate against the baseline, interleaved": measured + not_run,
+    return {CANDIDATES_TABLE: measured + not_run, **found,
             **({"combination: each step against the one before, interleaved": combined} if combined else {}),
-            RECOMMENDED_TABLE: _recommendation(study, measured, combined)}
+            RECOMMENDED_TABLE: _recommendation(study, advice, measured, combined)}
+
+
+CANDIDATES_TABLE = "advice: each candidate against the baseline, interleaved"
+
+
+def candidate_cells(study: Study, advice: dict) -> tuple[Any, list[Any]]:
+    """The baseline's cell and the candidates' cells, in the plan's order (a study from before the diagnosis
+    stage has its baseline first)."""
+    first = advice.get("first_cell", 0)
+    if first is None:  # the budget left no candidate to measure
+        return None, []
+    return study.cells[first], study.cells[first + 1:first + 1 + len(advice.get("candidates", []))]
+
+
+def _diagnosis_tables(study: Study, advice: dict) -> Tables:
+    index = advice.get("diagnosis_cell")
+    if index is None or index >= len(study.cells):
+        return {}
+    cell = study.cells[index]
+    if cell.summary is None:
+        return {DIAGNOSIS_TABLE: [{"phase": "baseline", "verdict": "the diagnosis has not run yet"}]}
+    analysis = cell.run.analysis(rundir.KERNELS_DIR)
+    predicted = None if cell.config.model_factory else predict_run_memory(cell.config)["peak_bytes"]
+    return {DIAGNOSIS_TABLE: advise_diagnosis.phase_rows(cell.summary, analysis),
+            "diagnosis: the config as run": advise_diagnosis.config_rows(cell.summary, analysis, predicted)}
+
+
+DIAGNOSIS_TABLE = "diagnosis: where the baseline's step goes (one profiled process)"
 
 
 def combination_rows(study: Study, combination: dict) -> list[dict]:
@@ -154,17 +187,19 @@ def _peak_gib(summary: dict) -> float | None:
     return round(max(peaks.values()) / 2**30, 2) if peaks else None
 
 
-def _recommendation(study: Study, measured: list[dict], combined: list[dict]) -> list[dict]:
+def _recommendation(study: Study, advice: dict, measured: list[dict], combined: list[dict]) -> list[dict]:
     """The answer as the command line that runs it: the last step of the combination that still helped, else the
     best single candidate, else why there is none."""
-    base = " ".join(config_to_args(dataclasses.replace(study.cells[0].config, repeats=1)))
+    baseline, _ = candidate_cells(study, advice)
+    if baseline is None:
+        return [{"answer": "no candidate measured: the budget left none (see the skipped ones)", "command": None}]
+    base = " ".join(config_to_args(dataclasses.replace(baseline.config, repeats=1)))
     kept = _helping_steps(combined)
     if kept:
         return [{"answer": f"{kept[-1]['step']}: tokens/s {kept[-1]['× baseline']} of the baseline's",
                  "command": f"sysprof run {base} {kept[-1]['options']}"}]
     best = next((row for row in measured if row.get("why") == "recommended"), None)
-    options = {c["name"]: c["options"] for c in (rundir.read_json(study.path / rundir.ADVICE_PLAN) or {}).get(
-        "candidates", [])}
+    options = {c["name"]: c["options"] for c in advice.get("candidates", [])}
     if best is None:
         return [{"answer": "no candidate beat the baseline beyond noise with the same loss", "command": None}]
     return [{"answer": f"{best['candidate']}: tokens/s {best['tokens/s ×']} of the baseline's",

@@ -119,24 +119,28 @@ def test_advise_refuses_what_cannot_give_an_answer_in_one_line(tmp_path, argv, r
 
 
 @pytest.mark.slow
-def test_advise_on_the_cpu_measures_its_candidates_against_the_baseline(tmp_path):
+def test_advise_on_the_cpu_diagnoses_then_measures_its_candidates_against_the_baseline(tmp_path):
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
         code = cli.main(["advise", "--model", "tiny", "--device", "cpu", "--ctx", "32", "--warmup", "1", "--steps",
-                         "4", "--repeats", "2", "--budget", "0.5", "--runs-dir", str(tmp_path), "--json"])
+                         "4", "--repeats", "2", "--budget", "1", "--runs-dir", str(tmp_path), "--json"])
     assert code == 0, err.getvalue()
-    assert "plan: the baseline and 2 candidates, interleaved" in err.getvalue()
-    assert "  skip  TF32 for fp32 matmuls: TF32 is a CUDA matmul mode" in err.getvalue()
-    study_dir = json.loads(out.getvalue())["study_dir"]
-    tables = study_tables(Path(study_dir))
-    advice = tables["advice: each candidate against the baseline, interleaved"]
-    measured = [row for row in advice if row["status"] == "ok"]
-    assert sorted(row["candidate"] for row in measured) == ["SDPA attention", "batch 16"]
-    assert all(row["tokens/s ×"] and row["tokens/s"] and row["why"] for row in measured)
-    by_name = {row["candidate"]: row for row in measured}
-    assert by_name["batch 16"]["loss Δ %"] == "other data" and by_name["SDPA attention"]["loss Δ %"] < 5
-    assert {row["why"] for row in advice if row["status"] == "not run"} >= {"TF32 is a CUDA matmul mode",
-                                                                           "needs CUDA"}
+    said = err.getvalue()
+    assert said.index("diagnosis: one process of the config as given") < said.index("plan: the baseline and ")
+    assert "  skip  TF32 for fp32 matmuls: TF32 is a CUDA matmul mode" in said
+    study_dir = Path(json.loads(out.getvalue())["study_dir"])
+    advice = json.loads((study_dir / "advice.json").read_text())
+    assert advice["diagnosis_cell"] == 0 and advice["first_cell"] == 1 and advice["hints"]["launch_bound"] == []
+    tables = study_tables(study_dir)
+    rows = tables["advice: each candidate against the baseline, interleaved"]
+    measured = [row for row in rows if row["status"] == "ok"]
+    assert sorted(row["candidate"] for row in measured) == sorted(c["name"] for c in advice["candidates"])
+    assert measured and all(row["tokens/s ×"] and row["tokens/s"] and row["why"] for row in measured)
+    assert {row["why"] for row in rows if row["status"] == "not run"} >= {"TF32 is a CUDA matmul mode", "needs CUDA"}
+    phases = tables["diagnosis: where the baseline's step goes (one profiled process)"]
+    assert [row["phase"] for row in phases] == ["forward", "backward", "optimizer"]
+    assert all(row["verdict"] == "no profile: kernel tables need CUDA" for row in phases)
+    assert 50 < sum(row["% of step"] for row in phases) <= 101
     [answer] = tables["recommended"]
     recommended = [row for row in measured if row["why"] == "recommended"]
     assert (answer["command"] is None) == (not recommended)
@@ -212,7 +216,77 @@ def test_resume_runs_the_cells_an_advise_study_did_not_finish(tmp_path):
     with redirect_stdout(io.StringIO()), redirect_stderr(err):
         code = cli.main(["advise", "--resume", str(study_dir), "--budget", "1"])
     assert code == 0, err.getvalue()
-    assert (lost / "summary.json").is_file() and "5 cells, 4 to run" in err.getvalue()
+    assert (lost / "summary.json").is_file() and "9 cells, 4 to run" in err.getvalue()
     tables = study_tables(study_dir)
     assert [row["status"] for row in tables["advice: each candidate against the baseline, interleaved"]
             if row["candidate"] == "SDPA attention"] == ["ok"]
+
+
+REAL_ANALYSIS = Path(__file__).resolve().parents[1] / "data" / "runs" / "small-h200-analyses"
+
+
+def real_gpu_run() -> tuple[dict, dict]:
+    """small fp32 ctx 256 batch 4 on an H200: nsys's kernel analysis (forward launch-bound) with the phase split of
+    a warm-up study's cell of the same config, on the same GPU."""
+    analysis = json.loads((REAL_ANALYSIS / "kernels" / "analysis.json").read_text())
+    cell = next((Path(__file__).resolve().parents[1] / "data" / "studies" / "warmup-small-h200" / "cells").iterdir())
+    return json.loads((cell / "summary.json").read_text()), analysis
+
+
+def test_the_diagnosis_reads_a_real_profile_per_phase():
+    from sysprof.profiler_core.studies import advise_diagnosis
+
+    summary, analysis = real_gpu_run()
+    rows = {row["phase"]: row for row in advise_diagnosis.phase_rows(summary, analysis)}
+    assert rows["forward"]["verdict"] == "launch-bound" and rows["forward"]["host-wait %"] == 48.16
+    assert rows["backward"]["verdict"] == "GPU-bound" and rows["backward"]["GEMM %"] == 83.1
+    assert "fused AdamW" in rows["optimizer"]["helps"]
+    shares = [row["% of step"] for row in rows.values()]
+    assert all(0 < share < 100 for share in shares) and sum(shares) <= 101
+    facts = {row["what"]: row["as run"] for row in advise_diagnosis.config_rows(summary, analysis, None)}
+    assert facts["precision"] == "fp32, matmuls strict fp32"
+    assert facts["attention"] == "naive: 2.8% of the step's kernel time"
+    assert facts["memory"].startswith("measured peak 2.71 GiB of 139.80 GiB: 137.09 GiB free")
+
+
+def test_a_launch_bound_diagnosis_puts_cuda_graphs_and_a_larger_batch_before_bf16():
+    from sysprof.profiler_core.studies import advise_diagnosis
+
+    summary, analysis = real_gpu_run()
+    hint = advise_diagnosis.hints(summary, analysis)
+    assert hint.launch_bound == ("forward",) and round(hint.attention_share, 3) == 0.028
+    found = candidates(RunConfig(model="small", ctx=256, batch=4), on_gpu=True, limit=H100)
+    before = [c.name for c in plan(found, 3600, 4, "cuda").chosen]
+    after = [c.name for c in plan(advise_diagnosis.weighted(found, hint), 3600, 4, "cuda").chosen]
+    assert before[0] == after[0] == "torch.compile reduce-overhead"
+    assert before.index("bf16 autocast") < before.index("batch 16")  # the usual gains: bf16 first
+    assert after.index("batch 16") < after.index("bf16 autocast")  # launch-bound: "bf16 will not help"
+    assert after[-1] == "SDPA attention"  # 2.8% of the kernel time is all it can save
+    assert advise_diagnosis.hints({"status": "oom"}, analysis) == advise_diagnosis.Hints()
+
+
+def test_a_budget_the_diagnosis_used_up_is_a_plan_with_nothing_measured_and_says_so(tmp_path):
+    """advise stopped after its diagnosis (the plan never written), resumed with too little budget left."""
+    import shutil
+
+    study_dir = tmp_path / "advise"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-tiny-cpu", study_dir)
+    plan_file = study_dir / "sweep.json"
+    sweep_plan = json.loads(plan_file.read_text())
+    plan_file.write_text(json.dumps(sweep_plan | {"cells": sweep_plan["cells"][:1]}))
+    for cell in sorted((study_dir / "cells").iterdir())[1:]:
+        shutil.rmtree(cell)
+    advice = json.loads((study_dir / "advice.json").read_text())
+    (study_dir / "advice.json").write_text(json.dumps({k: advice[k] for k in ("baseline", "diagnosis_cell")}))
+    err = io.StringIO()
+    with redirect_stdout(io.StringIO()), redirect_stderr(err):
+        code = cli.main(["advise", "--resume", str(study_dir), "--budget", "0.1"])
+    assert code == 0, err.getvalue()
+    assert "plan: the baseline and 0 candidates" in err.getvalue() and "over the budget" in err.getvalue()
+    tables = study_tables(study_dir)
+    assert tables["recommended"] == [{"answer": "no candidate measured: the budget left none (see the skipped "
+                                                "ones)", "command": None}]
+    assert all(row["status"] == "not run" for row in tables["advice: each candidate against the baseline, "
+                                                                "interleaved"])
+    assert [row["phase"] for row in tables["diagnosis: where the baseline's step goes (one profiled process)"]] == [
+        "forward", "backward", "optimizer"]

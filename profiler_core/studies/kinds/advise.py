@@ -1,12 +1,14 @@
 """`sysprof advise`: which change makes this config's step faster on this node, answered by running it.
 
-The baseline and every candidate that applies (studies/advice.py) are the cells of one sweep, so their fresh
-processes run round-robin, every other round reversed: each candidate is interleaved with the baseline, and drift
-on a shared node hits all alike. Each candidate is then compared with the baseline as `sysprof compare` does (the
-two-gate verdict on tokens/s and on the phase it should move), with its memory, its compile time and a numerics
-check: its loss against the baseline's after as many weight updates (the same seed, so the same data; another
-batch is other data and is judged on tokens/s alone). A candidate is recommended only when tokens/s is faster
-beyond noise and its loss agrees. The candidates that passed are then combined and measured again (_combine).
+First the diagnosis: one process of the config as given, profiled on a GPU (studies/advise_diagnosis.py), whose
+launch verdicts and kernel shares order the plan a budget cuts. Then the baseline and every candidate that applies
+(studies/advice.py) are the cells of one sweep, so their fresh processes run round-robin, every other round
+reversed: each candidate is interleaved with the baseline, and drift on a shared node hits all alike. Each candidate
+is then compared with the baseline as `sysprof compare` does (the two-gate verdict on tokens/s and on the phase it
+should move), with its memory, its compile time and a numerics check: its loss against the baseline's after as many
+weight updates (the same seed, so the same data; another batch is other data and is judged on tokens/s alone). A
+candidate is recommended only when tokens/s is faster beyond noise and its loss agrees. The candidates that passed
+are then combined and measured again (_combine).
 """
 from __future__ import annotations
 
@@ -21,12 +23,12 @@ from rich.markup import escape
 
 from sysprof.profiler_core import rundir
 from sysprof.profiler_core.code_specs import code_location_problems
-from sysprof.profiler_core.config import validate
+from sysprof.profiler_core.config import RunConfig, validate
 from sysprof.profiler_core.errors import ConfigError, UsageError
 from sysprof.profiler_core.memory.fit import device_memory, fit_problem
 from sysprof.profiler_core.nvml import visible_gpu_count
 from sysprof.profiler_core.options import add_config_options, config_from_args
-from sysprof.profiler_core.studies import advise_tables, sweep
+from sysprof.profiler_core.studies import advise_diagnosis, advise_tables, sweep
 from sysprof.profiler_core.studies.advice import (
     PROCESS_S,
     Candidate,
@@ -43,6 +45,9 @@ from sysprof.profiler_core.study_plans import study_kind
 
 DEFAULT_REPEATS = 4  # fresh processes per cell: the fewest a verdict between processes can rest on (Mann–Whitney)
 DEFAULT_BUDGET_MIN = 20.0
+DIAGNOSIS_CELL = 0  # the profiled process of the config as given; the plan's cells come after it
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_config_options(parser)
     parser.set_defaults(repeats=DEFAULT_REPEATS)
@@ -65,24 +70,56 @@ def run(args: argparse.Namespace) -> Path:
     limit = device_memory(base.device)
     if fit_problem(base, limit):
         raise ConfigError(f"the baseline itself: {str(fit_problem(base, limit)).split(' (--force')[0]}")
-    on_gpu = base.device == "cuda" or (base.device == "auto" and visible_gpu_count() > 0)
-    chosen = plan(candidates(base, on_gpu, limit), args.budget * 60, base.repeats, "cuda" if on_gpu else "cpu")
-    if not chosen.chosen:
-        reasons = "; ".join(f"{c.name}: {why}" for c, why in chosen.skipped)
+    device = "cuda" if _on_gpu(base) else "cpu"
+    first_look = plan(candidates(base, device == "cuda", limit), args.budget * 60 - PROCESS_S[device], base.repeats,
+                      device)  # before the diagnosis orders them: is there anything to measure at all?
+    if not first_look.chosen:
+        reasons = "; ".join(f"{c.name}: {why}" for c, why in first_look.skipped)
         raise ConfigError(f"no change the advisor knows applies to this config ({reasons})")
-    configs = [base, *(c.config for c in chosen.chosen if c.config is not None)]
-    varied = sorted({name for c in chosen.chosen for name in c.changes})
     started = time.monotonic()
-    study_dir = run_configs(args, "advise", configs, varied,
-                            lambda study_dir: _save_plan(study_dir, base, chosen, args))
-    per_cell_s = (time.monotonic() - started) / len(configs)  # every process of a cell, start-up included
-    _combine(args, study_dir, base, limit, per_cell_s, args.budget * 60 - per_cell_s * len(configs))
+    if not args.events:
+        Console(stderr=True, highlight=False).print(
+            "[bold]diagnosis[/]: one process of the config as given" + (", profiled" if device == "cuda" else ""))
+    study_dir = run_configs(args, "advise", [diagnosis_config(base, device == "cuda")], [],
+                            lambda study_dir: rundir.write_json(study_dir / rundir.ADVICE_PLAN, {
+                                "baseline": base.to_dict(), "diagnosis_cell": DIAGNOSIS_CELL}))
+    _measure(args, study_dir, base, args.budget * 60 - (time.monotonic() - started))
     return study_dir
 
 
+def diagnosis_config(base: RunConfig, on_gpu: bool) -> RunConfig:
+    """The baseline once, with its profiled pass where there are CUDA kernels to profile."""
+    return dataclasses.replace(base, repeats=1, profiler="auto" if on_gpu else "none")
+
+
+def _on_gpu(base: RunConfig) -> bool:
+    return base.device == "cuda" or (base.device == "auto" and visible_gpu_count() > 0)
+
+
+def _measure(args: argparse.Namespace, study_dir: Path, base: RunConfig, budget_left_s: float) -> None:
+    """The second stage: the plan ordered by the diagnosis, its candidates measured against the baseline (new
+    cells, interleaved), then their combination."""
+    on_gpu, limit = _on_gpu(base), device_memory(base.device)
+    diagnosis = Study.load(study_dir).cells[DIAGNOSIS_CELL]
+    hint = advise_diagnosis.hints(diagnosis.summary, diagnosis.run.analysis(rundir.KERNELS_DIR))
+    chosen = plan(advise_diagnosis.weighted(candidates(base, on_gpu, limit), hint), budget_left_s, base.repeats,
+                  "cuda" if on_gpu else "cpu")
+    if not chosen.chosen:
+        _save_plan(study_dir, base, chosen, hint, args, first_cell=None)
+        return
+    started = time.monotonic()
+    configs = [base, *(c.config for c in chosen.chosen if c.config is not None)]
+    first = sweep.extend(study_dir, configs)
+    _save_plan(study_dir, base, chosen, hint, args, first_cell=first)
+    with Progress(args.events).recorded(study_dir) as progress:
+        sweep.run(study_dir, progress.sweep_listener("advise", study_dir))
+    per_cell_s = (time.monotonic() - started) / len(configs)  # every process of a cell, start-up included
+    _combine(args, study_dir, base, limit, per_cell_s, budget_left_s - per_cell_s * len(configs))
+
+
 def resume(args: argparse.Namespace, study_dir: Path) -> Path:
-    """Run an advise study's cells that did not finish, then its combination if it never started; --budget is
-    what the combination may still take."""
+    """Run an advise study's cells that did not finish, then the stages that never started (the plan after the
+    diagnosis, the combination after the candidates); --budget is what those stages may still take."""
     if study_kind(study_dir) != "advise":
         raise UsageError(f"{study_dir} is not an advise study directory (`sysprof sweep --resume` continues others)")
     configs, _ = sweep.load_plan(study_dir)
@@ -93,11 +130,13 @@ def resume(args: argparse.Namespace, study_dir: Path) -> Path:
     with Progress(args.events).recorded(study_dir) as progress:
         sweep.run(study_dir, progress.sweep_listener("advise", study_dir))
     advice = rundir.read_json(study_dir / rundir.ADVICE_PLAN) or {}
-    if "combination" not in advice:
-        base = configs[0]
+    base = RunConfig.from_dict(advice["baseline"]) if "baseline" in advice else configs[0]
+    budget_left_s = args.budget * 60 - (time.monotonic() - started)
+    if "candidates" not in advice:
+        _measure(args, study_dir, base, budget_left_s)
+    elif "combination" not in advice:
         per_cell_s = sum(PROCESS_S.values()) / 2 * base.repeats  # no cell timed here: the plan's estimate
-        _combine(args, study_dir, base, device_memory(base.device), per_cell_s,
-                 args.budget * 60 - (time.monotonic() - started))
+        _combine(args, study_dir, base, device_memory(base.device), per_cell_s, budget_left_s)
     return study_dir
 
 
@@ -107,8 +146,8 @@ def _combine(args: argparse.Namespace, study_dir: Path, base: Any, limit: tuple[
     interleaved with a fresh baseline (each step against the one before it), as far as the budget left allows."""
     study = Study.load(study_dir)
     advice = rundir.read_json(study_dir / rundir.ADVICE_PLAN) or {}
-    rows = [advise_tables.candidate_row(d, study.cells[0], cell)
-            for d, cell in zip(advice["candidates"], study.cells[1:])]
+    baseline, measured = advise_tables.candidate_cells(study, advice)
+    rows = [advise_tables.candidate_row(d, baseline, cell) for d, cell in zip(advice["candidates"], measured)]
     passed = sorted((row["_speedup"] or 0.0, d["name"], d["changes"]) for d, row in zip(advice["candidates"], rows)
                     if row.get("why") == "recommended" and "changes" in d)
     steps = chain(base, [(name, changes) for _, name, changes in reversed(passed)], limit)
@@ -139,12 +178,14 @@ def _print_plan(chosen: Plan) -> None:
         err.print(f"[dim]  skip  {escape(candidate.name)}: {escape(why)}[/]", soft_wrap=True)
 
 
-def _save_plan(study_dir: Path, base: Any, chosen: Plan, args: argparse.Namespace) -> None:
-    """Once the study's directory exists (nothing printed for a command refused before): the plan, kept and said."""
+def _save_plan(study_dir: Path, base: RunConfig, chosen: Plan, hint: advise_diagnosis.Hints,
+               args: argparse.Namespace, first_cell: int | None) -> None:
+    """Once the diagnosis ran: the plan, kept (with where the baseline's cell is) and said."""
     if not args.events:
         _print_plan(chosen)
-    rundir.write_json(study_dir / rundir.ADVICE_PLAN, {
-        "baseline": base.to_dict(), "estimate_s": chosen.estimate_s,
+    advice = rundir.read_json(study_dir / rundir.ADVICE_PLAN) or {"baseline": base.to_dict()}
+    rundir.write_json(study_dir / rundir.ADVICE_PLAN, advice | {
+        "hints": hint.to_dict(), "first_cell": first_cell, "estimate_s": chosen.estimate_s,
         "candidates": [_described(c) for c in chosen.chosen],
         "skipped": [_described(c) | {"reason": why} for c, why in chosen.skipped]})
 

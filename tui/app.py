@@ -249,7 +249,8 @@ class SysprofApp(TableExportActions, App):
 
     @on(RunsPane.Interleave)
     @on(ConfigurePane.Interleave)
-    def interleave_runs(self, message: RunsPane.Interleave | ConfigurePane.Interleave) -> None:
+    @on(ConfigurePane.Advise)
+    def start_on_studies(self, message: RunsPane.Interleave | ConfigurePane.Interleave | ConfigurePane.Advise) -> None:
         self.action_show_pane("studies")
         self.call_after_refresh(self.query_one("#pane-studies", StudiesPane).start_command, message.command)
 

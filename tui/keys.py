@@ -51,6 +51,8 @@ PANE_KEYS = (
         "(parsed, never run) fills model_factory", scope="Configure"),
     Key("ctrl+t,f7", "ab", "A/B", "Run the form's config (A) against it with the A/B field's options (B), "
         "interleaved in fresh processes (sysprof ab), on Studies", priority=True, scope="Configure"),
+    Key("ctrl+y,f8", "advise", "Advise", "Ask the advisor about the form's config: its candidates measured against "
+        "it within the budget (sysprof advise), on Studies", priority=True, scope="Configure"),
     Key("space", "toggle_mark", "Mark", "Mark / unmark the row (export marked rows; compare two runs)",
         scope="Kernels, Memory, Runs"),
     Key("s", "next_sort", "Sort", "Sort by the next column (or click a header)", scope="Kernels"),

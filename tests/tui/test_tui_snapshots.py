@@ -98,3 +98,9 @@ def test_studies_saved_attention_grid(snap_compare):
     """The H200 attention microbenchmark, opened offline from its study directory."""
     app = build_app(runs_dir=str(RUNS), open_runs=[Path("tests/data/studies/attention-h200")], initial=TINY)
     assert snap(snap_compare, app)
+
+
+def test_studies_saved_advise_study(snap_compare):
+    """A real advise study on the CPU, opened offline: its candidates against the baseline, the best first."""
+    app = build_app(runs_dir=str(RUNS), open_runs=[Path("tests/data/studies/advise-tiny-cpu")], initial=TINY)
+    assert snap(snap_compare, app)

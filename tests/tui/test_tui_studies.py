@@ -210,6 +210,24 @@ async def test_ab_from_configure_starts_on_studies_and_a_b_that_changes_nothing_
         assert pane.study.stage == "failed" and "A and B are the same config" in pane.study.message
 
 
+async def test_advise_from_configure_starts_the_advisor_on_the_forms_config_within_the_budget(tmp_path):
+    app = studies_app(tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        app.action_show_pane("configure")
+        await settle(app, pilot)
+        budget = app.query_one("#advise-budget")
+        budget.value = "-3"
+        await settle(app, pilot, "ctrl+y")
+        assert app.query_one("#panes").active == "configure" and app.focused is budget  # back to fix it, not started
+        budget.value = "0.01"  # too little for any candidate: the CLI says so before it runs anything
+        await settle(app, pilot, "ctrl+y")
+        command = app.query_one("#study-command")
+        await wait_until(pilot, lambda: command.value.startswith("study advise --model "), f"not: {command.value!r}")
+        assert command.value.endswith(" --budget 0.01") and " --repeats" not in command.value
+        pane = await wait_for_end(app, pilot, limit_s=120)
+        assert pane.study.stage == "failed" and "over the budget" in pane.study.message
+
+
 @pytest.mark.parametrize("configure_shown_before", [False, True])
 async def test_u_puts_the_advisors_answer_into_configure_keeping_the_forms_repeats(tmp_path, configure_shown_before):
     app = studies_app(tmp_path, ADVISE)

@@ -168,11 +168,34 @@ def ab_from_form(cfg: RunConfig, b_options: str, repeats: int = 4) -> str:
     return f"ab {shared} --a= --b={shlex.quote(b_options.strip())} --repeats {repeats}"
 
 
+def advise_from_form(cfg: RunConfig, budget_min: float | None) -> str:
+    """`study advise` with the form's config as the baseline (the advisor's own repeats) within the budget."""
+    baseline = shlex.join(config_to_args(replace(cfg, repeats=RunConfig().repeats)))  # advise sets the repeats
+    return f"study advise {baseline}" + (f" --budget {budget_min:g}" if budget_min is not None else "")
+
+
+def budget_minutes(text: str) -> float | None:
+    """The budget field: empty is the advisor's default (None); ValueError unless a positive number."""
+    if not text.strip():
+        return None
+    value = float(text)
+    if not value > 0 or value == float("inf"):
+        raise ValueError(text)
+    return value
+
+
 class ConfigurePane(Pane):
     BINDINGS = pane_bindings("Configure")
 
     class Interleave(Message):
         """Run the form's config (A) against it with B's options, interleaved (`sysprof ab`), on Studies."""
+
+        def __init__(self, command: str):
+            super().__init__()
+            self.command = command
+
+    class Advise(Message):
+        """Ask the advisor about the form's config (`sysprof advise`), on Studies."""
 
         def __init__(self, command: str):
             super().__init__()
@@ -210,6 +233,9 @@ class ConfigurePane(Pane):
                 yield Label("A/B: the form is A; B changes", id="ab-label")
                 yield Input(placeholder="--optimizer-impl fused", id="ab-options", compact=True)
                 yield Button("Run A/B interleaved (ctrl+t)", id="ab", compact=True)
+                yield Label("Advise: which change makes it faster", id="advise-label")
+                yield Input(placeholder="budget in minutes (20)", id="advise-budget", compact=True)
+                yield Button("Advise (ctrl+y)", id="advise", compact=True)
                 yield InspectPanel(self.runs_root, id="inspect-panel").set_class(not self.live_inspect, "-off")
 
     def field_rows(self, cfg: RunConfig) -> ComposeResult:
@@ -341,6 +367,22 @@ class ConfigurePane(Pane):
             self.query_one("#ab-options", Input).focus()
         else:
             self.post_message(self.Interleave(ab_from_form(self.checked, b_options)))
+
+    @on(Button.Pressed, "#advise")
+    @on(Input.Submitted, "#advise-budget")
+    def action_advise(self) -> None:
+        field = self.query_one("#advise-budget", Input)
+        try:
+            budget = budget_minutes(field.value)
+        except ValueError:
+            self.notify(f"The budget is minutes, a positive number; got {field.value!r}.", severity="warning")
+            field.focus()
+            return
+        if self.checked is None or self.has_problems:  # the run gate holds the advisor's baseline as it holds Run
+            self.notify("Fix the configuration first: the advisor starts from it (see why under the form).",
+                        severity="warning")
+        else:
+            self.post_message(self.Advise(advise_from_form(self.checked, budget)))
 
     @on(Button.Pressed, "#pick-factory")
     def action_pick_factory(self) -> None:

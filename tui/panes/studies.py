@@ -156,7 +156,8 @@ class StudiesPane(Pane):
         for event in batch:
             study = study.apply(event)
         self.study = study  # one redraw for the batch
-        if any(event["event"] == events.CELL_DONE for event in batch) and study.directory:
+        # a stage's start too: the advisor writes its plan between its diagnosis and its candidates
+        if any(event["event"] in (events.CELL_DONE, events.STUDY) for event in batch) and study.directory:
             self.load_tables(Path(study.directory))
 
     @work(exclusive=True, exit_on_error=False, group="study")

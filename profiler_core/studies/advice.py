@@ -154,13 +154,21 @@ class Plan:
     estimate_s: float  # the baseline and the chosen candidates, every process
 
 
-def plan(found: list[Candidate], budget_s: float, repeats: int, device: str) -> Plan:
-    """The applicable candidates in order of their usual gain, as many as the budget's estimate allows."""
-    per_process = PROCESS_S.get(device, PROCESS_S["cuda"])
-    spent = repeats * per_process  # the baseline's processes
+def plan(found: list[Candidate], budget_s: float, base: RunConfig, device: str,
+         step_s: float | None = None) -> Plan:
+    """The applicable candidates in order of their expected gain, as many as the budget's estimate allows.
+    step_s: the baseline's measured step (the diagnosis), so each process's steps count in the estimate: a
+    candidate's step as the baseline's × its batch's growth ÷ its expected gain; without it only the processes'
+    start-up and compiles count."""
+    def process_s(cfg: RunConfig, gain: float) -> float:
+        steps_s = 0.0 if step_s is None else (cfg.warmup + cfg.steps) * step_s * cfg.batch / base.batch / gain
+        return PROCESS_S.get(device, PROCESS_S["cuda"]) + steps_s
+
+    spent = base.repeats * process_s(base, 1.0)  # the baseline's processes
     chosen, skipped = [], [(c, c.reason) for c in found if c.reason]
     for candidate in sorted((c for c in found if not c.reason), key=lambda c: -c.prior):
-        cost = repeats * per_process + (COMPILE_S.get(device, 60.0) if _compiles_something(candidate) else 0.0)
+        cost = base.repeats * process_s(candidate.config or base, max(candidate.prior, 1.0)) + (
+            COMPILE_S.get(device, 60.0) if _compiles_something(candidate) else 0.0)
         if spent + cost > budget_s:
             skipped.append((candidate, f"over the budget (about {cost / 60:.1f} min more)"))
             continue

@@ -66,14 +66,25 @@ def test_ddp_ranks_add_fsdp_and_one_process_does_not():
 
 
 def test_the_budget_keeps_the_usual_biggest_gains_and_names_what_it_left_out():
-    found = candidates(RunConfig(model="small"), on_gpu=True, limit=H100)
-    tight = plan(found, budget_s=4 * 20 * 2 + 60, repeats=4, device="cuda")  # the baseline, one compiled cell
+    base = RunConfig(model="small", repeats=4)
+    found = candidates(base, on_gpu=True, limit=H100)
+    tight = plan(found, budget_s=4 * 20 * 2 + 60, base=base, device="cuda")  # the baseline, one compiled cell
     assert [c.name for c in tight.chosen] == ["torch.compile reduce-overhead"]
     assert tight.estimate_s == 4 * 20 * 2 + 60
     over = [c.name for c, why in tight.skipped if why.startswith("over the budget")]
     assert "bf16 autocast" in over and "SDPA attention" in over
-    wide = plan(found, budget_s=10**6, repeats=4, device="cuda")
+    wide = plan(found, budget_s=10**6, base=base, device="cuda")
     assert len(wide.chosen) == sum(c.reason is None for c in found)
+
+
+def test_the_estimate_counts_the_steps_once_the_diagnosis_timed_one():
+    base = RunConfig(model="2.7B", ctx=512, batch=4, warmup=5, steps=10, repeats=4)  # 15 steps a process
+    found = [c for c in candidates(base, on_gpu=True, limit=H100) if c.name in ("bf16 autocast", "batch 8")]
+    timed = plan(found, budget_s=10**6, base=base, device="cuda", step_s=1.0)
+    # 4 processes each: the baseline at 20 + 15 × 1 s, bf16 at 20 + 15 × 1 s ÷ 2 (its expected gain), batch 8 at
+    # 20 + 15 × 2 s ÷ 1.2 (twice the tokens a step, 1.2 times the tokens/s)
+    assert timed.estimate_s == pytest.approx(4 * (35 + 27.5 + 45))
+    assert plan(found, budget_s=10**6, base=base, device="cuda").estimate_s == 4 * 3 * 20
 
 
 def test_a_candidate_is_recommended_only_when_faster_beyond_noise_with_the_same_loss():
@@ -256,8 +267,9 @@ def test_a_launch_bound_diagnosis_puts_cuda_graphs_and_a_larger_batch_before_bf1
     hint = advise_diagnosis.hints(summary, analysis)
     assert hint.launch_bound == ("forward",) and round(hint.attention_share, 3) == 0.028
     found = candidates(RunConfig(model="small", ctx=256, batch=4), on_gpu=True, limit=H100)
-    before = [c.name for c in plan(found, 3600, 4, "cuda").chosen]
-    after = [c.name for c in plan(advise_diagnosis.weighted(found, hint), 3600, 4, "cuda").chosen]
+    base = RunConfig(model="small", ctx=256, batch=4)
+    before = [c.name for c in plan(found, 3600, base, "cuda").chosen]
+    after = [c.name for c in plan(advise_diagnosis.weighted(found, hint), 3600, base, "cuda").chosen]
     assert before[0] == after[0] == "torch.compile reduce-overhead"
     assert before.index("bf16 autocast") < before.index("batch 16")  # the usual gains: bf16 first
     assert after.index("batch 16") < after.index("bf16 autocast")  # launch-bound: "bf16 will not help"

@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> Path:
     if fit_problem(base, limit):
         raise ConfigError(f"the baseline itself: {str(fit_problem(base, limit)).split(' (--force')[0]}")
     device = "cuda" if _on_gpu(base) else "cpu"
-    first_look = plan(candidates(base, device == "cuda", limit), args.budget * 60 - PROCESS_S[device], base.repeats,
+    first_look = plan(candidates(base, device == "cuda", limit), args.budget * 60 - PROCESS_S[device], base,
                       device)  # before the diagnosis orders them: is there anything to measure at all?
     if not first_look.chosen:
         reasons = "; ".join(f"{c.name}: {why}" for c, why in first_look.skipped)
@@ -102,8 +102,10 @@ def _measure(args: argparse.Namespace, study_dir: Path, base: RunConfig, budget_
     on_gpu, limit = _on_gpu(base), device_memory(base.device)
     diagnosis = Study.load(study_dir).cells[DIAGNOSIS_CELL]
     hint = advise_diagnosis.hints(diagnosis.summary, diagnosis.run.analysis(rundir.KERNELS_DIR))
-    chosen = plan(advise_diagnosis.weighted(candidates(base, on_gpu, limit), hint), budget_left_s, base.repeats,
-                  "cuda" if on_gpu else "cpu")
+    step = ((diagnosis.summary or {}).get("phases") or {}).get("step") or {}
+    step_s = step["median_ms"] / 1e3 if step.get("median_ms") else None
+    chosen = plan(advise_diagnosis.weighted(candidates(base, on_gpu, limit), hint), budget_left_s, base,
+                  "cuda" if on_gpu else "cpu", step_s)
     if not chosen.chosen:
         _save_plan(study_dir, base, chosen, hint, args, first_cell=None)
         return

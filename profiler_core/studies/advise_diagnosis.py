@@ -128,8 +128,9 @@ def _attention_share(analysis: dict | None) -> float | None:
 
 
 def _share_of_step(summary: dict, phase: str) -> float | None:
+    """The phase's mean over the step's: means add up (the phases' medians need not, and may pass 100%)."""
     phases = summary.get("phases") or {}
     step, part = phases.get("step"), phases.get(phase)
-    if not step or not part or not step.get("median_ms"):
+    if not step or not part or not step.get("mean_ms"):
         return None
-    return part["median_ms"] / step["median_ms"]
+    return part["mean_ms"] / step["mean_ms"]

@@ -152,7 +152,7 @@ def test_advise_on_the_cpu_diagnoses_then_measures_its_candidates_against_the_ba
     phases = tables["diagnosis: where the baseline's step goes (one profiled process)"]
     assert [row["phase"] for row in phases] == ["forward", "backward", "optimizer"]
     assert all(row["verdict"] == "no profile: kernel tables need CUDA" for row in phases)
-    assert 50 < sum(row["% of step"] for row in phases) <= 101
+    assert 50 < sum(row["% of step"] for row in phases) <= 100.2  # shares of means: they add up
     [answer] = tables["recommended"]
     recommended = [row for row in measured if row["why"] == "recommended"]
     assert (answer["command"] is None) == (not recommended)
@@ -254,7 +254,7 @@ def test_the_diagnosis_reads_a_real_profile_per_phase():
     assert rows["backward"]["verdict"] == "GPU-bound" and rows["backward"]["GEMM %"] == 83.1
     assert "fused AdamW" in rows["optimizer"]["helps"]
     shares = [row["% of step"] for row in rows.values()]
-    assert all(0 < share < 100 for share in shares) and sum(shares) <= 101
+    assert all(0 < share < 100 for share in shares) and sum(shares) <= 100.2
     facts = {row["what"]: row["as run"] for row in advise_diagnosis.config_rows(summary, analysis, None)}
     assert facts["precision"] == "fp32, matmuls strict fp32"
     assert facts["attention"] == "naive: 2.8% of the step's kernel time"

@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+COMPILED_PREFIX = "compiled:"  # `--impl compiled:file.py:fn`: torch.compile of the user's attention function
+
 
 def optimizer_target(spec: str) -> tuple[str, str]:
     """(module or file, attribute) of an optimizer spec: `module:Class`, `file.py:Class` or `module.Class`."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import inspect
 import json
 import math
 import sys
@@ -26,10 +27,11 @@ import torch
 import torch.nn.functional as F
 from einops import einsum
 
+from sysprof.profiler_core.code_specs import COMPILED_PREFIX
 from sysprof.profiler_core.events import CELL_RESULT, CONFIG, FAILED, OK, OOM, emit
 from sysprof.profiler_core.runner.timing import synchronize
+from sysprof.profiler_core.runner.user_model import load_callable
 
-IMPLEMENTATIONS = ("eager", "compiled", "sdpa")
 PARTS = ("scores", "scale_mask", "softmax", "output")  # the eager forward, in order
 
 
@@ -58,8 +60,34 @@ def sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     return out.squeeze(1)
 
 
-def implementation(name: str):
-    return {"eager": naive_attention, "compiled": torch.compile(naive_attention), "sdpa": sdpa}[name]
+def implementation(name: str) -> Callable[..., torch.Tensor]:
+    """A built-in implementation, or the user's function (`file.py:fn`, `module:fn`; `compiled:` before it)."""
+    if name == "eager":
+        return naive_attention
+    if name == "compiled":
+        return torch.compile(naive_attention)
+    if name == "sdpa":
+        return sdpa
+    spec = name.removeprefix(COMPILED_PREFIX)
+    attend = with_causal_mask(load_callable(spec, "--impl")[0])
+    return torch.compile(attend) if name.startswith(COMPILED_PREFIX) else attend
+
+
+def with_causal_mask(fn: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
+    """fn as (q, k, v) → output: a function that takes a fourth parameter (or one named mask) gets the causal mask,
+    a (T, T) bool tensor, True where a query may attend (made in each call, as the eager version makes its own)."""
+    try:
+        parameters = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):  # a builtin without a signature: called with q, k, v
+        return fn
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if len(positional) < 4 and not any(p.name == "mask" for p in parameters):
+        return fn
+
+    def masked(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        causal = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool, device=q.device).tril()
+        return fn(q, k, v, causal) if len(positional) >= 4 else fn(q, k, v, mask=causal)
+    return masked
 
 
 class Clock:

@@ -10,7 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sysprof.profiler_core import events, rundir
-from sysprof.profiler_core.config import DTYPE_BYTES
+from sysprof.profiler_core.code_specs import COMPILED_PREFIX, target_problem
+from sysprof.profiler_core.config import DTYPE_BYTES, ConfigError
 from sysprof.profiler_core.kernels.attention_flops import attention_flops, ratio
 from sysprof.profiler_core.units import format_bytes
 
@@ -23,6 +24,29 @@ DEFAULT_GRID = {"cuda": ("eager,compiled,sdpa", "16,32,64,128", "256,1024,4096,8
                 "cpu": ("eager,sdpa", "16,64", "128,512", "10")}
 
 
+BUILT_IN = ("eager", "compiled", "sdpa")
+
+
+def implementations(text: str) -> list[str]:
+    """--impl's items: the built-in implementations, and the user's attention functions (q, k, v[, mask] →
+    output) as `file.py:fn` or `module:fn`, `compiled:` before one to torch.compile it. The code is located here,
+    not imported (the benchmark's process imports it); ConfigError with the reason."""
+    chosen = list(dict.fromkeys(item.strip() for item in text.split(",") if item.strip()))
+    if not chosen:
+        raise ConfigError(f"--impl: no value (choose from {', '.join(BUILT_IN)}, or file.py:fn / module:fn)")
+    for item in chosen:
+        if item in BUILT_IN:
+            continue
+        target, _, name = item.removeprefix(COMPILED_PREFIX).rpartition(":")
+        if not target or not name.isidentifier():
+            raise ConfigError(f"--impl: {item!r} is neither {', '.join(BUILT_IN)} nor your function as file.py:fn "
+                              f"or module:fn ({COMPILED_PREFIX}file.py:fn compiles it)")
+        problem = target_problem("--impl", target)
+        if problem:
+            raise ConfigError(problem)
+    return chosen
+
+
 def grid(impls: list[str], dims: list[int], seqs: list[int], dtypes: list[str]) -> list[list[dict]]:
     """One group per (implementation, dtype, d), sequence lengths ascending: OOMs come at the end of a group."""
     return [[{"impl": impl, "dtype": dtype, "d": d, "seq": seq} for seq in sorted(seqs)]
@@ -32,7 +56,7 @@ def grid(impls: list[str], dims: list[int], seqs: list[int], dtypes: list[str]) 
 def certain_bytes(cell: dict, batch: int) -> int:
     """Bytes a cell cannot run without: Q, K, V and the output (fp32 inputs), and for eager attention one score
     matrix (in the autocast dtype under bf16). SDPA and compiled attention may never hold the scores, so they are
-    not counted for them; the real peak is higher, which makes a refusal certain."""
+    not counted for them, nor for the user's own; the real peak is higher, which makes a refusal certain."""
     vectors = 4 * batch * cell["seq"] * cell["d"] * DTYPE_BYTES["fp32"]
     scores = batch * cell["seq"] ** 2 * DTYPE_BYTES[cell["dtype"]] if cell["impl"] == "eager" else 0
     return vectors + scores
@@ -121,6 +145,8 @@ def summarize_cell(result: dict, batch: int, dtype: str) -> dict:
     does not tell), and the saved memory in units of one (B, T, T) tensor of the dtype."""
     square_bytes = batch * result["seq"] ** 2 * DTYPE_BYTES[dtype]
     row = {"impl": result["impl"], "dtype": dtype, "d": result["d"], "seq": result["seq"], "status": result["status"]}
+    if result["status"] == events.FAILED_STATUS:  # the one-line reason; the traceback is in the study's log
+        row["why"] = result.get("message")
     row["fwd mean ms"], row["fwd std ms"] = _mean_std(result.get("forward_ms"))
     row["bwd mean ms"], row["bwd std ms"] = _mean_std(result.get("backward_ms"))
     saved = result.get("saved_bytes")

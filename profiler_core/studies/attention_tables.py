@@ -60,13 +60,15 @@ def _short_names(record: dict) -> dict:
 
 
 def _with_speedups(record: dict) -> dict:
-    """eager time / compiled (and SDPA) time per dtype, where both ran."""
+    """eager time / each other implementation's (compiled, SDPA, the user's) per dtype, where both ran."""
     speedups = {}
     for name, eager in record.items():
+        if not name.endswith("eager"):
+            continue
         prefix = name[: -len("eager")]
-        for impl in ("compiled", "sdpa") if name.endswith("eager") else ():
-            if prefix + impl in record:  # the column exists in every record; the value only where both ran
-                other = record[prefix + impl]
-                both = isinstance(eager, float) and isinstance(other, float) and other > 0
-                speedups[f"{prefix}{impl} speedup"] = round(eager / other, 2) if both else None
+        others = [column for column in record if column.startswith(prefix) and column not in (name, "d", "seq")]
+        for column in others:  # the column exists in every record; the value only where both ran
+            other = record[column]
+            both = isinstance(eager, float) and isinstance(other, float) and other > 0
+            speedups[f"{column} speedup"] = round(eager / other, 2) if both else None
     return record | speedups

@@ -74,7 +74,10 @@ def test_h200_study_pivots_mark_oom_and_keep_the_memory_table():
 @pytest.mark.parametrize("extra, reason", [
     (["--device", "mps"], "cannot run on mps: this torch build"),
     (["--dtype", "fp16"], "--dtype: unknown value 'fp16' (choose from fp32, bf16)"),
-    (["--impl", "flash"], "--impl: unknown value 'flash'"),
+    (["--impl", "flash"], "--impl: 'flash' is neither eager, compiled, sdpa nor your function as file.py:fn"),
+    (["--impl", "eager,missing.py:attend"], "--impl: no such file missing.py"),
+    (["--impl", "compiled:no_such_package_here.attn:fn"], "--impl: no module named 'no_such_package_here'"),
+    (["--impl", ","], "--impl: no value"),
     (["--device", "tpu"], "--device must be one of auto, cuda, cpu, mps"),
 ])
 @pytest.mark.slow
@@ -105,3 +108,39 @@ def test_the_cpu_default_grid_is_small_and_leaves_out_torch_compile(tmp_path, mo
     assert (plan["device"], plan["iters"], plan["dtypes"]) == ("cpu", 10, ["fp32"])
     assert {(c["impl"], c["d"], c["seq"]) for c in plan["cells"]} == {
         (impl, d, seq) for impl in ("eager", "sdpa") for d in (16, 64) for seq in (128, 512)}
+
+
+MINE = Path(__file__).resolve().parents[1] / "data" / "attention" / "mine.py"
+
+
+@pytest.mark.slow
+def test_your_own_attention_functions_are_timed_beside_the_built_in_ones_and_one_that_raises_is_a_row(tmp_path):
+    impls = f"eager,{MINE}:attention,{MINE}:fused,{MINE}:unfinished"
+    args = ["study", "attention", "--device", "cpu", "--impl", impls, "--d", "16", "--seq", "32,64", "--batch", "2",
+            "--iters", "3", "--runs-dir", str(tmp_path), "--json"]
+    done = subprocess.run([sys.executable, "-m", "sysprof.profiler_core", *args], capture_output=True, text=True,
+                          cwd=ROOT, timeout=600)
+    assert done.returncode == 1, done.stderr  # 1: a cell did not finish (the function that raises)
+    tables = json.loads(done.stdout)
+    cells = tables["attention microbenchmark, batch 2, cpu, fp32"]
+    by_impl = {(c["impl"].rsplit(":", 1)[-1], c["seq"]): c for c in cells}
+    for name in ("eager", "attention", "fused"):
+        assert all(by_impl[name, seq]["status"] == "ok" and by_impl[name, seq]["fwd mean ms"] > 0
+                   and by_impl[name, seq]["bwd mean ms"] > 0 for seq in (32, 64))
+    assert {by_impl["unfinished", seq]["status"] for seq in (32, 64)} == {"failed"}
+    forward = tables["fwd mean ms by d × seq"]
+    assert f"{MINE}:attention" in forward[0] and f"{MINE}:attention speedup" in forward[0]  # against eager
+    (study_dir,) = tmp_path.iterdir()
+    log = (study_dir / "stderr.log").read_text()
+    assert "NotImplementedError: the Triton kernel is not written yet" in log and "Traceback" in log
+    assert "NotImplementedError: the Triton kernel is not written yet" in done.stderr  # the failed rows say why
+
+
+def test_a_function_with_a_mask_parameter_gets_the_causal_mask():
+    torch = pytest.importorskip("torch")
+    from sysprof.profiler_core.runner.attention_bench import implementation, naive_attention
+
+    q, k, v = (torch.randn(2, 8, 4) for _ in range(3))
+    expected = naive_attention(q, k, v)
+    for name in ("attention", "fused"):  # (q, k, v, mask) and (q, k, v)
+        assert torch.allclose(implementation(f"{MINE}:{name}")(q, k, v), expected, atol=1e-5)

@@ -15,7 +15,8 @@ from sysprof.profiler_core.studies.kind import StudyKind, Tables, choices, posit
 from sysprof.profiler_core.studies.progress import Progress
 
 OPTIONS: tuple[tuple[str, str | None, str | None], ...] = (
-    ("--impl", None, "eager, compiled and/or sdpa (default all three; on cpu eager,sdpa)"),
+    ("--impl", None, "eager, compiled, sdpa and/or your attention function (q, k, v[, mask]) as file.py:fn or "
+                     "module:fn, compiled:file.py:fn to compile it (default the three built-in; on cpu eager,sdpa)"),
     ("--d", None, "head dims (default 16,32,64,128; on cpu 16,64)"),
     ("--seq", None, "sequence lengths (default 256…16384; on cpu 128,512)"),
     ("--batch", "8", None), ("--iters", None, "timed iterations per cell (default 100; on cpu 10)"),
@@ -31,14 +32,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> Path:
     if args.model_factory:
-        raise ConfigError("the attention study times the built-in attention alone, not a model; for yours, sweep "
-                          "--attention naive,sdpa with --model-factory (the factory takes an attention parameter)")
+        raise ConfigError("the attention study times attention functions, not a model: give yours as --impl "
+                          "file.py:fn (q, k, v[, mask] → output); for a whole model, sweep --attention naive,sdpa "
+                          "with --model-factory (the factory takes an attention parameter)")
     device = _device(args.device)
     default_impls, dims, seqs, default_iters = attention.DEFAULT_GRID[device]
     batch = positive(args.batch, "--batch")
     iters = positive(default_iters if args.iters is None else args.iters, "--iters")
     dtypes = choices(args.dtype, "--dtype", attention.DTYPES)
-    impls = choices(default_impls if args.impl is None else args.impl, "--impl", ("eager", "compiled", "sdpa"))
+    impls = attention.implementations(default_impls if args.impl is None else args.impl)
     groups = attention.grid(impls, positive_ints(dims if args.d is None else args.d, "--d"),
                             positive_ints(seqs if args.seq is None else args.seq, "--seq"), dtypes)
     too_big = None if args.force else attention.fit_problem(groups, batch, device_memory(device))
@@ -51,7 +53,8 @@ def run(args: argparse.Namespace) -> Path:
     cells = sum(len(group) for group in groups)
     with Progress(args.events).recorded(study_dir) as progress:
         progress.study("attention", study_dir, cells, cells)
-        report = lambda row: progress.cell_done(progress.done, row["status"], _cell_label(row))  # noqa: E731
+        report = lambda row: progress.cell_done(progress.done, row["status"], _cell_label(row),  # noqa: E731
+                                                reason=row.get("why") or "")
         attention.run_study(study_dir, groups, batch, iters, device, report)
     return study_dir
 

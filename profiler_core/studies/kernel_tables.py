@@ -1,18 +1,35 @@
 """Kernel tables across the cells of a profiled sweep (`sweep --profiler nsys`): what the reports set side by side
 per size × ctx. Each cell's own analysis (kernels/analysis.json, kernels/phase_kernels.csv) is read as it is; a
-cell without one (not profiled, out of memory, failed) is a row with its status and no numbers."""
+cell without one (not profiled, out of memory, failed) is a row with its status and no numbers. Rows are keyed by
+model, ctx, mode and every other field the cells vary (dtype, compile, attention, …): two cells never print as
+identical-looking rows."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
 from sysprof.models.phases import PHASES
 from sysprof.profiler_core import rundir
+from sysprof.profiler_core.config import RunConfig
 from sysprof.profiler_core.kernels.whole_step import whole_step
 from sysprof.profiler_core.run_document import KERNELS, Run
 
 NS_PER_MS = 1e6
+KEY_FIELDS = ("model", "ctx", "mode")  # every row names these; the fields the cells vary come after
+# A row's "device" is the GPU's name once the cell ran (the config's "cuda" before): not a field the cells vary.
+NOT_KEYS = ("device",)
+
+
+def row_keys(rows: list[dict]) -> list[str]:
+    """model, ctx, mode, then every other config field whose value differs between the cells."""
+    others = [f.name for f in dataclasses.fields(RunConfig) if f.name not in KEY_FIELDS + NOT_KEYS]
+    return [*KEY_FIELDS, *(name for name in others if len({repr(row.get(name)) for row in rows}) > 1)]
+
+
+def keyed(row: dict, keys: Sequence[str]) -> dict:
+    return {key: row.get(key) for key in keys}
 
 
 def _phase_kernels(run_dir: Path | None) -> list[dict]:
@@ -54,7 +71,9 @@ def _per_step_ms(ns: float | None, analysis: dict) -> float | None:
 
 
 def _cells(rows: list[dict], runs: Sequence[Run | None]) -> list[tuple[dict, Path | None, dict | None]]:
-    return [(row, run.path if run else None, run.analysis(KERNELS) if run else None) for row, run in zip(rows, runs)]
+    keys = row_keys(rows)
+    return [(keyed(row, keys) | {"status": row["status"]}, run.path if run else None,
+             run.analysis(KERNELS) if run else None) for row, run in zip(rows, runs)]
 
 
 def top_kernel_rows(cells) -> list[dict]:
@@ -66,8 +85,7 @@ def top_kernel_rows(cells) -> list[dict]:
             kernel = top.get(phase)
             if analysis and not kernel:
                 continue  # the mode did not run this pass
-            table.append({"model": row["model"], "ctx": row["ctx"], "mode": row.get("mode"), "pass": phase,
-                          "status": row["status"], "kernel": kernel["name"] if kernel else None,
+            table.append(row | {"pass": phase, "kernel": kernel["name"] if kernel else None,
                           "class": kernel["class"] if kernel else None,
                           "ms/step": _per_step_ms(kernel["total_ns"], analysis) if kernel and analysis else None,
                           "% of pass": float(kernel["pct_of_phase"]) if kernel else None})
@@ -79,8 +97,7 @@ def top_non_gemm_rows(cells) -> list[dict]:
     table = []
     for row, path, analysis in cells:
         best = _top_non_gemm(path) if analysis else None
-        table.append({"model": row["model"], "ctx": row["ctx"], "mode": row.get("mode"), "status": row["status"],
-                      "kernel": best["name"] if best else None, "class": best["class"] if best else None,
+        table.append(row | {"kernel": best["name"] if best else None, "class": best["class"] if best else None,
                       "ms/step": _per_step_ms(best["total_ns"], analysis) if best and analysis else None})
     return table
 
@@ -91,8 +108,7 @@ def gemm_fraction_rows(cells) -> list[dict]:
     for row, _, analysis in cells:
         fractions = (analysis or {}).get("gemm_fraction") or {}
         step = whole_step(analysis["phases"])["gemm_fraction"] if analysis else None
-        table.append({"model": row["model"], "ctx": row["ctx"], "mode": row.get("mode"), "status": row["status"],
-                      "forward GEMM %": _pct(fractions.get("forward")) if analysis else None,
+        table.append(row | {"forward GEMM %": _pct(fractions.get("forward")) if analysis else None,
                       "backward GEMM %": _pct(fractions.get("backward")) if "backward" in fractions else None,
                       "step GEMM %": _pct(step) if analysis and row.get("mode") != "forward" else None})
     return table
@@ -106,8 +122,7 @@ def softmax_matmul_rows(cells) -> list[dict]:
         attention = (analysis or {}).get("attention") or {}
         flops: dict = next((r for r in attention.get("flops") or [] if r["part"].startswith("matmul")), {})
         softmax, matmul = attention.get("softmax_ns"), attention.get("matmul_ns")
-        table.append({"model": row["model"], "ctx": row["ctx"], "mode": row.get("mode"), "status": row["status"],
-                      "softmax ms/step": _attention_ms(analysis, "softmax_ns"),
+        table.append(row | {"softmax ms/step": _attention_ms(analysis, "softmax_ns"),
                       "matmul ms/step": _attention_ms(analysis, "matmul_ns"),
                       "scale+mask ms/step": _attention_ms(analysis, "scale_mask_ns"),
                       "matmul / softmax time": round(matmul / softmax, 2) if softmax and matmul is not None else None,
@@ -135,5 +150,32 @@ def profiled_sweep_tables(rows: list[dict], runs: Sequence[Run | None]) -> dict[
     softmax = softmax_matmul_rows(cells)
     if any(r["softmax ms/step"] is not None for r in softmax):
         tables["attention: softmax vs matmul kernel time"] = softmax
+        by_dtype = attention_dtype_rows(softmax)
+        if by_dtype:
+            tables["attention kernel time: fp32 vs autocast (speed-up = fp32 ÷ autocast)"] = by_dtype
     return tables
 
+
+def attention_dtype_rows(softmax: list[dict]) -> list[dict]:
+    """Each autocast cell's attention kernel time against the fp32 cell that differs from it only in dtype."""
+    def identity(row: dict) -> dict:  # what names the cell, but its dtype
+        return {key: value for key, value in row.items() if key not in (*_MEASURED, "dtype", "status")}
+
+    fp32 = [row for row in softmax if row.get("dtype") == "fp32"]
+    table = []
+    for row in softmax:
+        base = next((r for r in fp32 if identity(r) == identity(row)), None) if row.get("dtype") != "fp32" else None
+        if base is None or row.get("dtype") is None:
+            continue
+        out = identity(row) | {"autocast": row["dtype"],
+                               "status": base["status"] if base["status"] != "ok" else row["status"]}
+        for part in ("softmax", "matmul", "scale+mask"):
+            before, after = base[f"{part} ms/step"], row[f"{part} ms/step"]
+            out |= {f"{part} fp32 ms": before, f"{part} autocast ms": after,
+                    f"{part} speed-up": round(before / after, 2) if before and after else None}
+        table.append(out)
+    return table
+
+
+_MEASURED = ("softmax ms/step", "matmul ms/step", "scale+mask ms/step", "matmul / softmax time",
+             "matmul / softmax FLOPs")

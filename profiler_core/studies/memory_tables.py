@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sysprof.profiler_core.run_document import MEMORY, Run
+from sysprof.profiler_core.studies.kernel_tables import keyed, row_keys
 
 BASELINE = "fp32"
 MIB = 2**20
-GROUP_FIELDS = ("model", "ctx", "mode")  # what a baseline and its autocast cells share
 
 
 def largest_allocations(memory: dict) -> dict[str, int]:
@@ -27,24 +27,26 @@ def largest_allocations(memory: dict) -> dict[str, int]:
 
 
 def largest_allocation_rows(rows: list[dict], runs: Sequence[Run | None]) -> list[dict]:
-    """Per model × ctx × mode × category: the largest single allocation in fp32 and under each autocast dtype, with
-    Δ = autocast − fp32 and its %. A cell that ran out of memory or has no memory pass shows its status."""
+    """Per model × ctx × mode (and every other field the cells vary but dtype) × category: the largest single
+    allocation in fp32 and under each autocast dtype, with Δ = autocast − fp32 and its %. A cell that ran out of
+    memory or has no memory pass shows its status."""
     cells = [(row, run.analysis(MEMORY) if run else None) for row, run in zip(rows, runs)]
+    fields = [key for key in row_keys(rows) if key != "dtype"]  # what a baseline and its autocast cells share
     table = []
-    for key in dict.fromkeys(tuple(row.get(f) for f in GROUP_FIELDS) for row, _ in cells):
-        group = [(row, memory) for row, memory in cells if tuple(row.get(f) for f in GROUP_FIELDS) == key]
+    for key in dict.fromkeys(tuple(repr(row.get(f)) for f in fields) for row, _ in cells):
+        group = [(row, memory) for row, memory in cells if tuple(repr(row.get(f)) for f in fields) == key]
         baseline = next(((row, memory) for row, memory in group if row.get("dtype") == BASELINE), None)
         for row, memory in group:
             if baseline is None or row is baseline[0]:
                 continue
-            table.extend(_compare(key, baseline, (row, memory)))
+            table.extend(_compare(keyed(row, fields), baseline, (row, memory)))
     return table
 
 
-def _compare(key: tuple, baseline: tuple[dict, dict | None], other: tuple[dict, dict | None]) -> list[dict]:
+def _compare(head: dict, baseline: tuple[dict, dict | None], other: tuple[dict, dict | None]) -> list[dict]:
     (base_row, base_memory), (row, memory) = baseline, other
     base, autocast = largest_allocations(base_memory or {}), largest_allocations(memory or {})
-    head = dict(zip(GROUP_FIELDS, key)) | {"autocast": row.get("dtype")}
+    head = head | {"autocast": row.get("dtype")}
     if not base or not autocast:
         status = base_row["status"] if not base else row["status"]
         return [head | {"category": None, "status": f"no memory analysis ({status})"}]

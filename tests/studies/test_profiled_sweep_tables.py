@@ -82,3 +82,25 @@ def test_the_sweep_command_prints_the_kernel_tables_after_its_own(tmp_path, caps
     assert report_sweep(args, profiled_sweep(tmp_path), 1.0) == 1  # the second cell has not run
     printed = " ".join(capsys.readouterr().out.split())
     assert "top kernel per pass (profiled pass)" in printed and "GEMM % of GPU time" in printed
+
+
+def test_rows_keep_every_varied_field_and_autocast_cells_pair_with_their_fp32_twin(tmp_path):
+    """fp32 and bf16, eager and compiled: four cells, each given the real analysis (so the pairs' speed-ups are 1)
+    but the compiled bf16 one, which has not run."""
+    cfg = RunConfig.from_dict(json.loads((RUN / "manifest.json").read_text())["config"])
+    configs = [RunConfig.from_dict(cfg.to_dict() | {"dtype": dtype, "compile": compiled})
+               for compiled in (False, True) for dtype in ("fp32", "bf16")]
+    sweep_dir = sweep.create(tmp_path, "profiled", configs, ["dtype", "compile"])
+    for index in range(3):
+        shutil.copytree(RUN, sweep.cell_dir(sweep_dir, index, configs[index]))
+    tables = study_tables(sweep_dir)
+    gemm = tables["GEMM % of GPU time: forward (inference) vs the train step"]
+    assert [(row["dtype"], row["compile"]) for row in gemm] == [("fp32", False), ("bf16", False), ("fp32", True),
+                                                                ("bf16", True)]
+    top = tables["top kernel per pass (profiled pass)"]
+    assert len({(row["dtype"], row["compile"], row["pass"]) for row in top}) == len(top)  # no two rows alike
+    pairs = tables["attention kernel time: fp32 vs autocast (speed-up = fp32 ÷ autocast)"]
+    assert [(row["compile"], row["autocast"], row["status"]) for row in pairs] == [(False, "bf16", "ok"),
+                                                                                  (True, "bf16", "pending")]
+    assert pairs[0]["softmax speed-up"] == 1.0 and pairs[0]["softmax fp32 ms"] == pairs[0]["softmax autocast ms"]
+    assert pairs[1]["softmax autocast ms"] is None and pairs[1]["softmax speed-up"] is None

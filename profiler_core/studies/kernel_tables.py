@@ -102,6 +102,46 @@ def top_non_gemm_rows(cells) -> list[dict]:
     return table
 
 
+def top_non_gemm_forward_rows(cells) -> list[dict]:
+    """Per cell: the non-GEMM kernel with the most time in the forward, its share of the forward's kernel time and
+    how many times one forward launches it (what the reports tabulate for inference)."""
+    table = []
+    for row, path, analysis in cells:
+        forward = [k for k in _phase_kernels(path) if k["phase"] == "forward" and k["class"] != "gemm"] \
+            if analysis else []
+        best = max(forward, key=lambda k: k["total_ns"], default=None)
+        forwards = len((analysis or {}).get("steps") or []) or 1
+        table.append(row | {"kernel": best["name"] if best else None, "class": best["class"] if best else None,
+                            "ms/forward": _per_step_ms(best["total_ns"], analysis) if best and analysis else None,
+                            "% of forward": float(best["pct_of_phase"]) if best else None,
+                            "instances/forward": round(int(best["instances"]) / forwards, 1) if best else None})
+    return table
+
+
+def inference_column_rows(top: list[dict]) -> list[dict]:
+    """The top kernel per pass with the inference forward (a mode-forward cell) as a column beside the train
+    step's passes, one row per cell of the train mode: what a sweep over --mode forward,train sets side by side."""
+    def identity(row: dict) -> dict:
+        return {k: v for k, v in row.items() if k not in ("mode", "pass", "status", "kernel", "class", "ms/step",
+                                                          "% of pass")}
+    inference = [row for row in top if row.get("mode") == "forward" and row["pass"] == "forward"]
+    table = []
+    for row in (r for r in top if r.get("mode") == "train" and r["pass"] == "forward"):
+        twin = next((r for r in inference if identity(r) == identity(row)), None)
+        if twin is None:
+            continue
+        passes = [r for r in top if identity(r) == identity(row) and r.get("mode") == "train"]
+        table.append(identity(row) | {"inference forward": _kernel_cell(twin)}
+                     | {f"train {r['pass']}": _kernel_cell(r) for r in passes})
+    return table
+
+
+def _kernel_cell(row: dict) -> str | None:
+    if row["kernel"] is None:
+        return row["status"] if row["status"] != "ok" else None
+    return f"{row['kernel']} ({row['% of pass']:.0f}%)"
+
+
 def gemm_fraction_rows(cells) -> list[dict]:
     """Per cell: the GEMM share of forward (what inference runs) against the whole train step's."""
     table = []
@@ -144,8 +184,11 @@ def profiled_sweep_tables(rows: list[dict], runs: Sequence[Run | None]) -> dict[
     cells = _cells(rows, runs)
     if not any(analysis for _, _, analysis in cells):
         return {}
-    tables = {"top kernel per pass (profiled pass)": top_kernel_rows(cells),
+    top = top_kernel_rows(cells)
+    tables = {"top kernel per pass (profiled pass)": top,
+              **({INFERENCE_TABLE: inference} if (inference := inference_column_rows(top)) else {}),
               "top non-GEMM kernel per cell": top_non_gemm_rows(cells),
+              "top non-GEMM kernel of the forward": top_non_gemm_forward_rows(cells),
               "GEMM % of GPU time: forward (inference) vs the train step": gemm_fraction_rows(cells)}
     softmax = softmax_matmul_rows(cells)
     if any(r["softmax ms/step"] is not None for r in softmax):
@@ -154,6 +197,9 @@ def profiled_sweep_tables(rows: list[dict], runs: Sequence[Run | None]) -> dict[
         if by_dtype:
             tables["attention kernel time: fp32 vs autocast (speed-up = fp32 ÷ autocast)"] = by_dtype
     return tables
+
+
+INFERENCE_TABLE = "top kernel per pass: the inference forward beside the train step's passes (% of the pass)"
 
 
 def attention_dtype_rows(softmax: list[dict]) -> list[dict]:

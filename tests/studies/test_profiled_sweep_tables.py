@@ -104,3 +104,27 @@ def test_rows_keep_every_varied_field_and_autocast_cells_pair_with_their_fp32_tw
                                                                                   (True, "bf16", "pending")]
     assert pairs[0]["softmax speed-up"] == 1.0 and pairs[0]["softmax fp32 ms"] == pairs[0]["softmax autocast ms"]
     assert pairs[1]["softmax autocast ms"] is None and pairs[1]["softmax speed-up"] is None
+
+
+def test_the_inference_forward_is_a_column_beside_the_train_passes_and_the_forwards_top_non_gemm_kernel(tmp_path):
+    """--mode forward,train: the train cell has the real analysis; the forward cell the same analysis cut to its
+    forward's kernels (what a mode-forward profile holds: one pass)."""
+    cfg = RunConfig.from_dict(json.loads((RUN / "manifest.json").read_text())["config"])
+    configs = [RunConfig.from_dict(cfg.to_dict() | {"mode": mode}) for mode in ("forward", "train")]
+    sweep_dir = sweep.create(tmp_path, "profiled", configs, ["mode"])
+    for index, cfg in enumerate(configs):
+        shutil.copytree(RUN, sweep.cell_dir(sweep_dir, index, cfg))
+    kernels = sweep.cell_dir(sweep_dir, 0, configs[0]) / "kernels" / "phase_kernels.csv"
+    lines = kernels.read_text().splitlines(keepends=True)
+    kernels.write_text("".join([lines[0], *(line for line in lines[1:] if line.startswith("forward,"))]))
+    tables = study_tables(sweep_dir)
+    [row] = tables["top kernel per pass: the inference forward beside the train step's passes (% of the pass)"]
+    assert row["inference forward"] == row["train forward"] and row["inference forward"].endswith(" (57%)")
+    assert set(row) >= {"model", "ctx", "train backward", "train optimizer"}
+    forward = tables["top non-GEMM kernel of the forward"]
+    with kernels.open() as handle:
+        best = max((r for r in csv.DictReader(handle) if r["class"] != "gemm"), key=lambda r: int(r["total_ns"]))
+    steps = len(json.loads((RUN / "kernels" / "analysis.json").read_text())["steps"])
+    assert forward[0]["kernel"] == best["name"] and forward[0]["% of forward"] == float(best["pct_of_phase"])
+    assert forward[0]["instances/forward"] == round(int(best["instances"]) / steps, 1)
+    assert forward[0]["ms/forward"] == round(int(best["total_ns"]) / steps / 1e6, 3)

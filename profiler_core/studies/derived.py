@@ -111,8 +111,10 @@ def precision_table(rows: list[dict], summaries: list[dict | None] | None = None
         for label, measured, phase in PRECISION_MEASURES:
             if not any(row and row[f"{label} mean ms"] is not None for row in cells.values()):
                 continue
+            if label == "step" and group[0].get("mode") != "train":
+                continue  # a forward or forward+backward cell's step is that pass again, not a train step
             entry = _model_columns(group[0]) | {"params": next((r["params"] for r in cells.values() if r), None),
-                                                "measured": measured}
+                                                "mode": group[0].get("mode"), "measured": measured}
             base = (cells["fp32"] or {}).get(f"{label} median ms")
             for name, row in cells.items():
                 median = (row or {}).get(f"{label} median ms")

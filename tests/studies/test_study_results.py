@@ -154,3 +154,20 @@ def test_building_every_table_of_a_study_reads_each_file_once(monkeypatch):
     cells = len(tables["cells"])
     assert len(tables) == 2 and cells == 4
     assert reads == {"sweep.json": 1, "manifest.json": cells, "summary.json": cells, "steps.jsonl": cells}
+
+
+@pytest.mark.slow
+def test_precision_study_over_modes_times_forward_and_the_train_step_in_one_command(tmp_path):
+    args = [sys.executable, "-m", "sysprof.profiler_core", "study", "precision", "--models", "tiny", "--device", "cpu",
+            "--ctx", "16", "--steps", "2", "--warmup", "0", "--modes", "forward,train", "--runs-dir", str(tmp_path),
+            "--json"]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    printed = json.loads(done.stdout)
+    precision = next(rows for title, rows in printed.items() if title.startswith("fp32 vs bf16 on cpu"))
+    assert [(row["mode"], row["measured"]) for row in precision] == [
+        ("forward", "forward"), ("train", "forward"), ("train", "forward+backward"), ("train", "train step")]
+    assert all(row["bf16 median ms"] > 0 for row in precision)
+    refused = subprocess.run([*args[:args.index("--modes")], "--modes", "inference", "--runs-dir", str(tmp_path)],
+                             capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2 and "--modes: unknown value 'inference'" in refused.stderr

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from sysprof.profiler_core import events, rundir
-from sysprof.profiler_core.config import validate
+from sysprof.profiler_core.config import MODES, validate
 from sysprof.profiler_core.errors import ConfigError, StudyFailed
 from sysprof.profiler_core.options import config_from_args
 from sysprof.profiler_core.studies.document import Study
@@ -17,6 +17,7 @@ from sysprof.profiler_core.studies.kind import (
     StudyKind,
     Tables,
     add_model_grid_options,
+    choices,
     grid_axes,
     models_and_ctxs,
     run_configs,
@@ -28,13 +29,20 @@ def run(args: argparse.Namespace) -> Path:
     variants = [("fp32", "highest"), ("fp32", "high"), ("bf16", "highest")]
     if base.device in ("cpu", "mps"):  # TF32 is a CUDA matmul mode: a "high" cell would time fp32 again
         variants.remove(("fp32", "high"))
-    configs = [dataclasses.replace(cfg, dtype=dtype, matmul_precision=precision)
-               for cfg in models_and_ctxs(args, base) for dtype, precision in variants]
+    modes = choices(args.modes or base.mode, "--modes", MODES)
+    configs = [dataclasses.replace(cfg, mode=mode, dtype=dtype, matmul_precision=precision)
+               for cfg in models_and_ctxs(args, base) for mode in modes for dtype, precision in variants]
     for cfg in configs:  # before the lab: a wrong option is the user's to fix, said before anything runs
         validate(cfg)
     lab = _precision_lab(base.device)
     save_lab = lambda study_dir: rundir.write_json(study_dir / rundir.PRECISION_LAB, lab)  # noqa: E731
-    return run_configs(args, "precision", configs, grid_axes(configs, "dtype", "matmul_precision"), save_lab)
+    return run_configs(args, "precision", configs, grid_axes(configs, "mode", "dtype", "matmul_precision"), save_lab)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_model_grid_options(parser)
+    parser.add_argument("--modes", help="comma-separated modes, e.g. forward,train: the time and the memory Δ of "
+                                        "fp32 vs bf16 for each (default: --mode's)")
 
 
 def _precision_lab(device: str) -> dict:
@@ -82,6 +90,6 @@ def _lab_tables(study_dir: Path) -> Tables:
 
 
 KIND = StudyKind(
-    "precision", "accumulation demo, autocast dtypes, fp32/tf32/bf16 speedups", add_model_grid_options, run, tables,
+    "precision", "accumulation demo, autocast dtypes, fp32/tf32/bf16 speedups", add_arguments, run, tables,
     order=40, templates={"precision study: fp32/tf32/bf16 + lab": "study precision --models small,medium,large"},
     cpu_templates={"precision study (CPU)": "study precision --models tiny --device cpu --ctx 64 --steps 3"})

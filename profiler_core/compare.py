@@ -54,6 +54,15 @@ LARGE_SPEEDUP = 2.0  # from here an effect reads as a ratio: "2.4× faster", not
 THROUGHPUT_ROW = "tokens/s"
 # Config fields that change the passes after the clean one, or how many processes ran, not the steps measured.
 PASS_FIELDS = ("profiler", "memory", "memory_max_entries", "nvtx_modules", "repeats")
+# What users change to make the same step faster (and how long they measure it): compared without --force. A
+# difference in anything else (model, dims, ctx, batch, mode, device, loss, optimizer, ranks) is another step.
+INTENDED_FIELDS = ("dtype", "matmul_precision", "compile", "compile_mode", "attention", "optimizer_impl",
+                   "optimizer_args", "parallel", "warmup", "steps", "seed")
+
+
+def other_step_fields(differences: Mapping[str, Any]) -> list[str]:
+    """The differing fields that make B another step than A (compare needs --force for those)."""
+    return [field for field in differences if field not in INTENDED_FIELDS]
 
 
 def noise_threshold_ms(stats_a: Mapping[str, Any], stats_b: Mapping[str, Any]) -> float:

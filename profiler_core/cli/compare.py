@@ -16,6 +16,7 @@ from sysprof.profiler_core.compare import (
     config_differences,
     ordering,
     ordering_notes,
+    other_step_fields,
 )
 from sysprof.profiler_core.config import model_column
 from sysprof.profiler_core.errors import UsageError
@@ -45,7 +46,8 @@ def add_compare_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_a", type=Path)
     parser.add_argument("run_b", type=Path)
     add_min_effect_option(parser)
-    parser.add_argument("--force", action="store_true", help="compare runs whose configs differ")
+    parser.add_argument("--force", action="store_true", help="compare runs of different steps (model, shape, mode, "
+                        "device, …); changes such as dtype, compile, attention or optimizer implementation need none")
     parser.add_argument("--json", action="store_true")
 
 
@@ -67,8 +69,10 @@ def command_compare(args) -> int:
     summaries = [Run.load(path).summary for path in (args.run_a, args.run_b)]
     summary_a, summary_b = (_finished(path, summary) for path, summary in zip((args.run_a, args.run_b), summaries))
     differences = config_differences(summary_a.get("config") or {}, summary_b.get("config") or {})
-    if differences and not args.force:
-        raise UsageError(f"the runs' configs differ: {_differences_text(differences)}; add --force to compare anyway")
+    other_step = {field: differences[field] for field in other_step_fields(differences)}
+    if other_step and not args.force:
+        raise UsageError(f"the runs measure different steps: {_differences_text(other_step)}; add --force to "
+                         "compare anyway")
     rows = compare_summaries(summary_a, summary_b, args.min_effect)
     if not rows:
         raise UsageError("the two runs have no phase in common")
@@ -89,9 +93,10 @@ def print_comparison(args, side_a: tuple[Path, RunSummary], side_b: tuple[Path, 
                           "phases": rows}, default=str))
         return
     notes = [f"minimum effect {args.min_effect:.1%} (raised to the between-process spread where larger), α {ALPHA:g}"]
-    if differences and args.command == "ab":
+    if differences and (args.command == "ab" or not other_step_fields(differences)):
         notes.append(f"A and B differ in {_differences_text(differences)}")
     elif differences:
-        notes.append(f"note: the configs differ ({_differences_text(differences)}); compared as asked (--force)")
+        notes.append(f"note: the runs measure different steps ({_differences_text(differences)}); compared as "
+                     "asked (--force)")
     notes += ordering_notes(found)
     print_compare(Console(), rows, f"B = {path_b.name} ({model_b}) against A = {path_a.name} ({model_a})", notes)

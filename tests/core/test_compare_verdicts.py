@@ -159,10 +159,10 @@ def test_cli_refuses_a_run_compared_with_itself(copies, capsys):
 def test_cli_names_the_config_fields_that_differ_and_compares_them_with_force(copies, capsys):
     assert main(["compare", str(copies / "a"), str(copies / "c")]) == 2
     error = capsys.readouterr().err
-    assert error == "sysprof: error: the runs' configs differ: ctx 32 ≠ 64; add --force to compare anyway\n"
+    assert error == "sysprof: error: the runs measure different steps: ctx 32 ≠ 64; add --force to compare anyway\n"
     assert main(["compare", str(copies / "a"), str(copies / "c"), "--force"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert "note: the configs differ (ctx 32 ≠ 64); compared as asked (--force)" in lines
+    assert "note: the runs measure different steps (ctx 32 ≠ 64); compared as asked (--force)" in lines
     assert [line.split()[0] for line in lines[-5:]] == ["forward", "backward", "optimizer", "step", "tokens/s"]
     assert main(["compare", str(copies / "a"), str(copies / "c"), "--force", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["config_differences"] == {"ctx": [32, 64]}
@@ -204,3 +204,19 @@ def test_the_overhead_benchmark_passes_only_an_interval_inside_its_limit():
     assert judge(bare, [b * r for b, r in zip(bare, slow)], slow, 0.01)["outcome"] == "FAIL"
     wobbly = [1.0 + d for d in (0.03, -0.02, 0.015, -0.025, 0.01)]
     assert judge(bare, [b * r for b, r in zip(bare, wobbly)], wobbly, 0.01)["outcome"] == "inconclusive"
+
+
+def test_an_intended_change_is_compared_without_force_and_named(copies, capsys):
+    """dtype, compile, attention, optimizer implementation: what users compare. The runs' own summaries with the
+    config fields B changed (the step times are the copy's: what is checked is which differences need --force)."""
+    summary = json.loads((copies / "b" / "summary.json").read_text())
+    changed = summary["config"] | {"dtype": "bf16", "attention": "sdpa", "optimizer_impl": "fused"}
+    (copies / "b" / "summary.json").write_text(json.dumps(summary | {"config": changed}))
+    assert main(["compare", str(copies / "a"), str(copies / "b")]) == 0
+    out = capsys.readouterr().out
+    assert "A and B differ in dtype fp32 ≠ bf16, attention naive ≠ sdpa, optimizer_impl" in " ".join(out.split())
+    assert main(["compare", str(copies / "a"), str(copies / "b"), "--json"]) == 0
+    assert set(json.loads(capsys.readouterr().out)["config_differences"]) == {"dtype", "attention", "optimizer_impl"}
+    (copies / "b" / "summary.json").write_text(json.dumps(summary | {"config": changed | {"mode": "forward"}}))
+    assert main(["compare", str(copies / "a"), str(copies / "b")]) == 2
+    assert "the runs measure different steps: mode train ≠ forward; add --force" in capsys.readouterr().err

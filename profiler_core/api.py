@@ -9,7 +9,15 @@ from pathlib import Path
 from sysprof.models.phases import attention_part_labels
 from sysprof.models.presets import PRESETS, count_params, human_count
 from sysprof.profiler_core import events, rundir
-from sysprof.profiler_core.compare import ALPHA, MIN_EFFECT, NOISE_SIGMAS, SUGGESTED_REPEATS, compare_summaries
+from sysprof.profiler_core.compare import (
+    ALPHA,
+    MIN_EFFECT,
+    NOISE_SIGMAS,
+    SUGGESTED_REPEATS,
+    compare_summaries,
+    config_differences,
+    other_step_fields,
+)
 from sysprof.profiler_core.config import (
     ATTENTIONS,
     COMPILE_MODES,
@@ -85,6 +93,7 @@ __all__ = [
     "ALPHA", "MIN_EFFECT", "NOISE_SIGMAS", "SUGGESTED_REPEATS", "PRESETS", "PROFILERS",
     "ConfigError", "ExportError", "GpuTelemetry", "NvmlSampler",
     "DAMAGED_DATA", "OneLineParser", "RunConfig", "RunDirError", "StudyError", "SysprofError", "compare_summaries",
+    "config_differences", "other_step_fields",
     "config_problems", "count_params", "decode_line", "end_reason", "events", "finish_event", "gpu_count",
     "human_count",
     "RUN_STATES", "run_state",

@@ -197,6 +197,8 @@ async def test_runs_screen_lists_newest_first_opens_and_compares():
         await settle(app, pilot, *["down"] * names.index("tiny-ctx32"), "space", "up", "space", "c")
         rows = app.query_one("#pane-runs").comparison
         assert [r["phase"] for r in rows] == ["forward", "backward", "optimizer", "step", "tokens/s"]
+        title = str(app.query_one("#compare-title").render())
+        assert "different steps (" in title and "ctx " in title  # named as `sysprof compare` names them
         assert all(r["verdict"] in ("noise unknown", "within noise") for r in rows)
         assert all(r["reason"].startswith("1 process per side: run-to-run noise unknown") for r in rows)
         export = app.query_one("#pane-runs").export_table()

@@ -19,11 +19,13 @@ from sysprof.profiler_core.api import (
     Run,
     RunConfig,
     compare_summaries,
+    config_differences,
     config_to_args,
     events,
     list_studies,
     live_process,
     model_column,
+    other_step_fields,
     run_state,
     rundir,
     study_kind,
@@ -53,6 +55,17 @@ def ab_command(config_a: Mapping[str, Any], config_b: Mapping[str, Any], repeats
     sides = [shlex.join(config_to_args(replace(RunConfig.from_dict(dict(config)), repeats=RunConfig().repeats)))
              for config in (config_a, config_b)]
     return f"ab --a={shlex.quote(sides[0])} --b={shlex.quote(sides[1])} --repeats {repeats}"  # = : '--compile' alone
+
+
+def differences_line(run_a: dict, run_b: dict) -> str:
+    """What B changes over A, as `sysprof compare` names it; runs of different steps are said to be."""
+    differences = config_differences(*(((run.get("summary") or {}).get("config") or {}) for run in (run_a, run_b)))
+    if not differences:
+        return ""
+    text = ", ".join(f"{field} {a} ≠ {b}" for field, (a, b) in differences.items())
+    if other_step_fields(differences):
+        return f"\n[b]different steps[/b] ({text}): their times are not one step's before and after"
+    return f"\nA and B differ in {text}"
 
 
 def compare_record(row: dict) -> dict:
@@ -183,7 +196,8 @@ class RunsPane(Pane):
         name_a, name_b = (f"{run['name']} ({run.get('model')})" for run in (run_a, run_b))
         self.query_one("#compare-title", Static).update(
             f"A = {name_a} · B = {name_b} · faster/slower: p < {ALPHA:g} over the processes' medians and a change "
-            f"≥ {MIN_EFFECT:.0%} and ≥ their spread, else within noise; 1 process each: noise unknown")
+            f"≥ {MIN_EFFECT:.0%} and ≥ their spread, else within noise; 1 process each: noise unknown"
+            + differences_line(run_a, run_b))
         records = [compare_record(row) for row in self.comparison]
         self.query_one("#compare-table", MarkableTable).show(COMPARE_COLUMNS, records)
         self.add_class("-comparing")

@@ -1,7 +1,7 @@
 """Does the advisor recommend a change that an independent A/B does not confirm? `sysprof advise` run N times on
-one config, in fresh processes; each run's recommended candidates are then checked by `sysprof ab` (the baseline
-against the candidate's options, interleaved, its own processes). A run is a false recommendation when it
-recommends a candidate whose A/B tokens/s verdict is not "faster".
+one config, in fresh processes; each run's answer (the options it recommends over the baseline) is then checked by
+`sysprof ab` (the baseline against those options, interleaved, its own processes). A run is a false recommendation
+when its answer's A/B tokens/s verdict is not "faster".
 
     python3 -m benchmarks.studies.false_recommendations [--runs 10] [--ab-repeats 4] [--out FILE] -- ADVISE OPTIONS
 
@@ -19,8 +19,6 @@ from pathlib import Path
 from benchmarks.harness import run_json, run_tool
 from sysprof.profiler_core.api import study_tables
 
-CANDIDATES_TABLE = "advice: each candidate against the baseline, interleaved"
-
 
 def advise_once(options: list[str], runs_dir: Path) -> tuple[Path | None, str]:
     done = run_tool("advise", *options, "--runs-dir", str(runs_dir), "--json")
@@ -31,14 +29,12 @@ def advise_once(options: list[str], runs_dir: Path) -> tuple[Path | None, str]:
 
 
 def recommended(study_dir: Path) -> tuple[list[dict], str]:
-    """The candidates the advisor recommended (name, options, its tokens/s ×), and its answer line."""
-    tables = study_tables(study_dir)
-    rows = tables.get(CANDIDATES_TABLE) or []
-    plan = json.loads((study_dir / "advice.json").read_text())
-    options = {c["name"]: c["options"] for c in plan.get("candidates", [])}
-    answer = (tables.get("recommended") or [{}])[0].get("answer", "")
-    return [{"name": r["candidate"], "options": options[r["candidate"]], "advise": r.get("tokens/s ×")}
-            for r in rows if r.get("why") == "recommended"], answer
+    """What the advisor recommends (the answer's options, with its tokens/s ×), and its answer line."""
+    [answer] = study_tables(study_dir)["recommended"]
+    if not answer.get("options"):
+        return [], answer["answer"]
+    return [{"name": answer["answer"].split(":")[0], "options": answer["options"], "advise": answer["answer"]}], \
+        answer["answer"]
 
 
 def confirmed_by_ab(shared: list[str], options: str, repeats: int, runs_dir: Path) -> dict:

@@ -44,9 +44,10 @@ def options_text(changes: dict[str, Any]) -> str:
 
 def chain(base: RunConfig, ranked: list[tuple[str, dict[str, Any]]],
           limit: tuple[int, str] | None) -> list[tuple[str, dict[str, Any]]]:
-    """The combination's steps: the best candidate alone, then each next one added to it, as (names, changes).
-    A candidate that changes a field already changed (a second compile mode, another batch) is an alternative,
-    not an addition, and one whose combined config is invalid or cannot fit is left out. ranked: best first."""
+    """The second stage's steps: the best candidate alone (measured again: its gain must hold against a fresh
+    baseline to be recommended), then each next one added to it, as (names, changes). A candidate that changes a
+    field already changed (a second compile mode, another batch) is an alternative, not an addition, and one whose
+    combined config is invalid or cannot fit is left out. ranked: best first."""
     steps: list[tuple[str, dict[str, Any]]] = []
     names: list[str] = []
     changes: dict[str, Any] = {}
@@ -58,7 +59,7 @@ def chain(base: RunConfig, ranked: list[tuple[str, dict[str, Any]]],
         names.append(name)
         changes = merged
         steps.append((" + ".join(names), merged))
-    return steps if len(steps) >= 2 else []
+    return steps
 
 
 def candidates(cfg: RunConfig, on_gpu: bool, limit: tuple[int, str] | None) -> list[Candidate]:

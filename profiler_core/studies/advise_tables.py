@@ -34,11 +34,12 @@ def tables(study: Study) -> Tables:
     not_run = [{"candidate": s["name"], "status": "not run", "why": s["reason"]} for s in advice["skipped"]]
     combined = combination_rows(study, advice.get("combination") or {})
     return {CANDIDATES_TABLE: measured + not_run, **found,
-            **({"combination: each step against the one before, interleaved": combined} if combined else {}),
+            **({COMBINATION_TABLE: combined} if combined else {}),
             RECOMMENDED_TABLE: _recommendation(study, advice, measured, combined)}
 
 
 CANDIDATES_TABLE = "advice: each candidate against the baseline, interleaved"
+COMBINATION_TABLE = "measured again: the best candidate, then each next one added, against the step before"
 
 
 def candidate_cells(study: Study, advice: dict) -> tuple[Any, list[Any]]:
@@ -125,7 +126,10 @@ def candidate_row(described: dict, baseline: Any, cell: Any) -> dict[str, Any]:
             "peak GiB": _peak_gib(cell.summary), "compile s": cell.summary.get("compile_s"),
             "loss Δ %": _loss_text(loss),
             "_speedup": rate.get("ratio_b_over_a") if rate else None}
-    return row | {"why": _why_not(rate, loss) or "recommended"}
+    return row | {"why": _why_not(rate, loss) or PASSED}
+
+
+PASSED = "faster: measured again below"  # the first stage's pass; only a gain that holds again is recommended
 
 
 def _not_finished(summary: dict | None, what: str) -> tuple[str, str] | None:
@@ -196,18 +200,23 @@ def _recommendation(study: Study, advice: dict, measured: list[dict], combined: 
     base = " ".join(config_to_args(dataclasses.replace(baseline.config, repeats=1)))
     kept = _helping_steps(combined)
     if kept:
-        return [{"answer": f"{kept[-1]['step']}: tokens/s {kept[-1]['× baseline']} of the baseline's",
+        return [{"answer": f"{kept[-1]['step']}: tokens/s {kept[-1]['× baseline']} of the baseline's, measured "
+                           "twice", "options": kept[-1]["options"],
                  "command": f"sysprof run {base} {kept[-1]['options']}"}]
-    best = next((row for row in measured if row.get("why") == "recommended"), None)
-    options = {c["name"]: c["options"] for c in advice.get("candidates", [])}
+    best = next((row for row in measured if row.get("why") == PASSED), None)
     if best is None:
         return [{"answer": "no candidate beat the baseline beyond noise with the same loss", "command": None}]
-    return [{"answer": f"{best['candidate']}: tokens/s {best['tokens/s ×']} of the baseline's",
-             "command": f"sysprof run {base} {options.get(best['candidate'], '')}".strip()}]
+    if combined and combined[0].get("step") == "combination not run":
+        return [{"answer": f"none confirmed: {best['candidate']} was faster ({best['tokens/s ×']}) once, and the "
+                           "budget left no time to measure it again (a larger --budget, or `sysprof ab`)",
+                 "command": None}]
+    return [{"answer": f"none: {best['candidate']} was faster ({best['tokens/s ×']}) once, and not when measured "
+                       "again (see the second table): noise, not a gain", "command": None}]
 
 
 def _helping_steps(combined: list[dict]) -> list[dict]:
-    """The combination's steps up to the first that did not help (the baseline row left out)."""
+    """The second stage's steps up to the first that did not help (the baseline row left out): the first is the
+    best candidate measured again, so an empty list means no gain held."""
     kept = []
     for row in combined[1:]:
         if row.get("why") != "helps":

@@ -144,19 +144,21 @@ def resume(args: argparse.Namespace, study_dir: Path) -> Path:
 
 def _combine(args: argparse.Namespace, study_dir: Path, base: Any, limit: tuple[int, str] | None,
              per_cell_s: float, budget_left_s: float) -> None:
-    """The second stage: the candidates that passed, added one by one to the best, measured again as new cells
-    interleaved with a fresh baseline (each step against the one before it), as far as the budget left allows."""
+    """The second stage: the best candidate that passed measured again, then the others added one by one, as new
+    cells interleaved with a fresh baseline (each step against the one before it), as far as the budget left
+    allows. A gain that does not hold here is not recommended: one lucky stage (a neighbour that slowed the
+    baseline's processes) must not become the answer."""
     study = Study.load(study_dir)
     advice = rundir.read_json(study_dir / rundir.ADVICE_PLAN) or {}
     baseline, measured = advise_tables.candidate_cells(study, advice)
     rows = [advise_tables.candidate_row(d, baseline, cell) for d, cell in zip(advice["candidates"], measured)]
     passed = sorted((row["_speedup"] or 0.0, d["name"], d["changes"]) for d, row in zip(advice["candidates"], rows)
-                    if row.get("why") == "recommended" and "changes" in d)
+                    if row.get("why") == advise_tables.PASSED and "changes" in d)
     steps = chain(base, [(name, changes) for _, name, changes in reversed(passed)], limit)
-    if len(steps) < 2:
+    if not steps:
         return
     affordable = int(budget_left_s // per_cell_s) - 1 if per_cell_s > 0 else len(steps)  # a fresh baseline first
-    if affordable < 2:
+    if affordable < 1:
         advice["combination"] = {"skipped": f"over the budget: about {per_cell_s * (len(steps) + 1) / 60:.1f} min "
                                             f"more for {len(steps)} steps"}
         rundir.write_json(study_dir / rundir.ADVICE_PLAN, advice)

@@ -117,9 +117,12 @@ def command_export(args) -> int:
     if args.value and not args.pivot:
         raise ConfigError("--value chooses what a pivot shows: give --pivot ROWS:COLUMNS with it")
     if args.pivot:
-        from sysprof.profiler_core.studies.tables import pivot_or_error
+        from sysprof.profiler_core.studies.tables import averaging_note, pivot_fields, pivot_or_error
 
+        note = averaging_note(records, *pivot_fields(args.pivot))
         records = export.table_records(pivot_or_error(records, args.pivot, args.value or "fwd mean ms"))[1]
+        if note:  # on stderr: the exported table stays the table
+            sys.stderr.write(note + "\n")
     if args.output:
         written = export.write_table(records, args.output)
         sys.stderr.write(f"wrote {name!r} ({len(records)} rows) to {written}\n")

@@ -29,6 +29,7 @@ from sysprof.profiler_core.studies.kernel_tables import profiled_sweep_tables
 from sysprof.profiler_core.studies.memory_tables import memory_sweep_tables
 from sysprof.profiler_core.studies.progress import Progress, config_label
 from sysprof.profiler_core.studies.tables import (
+    averaging_note,
     compact,
     pivot_fields,
     pivot_or_error,
@@ -178,6 +179,9 @@ def report_sweep(args, sweep_dir: Path, elapsed_s: float) -> int:
         print(json.dumps(document | {"elapsed_s": elapsed_s}, default=str))
     elif not args.events:
         print_rows(Console(), compact(table) if not args.pivot else table, f"sweep {sweep_dir} ({elapsed_s:.0f} s)")
+        note = averaging_note(rows, *pivot_fields(args.pivot)) if args.pivot else None
+        if note:
+            print(note)
         cross_cell = profiled_sweep_tables(rows, study.runs) | memory_sweep_tables(rows, study.runs)
         for title, table in cross_cell.items():
             print_rows(Console(), table, title, args.full_names)  # passes in the cells: the cross-cell tables

@@ -22,10 +22,16 @@ KEY_FIELDS = ("model", "ctx", "mode")  # every row names these; the fields the c
 NOT_KEYS = ("device",)
 
 
+def varied_fields(rows: list[dict]) -> list[str]:
+    """The config fields whose value differs between the cells (a study's plan may not list them all: the advisor
+    extends its sweep with cells that change other fields)."""
+    return [f.name for f in dataclasses.fields(RunConfig)
+            if f.name not in NOT_KEYS and len({repr(row.get(f.name)) for row in rows}) > 1]
+
+
 def row_keys(rows: list[dict]) -> list[str]:
     """model, ctx, mode, then every other config field whose value differs between the cells."""
-    others = [f.name for f in dataclasses.fields(RunConfig) if f.name not in KEY_FIELDS + NOT_KEYS]
-    return [*KEY_FIELDS, *(name for name in others if len({repr(row.get(name)) for row in rows}) > 1)]
+    return [*KEY_FIELDS, *(name for name in varied_fields(rows) if name not in KEY_FIELDS)]
 
 
 def keyed(row: dict, keys: Sequence[str]) -> dict:

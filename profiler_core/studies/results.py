@@ -9,7 +9,7 @@ from sysprof.profiler_core import events
 from sysprof.profiler_core.compare import compare_summaries
 from sysprof.profiler_core.render.compare_report import COLUMNS, row_cells
 from sysprof.profiler_core.studies.document import Study
-from sysprof.profiler_core.studies.kernel_tables import profiled_sweep_tables
+from sysprof.profiler_core.studies.kernel_tables import profiled_sweep_tables, varied_fields
 from sysprof.profiler_core.studies.kinds import KINDS
 from sysprof.profiler_core.studies.memory_tables import memory_sweep_tables
 from sysprof.profiler_core.studies.tables import pivot, visible_columns
@@ -46,7 +46,7 @@ def ab_tables(study: Study) -> dict[str, list[dict]]:
 
 
 def _sweep_table(study: Study) -> list[dict]:
-    columns = visible_columns(study.rows, study.varied)
+    columns = visible_columns(study.rows, list(dict.fromkeys([*study.varied, *varied_fields(study.rows)])))
     return [{c: row[c] for c in columns} for row in study.rows]
 
 

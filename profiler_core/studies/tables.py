@@ -1,12 +1,13 @@
 """Result tables of a sweep in the seed reports' shape, and pivots of them."""
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from sysprof.models.presets import PRESETS
 from sysprof.profiler_core import events
-from sysprof.profiler_core.config import ConfigError, model_column
+from sysprof.profiler_core.config import ConfigError, RunConfig, model_column
 from sysprof.profiler_core.metrics import summarize_ms
 from sysprof.profiler_core.records import PhaseStats, phases_of
 
@@ -174,6 +175,28 @@ def pivot(rows: list[dict], index: list[str], columns: list[str], value: str):
                                                                          else (key,))) for key in table.columns]
     flat = table.reset_index().astype(object)
     return flat.where(flat.notna(), None)
+
+
+def averaged_over(rows: list[dict], index: list[str], columns: list[str]) -> dict[str, list]:
+    """The config fields a pivot leaves out that vary inside one of its cells (each such cell is then the mean of
+    several cells), with their values."""
+    shown = {*index, *columns, "device"}  # a row's device is the GPU's name once it ran: not a varied field
+    groups: dict[tuple, list[dict]] = {}
+    for row in rows:
+        groups.setdefault(tuple(repr(row.get(key)) for key in [*index, *columns]), []).append(row)
+    return {f.name: list(dict.fromkeys(repr(row.get(f.name)) for row in rows))
+            for f in dataclasses.fields(RunConfig) if f.name not in shown
+            and any(len({repr(row.get(f.name)) for row in group}) > 1 for group in groups.values())}
+
+
+def averaging_note(rows: list[dict], index: list[str], columns: list[str]) -> str | None:
+    """One line saying what a pivot averages over, or None when each of its cells is one cell of the sweep."""
+    found = averaged_over(rows, index, columns)
+    if not found:
+        return None
+    fields = "; ".join(f"{name} ({', '.join(str(v).strip(chr(39)) for v in values)})"
+                       for name, values in found.items())
+    return f"note: each value of the pivot is the mean over {fields}: name it in --pivot to see each"
 
 
 def compact(table: list[dict]) -> list[dict]:

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from sysprof.profiler_core.ranks import with_findings, with_gpu_readings
@@ -46,9 +47,14 @@ def test_the_warning_names_the_gpu_and_the_rank_it_shares():
 
 
 def test_a_process_is_named_from_proc_and_an_unknown_pid_has_no_name():
-    with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(5)"]) as child:
+    with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"]) as child:
         try:
-            assert process_name(child.pid) == Path(sys.executable).name[:15]  # comm: the first 15 characters
+            expected = Path(sys.executable).name[:15]  # comm: the first 15 characters
+            for _ in range(100):  # until the fork has exec'd (before, the child still bears pytest's name)
+                if process_name(child.pid) == expected:
+                    break
+                time.sleep(0.05)
+            assert process_name(child.pid) == expected
         finally:
             child.kill()
     assert process_name(2**22 + os.getpid()) is None

@@ -171,3 +171,15 @@ def test_precision_study_over_modes_times_forward_and_the_train_step_in_one_comm
     refused = subprocess.run([*args[:args.index("--modes")], "--modes", "inference", "--runs-dir", str(tmp_path)],
                              capture_output=True, text=True, timeout=120)
     assert refused.returncode == 2 and "--modes: unknown value 'inference'" in refused.stderr
+
+
+def test_a_pivot_that_averages_over_a_varied_field_it_leaves_out_says_so():
+    from sysprof.profiler_core.studies.tables import averaging_note, pivot
+
+    rows = [{"model": "small", "ctx": ctx, "dtype": dtype, "compile": False, "status": "ok", "device": device,
+             "fwd mean ms": ms} for ctx, dtype, device, ms in ((256, "fp32", "H100", 10.0), (256, "bf16", "H100", 4.0),
+                                                               (512, "fp32", "H200", 20.0), (512, "bf16", "H200", 8.0))]
+    assert pivot(rows, ["model"], ["ctx"], "fwd mean ms").to_dict("records")[0]["ctx=256"] == 7.0  # the mean
+    assert averaging_note(rows, ["model"], ["ctx"]) == ("note: each value of the pivot is the mean over dtype (fp32, "
+                                                        "bf16): name it in --pivot to see each")
+    assert averaging_note(rows, ["model", "dtype"], ["ctx"]) is None  # one cell each (the device is not a field)

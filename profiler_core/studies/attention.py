@@ -149,6 +149,10 @@ def summarize_cell(result: dict, batch: int, dtype: str) -> dict:
         row["why"] = result.get("message")
     row["fwd mean ms"], row["fwd std ms"] = _mean_std(result.get("forward_ms"))
     row["bwd mean ms"], row["bwd std ms"] = _mean_std(result.get("backward_ms"))
+    # timed apart, so their means add; the spread of the sum of two independent timings
+    both = row["fwd mean ms"] is not None and row["bwd mean ms"] is not None
+    row["fwd+bwd mean ms"] = row["fwd mean ms"] + row["bwd mean ms"] if both else None
+    row["fwd+bwd std ms"] = (row["fwd std ms"] ** 2 + row["bwd std ms"] ** 2) ** 0.5 if both else None
     saved = result.get("saved_bytes")
     row["inputs MiB"] = _mib(result.get("inputs_bytes"))
     row["fwd peak MiB"] = _mib(result.get("forward_peak_bytes"))

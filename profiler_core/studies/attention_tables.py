@@ -44,7 +44,7 @@ def attention_tables(study_dir: Path) -> dict[str, list[dict]]:
 def _attention_pivots(rows: list[dict]) -> dict[str, list[dict]]:
     across = ["dtype", "impl"] if len({row["dtype"] for row in rows}) > 1 else ["impl"]
     tables = {}
-    for value in ("fwd mean ms", "bwd mean ms", "before backward MiB"):
+    for value in ("fwd mean ms", "bwd mean ms", "fwd+bwd mean ms", "before backward MiB"):
         if not any(row.get(value) is not None for row in rows) or not rows:
             continue
         table = pivot(rows, ["d", "seq"], across, value).to_dict("records")

@@ -34,6 +34,8 @@ def test_attention_study_runs_on_the_cpu_with_both_dtypes(cpu_study):
         ("sdpa", "fp32", 32), ("sdpa", "fp32", 64), ("sdpa", "bf16", 32), ("sdpa", "bf16", 64)]
     assert all(c["status"] == "ok" and c["fwd mean ms"] > 0 and c["bwd mean ms"] > 0 for c in cells)
     assert all(c["fwd std ms"] is not None for c in cells)  # every time carries its spread
+    assert all(c["fwd+bwd mean ms"] == pytest.approx(c["fwd mean ms"] + c["bwd mean ms"]) for c in cells)
+    assert "fwd+bwd mean ms by d × seq" in cpu_study
     memory = next(rows for title, rows in cpu_study.items() if title.startswith("attention memory"))
     assert all(row["before backward MiB"] is None for row in memory)  # the CPU has no allocator counters
     assert memory[1]["one T×T tensor MiB"] == 2 * 64 * 64 * 4 / 2**20

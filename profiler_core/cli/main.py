@@ -19,7 +19,7 @@ from sysprof.profiler_core.cli.export import add_export_options, command_export
 from sysprof.profiler_core.cli.live import add_live_parsers, command_attach, command_ps
 from sysprof.profiler_core.cli.studies import add_advise_parser, add_study_parsers, command_study
 from sysprof.profiler_core.cli.sweep import add_sweep_options, command_sweep
-from sysprof.profiler_core.config import RunConfig, validate
+from sysprof.profiler_core.config import DTYPES, RunConfig, validate
 from sysprof.profiler_core.errors import SysprofError, UsageError
 from sysprof.profiler_core.events import finish_event
 from sysprof.profiler_core.liveness import RUN
@@ -29,12 +29,14 @@ from sysprof.profiler_core.records import RunSummary
 from sysprof.profiler_core.render import run_report as report
 from sysprof.profiler_core.render.analysis_report import print_analysis
 from sysprof.profiler_core.render.inspect_report import print_inspect
+from sysprof.profiler_core.render.rows import print_rows
 from sysprof.profiler_core.session.backends import choose_backend
 from sysprof.profiler_core.session.inspecting import inspect_model
 from sysprof.profiler_core.session.live import recorded
 from sysprof.profiler_core.session.rank_checks import gpus_problem
 from sysprof.profiler_core.session.repeats import RepeatedRun
 from sysprof.profiler_core.stop_signals import on_stop_signals
+from sysprof.profiler_core.studies.kind import positive_ints
 
 stderr_console = Console(stderr=True, highlight=False)
 
@@ -93,6 +95,10 @@ def build_parser() -> OneLineParser:
     add_live_parsers(commands)
     models = commands.add_parser("models", help="list presets with exact parameter counts")
     models.add_argument("--json", action="store_true")
+    models.add_argument("--ctxs", help="also the residual stream per layer (B·T·d·bytes) of each preset at these "
+                                       "context lengths, e.g. 128,256,512,1024")
+    models.add_argument("--batch", type=int, default=RunConfig().batch, help="batch for --ctxs")
+    models.add_argument("--dtype", choices=DTYPES, default="fp32", help="activation dtype for --ctxs")
     return parser
 
 
@@ -155,10 +161,18 @@ def command_inspect(args) -> int:
 
 
 def command_models(args) -> int:
+    if args.batch <= 0:
+        raise UsageError(f"--batch must be a positive integer; got {args.batch}")
+    residual = report.residual_rows(positive_ints(args.ctxs, "--ctxs"), args.batch, args.dtype) if args.ctxs \
+        else None
     if args.json:
-        print(json.dumps(report.models_json()))
-    else:
-        Console().print(report.models_table())
+        print(json.dumps(report.models_json() if residual is None else
+                         {"presets": report.models_json(), "residual_stream_per_layer": residual}))
+        return 0
+    Console().print(report.models_table())
+    if residual is not None:
+        print_rows(Console(), residual, f"residual stream per layer (batch {args.batch} × ctx × d_model × "
+                                        f"{args.dtype}), MiB")
     return 0
 
 

@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from sysprof.models.presets import PRESETS, count_params, forward_flops, human_count
+from sysprof.profiler_core.config import DTYPE_BYTES
 from sysprof.profiler_core.events import OK, end_reason, run_state
 from sysprof.profiler_core.metrics import mfu_missing
 from sysprof.profiler_core.records import RunSummary
@@ -120,6 +121,13 @@ def models_table() -> Table:
         table.add_row(spec.name, f"{count_params(spec):,} ({human_count(count_params(spec))})", str(spec.d_model),
                       str(spec.d_ff), str(spec.layers), str(spec.heads), f"{per_token:.2f}")
     return table
+
+
+def residual_rows(ctxs: list[int], batch: int, dtype: str) -> list[dict]:
+    """Per preset: one layer's residual stream (B·T·d·bytes, the unit activations are counted in) at each ctx."""
+    return [{"model": spec.name, "d_model": spec.d_model,
+             **{f"ctx {ctx} MiB": batch * ctx * spec.d_model * DTYPE_BYTES[dtype] / 2**20 for ctx in ctxs}}
+            for spec in PRESETS.values()]
 
 
 def models_json() -> list[dict]:

@@ -197,3 +197,15 @@ def test_an_inspector_that_cannot_start_is_one_line(tmp_path, monkeypatch, capsy
 def test_an_inspector_killed_before_it_reported_says_so(tmp_path):
     with pytest.raises(InspectFailed, match="^the inspector was killed by SIGKILL before it reported$"):
         read_inspect_output("", "", -9, tmp_path)
+
+
+def test_models_tabulates_the_residual_stream_per_layer_over_contexts(capsys):
+    assert main(["models", "--ctxs", "128,1024", "--batch", "4", "--dtype", "bf16", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    residual = {row["model"]: row for row in document["residual_stream_per_layer"]}
+    assert residual["small"]["ctx 128 MiB"] == 4 * 128 * 768 * 2 / 2**20  # B·T·d·bytes
+    assert residual["2.7B"]["ctx 1024 MiB"] == 4 * 1024 * 2560 * 2 / 2**20
+    assert [row["name"] for row in document["presets"]] == list(PRESETS)
+    for bad, reason in ((["--ctxs", "0"], "--ctxs takes comma-separated positive integers"),
+                        (["--ctxs", "128", "--batch", "0"], "--batch must be a positive integer")):
+        assert main(["models", *bad]) == 2 and reason in capsys.readouterr().err

@@ -146,7 +146,12 @@ def reattach_until_finished(tmp_path, run_dir: Path, runs: Path, env: list[str],
     tmux("new-session", "-d", "-s", second, "-x", "100", "-y", "30", *env,
          f"cd {ROOT} && {sys.executable} -m tui {run_dir} --runs-dir {runs}; sleep 30")
     try:
-        wait_for(second, f"ok · {steps} measured steps", timeout=240)
+        from sysprof.profiler_core import rundir
+
+        deadline = time.monotonic() + 900  # the steps' own time: minutes on a loaded machine, not the app's to wait
+        while rundir.read_summary(run_dir) is None and time.monotonic() < deadline:
+            time.sleep(1.0)
+        wait_for(second, f"ok · {steps} measured steps", timeout=60)  # the app followed the run to its end
         tmux("send-keys", "-t", second, "q")
     finally:
         subprocess.run(["tmux", "kill-session", "-t", second], capture_output=True)

@@ -7,8 +7,8 @@ reversed: each candidate is interleaved with the baseline, and drift on a shared
 is then compared with the baseline as `sysprof compare` does (the two-gate verdict on tokens/s and on the phase it
 should move), with its memory, its compile time and a numerics check: its loss against the baseline's after as many
 weight updates (the same seed, so the same data; another batch is other data and is judged on tokens/s alone). A
-candidate is recommended only when tokens/s is faster beyond noise and its loss agrees. The candidates that passed
-are then combined and measured again (_combine).
+candidate passes when tokens/s is faster beyond noise and its loss agrees; it is recommended only when that gain
+holds measured again against a fresh baseline, where the others that passed are added to it one by one (_combine).
 """
 from __future__ import annotations
 
@@ -97,8 +97,8 @@ def _on_gpu(base: RunConfig) -> bool:
 
 
 def _measure(args: argparse.Namespace, study_dir: Path, base: RunConfig, budget_left_s: float) -> None:
-    """The second stage: the plan ordered by the diagnosis, its candidates measured against the baseline (new
-    cells, interleaved), then their combination."""
+    """After the diagnosis: the plan it orders, its candidates measured against the baseline (new cells,
+    interleaved), then the last stage (_combine)."""
     on_gpu, limit = _on_gpu(base), device_memory(base.device)
     diagnosis = Study.load(study_dir).cells[DIAGNOSIS_CELL]
     hint = advise_diagnosis.hints(diagnosis.summary, diagnosis.run.analysis(rundir.KERNELS_DIR))
@@ -144,7 +144,7 @@ def resume(args: argparse.Namespace, study_dir: Path) -> Path:
 
 def _combine(args: argparse.Namespace, study_dir: Path, base: Any, limit: tuple[int, str] | None,
              per_cell_s: float, budget_left_s: float) -> None:
-    """The second stage: the best candidate that passed measured again, then the others added one by one, as new
+    """The last stage: the best candidate that passed measured again, then the others added one by one, as new
     cells interleaved with a fresh baseline (each step against the one before it), as far as the budget left
     allows. A gain that does not hold here is not recommended: one lucky stage (a neighbour that slowed the
     baseline's processes) must not become the answer."""

@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow  # real processes or the whole app: `pytest -m "not slow"` leaves them out
-
 ROOT = Path(__file__).resolve().parents[2]
 RUN = ROOT / "tests" / "data" / "runs" / "small-h200-analyses"
-pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+pytestmark = [pytest.mark.slow,  # real processes and the whole app: `pytest -m "not slow"` leaves them out
+              pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")]
 
 
 def tmux(*args: str) -> str:

@@ -101,7 +101,10 @@ class StudiesPane(Pane):
 
     @on(Select.Changed, "#study-template")
     def template_chosen(self, event: Select.Changed) -> None:
-        if not self.study.running:  # while a study runs, the line keeps the command it runs
+        # A pick by the user (the list has the focus), not the list's own first value: that one can land after a
+        # command given from elsewhere (Configure's A/B or Advise) and would replace it. While a study runs, the
+        # line keeps the command it runs.
+        if event.select.has_focus and not self.study.running:
             self.query_one("#study-command", Input).value = str(event.value)
 
     def start_command(self, command: str) -> None:

@@ -192,8 +192,8 @@ def _peak_gib(summary: dict) -> float | None:
 
 
 def _recommendation(study: Study, advice: dict, measured: list[dict], combined: list[dict]) -> list[dict]:
-    """The answer as the command line that runs it: the last step of the combination that still helped, else the
-    best single candidate, else why there is none."""
+    """The answer as the command line that runs it: the last step measured again that still helped; else why there
+    is none (nothing passed, the gain did not hold, or its second measurement has not run)."""
     baseline, _ = candidate_cells(study, advice)
     if baseline is None:
         return [{"answer": "no candidate measured: the budget left none (see the skipped ones)", "command": None}]
@@ -206,12 +206,14 @@ def _recommendation(study: Study, advice: dict, measured: list[dict], combined: 
     best = next((row for row in measured if row.get("why") == PASSED), None)
     if best is None:
         return [{"answer": "no candidate beat the baseline beyond noise with the same loss", "command": None}]
+    once = f"{best['candidate']} was faster ({best['tokens/s ×']}) once"
     if combined and combined[0].get("step") == "combination not run":
-        return [{"answer": f"none confirmed: {best['candidate']} was faster ({best['tokens/s ×']}) once, and the "
-                           "budget left no time to measure it again (a larger --budget, or `sysprof ab`)",
+        return [{"answer": f"none confirmed: {once}, and the budget left no time to measure it again (a larger "
+                           "--budget, or `sysprof ab`)", "command": None}]
+    if len(combined) < 2 or combined[1].get("status") == events.PENDING:  # running, or stopped before it ran
+        return [{"answer": f"not yet: {once}; its second measurement has not run (`sysprof advise --resume`)",
                  "command": None}]
-    return [{"answer": f"none: {best['candidate']} was faster ({best['tokens/s ×']}) once, and not when measured "
-                       "again (see the second table): noise, not a gain", "command": None}]
+    return [{"answer": f"none: {once}, and not when measured again: noise, not a gain", "command": None}]
 
 
 def _helping_steps(combined: list[dict]) -> list[dict]:

@@ -310,3 +310,18 @@ def test_a_budget_the_diagnosis_used_up_is_a_plan_with_nothing_measured_and_says
                                                                 "interleaved"])
     assert [row["phase"] for row in tables["diagnosis: where the baseline's step goes (one profiled process)"]] == [
         "forward", "backward", "optimizer"]
+
+
+def test_a_gain_not_yet_measured_again_is_no_answer_yet(tmp_path):
+    """The saved study stopped before its last stage ran (its cells removed): what passed once is not the answer."""
+    import shutil
+
+    study_dir = tmp_path / "advise"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-tiny-cpu", study_dir)
+    assert study_tables(study_dir)["recommended"][0]["options"] == "--batch 16"  # as saved: measured twice
+    first = json.loads((study_dir / "advice.json").read_text())["combination"]["first_cell"]
+    for cell in sorted((study_dir / "cells").iterdir())[first:]:
+        shutil.rmtree(cell)
+    [answer] = study_tables(study_dir)["recommended"]
+    assert answer["command"] is None and answer["answer"].startswith("not yet: batch 16 was faster (1.21 [")
+    assert answer["answer"].endswith("its second measurement has not run (`sysprof advise --resume`)")

@@ -6,6 +6,7 @@ printed to that terminal goes nowhere from then on; unless the process started w
 keeps ignoring it (the ignore is inherited down to the runner)."""
 from __future__ import annotations
 
+import faulthandler
 import os
 import signal
 from collections.abc import Callable
@@ -41,3 +42,10 @@ def _leaving_the_terminal(handler: Handler) -> Handler:
         return handler(signum, frame)
 
     return on_hang_up
+
+
+def dump_stacks_on_request() -> None:
+    """`kill -USR1 PID` prints every thread's Python stack to stderr (the runner's: its run directory's stderr.log)
+    and the process goes on: what a run that will not stop is doing, without a debugger."""
+    if hasattr(signal, "SIGUSR1"):  # to descriptor 2 itself: sys.stderr may be replaced (a test's capture)
+        faulthandler.register(signal.SIGUSR1, file=2, all_threads=True)

@@ -35,7 +35,7 @@ from sysprof.profiler_core.session.inspecting import inspect_model
 from sysprof.profiler_core.session.live import recorded
 from sysprof.profiler_core.session.rank_checks import gpus_problem
 from sysprof.profiler_core.session.repeats import RepeatedRun
-from sysprof.profiler_core.stop_signals import on_stop_signals
+from sysprof.profiler_core.stop_signals import dump_stacks_on_request, on_stop_signals
 from sysprof.profiler_core.studies.kind import positive_ints
 
 stderr_console = Console(stderr=True, highlight=False)
@@ -185,6 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     # stop a run like Ctrl-C does (a hang-up too, unless started under nohup): steps are kept
     on_stop_signals(signal.default_int_handler, (signal.SIGTERM, signal.SIGHUP))
+    dump_stacks_on_request()
     try:
         return COMMANDS[args.command](args)
     except SysprofError as exc:

@@ -45,7 +45,7 @@ from sysprof.profiler_core.runner.workload import (
     cuda_graph_report,
     resolve_device,
 )
-from sysprof.profiler_core.stop_signals import STOP_SIGNALS, on_stop_signals
+from sysprof.profiler_core.stop_signals import STOP_SIGNALS, dump_stacks_on_request, on_stop_signals
 
 
 class Cancelled(Exception):
@@ -333,6 +333,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout = (own_dir / rundir.EVENTS).open("w", buffering=1)
     # Ctrl-C, a launcher's stop, and the terminal hanging up (a dropped SSH session): each ends the run with its summary
     on_stop_signals(_raise_cancelled)
+    dump_stacks_on_request()
     try:
         cfg = validate(RunConfig.from_dict(json.loads(args.config_json)), locate_code=False)
     except (ConfigError, json.JSONDecodeError, TypeError) as exc:

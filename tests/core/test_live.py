@@ -163,12 +163,34 @@ def test_attach_follows_a_run_from_another_terminal_to_its_end(tmp_path, cli_env
 
 
 def ended_within(process: subprocess.Popen, timeout_s: float, log: Path) -> None:
-    """Wait for the process; if it hangs, fail with what it printed (and kill its group so nothing is left)."""
+    """Wait for the process; if it hangs, fail with where it hangs (and kill its group so nothing is left)."""
     try:
         process.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        raise AssertionError(f"no exit {timeout_s} s after Ctrl-C; it printed:\n{log.read_text()[-3000:]}") from None
+        raise AssertionError(hung(process, timeout_s, log.parent / "runs", log.read_text)) from None
+
+
+def communicated(process: subprocess.Popen, timeout_s: float, runs: Path) -> tuple[str, str]:
+    """process.communicate(), or, if it hangs, a failure that says where."""
+    try:
+        return process.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        found: list[str] = []
+        message = hung(process, timeout_s, runs, lambda: "".join(found))
+        found += process.communicate()  # what the CLI printed, its stack dump included
+        raise AssertionError(message + "".join(found)[-4000:]) from None
+
+
+def hung(process: subprocess.Popen, timeout_s: float, runs: Path, printed) -> str:
+    """Every process of the group dumps its Python stacks (SIGUSR1: the CLI to its stderr, the runner to its run
+    directory's stderr.log), then the group is killed; the message holds what they said."""
+    os.killpg(process.pid, signal.SIGUSR1)
+    time.sleep(2.0)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    logs = "".join(f"\n--- {path}:\n{path.read_text(errors='replace')[-4000:]}"
+                   for path in sorted(runs.glob("*/stderr.log")))
+    return f"no exit {timeout_s} s after the signal; printed:\n{printed()[-4000:]}{logs}\n--- the CLI:\n"
 
 
 def test_sysprof_run_marks_its_directory_while_it_runs(tmp_path, cli_env):
@@ -211,7 +233,7 @@ def test_a_cli_run_whose_terminal_hangs_up_writes_its_summary(tmp_path, cli_env,
     runs = tmp_path / "runs"
     wait_until(lambda: runs.is_dir() and any(runs.iterdir()) and measured_steps(next(runs.iterdir())) >= 3)
     os.killpg(process.pid, signum)
-    out, err = process.communicate(timeout=120)
+    out, err = communicated(process, 120, runs)
     run_dir = next(runs.iterdir())
     summary = rundir.read_summary(run_dir)
     assert process.returncode == 1 and "Traceback" not in err, err
@@ -243,7 +265,7 @@ def test_a_run_whose_terminal_is_gone_stops_without_writing_to_it(tmp_path, cli_
     finally:
         os.close(terminal)  # the SSH session is gone: writes to its terminal now fail
     os.killpg(process.pid, signal.SIGHUP)
-    _, err = process.communicate(timeout=120)
+    _, err = communicated(process, 120, runs)
     summary = rundir.read_summary(next(runs.iterdir()))
     assert "Traceback" not in err and "Input/output error" not in err, err
     assert summary["state"] == "cancelled"

@@ -212,7 +212,7 @@ def test_model_args_are_json_literals_else_text():
 def test_compare_names_the_factory_model_of_each_run(cli_env, factory_run):
     builtin = ROOT / "tests" / "data" / "runs" / "tiny-ctx32"
     refused = sysprof(["compare", str(builtin), str(factory_run)], cli_env)
-    assert (refused.returncode == 2 and "configs differ: " in refused.stderr
+    assert (refused.returncode == 2 and "the runs measure different steps: " in refused.stderr
             and "model_factory None ≠ " in refused.stderr)
     result = sysprof(["compare", str(builtin), str(factory_run), "--json", "--force"], cli_env)
     assert result.returncode == 0, result.stderr

@@ -95,7 +95,8 @@ def test_precision_study_defaults_to_the_model_given(tmp_path, replayed_cells):
 def test_the_attention_study_refuses_a_factory_in_one_line(tmp_path, capsys):
     assert main(["study", "attention", "--model-factory", GPT, "--runs-dir", str(tmp_path)]) == 2
     error = capsys.readouterr().err
-    assert error.count("\n") == 1 and "times the built-in attention alone" in error and "Traceback" not in error
+    assert error.count("\n") == 1 and "times attention functions, not a model: give yours as --impl" in error
+    assert "Traceback" not in error
     assert not any(tmp_path.iterdir())  # refused before any study directory was made
 
 

@@ -249,3 +249,17 @@ async def test_u_on_a_study_without_an_answer_says_so(tmp_path):
         await settle(app, pilot, "u")
         assert app.query_one("#panes").active == "studies"
         assert any("No answer here" in str(n.message) for n in app._notifications)
+
+
+async def test_picking_another_template_fills_the_command_line_and_its_first_value_does_not(tmp_path):
+    app = studies_app(tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(app, pilot, "6")
+        command, choice = app.query_one("#study-command"), app.query_one("#study-template")
+        command.value = "sweep --model tiny --device cpu --ctx 16"  # as if given from Configure
+        values = list(app.query_one("#pane-studies").templates.values())
+        choice.value = values[0]  # the list's own first value again: the line keeps its command
+        await settle(app, pilot)
+        assert command.value == "sweep --model tiny --device cpu --ctx 16"
+        choice.value = values[1]  # a pick of another template
+        await wait_until(pilot, lambda: command.value == values[1], f"not filled: {command.value!r}")

@@ -78,6 +78,7 @@ class StudiesPane(Pane):
         super().__init__(**kwargs)
         self.runs_root = runs_root
         self.templates = study_choices(on_gpu=gpu_count() > 0)
+        self.picked_template = next(iter(self.templates.values()))  # the list's first value, in the line at start
         self.table_index = 0
         self.control = control
 
@@ -101,10 +102,13 @@ class StudiesPane(Pane):
 
     @on(Select.Changed, "#study-template")
     def template_chosen(self, event: Select.Changed) -> None:
-        # A pick by the user (the list has the focus), not the list's own first value: that one can land after a
-        # command given from elsewhere (Configure's A/B or Advise) and would replace it. While a study runs, the
-        # line keeps the command it runs.
-        if event.select.has_focus and not self.study.running:
+        # Only a change of template fills the line: the list announces its first value after mounting, and on a
+        # loaded machine that can land after a command given from elsewhere (Configure's A/B or Advise), which it
+        # must not replace. While a study runs, the line keeps the command it runs.
+        if event.value == self.picked_template:
+            return
+        self.picked_template = str(event.value)
+        if not self.study.running:
             self.query_one("#study-command", Input).value = str(event.value)
 
     def start_command(self, command: str) -> None:

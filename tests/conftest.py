@@ -95,13 +95,29 @@ def factory_run(tmp_path_factory) -> Path:
     return Path(json.loads(result.stdout)["run_dir"])
 
 
-@pytest.fixture(autouse=True)
-def _restore_stop_signals():
-    """A runner executed in-process ignores SIGINT/SIGTERM once it writes its summary; without this, later tests'
-    child processes would inherit the ignored SIGINT and outlive a cancel (as the app's quit test once showed)."""
+@pytest.fixture(autouse=True, scope="session")
+def _stop_signals_not_ignored():
+    """A suite started in the background (`cmd &` ignores SIGINT) or under nohup (SIGHUP) would pass the ignore on to
+    every process a test starts: a run would then outlive the Ctrl-C or hang-up its test sends, and the CLI would
+    take itself for `nohup`. Tests start from what a terminal gives a command."""
     import signal
 
-    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) == signal.SIG_IGN:
+            signal.signal(sig, signal.SIG_DFL)
+    yield
+
+
+@pytest.fixture(autouse=True)
+def _restore_stop_signals(_stop_signals_not_ignored):
+    """A runner executed in-process ignores SIGINT, SIGTERM and SIGHUP once it writes its summary; without this,
+    later tests' child processes would inherit the ignored signals and outlive a cancel (as the app's quit test once
+    showed), and a CLI started with SIGHUP ignored takes itself for `nohup` and runs on after a hang-up."""
+    import signal
+
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     yield
     for sig, handler in saved.items():
         signal.signal(sig, handler)

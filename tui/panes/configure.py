@@ -233,7 +233,7 @@ class ConfigurePane(Pane):
                 yield Label("A/B: the form is A; B changes", id="ab-label")
                 yield Input(placeholder="--optimizer-impl fused", id="ab-options", compact=True)
                 yield Button("Run A/B interleaved (ctrl+t)", id="ab", compact=True)
-                yield Label("Advise: which change makes it faster", id="advise-label")
+                yield Label("Advise: what makes it faster", id="advise-label")
                 yield Input(placeholder="budget in minutes (20)", id="advise-budget", compact=True)
                 yield Button("Advise (ctrl+y)", id="advise", compact=True)
                 yield InspectPanel(self.runs_root, id="inspect-panel").set_class(not self.live_inspect, "-off")

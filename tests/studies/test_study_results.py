@@ -122,7 +122,9 @@ def test_passes_and_warmup_grids_over_models_contexts_and_modes(tmp_path):
     table = json.loads(done.stdout)["forward vs forward+backward (same steps)"]
     assert [(row["model"], row["ctx"]) for row in table] == [("tiny", 16), ("tiny", 24)]
     for row in table:
-        assert row["ratio fwd+bwd / fwd"] == round(row["fwd+bwd median ms"] / row["fwd median ms"], 2) > 1
+        # the ratio comes from the unrounded medians, the columns show them rounded: one in the last place may differ
+        from_columns = row["fwd+bwd median ms"] / row["fwd median ms"]
+        assert row["ratio fwd+bwd / fwd"] == pytest.approx(from_columns, abs=0.011) and row["ratio fwd+bwd / fwd"] > 1
     tiny = PRESETS["tiny"]
     assert (table[0]["d_model"], table[0]["d_ff"], table[0]["layers"], table[0]["heads"]) == (
         tiny.d_model, tiny.d_ff, tiny.layers, tiny.heads)

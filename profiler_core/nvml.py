@@ -146,3 +146,11 @@ def gpu_memory_total(index: int = 0) -> int | None:
 
 def driver_version() -> str | None:
     return _with_nvml(lambda nvml: nvml.nvmlSystemGetDriverVersion())
+
+
+def gpu_name() -> str | None:
+    """The name of the GPU a CUDA process here uses first: the first id of CUDA_VISIBLE_DEVICES where it is a
+    number, else NVML's GPU 0; None without NVML."""
+    first = (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0].strip()
+    index = int(first) if first.isdigit() else 0
+    return _with_nvml(lambda nvml: str(nvml.nvmlDeviceGetName(nvml.nvmlDeviceGetHandleByIndex(index))))

@@ -24,7 +24,9 @@ from __future__ import annotations
 import errno
 import json
 import os
+import shlex
 import shutil
+import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -77,6 +79,12 @@ def slug(cfg: RunConfig) -> str:
     if cfg.repeats > 1:
         parts.append(f"x{cfg.repeats}")
     return "-".join(parts).replace("/", "_")
+
+
+def typed_command() -> str:
+    """This process's command as a user would type it again (`sysprof study attention --ctxs …`), for the plan
+    of a study or sweep: what a report prints to reproduce it."""
+    return shlex.join(["sysprof", *sys.argv[1:]])
 
 
 def new_timestamped_dir(root: Path, name: str) -> Path:

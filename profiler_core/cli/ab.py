@@ -21,6 +21,7 @@ from sysprof.profiler_core.config import RunConfig, validate
 from sysprof.profiler_core.errors import ConfigError, UsageError
 from sysprof.profiler_core.options import OneLineParser, add_config_options, config_from_args
 from sysprof.profiler_core.records import RunSummary
+from sysprof.profiler_core.render.whole_tables import add_format_option
 from sysprof.profiler_core.session.backends import choose_backend
 from sysprof.profiler_core.session.rank_checks import gpus_problem
 from sysprof.profiler_core.studies import sweep
@@ -41,6 +42,7 @@ def add_ab_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nsys", help="the nsys binary, where a side profiles (default: $SYSPROF_NSYS, then PATH)")
     parser.add_argument("--events", action="store_true", help="JSON lines of progress on stdout")
     parser.add_argument("--json", action="store_true", help="the comparison as JSON")
+    add_format_option(parser)
 
 
 def side_config(shared: argparse.Namespace, options: str, side: str) -> RunConfig:

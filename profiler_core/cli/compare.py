@@ -6,8 +6,6 @@ import argparse
 import json
 from pathlib import Path
 
-from rich.console import Console
-
 from sysprof.profiler_core import events
 from sysprof.profiler_core.compare import (
     ALPHA,
@@ -22,6 +20,7 @@ from sysprof.profiler_core.config import model_column
 from sysprof.profiler_core.errors import UsageError
 from sysprof.profiler_core.records import RunSummary
 from sysprof.profiler_core.render.compare_report import print_compare
+from sysprof.profiler_core.render.whole_tables import add_format_option, output_console
 from sysprof.profiler_core.run_document import Run
 
 
@@ -49,6 +48,7 @@ def add_compare_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true", help="compare runs of different steps (model, shape, mode, "
                         "device, …); changes such as dtype, compile, attention or optimizer implementation need none")
     parser.add_argument("--json", action="store_true")
+    add_format_option(parser)
 
 
 def _finished(path: Path, summary: RunSummary | None) -> RunSummary:
@@ -99,4 +99,5 @@ def print_comparison(args, side_a: tuple[Path, RunSummary], side_b: tuple[Path, 
         notes.append(f"note: the runs measure different steps ({_differences_text(differences)}); compared as "
                      "asked (--force)")
     notes += ordering_notes(found)
-    print_compare(Console(), rows, f"B = {path_b.name} ({model_b}) against A = {path_a.name} ({model_a})", notes)
+    title = f"B = {path_b.name} ({model_b}) against A = {path_a.name} ({model_a})"
+    print_compare(output_console(args), rows, title, notes)

@@ -14,6 +14,7 @@ from sysprof.profiler_core import events, rundir
 from sysprof.profiler_core.cli.event_lines import event_printer
 from sysprof.profiler_core.errors import UsageError
 from sysprof.profiler_core.liveness import RUN, LiveProcess, in_progress, live_process
+from sysprof.profiler_core.render.whole_tables import add_format_option, output_console
 from sysprof.profiler_core.session.control import POLL_S, Attached, drain
 from sysprof.profiler_core.session.live import EventFollower, settle_died
 
@@ -23,6 +24,7 @@ def add_live_parsers(commands) -> None:
                                         "whose process died, written down as such)")
     ps.add_argument("--runs-dir", help="root of run directories (default $SYSPROF_RUNS or ./runs)")
     ps.add_argument("--json", action="store_true")
+    add_format_option(ps)
     attach = commands.add_parser("attach", help="follow a run or study in progress from its directory "
                                                 "(Ctrl-C stops following; the run goes on)")
     attach.add_argument("directory", type=Path)
@@ -57,7 +59,7 @@ def command_ps(args) -> int:
     if args.json:
         print(json.dumps({"running": rows, "died": [line for line, _ in ended]}))
         return 0
-    console = Console()
+    console = output_console(args)
     for line, state in ended:
         console.print(f"[yellow]{state}:[/] {escape(line)}", soft_wrap=True)
     if not rows:
@@ -129,5 +131,5 @@ def report_end(live: LiveProcess, console: Console) -> int:
     summary = rundir.read_summary(live.directory)
     if summary is None:
         raise UsageError(f"{live.directory} ended without a summary")
-    print_run(Console(), summary)
+    print_run(output_console(), summary)
     return 0 if summary["status"] == events.OK else 1

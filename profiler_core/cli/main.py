@@ -17,6 +17,7 @@ from sysprof.profiler_core.cli.compare import add_compare_options, command_compa
 from sysprof.profiler_core.cli.event_lines import RunEventPrinter
 from sysprof.profiler_core.cli.export import add_export_options, command_export
 from sysprof.profiler_core.cli.live import add_live_parsers, command_attach, command_ps
+from sysprof.profiler_core.cli.report import add_report_options, command_report
 from sysprof.profiler_core.cli.studies import add_advise_parser, add_study_parsers, command_study
 from sysprof.profiler_core.cli.sweep import add_sweep_options, command_sweep
 from sysprof.profiler_core.config import DTYPES, RunConfig, validate
@@ -30,6 +31,7 @@ from sysprof.profiler_core.render import run_report as report
 from sysprof.profiler_core.render.analysis_report import print_analysis
 from sysprof.profiler_core.render.inspect_report import print_inspect
 from sysprof.profiler_core.render.rows import print_rows
+from sysprof.profiler_core.render.whole_tables import add_format_option, output_console
 from sysprof.profiler_core.session.backends import choose_backend
 from sysprof.profiler_core.session.inspecting import inspect_model
 from sysprof.profiler_core.session.live import recorded
@@ -58,6 +60,7 @@ def build_parser() -> OneLineParser:
     add_config_options(run)
     run.add_argument("--runs-dir", help="root of run directories (default $SYSPROF_RUNS or ./runs)")
     run.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
+    add_format_option(run)
     run.add_argument("--nsys", help="path to nsys (else $SYSPROF_NSYS, PATH, the usual install dirs)")
     run.add_argument("--force", action="store_true",
                      help="run even when the predicted memory is more than the device has")
@@ -67,6 +70,7 @@ def build_parser() -> OneLineParser:
                                                   "stats dir, torch trace or memory snapshot")
     analyze.add_argument("path", type=Path)
     analyze.add_argument("--json", action="store_true")
+    add_format_option(analyze)
     analyze.add_argument("--nsys", help="nsys to export a .nsys-rep with")
     analyze.add_argument("--prefix", help="which set of nsys stats CSVs in a directory holding several "
                                           "(PREFIX of PREFIX_cuda_gpu_kern_sum.csv)")
@@ -80,6 +84,9 @@ def build_parser() -> OneLineParser:
     add_advise_parser(commands)
     add_export_options(commands.add_parser("export", help="any table of a run or study directory as CSV, "
                                                           "Markdown, JSON or LaTeX"))
+    add_report_options(commands.add_parser("report", help="one Markdown or HTML document (or LaTeX tables) from run "
+                                                          "and study directories: what ran, the numbers with their "
+                                                          "spread, every table, figures"))
     add_compare_options(commands.add_parser("compare", help="phase by phase and tokens/s, B against A: the ratio "
                                                             "with its interval and a verdict that must beat "
                                                             "run-to-run noise"))
@@ -92,9 +99,11 @@ def build_parser() -> OneLineParser:
     inspect.add_argument("--runs-dir",
                          help="where a failing model's traceback is kept (default $SYSPROF_RUNS or ./runs)")
     inspect.add_argument("--json", action="store_true")
+    add_format_option(inspect)
     add_live_parsers(commands)
     models = commands.add_parser("models", help="list presets with exact parameter counts")
     models.add_argument("--json", action="store_true")
+    add_format_option(models)
     models.add_argument("--ctxs", help="also the residual stream per layer (B·T·d·bytes) of each preset at these "
                                        "context lengths, e.g. 128,256,512,1024")
     models.add_argument("--batch", type=int, default=RunConfig().batch, help="batch for --ctxs")
@@ -132,7 +141,7 @@ def command_run(args) -> int:
     if args.json:
         print(json.dumps(summary, default=str))
     else:
-        report.print_run(Console(), summary, args.full_names)
+        report.print_run(output_console(args), summary, args.full_names)
     return 0 if summary["status"] == events.OK else 1
 
 
@@ -144,7 +153,7 @@ def command_analyze(args) -> int:
     if args.json:
         print(json.dumps(analysis, default=str))
     else:
-        print_analysis(Console(), analysis, args.full_names)
+        print_analysis(output_console(args), analysis, args.full_names)
     return 0
 
 
@@ -156,7 +165,7 @@ def command_inspect(args) -> int:
     if args.json:
         print(json.dumps(inspected))
     else:
-        print_inspect(Console(), inspected)
+        print_inspect(output_console(args), inspected)
     return 0
 
 
@@ -169,16 +178,17 @@ def command_models(args) -> int:
         print(json.dumps(report.models_json() if residual is None else
                          {"presets": report.models_json(), "residual_stream_per_layer": residual}))
         return 0
-    Console().print(report.models_table())
+    output_console(args).print(report.models_table())
     if residual is not None:
-        print_rows(Console(), residual, f"residual stream per layer (batch {args.batch} × ctx × d_model × "
+        print_rows(output_console(args), residual, f"residual stream per layer (batch {args.batch} × ctx × d_model × "
                                         f"{args.dtype}), MiB")
     return 0
 
 
 COMMANDS = {"run": command_run, "inspect": command_inspect, "models": command_models, "analyze": command_analyze,
             "sweep": command_sweep, "study": command_study, "advise": command_study, "compare": command_compare,
-            "ab": command_ab, "export": command_export, "ps": command_ps, "attach": command_attach}
+            "ab": command_ab, "export": command_export, "report": command_report, "ps": command_ps,
+            "attach": command_attach}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,6 +10,7 @@ from rich.console import Console
 
 from sysprof.profiler_core.render import export
 from sysprof.profiler_core.render.rows import print_rows
+from sysprof.profiler_core.render.whole_tables import add_format_option, output_console
 from sysprof.profiler_core.studies.kinds import KINDS
 from sysprof.profiler_core.studies.results import all_cells_done, study_tables
 from sysprof.profiler_core.studies.tables import compact
@@ -39,6 +40,7 @@ def _common(parser) -> None:
     parser.add_argument("--runs-dir", help="root for the study's directory (default $SYSPROF_RUNS or ./runs)")
     parser.add_argument("--output", help="also write the main table to PATH (.csv, .md, .json, .tex)")
     parser.add_argument("--json", action="store_true")
+    add_format_option(parser)
     parser.add_argument("--full-names", action="store_true",
                         help="kernel names whole (template arguments, parameter lists); tables show the base name")
     parser.add_argument("--events", action="store_true", help="progress as JSON lines on stdout (for the app)")
@@ -58,7 +60,7 @@ def emit_tables(args, study_dir: Path, started: float) -> int:
                          {"study_dir": str(study_dir), "elapsed_s": time.perf_counter() - started}, default=str))
     elif not args.events:
         for name, table in tables.items():
-            print_rows(Console(), compact(table), name, args.full_names)
+            print_rows(output_console(args), compact(table), name, args.full_names)
         err.print(f"[dim]{study_dir} ({time.perf_counter() - started:.0f} s)[/]")
     return 0 if all_cells_done(tables) else 1
 

@@ -19,6 +19,7 @@ from sysprof.profiler_core.memory.fit import cells_fit_problem
 from sysprof.profiler_core.options import OPTION_HELP, add_model_args_file_option, flag, model_args
 from sysprof.profiler_core.render import export
 from sysprof.profiler_core.render.rows import print_rows
+from sysprof.profiler_core.render.whole_tables import add_format_option, output_console
 from sysprof.profiler_core.session.backends import choose_backend
 from sysprof.profiler_core.session.rank_checks import gpus_problem
 from sysprof.profiler_core.studies import sweep
@@ -67,6 +68,7 @@ def add_sweep_options(parser) -> None:
     parser.add_argument("--full-names", action="store_true",
                         help="kernel names whole (template arguments, parameter lists); tables show the base name")
     parser.add_argument("--json", action="store_true")
+    add_format_option(parser)
     parser.add_argument("--events", action="store_true", help="progress as JSON lines on stdout (for the app)")
     parser.add_argument("--nsys", help="path to nsys for cells with --profiler nsys")
     parser.add_argument("--gpus", help="run single-GPU cells side by side, one per GPU: ids as CUDA_VISIBLE_DEVICES "
@@ -178,13 +180,14 @@ def report_sweep(args, sweep_dir: Path, elapsed_s: float) -> int:
     if args.json:
         print(json.dumps(document | {"elapsed_s": elapsed_s}, default=str))
     elif not args.events:
-        print_rows(Console(), compact(table) if not args.pivot else table, f"sweep {sweep_dir} ({elapsed_s:.0f} s)")
+        console = output_console(args)
+        print_rows(console, compact(table) if not args.pivot else table, f"sweep {sweep_dir} ({elapsed_s:.0f} s)")
         note = averaging_note(rows, *pivot_fields(args.pivot)) if args.pivot else None
         if note:
             print(note)
         cross_cell = profiled_sweep_tables(rows, study.runs) | memory_sweep_tables(rows, study.runs)
         for title, table in cross_cell.items():
-            print_rows(Console(), table, title, args.full_names)  # passes in the cells: the cross-cell tables
+            print_rows(console, table, title, args.full_names)  # passes in the cells: the cross-cell tables
     return 0 if all(c["status"] in events.DONE_STATUSES for c in document["cells"]) else 1
 
 

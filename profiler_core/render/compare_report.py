@@ -1,5 +1,6 @@
 """`sysprof compare` as text: one line per phase (and tokens/s) with B/A, its 95% interval, processes per side, the
-verdict and its reason. Plain columns, never wrapped, so a row stays one line however narrow the terminal."""
+verdict and its reason. Plain columns, never wrapped, so a row stays one line in a log; in a terminal narrower than
+the lines, each reason goes on a line of its own below its row."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -8,6 +9,7 @@ from typing import Any
 from sysprof.profiler_core.units import NA, format_ms
 
 COLUMNS = ("phase", "A", "B", "B/A [95% CI]", "n A/B", "verdict", "reason")
+REASON_INDENT = "    "
 
 
 def value_text(value: float | None, unit: str) -> str:
@@ -33,18 +35,45 @@ def row_cells(row: Mapping[str, Any]) -> list[str]:
             row.get("reason") or ""]
 
 
-def compare_lines(rows: list[dict], title: str, notes: Sequence[str] = ()) -> list[str]:
-    """The title, any notes, a header and one left-aligned, space-padded line per row."""
-    table = [list(COLUMNS), *(row_cells(row) for row in rows)]
-    widths = [max(len(cells[i]) for cells in table) for i in range(len(COLUMNS) - 1)]
+def compare_lines(rows: list[dict], title: str, notes: Sequence[str] = (), reasons_below: bool = False) -> list[str]:
+    """The title, any notes, a header and one left-aligned, space-padded line per row; reasons_below: each row's
+    reason on an indented line of its own (a narrow terminal), not in a last column."""
+    columns = COLUMNS[:-1] if reasons_below else COLUMNS
+    table = [list(columns), *(row_cells(row)[:len(columns)] for row in rows)]
+    reasons = ["", *(row.get("reason") or "" for row in rows)]
+    widths = [max(len(cells[i]) for cells in table) for i in range(len(columns) - 1)]
     lines = [title, *notes]
-    for cells in table:
+    for cells, reason in zip(table, reasons):
         padded = [cell.rjust(width) if 0 < i < 4 else cell.ljust(width) for i, (cell, width) in
                   enumerate(zip(cells, widths))]
         lines.append("  ".join([*padded, cells[-1]]).rstrip())
+        if reasons_below and reason:
+            lines.append(REASON_INDENT + reason)
     return lines
 
 
 def print_compare(console, rows: list[dict], title: str, notes: Sequence[str] = ()) -> None:
-    for line in compare_lines(rows, title, notes):
-        console.print(line, markup=False, highlight=False, soft_wrap=True)
+    """Plain lines, never wrapped, in a pipe or file and wherever they fit; in a narrower terminal each reason goes
+    on its own line below its row (wrapped at spaces); a table to parse with --format."""
+    lines = compare_lines(rows, title, notes)
+    if getattr(console, "table_format", None):
+        from rich.table import Table
+
+        table = Table(*COLUMNS, title=title, title_justify="left")
+        for row in rows:
+            table.add_row(*row_cells(row))
+        console.print(table)
+        for note in notes:
+            console.print(note, markup=False, highlight=False, soft_wrap=True)
+        return
+    if not (console.is_terminal and max(map(len, lines)) > console.width):
+        for line in lines:
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
+        return
+    from rich.padding import Padding
+    from rich.text import Text
+
+    for line in compare_lines(rows, title, notes, reasons_below=True):
+        reason = line.startswith(REASON_INDENT)  # wrapped lines keep the indent
+        console.print(Padding(Text(line.strip()), (0, 0, 0, len(REASON_INDENT))) if reason else Text(line),
+                      highlight=False)

@@ -9,6 +9,7 @@ from rich.text import Text
 
 from sysprof.profiler_core.kernels.names import short_kernel_name
 from sysprof.profiler_core.render.table_model import TableModel
+from sysprof.profiler_core.render.whole_tables import RecordsTable
 from sysprof.profiler_core.units import significant
 
 KERNEL_COLUMN, NAME_WIDTH = "kernel", 40  # the cross-run kernel tables' name column, and its width on a line
@@ -31,7 +32,8 @@ def print_rows(console, table, title: str, full_names: bool = False) -> None:
 
     columns, records = table_records(table)
     columns = [c for c in columns if any(r.get(c) is not None for r in records)] if records else columns
-    view = Table(title=title, title_justify="left")
+    view = RecordsTable(title=title, title_justify="left",
+                        records=[[record.get(column) for column in columns] for record in records])
     for column in columns:
         numeric = any(isinstance(r.get(column), (int, float)) and not isinstance(r.get(column), bool) for r in records)
         names = column == KERNEL_COLUMN and not full_names
@@ -51,8 +53,10 @@ def paint_model(model: TableModel, compact: bool = False) -> Table:
     own title). Every column keeps the width of its widest cell, so no number is cut in 80 columns, but a last
     column of free text (kernel classes, a note), which wraps in the CLI and is cut with … in a pane. Cells are Text: a
     kernel or module name is never taken for markup."""
-    view = (Table(box=None, padding=(0, 1), show_edge=False, header_style="bold") if compact
-            else Table(title=Text(model.title), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False))
+    raw = [[row.get(column.key) for column in model.columns] for row in model.rows]
+    view = (RecordsTable(box=None, padding=(0, 1), show_edge=False, header_style="bold", records=raw) if compact
+            else RecordsTable(title=Text(model.title), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+                              records=raw))
     cells = [model.cells(row) for row in model.rows]
     for index, column in enumerate(model.columns):
         last = index == len(model.columns) - 1

@@ -141,7 +141,8 @@ def profile_line(summary: RunSummary) -> str | None:
     if not profile:
         return None
     inflation = profile.get("inflation")
-    text = (f"profiled with {profile['backend']} {profile.get('version') or ''}: median step "
+    backend = f"{profile['backend']} {profile.get('version') or ''}".strip()
+    text = (f"profiled with {backend}: median step "
             f"{optional(profile.get('profiled_median_ms'), '.2f')} ms vs clean "
             f"{optional(profile.get('clean_median_ms'), '.2f')} ms"
             f" (×{optional(inflation, '.2f')} — profiled times are not the step times)")
@@ -189,13 +190,13 @@ def print_ranks(console, summary: RunSummary) -> None:
                       "on its node")
 
 
-def print_run(console, summary: RunSummary, full_names: bool = False) -> None:
-    """The human report of `sysprof run`: phase stats, throughput, warnings, then what the extra passes produced.
+def print_headline(console, summary: RunSummary, run_dir: Path) -> None:
+    """A run's numbers with their spread, its ranks, throughput, state, profile and warnings: what `sysprof run`
+    prints before the analyses, and what a report quotes.
 
     Warnings: those the run stored (with the host and GPU readings taken while it ran), else those its summary and
     steps alone show."""
-    from sysprof.profiler_core.render.analysis_report import print_kernel_analysis, print_memory_analysis
-    from sysprof.profiler_core.rundir import read_json, read_steps
+    from sysprof.profiler_core.rundir import read_steps
     from sysprof.profiler_core.stability import warnings_for_summary
 
     console.print(between_table(summary) if summary.get("repeats") else phase_table(summary))
@@ -207,9 +208,17 @@ def print_run(console, summary: RunSummary, full_names: bool = False) -> None:
         console.print(profile_line(summary))
     if profiled_time_line(summary):
         console.print(profiled_time_line(summary))
-    run_dir = Path(summary["run_dir"])
     stored = summary.get("warnings")
     print_warnings(console, warnings_for_summary(summary, read_steps(run_dir)) if stored is None else stored)
+
+
+def print_run(console, summary: RunSummary, full_names: bool = False) -> None:
+    """The human report of `sysprof run`: the headline (print_headline), then what the extra passes produced."""
+    from sysprof.profiler_core.render.analysis_report import print_kernel_analysis, print_memory_analysis
+    from sysprof.profiler_core.rundir import read_json
+
+    run_dir = Path(summary["run_dir"])
+    print_headline(console, summary, run_dir)
     kernels = partial(print_kernel_analysis, full_names=full_names)
     for path, printer in (((summary.get("profile") or {}).get("kernels"), kernels),
                           ((summary.get("memory") or {}).get("analysis"), print_memory_analysis)):

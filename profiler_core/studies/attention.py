@@ -13,6 +13,7 @@ from sysprof.profiler_core import events, rundir
 from sysprof.profiler_core.code_specs import COMPILED_PREFIX, target_problem
 from sysprof.profiler_core.config import DTYPE_BYTES, ConfigError
 from sysprof.profiler_core.kernels.attention_flops import attention_flops, ratio
+from sysprof.profiler_core.nvml import driver_version, gpu_name
 from sysprof.profiler_core.units import format_bytes
 
 DTYPES = ("fp32", "bf16")  # bf16: autocast over fp32 inputs, as users run it (studies before it cast Q, K, V)
@@ -114,7 +115,8 @@ def write_plan(study_dir: Path, groups: list[list[dict]], batch: int, iters: int
     cells = [c for g in groups for c in g]
     rundir.write_json(study_dir / rundir.ATTENTION_PLAN, {
         "study": "attention", "batch": batch, "iters": iters, "device": device, "precision": "autocast",
-        "dtypes": list(dict.fromkeys(c["dtype"] for c in cells)), "cells": cells, "created": time.time()})
+        "dtypes": list(dict.fromkeys(c["dtype"] for c in cells)), "cells": cells, "created": time.time(),
+        "command": rundir.typed_command(), "machine": {"gpu": gpu_name(), "driver_version": driver_version()}})
 
 
 def run_study(study_dir: Path, groups: list[list[dict]], batch: int, iters: int, device: str,

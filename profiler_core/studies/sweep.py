@@ -42,7 +42,8 @@ def create(root: Path, name: str, configs: list[RunConfig], varied: list[str], s
     """A new sweep directory; `study` names the tables its results make (see studies.results)."""
     sweep_dir = rundir.new_timestamped_dir(root, f"sweep-{name}")
     (sweep_dir / rundir.SWEEP_CELLS_DIR).mkdir()
-    plan = {"study": study, "varied": varied, "cells": [cfg.to_dict() for cfg in configs], "created": time.time()}
+    plan = {"study": study, "varied": varied, "cells": [cfg.to_dict() for cfg in configs], "created": time.time(),
+            "command": rundir.typed_command()}
     rundir.write_json(sweep_dir / rundir.SWEEP_PLAN, plan)
     return sweep_dir
 

@@ -2,6 +2,7 @@
 fp32 train step on the H200 (tests/data/runs/small-h200-analyses)."""
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -65,14 +66,14 @@ def test_cross_run_kernel_columns_are_short_and_one_line_unless_asked():
 
 @pytest.mark.parametrize("width", ["80", "120"])
 def test_sysprof_analyze_fits_its_kernel_names_and_full_names_gives_them_whole(width, cli_env):
-    env = dict(cli_env, COLUMNS=width)
+    env = dict(cli_env, COLUMNS=width, TTY_COMPATIBLE="1", NO_COLOR="1")  # a terminal that wide (piped: no limit)
     run = [sys.executable, "-m", "sysprof.profiler_core", "analyze", str(RUN)]
     short = subprocess.run(run, env=env, capture_output=True, text=True, timeout=120)
     assert short.returncode == 0, short.stderr
-    lines = short.stdout.splitlines()
+    lines = re.sub(r"\x1b\[[0-9;]*m", "", short.stdout).splitlines()  # a terminal gets bold and italics
     top = lines.index(next(line for line in lines if line.startswith("Top 15 kernels")))
     assert sum(line.startswith("│") for line in lines[top:top + 20]) == 15
     assert all(len(line) <= int(width) for line in lines)
-    whole = subprocess.run([*run, "--full-names"], env=dict(env, COLUMNS="4000"), capture_output=True, text=True,
+    whole = subprocess.run([*run, "--full-names"], env=dict(env, TTY_COMPATIBLE="0"), capture_output=True, text=True,
                            timeout=120)
     assert all(kernel["name"] in whole.stdout for kernel in ANALYSIS["kernels"][:15])

@@ -1,6 +1,6 @@
 """Regenerate the saved run directories the TUI tests open (real data only; see README.md here).
 
-    .venv/bin/python tests/data/runs/build.py [--fixtures ../shared/fixtures] [--kernels-only]
+    .venv/bin/python tests/data/runs/build.py [--fixtures ../shared/fixtures] [--kernels-only | --only NAME]
 
 1. Real CPU runs through `python -m sysprof.profiler_core run` (the real runner): two tiny runs that differ in
    context length, and one run of CS336 "small" (ctx 256, batch 4, fp32, train) on CPU.
@@ -32,6 +32,7 @@ TINY = ["--model", "tiny", "--device", "cpu", "--batch", "2", "--warmup", "2", "
 RUNS = {  # saved name -> sysprof run options
     "tiny-ctx32": TINY + ["--ctx", "32"],
     "tiny-ctx64": TINY + ["--ctx", "64"],
+    "tiny-2ranks": TINY + ["--ctx", "32", "--nproc", "2"],  # two gloo ranks: the per-rank table
     "small-h200-analyses": ["--model", "small", "--device", "cpu", "--ctx", "256", "--batch", "4",
                             "--warmup", "1", "--steps", "3"],
 }
@@ -45,13 +46,17 @@ def real_run(options: list[str], runs_dir: Path) -> Path:
 
 
 def save(run_dir: Path, name: str) -> Path:
-    """Copy to tests/data/runs/NAME and point run_dir fields at the new place (relative to the repo)."""
-    target = HERE / name
+    """Copy to tests/data/runs/NAME (a multi-rank run: tests/data/rank_runs/NAME, so the screens that list
+    tests/data/runs stay as they are) and point run_dir fields at the new place (relative to the repo)."""
+    target = (HERE.parent / "rank_runs" if "--nproc" in RUNS[name] else HERE) / name
     shutil.rmtree(target, ignore_errors=True)
     shutil.copytree(run_dir, target)
     summary = rundir.read_json(target / rundir.SUMMARY)
     summary["run_dir"] = str(target.relative_to(ROOT))
     rundir.write_json(target / rundir.SUMMARY, summary)
+    for path in (p for p in target.rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl", ".log")):
+        text = path.read_text()  # no path of the machine that built it: the scratch run dir, the checkout
+        path.write_text(text.replace(str(run_dir), str(target.relative_to(ROOT))).replace(f"{ROOT}/", ""))
     return target
 
 
@@ -98,12 +103,17 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--fixtures", type=Path, default=ROOT.parent / "shared" / "fixtures")
     parser.add_argument("--kernels-only", action="store_true", help="redo small-h200-analyses/kernels only")
+    parser.add_argument("--only", choices=[name for name in RUNS if name != "small-h200-analyses"],
+                        help="redo this one CPU run alone (the others, and the tests that read them, stay)")
     args = parser.parse_args()
     fixture = args.fixtures / "h200_small_fp32"
     with tempfile.TemporaryDirectory() as scratch:
         scratch = Path(scratch)
         if args.kernels_only:
             add_kernels(HERE / "small-h200-analyses", decompress(fixture / "report.sqlite.xz", scratch))
+            return
+        if args.only:
+            print(save(real_run(RUNS[args.only], scratch / "runs"), args.only))
             return
         saved = {name: save(real_run(options, scratch / "runs"), name) for name, options in RUNS.items()}
         target = saved["small-h200-analyses"]

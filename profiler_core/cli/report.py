@@ -1,0 +1,296 @@
+"""`sysprof report PATH… [-o report.md | report.html] [--tables-only report.tex]`: one document from run and
+study directories — what ran and how to run it again, the headline numbers with their spread and warnings as the
+CLI prints them, every table the directory holds, and figures drawn from those same tables. Nothing is retyped:
+each number is read from the directories, and runs are compared only as `sysprof compare` compares them."""
+from __future__ import annotations
+
+import datetime
+import io
+import sys
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from sysprof.profiler_core import events, rundir
+from sysprof.profiler_core.cli.export import directory_tables
+from sysprof.profiler_core.compare import (
+    MIN_EFFECT,
+    compare_summaries,
+    config_differences,
+    ordering,
+    ordering_notes,
+    other_step_fields,
+)
+from sysprof.profiler_core.errors import ExportError, UsageError
+from sysprof.profiler_core.render import report_figures as figures
+from sysprof.profiler_core.render import report_writers as blocks
+from sysprof.profiler_core.render.compare_report import COLUMNS, row_cells
+from sysprof.profiler_core.render.export import check_writable
+from sysprof.profiler_core.render.report_writers import Block
+from sysprof.profiler_core.run_document import MEMORY, Run
+from sysprof.profiler_core.study_plans import study_kind
+
+SUFFIXES = (".md", ".html")
+SKIPPED_TABLES = {"steps": "one row per step: `sysprof export {path} --table steps`"}
+MACHINE_FIELDS = (("device_name", "device name"), ("driver_version", "driver"), ("cuda_version", "CUDA"),
+                  ("torch_version", "torch"), ("python_version", "Python"), ("hostname", "host"))
+KERNEL_TABLES, KERNELS_PER_PHASE = ("kernels", "attention kernels"), 10  # long: each phase's largest, base names
+
+
+def add_report_options(parser) -> None:
+    parser.add_argument("paths", nargs="+", type=Path, help="run directories and sweep or study directories")
+    parser.add_argument("-o", "--output", type=Path, default=Path("report.md"),
+                        help="report.md (Markdown; figures as PNG and SVG in report_figures/ beside it) or "
+                             "report.html (one self-contained file); default report.md")
+    parser.add_argument("--tables-only", type=Path, metavar="FILE.tex",
+                        help="write every table as LaTeX to FILE.tex instead (no figures)")
+
+
+def command_report(args) -> int:
+    target = args.tables_only or args.output
+    _check_target(target, (".tex",) if args.tables_only else SUFFIXES)
+    kinds = [_kind(path) for path in args.paths]
+    figures_dir = None if args.tables_only else target.with_name(f"{target.stem}_figures")
+    built, drawn = build(args.paths, kinds, figures_dir)
+    if args.tables_only:
+        text = blocks.latex_tables(built)
+    elif target.suffix == ".html":
+        text = blocks.html_document(built, _title(args.paths))
+    else:
+        text = blocks.markdown(built, target)
+    try:
+        target.write_text(text)
+    except OSError as exc:
+        raise ExportError(f"cannot write {target}: {exc.strerror or exc}") from None
+    tables = sum(block.kind == "table" for block in built)
+    where = f"; figures in {figures_dir}" if drawn and target.suffix == ".md" else ""
+    sys.stderr.write(f"wrote {target} ({tables} tables, {drawn} figures{where})\n")
+    return 0
+
+
+def _check_target(target: Path, suffixes: tuple[str, ...]) -> None:
+    if target.suffix.lower() not in suffixes:
+        raise UsageError(f"{target}: end the name in {' or '.join(suffixes)} to pick the format")
+    check_writable(target.with_suffix(".md"))  # the folder, made and written to now, before any work
+
+
+def _kind(path: Path) -> str:
+    if not path.is_dir():
+        raise UsageError(f"{path}: no such directory")
+    if study_kind(path) is not None:
+        return "study"
+    if (path / rundir.MANIFEST).is_file():
+        return "run"
+    raise UsageError(f"{path} is neither a run directory (no {rundir.MANIFEST}) nor a sweep or study directory")
+
+
+def _title(paths: list[Path]) -> str:
+    return "sysprof report: " + ", ".join(path.name for path in paths)
+
+
+def build(paths: list[Path], kinds: list[str], figures_dir: Path | None) -> tuple[list[Block], int]:
+    """The report's blocks, and how many figures were drawn into figures_dir (None: none are)."""
+    draw = Drawer(figures_dir)
+    made = [blocks.heading(_title(paths), 1), blocks.text(
+        f"Made by `sysprof report` on {datetime.date.today().isoformat()} from the directories below; every number "
+        "is read from them (their tables, as `sysprof export` writes them).")]
+    runs = []
+    for path, kind in zip(paths, kinds):
+        if kind == "run":
+            run = Run.load(path)
+            runs.append(run)
+            made += run_blocks(run, draw)
+        else:
+            made += study_blocks(path, draw)
+    if len(runs) > 1:
+        made += comparison_blocks(runs, draw)
+    if draw.missing:
+        made.insert(2, blocks.text(figures.MISSING_MATPLOTLIB))
+        sys.stderr.write(figures.MISSING_MATPLOTLIB + "\n")
+    return made, draw.count
+
+
+class Drawer:
+    """Draws a figure into the report's figures folder, once matplotlib is known to be there."""
+
+    def __init__(self, directory: Path | None):
+        self.directory, self.count, self.missing = directory, 0, False
+
+    def __call__(self, title: str, stem: str, make: Callable[[], Any]) -> list[Block]:
+        if self.directory is None or self.missing:
+            return []
+        try:
+            figure = make()
+        except ImportError:
+            self.missing = True
+            return []
+        if figure is None:
+            return []
+        self.count += 1
+        return [blocks.figure(title, figures.save(figure, self.directory, stem))]
+
+
+# --- a run ------------------------------------------------------------------------------------------------------
+
+def run_blocks(run: Run, draw: Drawer) -> list[Block]:
+    made = [blocks.heading(f"Run {run.path.name}"), blocks.table("what ran", what_ran(run))]
+    command = (run.manifest or {}).get("command")
+    made.append(blocks.text("To run it again (the options as typed; the table above pins every default):"))
+    made.append(blocks.code(command or "(not recorded)"))
+    if run.summary:
+        made += [blocks.text("As `sysprof run` printed it:"), blocks.code(headline_text(run))]
+    for name, records in directory_tables(run.path).items():
+        if name in SKIPPED_TABLES:
+            made.append(blocks.text(f"Not shown: {name}, {SKIPPED_TABLES[name].format(path=run.path)}."))
+        elif name in KERNEL_TABLES and records:
+            made += kernel_table_blocks(name, records, run.path)
+        elif records:
+            made.append(blocks.table(name, records))
+    return made + run_figures(run, draw)
+
+
+def kernel_table_blocks(name: str, records: list[dict], path: Path) -> list[Block]:
+    """The largest kernels of each phase (or attention sub-range), their names shortened to the base name as the
+    CLI shows them; the whole table is one export away."""
+    from sysprof.profiler_core.kernels.names import short_kernel_name
+
+    group = "phase" if "phase" in records[0] else "sub-range"
+    kept: list[dict] = []
+    seen: dict[Any, int] = {}
+    for record in records:  # the rows come largest first within each group
+        seen[record.get(group)] = seen.get(record.get(group), 0) + 1
+        if seen[record.get(group)] <= KERNELS_PER_PHASE:
+            kept.append(record | {"name": short_kernel_name(str(record.get("name", "")))})
+    shown = f"the {KERNELS_PER_PHASE} largest per {group}, base names" if len(kept) < len(records) else "base names"
+    return [blocks.table(f"{name} ({shown})", kept),
+            blocks.text(f"All {len(records)} rows with whole names: `sysprof export {path} --table '{name}'`.")]
+
+
+def what_ran(run: Run) -> list[dict]:
+    summary: dict[str, Any] = dict(run.summary or {})
+    manifest = run.manifest or {}
+    config = summary.get("config") or manifest.get("config") or {}
+    env = summary.get("env") or manifest.get("env") or {}
+    rows = [{"field": name, "value": value} for name, value in config.items() if value not in (None, [], {})]
+    if summary.get("params"):
+        rows.insert(1, {"field": "parameters", "value": f"{summary['params']:,}"})
+    rows += [{"field": label, "value": env[key]} for key, label in MACHINE_FIELDS if env.get(key)]
+    profile = summary.get("profile") or {}
+    if profile.get("backend"):
+        rows.append({"field": "profiled with",
+                     "value": f"{profile['backend']} {profile.get('version') or ''}".strip()})
+    return rows
+
+
+def headline_text(run: Run) -> str:
+    """The run's headline exactly as the CLI prints it into a log (tables at their natural width)."""
+    from sysprof.profiler_core.render.run_report import print_headline
+    from sysprof.profiler_core.render.whole_tables import WholeTablesConsole
+
+    out = io.StringIO()
+    assert run.summary is not None  # run_blocks quotes only a run that has one
+    print_headline(WholeTablesConsole(file=out, width=100, force_terminal=False, color_system=None),
+                   run.summary, run.path)
+    return "\n".join(line.rstrip() for line in out.getvalue().rstrip().splitlines())
+
+
+def run_figures(run: Run, draw: Drawer) -> list[Block]:
+    stem = run.path.name
+    made = draw(f"{stem}: step time by phase", f"{stem}-phases",
+                lambda: figures.phase_bars([(stem, run.phases)]))
+    kernels = directory_tables(run.path).get("kernels") or []
+    made += draw(f"{stem}: kernel classes per phase", f"{stem}-kernel-classes",
+                 lambda: figures.kernel_class_bars(kernels))
+    timeline = (run.analysis(MEMORY) or {}).get("timeline") or {}
+    if timeline.get("active_bytes") and draw.directory is not None and not draw.missing:
+        made += _memory_timeline(run, timeline, draw, draw.directory)
+    return made
+
+
+def _memory_timeline(run: Run, timeline: dict, draw: Drawer, directory: Path) -> list[Block]:
+    from sysprof.profiler_core.render.memory_plot import write_timeline_images
+
+    try:
+        paths = write_timeline_images(timeline, directory, f"{run.path.name}: active memory",
+                                      f"{run.path.name}-memory-timeline")
+    except ImportError:
+        draw.missing = True
+        return []
+    draw.count += 1
+    return [blocks.figure(f"{run.path.name}: active memory over the recorded steps", paths)]
+
+
+# --- a study ----------------------------------------------------------------------------------------------------
+
+def study_blocks(path: Path, draw: Drawer) -> list[Block]:
+    from sysprof.profiler_core.studies.document import Study
+    from sysprof.profiler_core.studies.results import study_tables
+
+    study = Study.load(path)
+    made = [blocks.heading(f"{study.kind} study {path.name}"), blocks.table("what ran", study_what_ran(study)),
+            blocks.text("To run it again:"),
+            blocks.code(study.plan.get("command") or "(not recorded: the study predates sysprof recording it)")]
+    tables = study_tables(path)
+    for name, records in tables.items():
+        if records:
+            made.append(blocks.table(name, records))
+    return made + study_figures(path.name, tables, draw)
+
+
+def study_what_ran(study) -> list[dict]:
+    plan = {key: value for key, value in study.plan.items() if key not in ("cells", "command", "created", "machine")}
+    rows = [{"field": key, "value": ", ".join(map(str, value)) if isinstance(value, list) else value}
+            for key, value in plan.items()]
+    rows.append({"field": "cells", "value": len(study.plan.get("cells") or [])})
+    if study.cells:  # a sweep: the settings every cell shares, and the machine its first cell ran on
+        first = study.cells[0].config.to_dict()
+        rows += [{"field": key, "value": value} for key, value in first.items()
+                 if key not in study.varied and value not in (None, [], {})]
+        env = (study.cells[0].summary or {}).get("env") or {}
+        rows += [{"field": label, "value": env[key]} for key, label in MACHINE_FIELDS if env.get(key)]
+    for key, value in (study.plan.get("machine") or {}).items():
+        if value:
+            rows.append({"field": key, "value": value})
+    return rows
+
+
+def study_figures(name: str, tables: dict[str, list[dict]], draw: Drawer) -> list[Block]:
+    made: list[Block] = []
+    for index, (title, records) in enumerate(tables.items()):
+        for label, make in figures.STUDY_FIGURES:
+            made += draw(f"{name}: {title}", f"{name}-{index}-{label}", partial(make, records))
+        made += draw(f"{name}: {title} (speed-ups)", f"{name}-{index}-speedups",
+                     partial(figures.speedup_bars, records, title))
+    return made
+
+
+# --- runs side by side ------------------------------------------------------------------------------------------
+
+def comparison_blocks(runs: list[Run], draw: Drawer) -> list[Block]:
+    """Each run against the first, as `sysprof compare` states it; runs of different steps are not compared."""
+    first = runs[0]
+    made = [blocks.heading("Comparison"), blocks.text(
+        f"Each run against A = {first.path.name}, as `sysprof compare` states it (minimum effect {MIN_EFFECT:.1%}, "
+        "raised to the between-process spread where larger).")]
+    for other in runs[1:]:
+        made += _pair_blocks(first, other)
+    phases = [(run.path.name, run.phases) for run in runs if run.summary]
+    return made + draw("step time by phase, all runs", "runs-phases", lambda: figures.phase_bars(phases))
+
+
+def _pair_blocks(run_a: Run, run_b: Run) -> list[Block]:
+    title = f"B = {run_b.path.name} against A = {run_a.path.name}"
+    summary_a, summary_b = run_a.summary, run_b.summary
+    if not summary_a or not summary_b or events.OK not in {summary_a.get("status")} & {summary_b.get("status")}:
+        return [blocks.text(f"{title}: not compared; only runs that finished can be.")]
+    differences = config_differences(summary_a.get("config") or {}, summary_b.get("config") or {})
+    other = other_step_fields(differences)
+    if other:
+        changed = ", ".join(f"{field} {differences[field][0]} ≠ {differences[field][1]}" for field in other)
+        return [blocks.text(f"{title}: not compared, the runs measure different steps ({changed}); "
+                            f"`sysprof compare {run_a.path} {run_b.path} --force` compares them anyway.")]
+    rows = compare_summaries(summary_a, summary_b, MIN_EFFECT)
+    records = [dict(zip(COLUMNS, row_cells(row))) for row in rows]
+    notes = ordering_notes(ordering(summary_a, summary_b))
+    return [blocks.table(title, records), *(blocks.text(note) for note in notes)]

@@ -71,6 +71,20 @@ def study_argv(words: list[str], runs_root: Path) -> list[str]:
     return [sys.executable, "-m", "sysprof.profiler_core", *words, "--runs-dir", str(runs_root), "--events"]
 
 
+def report_argv(paths: list[Path], target: Path) -> list[str]:
+    """`sysprof report PATH… -o TARGET` as the process the app starts (matplotlib and pandas stay out of the app)."""
+    import sys
+
+    return [sys.executable, "-m", "sysprof.profiler_core", "report", *map(str, paths), "-o", str(target)]
+
+
+def report_target(runs_root: Path) -> Path:
+    """Where the app writes a report: RUNS_ROOT/reports/DATE-TIME-report.md, its figures beside it."""
+    import time
+
+    return runs_root / "reports" / f"{time.strftime('%Y%m%d-%H%M%S')}-report.md"
+
+
 def study_templates(on_gpu: bool) -> dict[str, str]:
     """Each study kind's templates for the app's list (title → command), sized for a GPU node or a CPU."""
     from sysprof.profiler_core.studies.kinds import KINDS
@@ -97,7 +111,7 @@ __all__ = [
     "config_problems", "count_params", "decode_line", "end_reason", "events", "finish_event", "gpu_count",
     "human_count",
     "RUN_STATES", "run_state",
-    "INSPECT_TIMEOUT_S", "inspect_argv", "inspector_not_started", "read_inspect_output",
+    "INSPECT_TIMEOUT_S", "inspect_argv", "report_argv", "report_target", "inspector_not_started", "read_inspect_output",
     "list_studies", "mark_killed", "model_column", "model_label", "median_ms", "PhaseStats", "RunError", "RunSummary",
     "StepRecord", "phase_stats", "phases_of", "predict_run_memory", "rundir", "session_argv", "signal_group",
     "KERNELS", "MEMORY", "Run", "config_to_args", "config_from_command",

@@ -67,6 +67,11 @@ PANE_KEYS = (
     Key("g", "refresh", "Rescan", "Rescan the runs root", scope="Runs"),
     Key("a", "rerun_interleaved", "A/B", "Run the two marked runs' configs again, interleaved (sysprof ab), on "
         "Studies", scope="Runs"),
+    Key("f", "toggle_figure", "Figure", "Show the study's main figure in the table's place (the report's: attention "
+        "time against sequence length, warm-up, speed-ups …), and back", scope="Studies"),
+    Key("w", "write_report", "Report", "Write a report (sysprof report) of the marked runs and studies, else the "
+        "one under the cursor (Runs), or of the study shown (Studies): Markdown with its figures, under the runs "
+        "directory's reports/", scope="Runs, Studies"),
     Key("u", "use_answer", "Use answer", "Put the advisor's recommended config into Configure (an advise study)",
         scope="Studies"),
     Key("enter", "start_study", "Start", "Start the sweep or study in the command line (pick one from the list)",

@@ -27,6 +27,7 @@ from sysprof.profiler_core.render import report_figures as figures
 from sysprof.profiler_core.render import report_writers as blocks
 from sysprof.profiler_core.render.compare_report import COLUMNS, row_cells
 from sysprof.profiler_core.render.export import check_writable
+from sysprof.profiler_core.render.figure_data import table_figures
 from sysprof.profiler_core.render.report_writers import Block
 from sysprof.profiler_core.run_document import MEMORY, Run
 from sysprof.profiler_core.study_plans import study_kind
@@ -258,10 +259,9 @@ def study_what_ran(study) -> list[dict]:
 def study_figures(name: str, tables: dict[str, list[dict]], draw: Drawer) -> list[Block]:
     made: list[Block] = []
     for index, (title, records) in enumerate(tables.items()):
-        for label, make in figures.STUDY_FIGURES:
-            made += draw(f"{name}: {title}", f"{name}-{index}-{label}", partial(make, records))
-        made += draw(f"{name}: {title} (speed-ups)", f"{name}-{index}-speedups",
-                     partial(figures.speedup_bars, records, title))
+        for label, panels in table_figures(title, records):
+            caption = f"{name}: {title}" + (" (speed-ups)" if label == "speedups" else "")
+            made += draw(caption, f"{name}-{index}-{label}", partial(figures.draw_panels, panels))
     return made
 
 

@@ -1,21 +1,21 @@
-"""The figures a report needs, drawn from the same rows its tables show (matplotlib, the `plots` extra), each
-written as PNG and SVG. A figure is chosen by the columns a table has, not by which study made it, so a sweep
-with the same columns gets the same figure.
+"""The figures a report needs, drawn with matplotlib (the `plots` extra) from the same rows its tables show, each
+written as PNG and SVG: a run's phases and kernel classes here, a study's panels as figure_data chose them.
 
-Every function takes rows (a table's records) and returns a matplotlib Figure, or None when the rows hold nothing
-to draw; `save` writes one. No pyplot: no global state, no display needed.
+Every function returns a matplotlib Figure, or None when there is nothing to draw; `save` writes one. No pyplot:
+no global state, no display needed.
 """
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from sysprof.profiler_core.render.figure_data import Panel, Rows
+from sysprof.profiler_core.render.figure_data import number as _number
 from sysprof.profiler_core.render.memory_plot import IMAGE_SUFFIXES, PHASE_COLORS
 
-Rows = Sequence[dict[str, Any]]
-OOM = "oom"
+MAX_WIDTH_IN = 14  # a page's width, give or take: more bars get narrower, not a wider figure
+MARKERS, LINESTYLES = ("o", "s", "^", "D"), ("-", "--", ":", "-.")
 MISSING_MATPLOTLIB = "no figures: matplotlib is not installed (pip install 'sysprof-tui[plots]')"
 
 
@@ -35,11 +35,6 @@ def save(figure, directory: Path, stem: str) -> list[Path]:
         for path in paths:
             figure.savefig(path, dpi=130)
     return paths
-
-
-def _number(value) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(
-        value) else None
 
 
 # --- runs ------------------------------------------------------------------------------------------------------
@@ -93,117 +88,57 @@ def kernel_class_bars(kernel_rows: Rows) -> Any:
     return figure
 
 
-# --- studies ---------------------------------------------------------------------------------------------------
+# --- studies: the panels of figure_data, drawn ---------------------------------------------------------------
 
-def attention_scaling(rows: Rows) -> Any:
-    """Forward and backward time and peak memory against sequence length, a line per implementation, dtype and d
-    (log scales); a cell that ran out of memory is an × at the top of each panel."""
-    if not rows or not {"impl", "seq", "fwd mean ms"} <= set(rows[0]):
+def draw_panels(panels: Sequence[Panel]) -> Any:
+    """Panels side by side: lines (log scales where asked; an × at the top where a cell ran out of memory) or
+    grouped bars, a reference line where the panel has one."""
+    if not panels:
         return None
-    panels = [("fwd mean ms", "forward ms"), ("bwd mean ms", "backward ms"), ("peak MiB", "peak MiB")]
-    panels = [(key, label) for key, label in panels if any(_number(row.get(key)) for row in rows)]
-    figure, axes_row = _figure(4 * len(panels), 3.6, len(panels))
-    lines = _line_groups(rows, ("impl", "dtype", "d"))
-    for axes, (key, label) in zip(axes_row, panels):
-        for name, group in lines.items():
-            points = [(row["seq"], _number(row.get(key))) for row in group if row.get("status") == "ok"]
-            points = [(x, y) for x, y in points if y]
-            drawn = axes.plot(*zip(*points), marker="o", label=name) if points else None
-            color = drawn[0].get_color() if drawn else None
-            for row in group:
-                if str(row.get("status", "")).lower() == OOM:
-                    axes.plot([row["seq"]], [1], marker="x", markersize=9, color=color or "crimson",
-                              transform=axes.get_xaxis_transform(), clip_on=False)
-        axes.set(xscale="log", yscale="log", xlabel="sequence length", ylabel=label, title=label)
-        axes.set_xscale("log", base=2)
-    axes_row[0].legend(fontsize="x-small", title="× ran out of memory", title_fontsize="x-small")
+    wide = max((len(series.x) * len(panel.series) for panel in panels if panel.bars for series in panel.series[:1]),
+               default=0)
+    figure, axes_row = _figure(min(max(4.0 * len(panels), 0.3 * wide, 6.0), MAX_WIDTH_IN), 3.8 + (wide > 12),
+                               len(panels))
+    for axes, panel in zip(axes_row, panels):
+        (_bars if panel.bars else _lines)(axes, panel)
+        if panel.reference is not None:
+            axes.axhline(panel.reference, color="black", linewidth=0.8)
+        axes.set(title=panel.title, xlabel=panel.xlabel, ylabel=panel.ylabel)
+    legend = axes_row[0].legend(fontsize="x-small", title="; ".join(panels[0].notes) or None,
+                                title_fontsize="x-small")
+    legend.set_draggable(False)
     return figure
 
 
-def _line_groups(rows: Rows, fields: Sequence[str]) -> dict[str, list[dict]]:
-    varied = [field for field in fields if len({row.get(field) for row in rows}) > 1] or list(fields[:1])
-    groups: dict[str, list[dict]] = {}
-    for row in sorted(rows, key=lambda row: _number(row.get("seq")) or 0):
-        name = " ".join(f"{row.get(field)}" if field != "d" else f"d={row.get(field)}" for field in varied)
-        groups.setdefault(name, []).append(row)
-    return groups
+def _lines(axes, panel: Panel) -> None:
+    colors = _keyed(series.color_key for series in panel.series)
+    styles = _keyed(series.style_key for series in panel.series)
+    for series in panel.series:
+        style = {"marker": MARKERS[styles[series.style_key] % len(MARKERS)],
+                 "linestyle": LINESTYLES[styles[series.style_key] % len(LINESTYLES)]}
+        if series.color_key:
+            style["color"] = f"C{colors[series.color_key] % 10}"
+        drawn = axes.errorbar(series.x, series.y, yerr=series.err, capsize=3, label=series.label, **style) \
+            if series.err else axes.plot(series.x, series.y, label=series.label, **style)
+        color = (drawn.lines[0] if series.err else drawn[0]).get_color() if series.x else "crimson"
+        for x in series.missing:
+            axes.plot([x], [1], marker="x", markersize=9, color=color, transform=axes.get_xaxis_transform(),
+                      clip_on=False)
+    if panel.xlog:
+        axes.set_xscale("log", base=2 if panel.xlabel == "sequence length" else 10)
+    if panel.ylog:
+        axes.set_yscale("log")
 
 
-def warmup_curve(rows: Rows) -> Any:
-    """Mean time per measured step against warm-up steps, with its std as error bars, per measured pass."""
-    if not rows or "warm-up steps" not in rows[0]:
-        return None
-    measures = [key[: -len(" mean ms")] for key in rows[0] if key.endswith(" mean ms")]
-    figure, (axes,) = _figure()
-    for measure in measures:
-        points = [(row["warm-up steps"], _number(row.get(f"{measure} mean ms")),
-                   _number(row.get(f"{measure} std ms")) or 0.0) for row in rows]
-        points = [point for point in points if point[1] is not None]
-        if points:
-            x, y, err = zip(*points)
-            axes.errorbar(x, y, yerr=err, marker="o", capsize=3, label=measure)
-    axes.set(xlabel="warm-up steps", ylabel="mean ms per measured step (± std)", title="warm-up")
-    axes.legend(fontsize="small")
-    return figure
+def _keyed(keys) -> dict[str, int]:
+    """Each distinct key its index: series of one key share a colour or a line style."""
+    return {key: index for index, key in enumerate(dict.fromkeys(keys))}
 
 
-def speedup_bars(rows: Rows, title: str) -> Any:
-    """Every "… speedup" column as grouped bars, a group per row (named by its naming columns), a line at 1×."""
-    columns = [key for key in (rows[0] if rows else {}) if key.endswith("speedup")]
-    columns = [key for key in columns if any(_number(row.get(key)) for row in rows)]
-    if not columns:
-        return None
-    labels = [_row_label(row) for row in rows]
-    figure, (axes,) = _figure(max(6.0, 0.6 * len(rows) * len(columns)), 4)
-    width = 0.8 / len(columns)
-    for index, key in enumerate(columns):
-        axes.bar([i + index * width for i in range(len(rows))], [_number(row.get(key)) or 0 for row in rows],
-                 width, label=key)
-    axes.axhline(1.0, color="black", linewidth=0.8)
-    axes.set_xticks([i + width * (len(columns) - 1) / 2 for i in range(len(rows))], labels, rotation=30,
+def _bars(axes, panel: Panel) -> None:
+    labels = list(panel.series[0].x)
+    width = 0.8 / len(panel.series)
+    for index, series in enumerate(panel.series):
+        axes.bar([i + index * width for i in range(len(labels))], series.y, width, label=series.label)
+    axes.set_xticks([i + width * (len(panel.series) - 1) / 2 for i in range(len(labels))], labels, rotation=30,
                     ha="right", fontsize="small")
-    axes.set(ylabel="× (higher is faster)", title=title)
-    axes.legend(fontsize="small")
-    return figure
-
-
-NAMING = ("model", "ctx", "batch", "mode", "measured", "impl", "dtype", "d", "seq", "candidate", "GPUs")
-
-
-def _row_label(row: dict) -> str:
-    return " ".join(str(row[key]) for key in NAMING if key in row and row[key] is not None) or "row"
-
-
-def scaling_efficiency(rows: Rows) -> Any:
-    """Scaling efficiency against the number of GPUs (1.0: perfect)."""
-    if not rows or not {"GPUs", "scaling efficiency"} <= set(rows[0]):
-        return None
-    points = [(row["GPUs"], _number(row["scaling efficiency"])) for row in rows]
-    points = [(x, y) for x, y in points if y is not None and _number(x) is not None]
-    if not points:
-        return None
-    figure, (axes,) = _figure(6, 3.6)
-    axes.plot(*zip(*points), marker="o")
-    axes.axhline(1.0, color="black", linewidth=0.8)
-    axes.set(xlabel="GPUs", ylabel="scaling efficiency", title="scaling efficiency", ylim=(0, 1.1))
-    return figure
-
-
-def throughput_by_size(rows: Rows) -> Any:
-    """Tokens/s and MFU against parameter count, where the table has several model sizes."""
-    if not rows or "params" not in rows[0] or len({row.get("params") for row in rows}) < 2:
-        return None
-    measures = [key for key in ("tokens/s", "MFU %") if any(_number(row.get(key)) for row in rows)]
-    if not measures:
-        return None
-    figure, axes_row = _figure(4 * len(measures), 3.6, len(measures))
-    for axes, key in zip(axes_row, measures):
-        points = sorted((row["params"], _number(row.get(key))) for row in rows if _number(row.get(key)))
-        axes.plot(*zip(*points), marker="o")
-        axes.set(xscale="log", xlabel="parameters", ylabel=key, title=f"{key} by model size")
-    return figure
-
-
-STUDY_FIGURES: tuple[tuple[str, Callable[[Rows], Any]], ...] = (
-    ("attention", attention_scaling), ("warm-up", warmup_curve), ("scaling", scaling_efficiency),
-    ("throughput", throughput_by_size))

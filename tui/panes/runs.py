@@ -35,6 +35,7 @@ from sysprof.profiler_core.units import format_ms
 from sysprof.tui.keys import pane_bindings
 from sysprof.tui.model.run_files import short_path
 from sysprof.tui.panes.base import ExportTable, Pane
+from sysprof.tui.reporting import ReportActions
 from sysprof.tui.widgets.tables import MarkableTable
 
 # Status (the run's state) and the median step stay on screen at 80 columns; the table scrolls sideways for the rest.
@@ -113,7 +114,7 @@ def list_run_records(root: Path, extra: list[Path]) -> list[dict]:
     return sorted(records, key=lambda r: r["started"], reverse=True)
 
 
-class RunsPane(Pane):
+class RunsPane(ReportActions, Pane):
     BINDINGS = pane_bindings("Runs")
 
     class Open(Message):
@@ -212,6 +213,12 @@ class RunsPane(Pane):
             self.notify("Both runs need their config (a run that finished or failed has one).", severity="warning")
             return
         self.post_message(self.Interleave(ab_command(config_a, config_b)))
+
+    def report_paths(self) -> list[Path]:
+        """The marked runs and studies, else the one under the cursor."""
+        table = self.query_one("#runs-table", MarkableTable)
+        records = table.selected_records() if table.marked else [table.cursor_record()]
+        return [Path(record["path"]) for record in records if record]
 
     def export_table(self) -> ExportTable | None:
         if self.comparison:

@@ -8,6 +8,7 @@ import shlex
 from dataclasses import replace
 from pathlib import Path
 
+from rich.markup import escape
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal
@@ -34,11 +35,14 @@ from sysprof.profiler_core.api import (
     study_templates,
 )
 from sysprof.profiler_core.api import study_argv as cli_study_argv
+from sysprof.profiler_core.render.figure_data import Panel, main_figure
 from sysprof.profiler_core.units import table_number
 from sysprof.tui.keys import pane_bindings
 from sysprof.tui.model.run_files import short_path
 from sysprof.tui.model.study_state import StudyState
 from sysprof.tui.panes.base import ExportTable, Pane
+from sysprof.tui.reporting import ReportActions
+from sysprof.tui.widgets.study_plot import StudyPlot
 from sysprof.tui.widgets.tables import MarkableTable
 
 # The sweeps' templates; each study kind brings its own (studies/kinds/), listed between them.
@@ -66,7 +70,7 @@ def study_argv(command: str, runs_root: Path) -> list[str]:
 
 
 
-class StudiesPane(Pane):
+class StudiesPane(ReportActions, Pane):
     BINDINGS = pane_bindings("Studies")
     study: reactive[StudyState] = reactive(StudyState, always_update=True, init=False)
     tables: reactive[dict] = reactive(dict, always_update=True, init=False)
@@ -81,6 +85,7 @@ class StudiesPane(Pane):
         self.picked_template = next(iter(self.templates.values()))  # the list's first value, in the line at start
         self.table_index = 0
         self.control = control
+        self.figure: tuple[str, Panel] | None = None  # (the table it is drawn from, its first panel)
 
     def compose(self) -> ComposeResult:
         yield Static("pick a study or type a sweep · enter start · ctrl+g cancel · t table · e export",
@@ -93,6 +98,7 @@ class StudiesPane(Pane):
         yield ProgressBar(id="study-bar", show_eta=False)
         yield Static(id="study-table-title")
         yield MarkableTable(id="study-table")
+        yield StudyPlot(id="study-plot")
 
     def focus_main(self) -> None:
         """The list of studies until there is a table to read; then the table, so t, space and e work. Never the
@@ -212,6 +218,10 @@ class StudiesPane(Pane):
 
     def watch_tables(self, tables: dict) -> None:
         self.table_index = min(self.table_index, max(len(tables) - 1, 0))
+        self.figure = main_figure(tables)
+        self.query_one("#study-plot", StudyPlot).draw(self.figure[1] if self.figure else None)
+        if self.figure is None:
+            self.remove_class("-figure")
         self.show_table()
 
     def show_table(self) -> None:
@@ -220,7 +230,20 @@ class StudiesPane(Pane):
         columns = {key: key for record in records for key in record}
         table.show(columns, records, {key: table_number for key in columns})
         count = f" ({self.table_index + 1}/{len(self.tables)}, t: next)" if len(self.tables) > 1 else ""
-        self.query_one("#study-table-title", Static).update(f"[b]{title}[/b]{count}" if title else "")
+        if self.has_class("-figure") and self.figure:
+            title, count = self.figure[0], " (f: back to the table)"
+        elif self.figure:
+            count += " · f: figure"
+        self.query_one("#study-table-title", Static).update(f"[b]{escape(title)}[/b]{count}" if title else "")
+
+    def action_toggle_figure(self) -> None:
+        """The study's main figure (the report's, drawn here) in the table's place, and back."""
+        if self.figure is None:
+            self.notify("No figure for this study's tables (attention, warm-up, scaling, speed-ups and model sizes "
+                        "have one).", severity="warning")
+            return
+        self.toggle_class("-figure")
+        self.show_table()
 
     def current_table(self) -> tuple[str, list[dict]]:
         if not self.tables:
@@ -249,6 +272,9 @@ class StudiesPane(Pane):
         if self.tables:
             self.table_index = (self.table_index + 1) % len(self.tables)
             self.show_table()
+
+    def report_paths(self) -> list[Path]:
+        return [Path(self.study.directory)] if self.study.directory else []
 
     def export_table(self) -> ExportTable | None:
         title, _ = self.current_table()

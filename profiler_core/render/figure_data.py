@@ -1,0 +1,157 @@
+"""What a study's figures show, as plain data: the report draws it with matplotlib (report_figures), the Studies
+screen in the terminal with plotext. One owner for which columns become which lines, so the two never disagree.
+
+A figure is chosen by the columns a table has, not by which study made it: a sweep with the same columns gets the
+same figure. No matplotlib, no pandas here.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+Rows = Sequence[dict[str, Any]]
+OOM = "oom"
+NAMING = ("model", "ctx", "batch", "mode", "measured", "impl", "dtype", "d", "seq", "candidate", "GPUs")
+
+
+@dataclass(frozen=True)
+class Series:
+    label: str
+    x: Sequence[Any]  # numbers, or category names for bars
+    y: Sequence[float]
+    err: Sequence[float] | None = None  # error bars (± std)
+    missing: Sequence[Any] = ()  # x where the cell ran out of memory: marked, not drawn as a value
+    color_key: str = ""  # series with the same key share a colour (attention: its d and dtype) …
+    style_key: str = ""  # … and with the same key a line style (attention: its implementation)
+
+
+@dataclass(frozen=True)
+class Panel:
+    title: str
+    xlabel: str
+    ylabel: str
+    series: Sequence[Series]
+    bars: bool = False  # grouped bars over categories, else lines over numbers
+    xlog: bool = False
+    ylog: bool = False
+    reference: float | None = None  # a horizontal line (1× for a speed-up, 1.0 for an efficiency)
+    notes: Sequence[str] = field(default_factory=tuple)
+
+
+def number(value) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(
+        value) else None
+
+
+def attention_panels(rows: Rows) -> list[Panel]:
+    """Forward and backward time and peak memory against sequence length, a line per implementation, dtype and
+    d (log scales); where a cell ran out of memory its x is in the series' `missing`."""
+    if not rows or not {"impl", "seq", "fwd mean ms"} <= set(rows[0]):
+        return []
+    measures = [("fwd mean ms", "forward ms"), ("bwd mean ms", "backward ms"), ("peak MiB", "peak MiB")]
+    panels = []
+    for key, label in measures:
+        series = [_attention_series(name, group, key) for name, group in _line_groups(rows).items()]
+        series = [one for one in series if one.y or one.missing]
+        if any(one.y for one in series):
+            panels.append(Panel(label, "sequence length", label, series, xlog=True, ylog=True,
+                                notes=("× ran out of memory",) if any(one.missing for one in series) else ()))
+    return panels
+
+
+def _attention_series(name: str, group: list[dict], key: str) -> Series:
+    points = [(row["seq"], number(row.get(key))) for row in group if row.get("status") == "ok"]
+    points = [(x, y) for x, y in points if y]
+    missing = [row["seq"] for row in group if str(row.get("status", "")).lower() == OOM]
+    first = group[0]
+    return Series(name, [x for x, _ in points], [y for _, y in points], missing=missing,
+                  color_key=f"{first.get('dtype')} {first.get('d')}", style_key=str(first.get("impl")))
+
+
+def _line_groups(rows: Rows) -> dict[str, list[dict]]:
+    fields = ("impl", "dtype", "d")
+    varied = [name for name in fields if len({row.get(name) for row in rows}) > 1] or ["impl"]
+    groups: dict[str, list[dict]] = {}
+    for row in sorted(rows, key=lambda row: number(row.get("seq")) or 0):
+        label = " ".join(f"d={row.get(name)}" if name == "d" else str(row.get(name)) for name in varied)
+        groups.setdefault(label, []).append(row)
+    return groups
+
+
+def warmup_panels(rows: Rows) -> list[Panel]:
+    """Mean time per measured step against warm-up steps, ± std, per measured pass."""
+    if not rows or "warm-up steps" not in rows[0]:
+        return []
+    series = []
+    for measure in (key[: -len(" mean ms")] for key in rows[0] if key.endswith(" mean ms")):
+        points = [(row["warm-up steps"], number(row.get(f"{measure} mean ms")),
+                   number(row.get(f"{measure} std ms")) or 0.0) for row in rows]
+        points = [point for point in points if point[1] is not None]
+        if points:
+            series.append(Series(measure, [p[0] for p in points], [p[1] for p in points], [p[2] for p in points]))
+    return [Panel("warm-up", "warm-up steps", "mean ms per measured step (± std)", series)] if series else []
+
+
+def speedup_panels(rows: Rows, title: str) -> list[Panel]:
+    """Every "… speedup" column as grouped bars over the rows (named by their naming columns), a line at 1×."""
+    columns = [key for key in (rows[0] if rows else {}) if key.endswith("speedup")]
+    columns = [key for key in columns if any(number(row.get(key)) for row in rows)]
+    if not columns:
+        return []
+    labels = [row_label(row) for row in rows]
+    series = [Series(key, labels, [number(row.get(key)) or 0.0 for row in rows]) for key in columns]
+    return [Panel(f"{title} (speed-ups)", "", "× (higher is faster)", series, bars=True, reference=1.0)]
+
+
+def row_label(row: dict) -> str:
+    """model small ctx=256, d=64 seq=1024: names alone, numbers with what they count."""
+    parts = [f"{key}={row[key]}" if isinstance(row[key], int) else str(row[key])
+             for key in NAMING if key in row and row[key] is not None]
+    return " ".join(parts) or "row"
+
+
+def scaling_panels(rows: Rows) -> list[Panel]:
+    """Scaling efficiency against the number of GPUs (1.0: perfect)."""
+    if not rows or not {"GPUs", "scaling efficiency"} <= set(rows[0]):
+        return []
+    points = [(row["GPUs"], number(row["scaling efficiency"])) for row in rows]
+    points = [(x, y) for x, y in points if y is not None and number(x) is not None]
+    if not points:
+        return []
+    series = [Series("efficiency", [x for x, _ in points], [y for _, y in points])]
+    return [Panel("scaling efficiency", "GPUs", "scaling efficiency", series, reference=1.0)]
+
+
+def throughput_panels(rows: Rows) -> list[Panel]:
+    """Tokens/s and MFU against parameter count, where the table has several model sizes."""
+    if not rows or "params" not in rows[0] or len({row.get("params") for row in rows}) < 2:
+        return []
+    panels = []
+    for key in ("tokens/s", "MFU %"):
+        points = sorted((row["params"], number(row.get(key))) for row in rows if number(row.get(key)))
+        if points:
+            series = [Series(key, [x for x, _ in points], [y for _, y in points])]
+            panels.append(Panel(f"{key} by model size", "parameters", key, series, xlog=True))
+    return panels
+
+
+FIGURES: tuple[tuple[str, Callable[[Rows], list[Panel]]], ...] = (
+    ("attention", attention_panels), ("warm-up", warmup_panels), ("scaling", scaling_panels),
+    ("throughput", throughput_panels))
+
+
+def table_figures(title: str, rows: Rows) -> list[tuple[str, list[Panel]]]:
+    """(name, panels) of every figure this table makes: its shape's figure, then its speed-ups."""
+    found = [(name, make(rows)) for name, make in FIGURES]
+    found.append(("speedups", speedup_panels(rows, title)))
+    return [(name, panels) for name, panels in found if panels]
+
+
+def main_figure(tables: dict[str, list[dict]]) -> tuple[str, Panel] | None:
+    """The study's main figure, for a screen with room for one: the first panel of the first table that has one."""
+    for title, rows in tables.items():
+        for _, panels in table_figures(title, rows):
+            return title, panels[0]
+    return None

@@ -1,0 +1,55 @@
+"""The report key (w) on Runs and Studies: `sysprof report` of what is selected, in its own process (figures need
+matplotlib, tables pandas; neither belongs in the app), then a notice saying where it went or why it did not."""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from textual import work
+
+from sysprof.profiler_core.api import report_argv, report_target
+from sysprof.tui.model.run_files import short_path
+
+REPORT_TIMEOUT_S = 600
+
+if TYPE_CHECKING:
+    from sysprof.tui.panes.base import Pane
+
+    class _ReportHost(Pane):
+        """What the mixin uses of the pane it is mixed into."""
+
+        runs_root: Path
+else:
+    _ReportHost = object
+
+
+class ReportActions(_ReportHost):
+    """Mixed into a pane that has runs_root and report_paths() (the directories to report on)."""
+
+    def report_paths(self) -> list[Path]:
+        raise NotImplementedError
+
+    def action_write_report(self) -> None:
+        paths = self.report_paths()
+        if not paths:
+            self.notify("Nothing to report on here: pick a run or study first.", severity="warning")
+            return
+        target = report_target(self.runs_root)
+        self.notify(f"writing the report of {len(paths)} director{'y' if len(paths) == 1 else 'ies'} …")
+        self.write_report(paths, target)
+
+    @work(thread=True, exit_on_error=False, group="report")
+    def write_report(self, paths: list[Path], target: Path) -> None:
+        try:
+            done = subprocess.run(report_argv(paths, target), capture_output=True, text=True,
+                                  timeout=REPORT_TIMEOUT_S)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            self.app.call_from_thread(self.notify, f"no report: {exc}", severity="error")
+            return
+        if done.returncode == 0:
+            self.app.call_from_thread(self.notify, f"wrote {short_path(target)} (figures in {target.stem}_figures/)",
+                                      title="Report")
+        else:
+            reason = (done.stderr.strip().splitlines() or [f"sysprof report exited with {done.returncode}"])[-1]
+            self.app.call_from_thread(self.notify, reason, title="No report", severity="error")

@@ -50,11 +50,21 @@ def run_tables(run: Run) -> dict[str, list[dict]]:
     if module_rows:
         tables["module types"] = module_rows
     memory = run.analysis(MEMORY) or {}
+    if memory.get("by_category"):
+        tables["memory by category"] = category_rows(memory)
     if memory.get("top_allocations"):
         tables["top allocations"] = memory["top_allocations"]
     if memory_module_rows(memory):
         tables["memory by module type"] = memory_module_rows(memory)
     return tables
+
+
+def category_rows(memory: Mapping[str, Any]) -> list[dict]:
+    """Memory at the peak by category, largest first, with its share of the requested peak."""
+    peak = memory.get("peak_allocated_bytes") or 0
+    ranked = sorted(memory["by_category"].items(), key=lambda item: -item[1])
+    return [{"category": name, "bytes at the peak": size, "MiB": round(size / 2**20, 1),
+             "% of peak": round(100 * size / peak, 1) if peak else None} for name, size in ranked]
 
 
 def run_models(run: Run) -> list[TableModel]:

@@ -22,7 +22,7 @@ def test_lists_and_exports_a_run_directorys_tables(tmp_path):
     assert listed.returncode == 0
     assert [line.split("\t")[0] for line in listed.stdout.splitlines()] == [
         "phases", "steps", "kernels", "phase kernels", "attention sub-ranges", "attention FLOPs vs time",
-        "attention kernels", "top allocations"]
+        "attention kernels", "memory by category", "top allocations"]
     flops = json.loads(sysprof(ANALYSED, "--table", "attention FLOPs", "--format", "json").stdout)
     assert [row["part"] for row in flops] == ["matmul (QKᵀ + PV)", "softmax", "scale + mask"]
     assert flops[0]["FLOPs ÷ softmax"] == 51.2  # 4·d_head/5 with d_head 64
@@ -31,6 +31,11 @@ def test_lists_and_exports_a_run_directorys_tables(tmp_path):
     kernels = sysprof(ANALYSED, "--table", "kern", "--format", "json")
     rows = json.loads(kernels.stdout)
     assert len(rows) == 64 and rows[0]["phase"] == "forward" and rows[0]["class"] == "gemm"
+    categories = json.loads(sysprof(ANALYSED, "--table", "memory by", "--format", "json").stdout)
+    analysis = json.loads((ANALYSED / "memory" / "analysis.json").read_text())
+    assert {row["category"]: row["bytes at the peak"] for row in categories} == analysis["by_category"]
+    assert categories[0]["category"] == "activations" and categories[0]["% of peak"] == round(
+        100 * analysis["by_category"]["activations"] / analysis["peak_allocated_bytes"], 1)
     written = sysprof(ANALYSED, "--table", "phases", "--output", tmp_path / "phases.csv")
     assert written.returncode == 0 and "wrote 'phases'" in written.stderr
     assert (tmp_path / "phases.csv").read_text().startswith("phase,")

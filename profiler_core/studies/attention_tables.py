@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sysprof.profiler_core import events, rundir
-from sysprof.profiler_core.studies import attention
+from sysprof.profiler_core.studies import attention, attention_memory
 from sysprof.profiler_core.studies.tables import pivot
 
 CELL_KEYS = ("impl", "dtype", "d", "seq", "status")
@@ -36,6 +36,7 @@ def attention_tables(study_dir: Path) -> dict[str, list[dict]]:
               "attention memory (MiB; before backward: the handout's memory in use; saved: before backward less the "
               "inputs and the output)": [{k: v for k, v in row.items() if k in CELL_KEYS or k in MEMORY_COLUMNS}
                                          for row in rows]}
+    tables[attention_memory.TITLE] = attention_memory.tensor_table(rows, batch)
     if flops:
         tables["attention FLOPs vs time (eager parts; softmax 5 FLOPs per score, scale and mask 1 each)"] = flops
     return tables | _attention_pivots(rows)

@@ -9,6 +9,8 @@ import pytest
 
 from sysprof.profiler_core.cli.main import main
 from sysprof.profiler_core.kernels.attention_flops import attention_flops
+from sysprof.profiler_core.studies.attention_memory import TITLE as TENSOR_TITLE
+from sysprof.profiler_core.studies.attention_memory import predicted_saved
 from sysprof.profiler_core.studies.results import study_tables
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "studies"
@@ -146,3 +148,29 @@ def test_a_function_with_a_mask_parameter_gets_the_causal_mask():
     expected = naive_attention(q, k, v)
     for name in ("attention", "fused"):  # (q, k, v, mask) and (q, k, v)
         assert torch.allclose(implementation(f"{MINE}:{name}")(q, k, v), expected, atol=1e-5)
+
+
+def test_memory_by_tensor_predicts_what_backward_keeps_and_the_h200_measured_exactly_that():
+    """Real H200 study (fp32, batch 8, 60 cells): eager keeps the mask and the softmax output, SDPA its
+    log-sum-exp; predicted from the shapes, to the byte what the study measured."""
+    table = study_tables(DATA / "attention-h200")[TENSOR_TITLE]
+    predicted = [row for row in table if row["impl"] in ("eager", "sdpa")]
+    assert len(predicted) == 40 and all(row["measured ÷ predicted"] == 1.0 for row in predicted)
+    eager = next(row for row in table if row["impl"] == "eager" and row["seq"] == 4096 and row["d"] == 64)
+    assert eager["softmax output MiB"] == eager["QKᵀ scores MiB"] == 8 * 4096 * 4096 * 4 / 2**20
+    assert eager["predicted saved MiB"] == eager["causal mask MiB"] + eager["softmax output MiB"]
+    sdpa = next(row for row in table if row["impl"] == "sdpa" and row["seq"] == 4096 and row["d"] == 64)
+    assert sdpa["QKᵀ scores MiB"] is None and sdpa["predicted saved MiB"] == 8 * 4096 * 4 / 2**20
+    compiled = [row for row in table if row["impl"] == "compiled"]
+    assert compiled and all(row["predicted saved MiB"] is None and row["measured ÷ predicted"] is None
+                            for row in compiled)
+    oom = next(row for row in study_tables(DATA / "attention-oom-h200")[TENSOR_TITLE] if row["status"] == "oom")
+    assert oom["predicted saved MiB"] == (65536**2 + 8 * 65536**2 * 4) / 2**20 and oom["measured saved MiB"] is None
+
+
+def test_under_autocast_the_matmuls_keep_bf16_copies_too():
+    fp32, bf16 = (predicted_saved("eager", 2, 64, 16, dtype) for dtype in ("fp32", "bf16"))
+    copies = (2 * 2 * 64 * 16 * 2 + 2 * 64 * 64 * 2 + 2 * 64 * 16 * 2) / 2**20  # Q, K; softmax output, V in bf16
+    assert bf16 == pytest.approx(fp32 + copies)
+    assert predicted_saved("sdpa", 2, 64, 16, "bf16") == (2 * 64 * 4 + 3 * 2 * 64 * 16 * 2) / 2**20
+    assert predicted_saved("mine.py:attention", 2, 64, 16, "fp32") is None

@@ -45,6 +45,12 @@ def number(value) -> float | None:
         value) else None
 
 
+def measured(pairs) -> tuple[list[Any], list[float]]:
+    """(xs, ys) of the (x, y) pairs whose y is a number (a cell that did not run has none)."""
+    kept = [(x, y) for x, y in pairs if isinstance(y, float)]
+    return [x for x, _ in kept], [y for _, y in kept]
+
+
 def attention_panels(rows: Rows) -> list[Panel]:
     """Forward and backward time and peak memory against sequence length, a line per implementation, dtype and
     d (log scales); where a cell ran out of memory its x is in the series' `missing`."""
@@ -62,11 +68,10 @@ def attention_panels(rows: Rows) -> list[Panel]:
 
 
 def _attention_series(name: str, group: list[dict], key: str) -> Series:
-    points = [(row["seq"], number(row.get(key))) for row in group if row.get("status") == "ok"]
-    points = [(x, y) for x, y in points if y]
+    xs, ys = measured((row["seq"], number(row.get(key))) for row in group if row.get("status") == "ok")
     missing = [row["seq"] for row in group if str(row.get("status", "")).lower() == OOM]
     first = group[0]
-    return Series(name, [x for x, _ in points], [y for _, y in points], missing=missing,
+    return Series(name, xs, ys, missing=missing,
                   color_key=f"{first.get('dtype')} {first.get('d')}", style_key=str(first.get("impl")))
 
 
@@ -86,11 +91,10 @@ def warmup_panels(rows: Rows) -> list[Panel]:
         return []
     series = []
     for measure in (key[: -len(" mean ms")] for key in rows[0] if key.endswith(" mean ms")):
-        points = [(row["warm-up steps"], number(row.get(f"{measure} mean ms")),
-                   number(row.get(f"{measure} std ms")) or 0.0) for row in rows]
-        points = [point for point in points if point[1] is not None]
-        if points:
-            series.append(Series(measure, [p[0] for p in points], [p[1] for p in points], [p[2] for p in points]))
+        ran = [row for row in rows if number(row.get(f"{measure} mean ms")) is not None]
+        xs, ys = measured((row["warm-up steps"], number(row.get(f"{measure} mean ms"))) for row in ran)
+        if xs:
+            series.append(Series(measure, xs, ys, [number(row.get(f"{measure} std ms")) or 0.0 for row in ran]))
     return [Panel("warm-up", "warm-up steps", "mean ms per measured step (± std)", series)] if series else []
 
 
@@ -116,11 +120,10 @@ def scaling_panels(rows: Rows) -> list[Panel]:
     """Scaling efficiency against the number of GPUs (1.0: perfect)."""
     if not rows or not {"GPUs", "scaling efficiency"} <= set(rows[0]):
         return []
-    points = [(row["GPUs"], number(row["scaling efficiency"])) for row in rows]
-    points = [(x, y) for x, y in points if y is not None and number(x) is not None]
-    if not points:
+    xs, ys = measured((row["GPUs"], number(row["scaling efficiency"])) for row in rows if number(row["GPUs"]))
+    if not xs:
         return []
-    series = [Series("efficiency", [x for x, _ in points], [y for _, y in points])]
+    series = [Series("efficiency", xs, ys)]
     return [Panel("scaling efficiency", "GPUs", "scaling efficiency", series, reference=1.0)]
 
 
@@ -130,9 +133,9 @@ def throughput_panels(rows: Rows) -> list[Panel]:
         return []
     panels = []
     for key in ("tokens/s", "MFU %"):
-        points = sorted((row["params"], number(row.get(key))) for row in rows if number(row.get(key)))
-        if points:
-            series = [Series(key, [x for x, _ in points], [y for _, y in points])]
+        xs, ys = measured(sorted((row["params"], number(row.get(key))) for row in rows if number(row.get(key))))
+        if xs:
+            series = [Series(key, xs, ys)]
             panels.append(Panel(f"{key} by model size", "parameters", key, series, xlog=True))
     return panels
 

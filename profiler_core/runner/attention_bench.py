@@ -5,7 +5,8 @@ Batch 8, no head dimension: Q, K, V of shape (B, T, d). Per cell: `iters` timed 
 forward and backward (the handout's "memory in use before backward" among them), `iters` timed backwards, and for
 the eager implementation the time of each part of the forward (scores, scale+mask, softmax, output) so its FLOPs
 can be set against its time. Implementations: eager (the naive causal attention that materializes T×T scores),
-compiled (torch.compile of it), sdpa (F.scaled_dot_product_attention, is_causal). bf16 runs under autocast with
+compiled (torch.compile of it), sdpa (F.scaled_dot_product_attention, is_causal), the user's function of q, k,
+v, and the user's layer (built per cell, run on x of shape (B, T, d)). bf16 runs under autocast with
 fp32 inputs, as users run it (the softmax then stays fp32). Timing: CUDA events on CUDA, the host clock after a
 device synchronize elsewhere. Prints one JSON line per cell; stops at the first OOM so the driver starts a fresh
 process for the rest (recovering from an OOM in process leaks memory).
@@ -21,7 +22,9 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
+from typing import cast
 
 import torch
 import torch.nn.functional as F
@@ -30,7 +33,7 @@ from einops import einsum
 from sysprof.profiler_core.code_specs import COMPILED_PREFIX
 from sysprof.profiler_core.events import CELL_RESULT, CONFIG, FAILED, OK, OOM, emit
 from sysprof.profiler_core.runner.timing import synchronize
-from sysprof.profiler_core.runner.user_model import load_callable
+from sysprof.profiler_core.runner.user_model import DIMENSION_NAMES, ROPE_THETA, factory_kwargs, load_callable
 
 PARTS = ("scores", "scale_mask", "softmax", "output")  # the eager forward, in order
 
@@ -60,8 +63,39 @@ def sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     return out.squeeze(1)
 
 
-def implementation(name: str) -> Callable[..., torch.Tensor]:
-    """A built-in implementation, or the user's function (`file.py:fn`, `module:fn`; `compiled:` before it)."""
+@dataclass(frozen=True)
+class LayerFactory:
+    """The user's attention *layer* (`file.py:Factory`): built per cell with d_model = d, one head and the context
+    length, then run on x of shape (B, T, d); its projections' weights and their gradients are in the memory."""
+    factory: Callable[..., torch.nn.Module]
+    spec: str
+    compiled: bool
+
+    def build(self, cell: dict, device: torch.device) -> torch.nn.Module:
+        dimensions = {"d_model": cell["d"], "num_heads": 1, "context_length": cell["seq"], "rope_theta": ROPE_THETA}
+        kwargs = factory_kwargs(self.factory, dimensions, {}, self.spec, "--impl",
+                                "give them defaults (the study fills d_model, the heads and the context length)")
+        if "device" in inspect.signature(self.factory).parameters:
+            kwargs["device"] = device
+        layer = self.factory(**kwargs).to(device)
+        return cast(torch.nn.Module, torch.compile(layer)) if self.compiled else layer
+
+
+def is_layer_factory(found: Callable[..., object]) -> bool:
+    """A module class, or a function whose parameters name a model dimension (d_model, num_heads, …): a layer to
+    build; anything else is an attention function of q, k, v."""
+    if inspect.isclass(found):
+        return issubclass(found, torch.nn.Module)
+    try:
+        parameters = inspect.signature(found).parameters
+    except (TypeError, ValueError):
+        return False
+    return any(name in parameters for dim in ("d_model", "num_heads") for name in DIMENSION_NAMES[dim])
+
+
+def implementation(name: str) -> Callable[..., torch.Tensor] | LayerFactory:
+    """A built-in implementation, or the user's function or layer (`file.py:fn`, `module:fn`; `compiled:` before
+    it)."""
     if name == "eager":
         return naive_attention
     if name == "compiled":
@@ -69,7 +103,10 @@ def implementation(name: str) -> Callable[..., torch.Tensor]:
     if name == "sdpa":
         return sdpa
     spec = name.removeprefix(COMPILED_PREFIX)
-    attend = with_causal_mask(load_callable(spec, "--impl")[0])
+    found = load_callable(spec, "--impl")[0]
+    if is_layer_factory(found):
+        return LayerFactory(found, spec, name.startswith(COMPILED_PREFIX))
+    attend = with_causal_mask(found)
     return torch.compile(attend) if name.startswith(COMPILED_PREFIX) else attend
 
 
@@ -161,17 +198,23 @@ def _part_times(clock: Clock, forward: Callable, iters: int) -> dict[str, list[f
 
 def measure_cell(attend, cell: dict, batch: int, iters: int, device: torch.device, autocast: bool) -> dict:
     clock, memory = Clock(device), Memory(device)
-    q, k, v = (torch.randn(batch, cell["seq"], cell["d"], device=device, requires_grad=True) for _ in range(3))
+    layer = attend.build(cell, device) if isinstance(attend, LayerFactory) else None
+    inputs = [torch.randn(batch, cell["seq"], cell["d"], device=device, requires_grad=True)
+              for _ in range(1 if layer is not None else 3)]  # x for a layer; q, k, v for a function
+    attend = layer if layer is not None else attend
 
     def forward(run=attend):  # forwards under autocast for bf16; backwards outside it, as autocast asks
         with torch.autocast(device.type, dtype=torch.bfloat16) if autocast else contextlib.nullcontext():
-            return run(q, k, v)
+            return run(*inputs)
 
     for _ in range(3):  # warm-up (and compilation for the compiled implementation)
         forward().float().sum().backward()
         with torch.no_grad():  # a separate graph for torch.compile: compile it here, not in the timed loop
             forward()
-    q.grad = k.grad = v.grad = None
+    for tensor in inputs:
+        tensor.grad = None
+    if layer is not None:
+        layer.zero_grad(set_to_none=True)
     warm_peak = memory.peak()
     with torch.no_grad():
         forward_ms = _timed_ms(clock, forward, iters)
@@ -199,7 +242,8 @@ def measure_cell(attend, cell: dict, batch: int, iters: int, device: torch.devic
             else before_backward - inputs_bytes - output_bytes,
             "inputs_bytes": inputs_bytes, "before_backward_bytes": before_backward,
             "forward_peak_bytes": forward_peak, "backward_peak_bytes": backward_peak,
-            "after_backward_bytes": after_backward, "peak_bytes": max(peaks) if peaks else None}
+            "after_backward_bytes": after_backward, "peak_bytes": max(peaks) if peaks else None,
+            "weights_bytes": None if layer is None else sum(p.numel() * p.element_size() for p in layer.parameters())}
 
 
 def _is_oom(exc: BaseException) -> bool:

@@ -106,7 +106,8 @@ def _origin(file: str | None) -> dict[str, str]:
 
 
 def factory_kwargs(factory: Callable[..., Any], dimensions: dict[str, Any], overrides: dict[str, Any],
-                   spec: str) -> dict[str, Any]:
+                   spec: str, what: str = "model factory",
+                   remedy: str = "pass them with --model-arg NAME=VALUE") -> dict[str, Any]:
     """Keyword arguments for the factory: its parameters that name a dimension, then --model-arg overrides."""
     parameters = inspect.signature(factory).parameters
     takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
@@ -120,8 +121,7 @@ def factory_kwargs(factory: Callable[..., Any], dimensions: dict[str, Any], over
     missing = [name for name, p in parameters.items() if name not in kwargs and p.default is inspect.Parameter.empty
                and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
     if missing:
-        raise ConfigError(f"model factory {spec}: cannot fill {', '.join(missing)}; pass them with "
-                          f"--model-arg NAME=VALUE")
+        raise ConfigError(f"{what} {spec}: cannot fill {', '.join(missing)}; {remedy}")
     return kwargs
 
 

@@ -156,6 +156,8 @@ def summarize_cell(result: dict, batch: int, dtype: str) -> dict:
     row["fwd+bwd mean ms"] = row["fwd mean ms"] + row["bwd mean ms"] if both else None
     row["fwd+bwd std ms"] = (row["fwd std ms"] ** 2 + row["bwd std ms"] ** 2) ** 0.5 if both else None
     saved = result.get("saved_bytes")
+    if result.get("weights_bytes") is not None:  # a layer's projections (their gradients are in after backward)
+        row["weights MiB"] = _mib(result["weights_bytes"])
     row["inputs MiB"] = _mib(result.get("inputs_bytes"))
     row["fwd peak MiB"] = _mib(result.get("forward_peak_bytes"))
     row["before backward MiB"] = _mib(result.get("before_backward_bytes"))

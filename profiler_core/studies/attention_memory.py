@@ -53,7 +53,10 @@ def tensor_table(rows: list[dict], batch: int) -> list[dict]:
         cell = {key: row[key] for key in ("impl", "dtype", "d", "seq", "status")}
         predicted = predicted_saved(row["impl"], batch, row["seq"], row["d"], row["dtype"])
         measured = row.get("saved for backward MiB") if row["status"] == events.OK else None
-        table.append(cell | tensor_sizes(row["impl"], batch, row["seq"], row["d"], row["dtype"]) | {
+        sizes = tensor_sizes(row["impl"], batch, row["seq"], row["d"], row["dtype"])
+        if "weights MiB" in row:  # a layer: its input is x, its Q, K, V its own projections'
+            sizes["Q, K, V MiB"] = None
+        table.append(cell | sizes | {
             "predicted saved MiB": predicted, "measured saved MiB": measured,
             "measured ÷ predicted": round(measured / predicted, 3) if measured is not None and predicted else None})
     return table

@@ -9,8 +9,8 @@ from sysprof.profiler_core.studies import attention, attention_memory
 from sysprof.profiler_core.studies.tables import pivot
 
 CELL_KEYS = ("impl", "dtype", "d", "seq", "status")
-MEMORY_COLUMNS = ("inputs MiB", "fwd peak MiB", "before backward MiB", "saved for backward MiB", "T×T tensors saved",
-                  "one T×T tensor MiB", "bwd peak MiB", "after backward MiB", "peak MiB")
+MEMORY_COLUMNS = ("weights MiB", "inputs MiB", "fwd peak MiB", "before backward MiB", "saved for backward MiB",
+                  "T×T tensors saved", "one T×T tensor MiB", "bwd peak MiB", "after backward MiB", "peak MiB")
 
 
 def attention_tables(study_dir: Path) -> dict[str, list[dict]]:

@@ -140,6 +140,34 @@ def test_your_own_attention_functions_are_timed_beside_the_built_in_ones_and_one
     assert "NotImplementedError: the Triton kernel is not written yet" in done.stderr  # the failed rows say why
 
 
+LAYER = MINE.with_name("layer.py")
+
+
+@pytest.mark.slow
+def test_your_own_attention_layer_is_built_per_cell_and_its_weights_are_in_the_memory_table(tmp_path):
+    impls = f"eager,{LAYER}:CausalSelfAttention,compiled:{LAYER}:CausalSelfAttention,{LAYER}:build,{LAYER}:Broken"
+    args = ["study", "attention", "--device", "cpu", "--impl", impls, "--d", "16", "--seq", "32", "--batch", "2",
+            "--iters", "3", "--runs-dir", str(tmp_path), "--json"]
+    done = subprocess.run([sys.executable, "-m", "sysprof.profiler_core", *args], capture_output=True, text=True,
+                          cwd=ROOT, timeout=600)
+    assert done.returncode == 1, done.stderr  # the two factories that cannot build are failed rows
+    tables = json.loads(done.stdout)
+    cells = {c["impl"].removeprefix(f"{LAYER}:"): c for c in tables["attention microbenchmark, batch 2, cpu, fp32"]}
+    for name in ("CausalSelfAttention", f"compiled:{LAYER}:CausalSelfAttention"):
+        assert cells[name]["status"] == "ok" and cells[name]["fwd mean ms"] > 0 and cells[name]["bwd mean ms"] > 0
+    assert cells["build"]["status"] == "failed" and "cannot fill dropout" in cells["build"]["why"]
+    assert cells["Broken"]["status"] == "failed" and "the layer is not finished" in cells["Broken"]["why"]
+    memory = {row["impl"]: row for row in tables[next(t for t in tables if t.startswith("attention memory ("))]}
+    weights = (3 * 16 * 16 + 16 * 16) * 4 / 2**20  # Q/K/V and O projections, d_model 16, fp32
+    assert memory[f"{LAYER}:CausalSelfAttention"]["weights MiB"] == weights
+    assert memory["eager"].get("weights MiB") is None  # a function has no weights of its own
+    by_tensor = {row["impl"]: row for row in tables[TENSOR_TITLE]}
+    assert by_tensor[f"{LAYER}:CausalSelfAttention"]["Q, K, V MiB"] is None  # its Q, K, V are its projections'
+    assert f"{LAYER}:CausalSelfAttention speedup" in tables["fwd mean ms by d × seq"][0]
+    (study_dir,) = tmp_path.iterdir()
+    assert "RuntimeError: the layer is not finished" in (study_dir / "stderr.log").read_text()
+
+
 def test_a_function_with_a_mask_parameter_gets_the_causal_mask():
     torch = pytest.importorskip("torch")
     from sysprof.profiler_core.runner.attention_bench import implementation, naive_attention

@@ -66,8 +66,12 @@ def command_report(args) -> int:
         raise ExportError(f"cannot write {target}: {exc.strerror or exc}") from None
     tables = sum(block.kind == "table" for block in built)
     where = f"; figures in {figures_dir}" if drawn and target.suffix == ".md" else ""
-    sys.stderr.write(f"wrote {target} ({tables} tables, {drawn} figures{where})\n")
+    sys.stderr.write(f"wrote {target} ({_count(tables, 'table')}, {_count(drawn, 'figure')}{where})\n")
     return 0
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def _check_target(target: Path, suffixes: tuple[str, ...]) -> None:

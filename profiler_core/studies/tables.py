@@ -55,6 +55,8 @@ def cell_row(cfg: dict, summary: dict | None, steps: list[dict], profiled: dict 
                          ("bwd+opt", _summed(steps, ("backward", "optimizer"))), ("step", phases.get("step"))):
         row[f"{label} mean ms"], row[f"{label} std ms"] = _mean_std(stats)
         row[f"{label} median ms"] = (stats or {}).get("median_ms")
+    row["tokens/s"] = summary.get("tokens_per_s")
+    row["MFU %"] = summary["mfu"] * 100 if summary.get("mfu") is not None else None
     row["compile s"] = summary.get("compile_s")
     peaks = summary.get("peak_memory_bytes") or {}
     row["peak GiB"] = max(peaks.values()) / 2**30 if peaks else None
@@ -94,9 +96,11 @@ def sweep_document(study: Study) -> dict:
 def visible_columns(rows: list[dict], varied: list[str]) -> list[str]:
     """The seeds' columns: what varied, then timings and status; constant config columns are dropped."""
     keep = [c for c in (*CONFIG_COLUMNS, *varied) if c in varied or c in ("model", "ctx")]
+    keep += ["params"] if len({r.get("params") for r in rows}) > 1 else []  # sizes differ: a figure's x axis
     timing = [c for c in rows[0] if c.endswith(" ms") and not c.endswith(" median ms")
               and any(r[c] is not None for r in rows)] if rows else []
-    extra = [c for c in ("inflation", "compile s", "peak GiB", "peak reserved GiB", "procs", "step CV between %")
+    extra = [c for c in ("tokens/s", "MFU %", "inflation", "compile s", "peak GiB", "peak reserved GiB", "procs",
+                         "step CV between %")
              if rows and any(r[c] is not None for r in rows)]
     extra += ["gpu"] if len({r["gpu"] for r in rows}) > 1 else []
     return list(dict.fromkeys(keep + ["status"] + timing + extra))

@@ -128,3 +128,17 @@ def test_the_inference_forward_is_a_column_beside_the_train_passes_and_the_forwa
     assert forward[0]["kernel"] == best["name"] and forward[0]["% of forward"] == float(best["pct_of_phase"])
     assert forward[0]["instances/forward"] == round(int(best["instances"]) / steps, 1)
     assert forward[0]["ms/forward"] == round(int(best["total_ns"]) / steps / 1e6, 3)
+
+
+def test_cells_carry_tokens_per_second_and_mfu_and_params_where_the_sizes_differ():
+    """Real CPU runs of tiny at ctx 32 and 64 (no MFU on a CPU), and the H200-analysed small one's summary."""
+    from sysprof.profiler_core.studies.tables import cell_row, visible_columns
+
+    summaries = [json.loads((RUN.parent / name / "summary.json").read_text()) for name in ("tiny-ctx32", "tiny-ctx64")]
+    rows = [cell_row(summary["config"], summary, []) for summary in summaries]
+    assert [row["tokens/s"] for row in rows] == [summary["tokens_per_s"] for summary in summaries]
+    assert all(row["MFU %"] is None for row in rows)  # a CPU run has no peak FLOP/s
+    assert "tokens/s" in visible_columns(rows, ["ctx"]) and "params" not in visible_columns(rows, ["ctx"])
+    with_gpu = summaries[0] | {"mfu": 0.41, "params": 128_625_408}
+    sized = [rows[0], cell_row(summaries[0]["config"] | {"model": "small"}, with_gpu, [])]
+    assert sized[1]["MFU %"] == 41.0 and "params" in visible_columns(sized, ["model"])

@@ -145,14 +145,18 @@ def run_blocks(run: Run, draw: Drawer) -> list[Block]:
     made.append(blocks.code(command or "(not recorded)"))
     if run.summary:
         made += [blocks.text("As `sysprof run` printed it:"), blocks.code(headline_text(run))]
-    for name, records in directory_tables(run.path).items():
+    else:
+        made.append(blocks.text(f"No summary: the run is {run.status} (not finished, or its process died before "
+                                "writing one); what it wrote is below."))
+    tables = directory_tables(run.path)
+    for name, records in tables.items():
         if name in SKIPPED_TABLES:
             made.append(blocks.text(f"Not shown: {name}, {SKIPPED_TABLES[name].format(path=run.path)}."))
         elif name in KERNEL_TABLES and records:
             made += kernel_table_blocks(name, records, run.path)
         elif records:
             made.append(blocks.table(name, records))
-    return made + run_figures(run, draw)
+    return made + run_figures(run, tables.get("kernels") or [], draw)
 
 
 def kernel_table_blocks(name: str, records: list[dict], path: Path) -> list[Block]:
@@ -200,11 +204,10 @@ def headline_text(run: Run) -> str:
     return "\n".join(line.rstrip() for line in out.getvalue().rstrip().splitlines())
 
 
-def run_figures(run: Run, draw: Drawer) -> list[Block]:
+def run_figures(run: Run, kernels: list[dict], draw: Drawer) -> list[Block]:
     stem = run.path.name
     made = draw(f"{stem}: step time by phase", f"{stem}-phases",
                 lambda: figures.phase_bars([(stem, run.phases)]))
-    kernels = directory_tables(run.path).get("kernels") or []
     made += draw(f"{stem}: kernel classes per phase", f"{stem}-kernel-classes",
                  lambda: figures.kernel_class_bars(kernels))
     timeline = (run.analysis(MEMORY) or {}).get("timeline") or {}

@@ -18,6 +18,7 @@ import itertools
 import re
 
 from rich.console import Console
+from rich.errors import MarkupError
 from rich.measure import Measurement
 from rich.table import Column, Table
 from rich.text import Text
@@ -75,7 +76,12 @@ def add_format_option(parser) -> None:
 def plain(cell) -> str:
     if isinstance(cell, Text):
         return cell.plain
-    return Text.from_markup(cell).plain if isinstance(cell, str) else str(cell)
+    if not isinstance(cell, str):
+        return str(cell)
+    try:  # a str cell is printed as markup: its plain text is what shows
+        return Text.from_markup(cell).plain
+    except MarkupError:
+        return cell
 
 
 def table_cells(table: Table) -> tuple[list[str], list[list[str]]]:

@@ -3,6 +3,7 @@ analyses, a two-rank CPU run, the H200 attention study with an OOM cell, the H20
 checked against the directories' own tables and every figure it links checked on disk."""
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -109,6 +110,17 @@ def test_latex_tables_only(tmp_path):
     assert tex.count("\\begin{tabular}") == len(tables) + 1  # and the "what ran" table
     assert to_latex(next(iter(tables.values()))) in tex
     assert not list(tmp_path.glob("*_figures"))
+
+
+def test_a_run_without_a_summary_is_reported_as_what_it_wrote(tmp_path):
+    unfinished = tmp_path / "unfinished"
+    shutil.copytree(DATA / "runs" / "tiny-ctx32", unfinished)
+    (unfinished / "summary.json").unlink()
+    done = report(unfinished, "-o", tmp_path / "report.md", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    text = (tmp_path / "report.md").read_text()
+    assert "No summary: the run is incomplete" in text and "| model | tiny |" in text
+    assert "As `sysprof run` printed it" not in text
 
 
 @pytest.mark.parametrize(("args", "message"), [

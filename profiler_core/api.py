@@ -79,10 +79,14 @@ def report_argv(paths: list[Path], target: Path) -> list[str]:
 
 
 def report_target(runs_root: Path) -> Path:
-    """Where the app writes a report: RUNS_ROOT/reports/DATE-TIME-report.md, its figures beside it."""
+    """Where the app writes a report: RUNS_ROOT/reports/DATE-TIME-report.md (-2, -3 … after a second one within
+    the same second), its figures beside it."""
+    import itertools
     import time
 
-    return runs_root / "reports" / f"{time.strftime('%Y%m%d-%H%M%S')}-report.md"
+    stem = runs_root / "reports" / time.strftime("%Y%m%d-%H%M%S")
+    names = itertools.chain([f"{stem}-report.md"], (f"{stem}-{n}-report.md" for n in itertools.count(2)))
+    return Path(next(name for name in names if not Path(name).exists()))
 
 
 def study_templates(on_gpu: bool) -> dict[str, str]:

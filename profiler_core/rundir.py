@@ -83,8 +83,15 @@ def slug(cfg: RunConfig) -> str:
 
 def typed_command() -> str:
     """This process's command as a user would type it again (`sysprof study attention --ctxs …`), for the plan
-    of a study or sweep: what a report prints to reproduce it."""
-    return shlex.join(["sysprof", *sys.argv[1:]])
+    of a study or sweep: what a report prints to reproduce it. The app starts its studies with `--events` and its
+    own `--runs-dir`; those two are left out (a user's own --runs-dir, without --events, stays)."""
+    words = sys.argv[1:]
+    if "--events" in words:
+        words = [word for word in words if word != "--events"]
+        if "--runs-dir" in words[:-1]:
+            at = words.index("--runs-dir")
+            words = words[:at] + words[at + 2:]
+    return shlex.join(["sysprof", *words])
 
 
 def new_timestamped_dir(root: Path, name: str) -> Path:

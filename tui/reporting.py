@@ -47,9 +47,10 @@ class ReportActions(_ReportHost):
         except (OSError, subprocess.TimeoutExpired) as exc:
             self.app.call_from_thread(self.notify, f"no report: {exc}", severity="error")
             return
-        if done.returncode == 0:
-            self.app.call_from_thread(self.notify, f"wrote {short_path(target)} (figures in {target.stem}_figures/)",
+        said = done.stderr.strip().splitlines()
+        if done.returncode == 0:  # its own line: "wrote PATH (N tables, M figures; figures in …)"
+            self.app.call_from_thread(self.notify, said[-1] if said else f"wrote {short_path(target)}",
                                       title="Report")
         else:
-            reason = (done.stderr.strip().splitlines() or [f"sysprof report exited with {done.returncode}"])[-1]
+            reason = (said or [f"sysprof report exited with {done.returncode}"])[-1]
             self.app.call_from_thread(self.notify, reason, title="No report", severity="error")

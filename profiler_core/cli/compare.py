@@ -92,12 +92,19 @@ def print_comparison(args, side_a: tuple[Path, RunSummary], side_b: tuple[Path, 
                           "drift": found["drift"], "config_differences": {f: list(p) for f, p in differences.items()},
                           "phases": rows}, default=str))
         return
-    notes = [f"minimum effect {args.min_effect:.1%} (raised to the between-process spread where larger), α {ALPHA:g}"]
-    if differences and (args.command == "ab" or not other_step_fields(differences)):
+    title = f"B = {path_b.name} ({model_b}) against A = {path_a.name} ({model_a})"
+    print_compare(output_console(args), rows, title,
+                  comparison_notes(args.min_effect, differences, found, forced=args.command != "ab"))
+
+
+def comparison_notes(min_effect: float, differences: dict, found: dict, forced: bool = False) -> list[str]:
+    """What a comparison rests on, under its rows (compare, ab and the report say it alike): the smallest effect
+    called a change, what A and B differ in, and when each side's processes ran. forced: runs of different steps
+    were compared because the user asked (--force)."""
+    notes = [f"minimum effect {min_effect:.1%} (raised to the between-process spread where larger), α {ALPHA:g}"]
+    if differences and not (forced and other_step_fields(differences)):
         notes.append(f"A and B differ in {_differences_text(differences)}")
     elif differences:
         notes.append(f"note: the runs measure different steps ({_differences_text(differences)}); compared as "
                      "asked (--force)")
-    notes += ordering_notes(found)
-    title = f"B = {path_b.name} ({model_b}) against A = {path_a.name} ({model_a})"
-    print_compare(output_console(args), rows, title, notes)
+    return notes + ordering_notes(found)

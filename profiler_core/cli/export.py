@@ -12,6 +12,7 @@ from sysprof.profiler_core.config import ConfigError
 from sysprof.profiler_core.kernels.attention_flops import sub_range_rows
 from sysprof.profiler_core.records import phases_of
 from sysprof.profiler_core.render import export
+from sysprof.profiler_core.render.analysis_report import category_rows
 from sysprof.profiler_core.render.module_tables import kernel_module_rows, memory_module_rows
 from sysprof.profiler_core.render.table_model import TableModel, export_tables
 from sysprof.profiler_core.render.table_models import phase_kernel_model, ranks_model
@@ -57,14 +58,6 @@ def run_tables(run: Run) -> dict[str, list[dict]]:
     if memory_module_rows(memory):
         tables["memory by module type"] = memory_module_rows(memory)
     return tables
-
-
-def category_rows(memory: Mapping[str, Any]) -> list[dict]:
-    """Memory at the peak by category, largest first, with its share of the requested peak."""
-    peak = memory.get("peak_allocated_bytes") or 0
-    ranked = sorted(memory["by_category"].items(), key=lambda item: -item[1])
-    return [{"category": name, "bytes at the peak": size, "MiB": round(size / 2**20, 1),
-             "% of peak": round(100 * size / peak, 1) if peak else None} for name, size in ranked]
 
 
 def run_models(run: Run) -> list[TableModel]:

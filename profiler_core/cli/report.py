@@ -7,21 +7,16 @@ from __future__ import annotations
 import datetime
 import io
 import sys
+import tempfile
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from sysprof.profiler_core import events, rundir
+from sysprof.profiler_core.cli.compare import comparison_notes
 from sysprof.profiler_core.cli.export import directory_tables
-from sysprof.profiler_core.compare import (
-    MIN_EFFECT,
-    compare_summaries,
-    config_differences,
-    ordering,
-    ordering_notes,
-    other_step_fields,
-)
+from sysprof.profiler_core.compare import MIN_EFFECT, compare_summaries, config_differences, ordering, other_step_fields
 from sysprof.profiler_core.errors import ExportError, UsageError
 from sysprof.profiler_core.render import report_figures as figures
 from sysprof.profiler_core.render import report_writers as blocks
@@ -52,20 +47,23 @@ def command_report(args) -> int:
     target = args.tables_only or args.output
     _check_target(target, (".tex",) if args.tables_only else SUFFIXES)
     kinds = [_kind(path) for path in args.paths]
-    figures_dir = None if args.tables_only else target.with_name(f"{target.stem}_figures")
-    built, drawn = build(args.paths, kinds, figures_dir)
-    if args.tables_only:
-        text = blocks.latex_tables(built)
-    elif target.suffix == ".html":
-        text = blocks.html_document(built, _title(args.paths))
-    else:
-        text = blocks.markdown(built, target)
+    html = not args.tables_only and target.suffix.lower() == ".html"
+    with tempfile.TemporaryDirectory() as scratch:  # an HTML page carries its figures: none are left beside it
+        figures_dir = None if args.tables_only else Path(scratch) if html else \
+            target.with_name(f"{target.stem}_figures")
+        built, drawn = build(args.paths, kinds, figures_dir)
+        if args.tables_only:
+            text = blocks.latex_tables(built)
+        elif html:
+            text = blocks.html_document(built, _title(args.paths))
+        else:
+            text = blocks.markdown(built, target)
     try:
         target.write_text(text)
     except OSError as exc:
         raise ExportError(f"cannot write {target}: {exc.strerror or exc}") from None
     tables = sum(block.kind == "table" for block in built)
-    where = f"; figures in {figures_dir}" if drawn and target.suffix == ".md" else ""
+    where = f"; figures in {figures_dir}" if drawn and not html else ""
     sys.stderr.write(f"wrote {target} ({_count(tables, 'table')}, {_count(drawn, 'figure')}{where})\n")
     return 0
 
@@ -132,8 +130,12 @@ class Drawer:
             return []
         if figure is None:
             return []
+        try:
+            paths = figures.save(figure, self.directory, stem)
+        except OSError as exc:
+            raise ExportError(f"cannot write the figure {stem} into {self.directory}: {exc.strerror or exc}") from None
         self.count += 1
-        return [blocks.figure(title, figures.save(figure, self.directory, stem))]
+        return [blocks.figure(title, paths)]
 
 
 # --- a run ------------------------------------------------------------------------------------------------------
@@ -257,9 +259,10 @@ def study_what_ran(study) -> list[dict]:
                  if key not in study.varied and value not in (None, [], {})]
         env = (study.cells[0].summary or {}).get("env") or {}
         rows += [{"field": label, "value": env[key]} for key, label in MACHINE_FIELDS if env.get(key)]
-    for key, value in (study.plan.get("machine") or {}).items():
-        if value:
-            rows.append({"field": key, "value": value})
+    machine = study.plan.get("machine") or {}  # the attention study's driver records the GPU it ran on
+    rows += [{"field": label, "value": machine[key]} for key, label in (("gpu", "device name"),
+                                                                          ("driver_version", "driver"))
+             if machine.get(key)]
     return rows
 
 
@@ -298,6 +301,8 @@ def _pair_blocks(run_a: Run, run_b: Run) -> list[Block]:
         return [blocks.text(f"{title}: not compared, the runs measure different steps ({changed}); "
                             f"`sysprof compare {run_a.path} {run_b.path} --force` compares them anyway.")]
     rows = compare_summaries(summary_a, summary_b, MIN_EFFECT)
+    if not rows:
+        return [blocks.text(f"{title}: not compared; the two runs have no phase in common.")]
     records = [dict(zip(COLUMNS, row_cells(row))) for row in rows]
-    notes = ordering_notes(ordering(summary_a, summary_b))
+    notes = comparison_notes(MIN_EFFECT, differences, ordering(summary_a, summary_b))
     return [blocks.table(title, records), *(blocks.text(note) for note in notes)]

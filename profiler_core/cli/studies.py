@@ -60,7 +60,8 @@ def emit_tables(args, study_dir: Path, started: float) -> int:
                          {"study_dir": str(study_dir), "elapsed_s": time.perf_counter() - started}, default=str))
     elif not args.events:
         for name, table in tables.items():
-            print_rows(output_console(args), compact(table), name, args.full_names)
+            raw = getattr(args, "format", None) == "csv"  # CSV to parse: each mean and std a value of its own
+            print_rows(output_console(args), table if raw else compact(table), name, args.full_names)
         err.print(f"[dim]{study_dir} ({time.perf_counter() - started:.0f} s)[/]")
     return 0 if all_cells_done(tables) else 1
 

@@ -181,7 +181,9 @@ def report_sweep(args, sweep_dir: Path, elapsed_s: float) -> int:
         print(json.dumps(document | {"elapsed_s": elapsed_s}, default=str))
     elif not args.events:
         console = output_console(args)
-        print_rows(console, compact(table) if not args.pivot else table, f"sweep {sweep_dir} ({elapsed_s:.0f} s)")
+        raw = args.pivot or getattr(args, "format", None) == "csv"  # CSV: each mean and std a value of its own
+        shown = table if raw else compact(table)
+        print_rows(console, shown, f"sweep {sweep_dir} ({elapsed_s:.0f} s)")
         note = averaging_note(rows, *pivot_fields(args.pivot)) if args.pivot else None
         if note:
             print(note)

@@ -140,6 +140,15 @@ def memory_headline(analysis: dict) -> list[str]:
     return lines
 
 
+def category_rows(memory: dict) -> list[dict]:
+    """Memory at the peak by category, largest first, with its share of the requested peak (the CLI's table, the
+    export's and the report's)."""
+    peak = memory.get("peak_allocated_bytes") or 0
+    ranked = sorted(memory["by_category"].items(), key=lambda item: -item[1])
+    return [{"category": name, "bytes at the peak": size, "MiB": round(size / 2**20, 1),
+             "% of peak": round(100 * size / peak, 1) if peak else None} for name, size in ranked]
+
+
 def print_memory_analysis(console, analysis: dict) -> None:
     for line in memory_headline(analysis):
         console.print(line, highlight=False)
@@ -153,8 +162,10 @@ def print_memory_analysis(console, analysis: dict) -> None:
     table = Table(title="Memory at the peak by category", title_justify="left")
     table.add_column("category")
     table.add_column("bytes", justify="right")
-    for category, size in sorted(analysis["by_category"].items(), key=lambda kv: -kv[1]):
-        table.add_row(Text(str(category)), format_bytes(size))
+    table.add_column("% of peak", justify="right")
+    for row in category_rows(analysis):
+        share = NA if row["% of peak"] is None else f"{row['% of peak']:.1f}"
+        table.add_row(Text(str(row["category"])), format_bytes(row["bytes at the peak"]), share)
     console.print(table)
     top = Table(title="Largest allocations alive at the peak", title_justify="left")
     for column in ("size", "phase", "category", "where"):

@@ -11,8 +11,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sysprof.profiler_core.events import OK, OOM
+
 Rows = Sequence[dict[str, Any]]
-OOM = "oom"
 NAMING = ("model", "ctx", "batch", "mode", "measured", "impl", "dtype", "d", "seq", "candidate", "GPUs")
 
 
@@ -68,7 +69,7 @@ def attention_panels(rows: Rows) -> list[Panel]:
 
 
 def _attention_series(name: str, group: list[dict], key: str) -> Series:
-    xs, ys = measured((row["seq"], number(row.get(key))) for row in group if row.get("status") == "ok")
+    xs, ys = measured((row["seq"], number(row.get(key))) for row in group if row.get("status") == OK)
     missing = [row["seq"] for row in group if str(row.get("status", "")).lower() == OOM]
     first = group[0]
     return Series(name, xs, ys, missing=missing,
@@ -105,8 +106,15 @@ def speedup_panels(rows: Rows, title: str) -> list[Panel]:
     if not columns:
         return []
     labels = [row_label(row) for row in rows]
-    series = [Series(key, labels, [number(row.get(key)) or 0.0 for row in rows]) for key in columns]
-    return [Panel(f"{title} (speed-ups)", "", "× (higher is faster)", series, bars=True, reference=1.0)]
+    series = [Series(key, labels, [_or_nan(number(row.get(key))) for row in rows]) for key in columns]
+    gaps = ("no bar: a side did not run (OOM or failed)",) if any(math.isnan(y) for one in series for y in one.y) \
+        else ()
+    return [Panel(f"{title} (speed-ups)", "", "× (higher is faster)", series, bars=True, reference=1.0, notes=gaps)]
+
+
+def _or_nan(value: float | None) -> float:
+    """A bar that is not there: NaN draws nothing (0 would read as a measured 0×)."""
+    return math.nan if value is None else value
 
 
 def row_label(row: dict) -> str:
@@ -128,16 +136,26 @@ def scaling_panels(rows: Rows) -> list[Panel]:
 
 
 def throughput_panels(rows: Rows) -> list[Panel]:
-    """Tokens/s and MFU against parameter count, where the table has several model sizes."""
-    if not rows or "params" not in rows[0] or len({row.get("params") for row in rows}) < 2:
+    """Tokens/s and MFU against parameter count, where the table has several model sizes: a line per setting of
+    the other fields the table varies (ctx, batch, dtype …)."""
+    if not rows or len({row.get("params") for row in rows} - {None}) < 2:
         return []
+    others = [name for name in SETTINGS if len({row.get(name) for row in rows}) > 1]
+    groups: dict[str, list[dict]] = {}
+    for row in rows:
+        groups.setdefault(" ".join(f"{name}={row.get(name)}" for name in others) or "all", []).append(row)
     panels = []
     for key in ("tokens/s", "MFU %"):
-        xs, ys = measured(sorted((row["params"], number(row.get(key))) for row in rows if number(row.get(key))))
-        if xs:
-            series = [Series(key, xs, ys)]
+        series = [Series(label, *measured(sorted((row["params"], number(row.get(key))) for row in group
+                                                 if row.get("params") and number(row.get(key)))))
+                  for label, group in groups.items()]
+        series = [one for one in series if one.x]
+        if series:
             panels.append(Panel(f"{key} by model size", "parameters", key, series, xlog=True))
     return panels
+
+
+SETTINGS = ("ctx", "batch", "mode", "dtype", "compile", "attention", "nproc")  # a throughput line each
 
 
 FIGURES: tuple[tuple[str, Callable[[Rows], list[Panel]]], ...] = (

@@ -17,18 +17,20 @@ import io
 import itertools
 import re
 
-from rich.console import Console
+from rich.console import Console, OverflowMethod
 from rich.errors import MarkupError
 from rich.measure import Measurement
 from rich.table import Column, Table
 from rich.text import Text
+
+from sysprof.profiler_core.render.export import to_markdown
 
 SHORTENED_COLUMN, SHORTENED_MIN = "kernel", 24  # the one column allowed to lose characters, and its least width
 FORMATS = ("md", "csv")
 WIDE = 100_000  # "no limit" for measuring and for a table printed into a pipe
 INTEGER = re.compile(r"^-?[\d,]+$")
 # a figure, with its spread or unit where it has them: "27.1", "4.42 ± 2.22", "306.99 ms", "1.50 [1.41–1.58]"
-FIGURE = re.compile(r"^[-+]?[\d,]*\.?\d+(\s*(±|ms|s|%|GiB|MiB|×|\[).*)?$")
+FIGURE = re.compile(r"^[-+]?[\d,]*\.?\d+(\s*(±|ms|µs|s|%|B|KiB|MiB|GiB|GB/s|TFLOP/s|×|\[).*)?$")
 
 
 class WholeTablesConsole(Console):
@@ -41,16 +43,21 @@ class WholeTablesConsole(Console):
     def print(self, *objects, **kwargs) -> None:
         if len(objects) != 1 or not isinstance(objects[0], Table):
             super().print(*objects, **kwargs)
-        elif self.table_format:
-            self.file.write(table_text(objects[0], self.table_format))
+            return
+        table = literal(objects[0]) if kwargs.get("markup") is False else objects[0]
+        if self.table_format:
+            self.file.write(table_text(table, self.table_format))
             self.file.flush()
         elif not self.is_terminal:
-            self._print_at_natural_width(objects[0], **kwargs)
+            self._print_at_natural_width(table, **kwargs)
         else:
-            for part in fit(self, objects[0], self.width):
+            for part in fit(self, table, self.width):
                 super().print(part, **kwargs)
 
     def _print_at_natural_width(self, table: Table, **kwargs) -> None:
+        if not table.row_count:  # rich measures a column without cells as wide as it is allowed to be
+            super().print(table, **kwargs)
+            return
         table = copy.copy(table)
         table.expand = False
         natural = Measurement.get(self, self.options.update_width(WIDE), table).maximum
@@ -72,6 +79,17 @@ def add_format_option(parser) -> None:
 
 
 # --- plain text of a drawn table -------------------------------------------------------------------------------
+
+def literal(table: Table) -> Table:
+    """A copy whose str cells and headers are Text: printed with markup=False, "[attn]" is text, not a style."""
+    def text(cell):
+        return Text(cell) if isinstance(cell, str) else cell
+
+    copied = copy.copy(table)
+    copied.columns = [dataclasses.replace(column, header=text(column.header),
+                                          _cells=[text(cell) for cell in column.cells]) for column in table.columns]
+    return copied
+
 
 def plain(cell) -> str:
     if isinstance(cell, Text):
@@ -110,11 +128,9 @@ def table_text(table: Table, table_format: str) -> str:
         writer = csv.writer(buffer, lineterminator="\n")
         writer.writerows([headers, *rows])
         return (f"# {title}\n" if title else "") + buffer.getvalue() + "\n"
-    escape = lambda text: text.replace("|", r"\|").replace("\n", " ")  # noqa: E731
-    lines = [f"**{escape(title)}**", ""] if title else []
-    lines += ["| " + " | ".join(map(escape, headers)) + " |", "|" + "---|" * len(headers)]
-    lines += ["| " + " | ".join(map(escape, row)) + " |" for row in rows]
-    return "\n".join(lines) + "\n\n"
+    records = [dict(zip(headers, row)) for row in rows] or [dict.fromkeys(headers, "")]
+    heading = f"**{title}**\n\n" if title else ""
+    return heading + to_markdown(records) + "\n"
 
 
 # --- fitting a terminal's width ----------------------------------------------------------------------------------
@@ -152,23 +168,27 @@ def overhead(console: Console, table: Table, count: int) -> int:
     return Measurement.get(console, console.options.update_width(WIDE), probe).maximum - count
 
 
-def fit(console: Console, table: Table, width: int) -> list[Table]:
-    """The table as one or more tables none wider than width, no number cut."""
-    if not table.columns or Measurement.get(console, console.options.update_width(WIDE), table).maximum <= width:
+def fit(console: Console, table: Table, width: int) -> list[Table | Text]:
+    """The table as one or more tables none wider than width, no number cut (a number wider than the whole line
+    beside its row's names folds onto a second line: split, never cut)."""
+    if not table.columns or not table.row_count or \
+            Measurement.get(console, console.options.update_width(WIDE), table).maximum <= width:
         return [table]
     needs = column_needs(console, table)
     every = list(range(len(table.columns)))
     if sum(needs[i].least for i in every) + overhead(console, table, len(every)) <= width:
         return [_laid_out(console, table, every, needs, width)]
     keys = row_keys(table, needs, width)
+    widest = max(needs[i].least for i in every if i not in keys)
+    if not keys or sum(needs[i].least for i in keys) + widest + overhead(console, table, len(keys) + 1) > width:
+        table, needs, keys = _numbered(console, table, needs)  # no names that fit: a row number names each row
     groups = _groups(console, table, keys, needs, width)
-    parts = []
+    parts: list[Table | Text] = []
     for number, group in enumerate(groups, 1):
         columns = sorted(keys + group) if number == 1 else keys + group  # the first keeps the table's order
         part = _laid_out(console, table, columns, needs, width)
-        if number > 1:
-            part.title = _continued(table.title, number, len(groups))
-        parts.append(part)
+        part.title = None  # said on its own line: a narrow part would wrap it word by word
+        parts += [_part_title(table.title, number, len(groups)), part]
     return parts
 
 
@@ -214,12 +234,29 @@ def _laid_out(console, table: Table, indices: list[int], needs: list[Need], widt
     part = copy.copy(table)
     part.expand = False
     part.columns = [dataclasses.replace(table.columns[i], width=widths[i], min_width=None, max_width=None,
-                                        ratio=None, _index=position, _cells=list(table.columns[i].cells))
+                                        ratio=None, _index=position, _cells=list(table.columns[i].cells),
+                                        overflow=_overflow(table.columns[i]))
                     for position, i in enumerate(indices)]
     return part
 
 
-def _continued(title, number: int, count: int) -> Text:
+def _overflow(column: Column) -> OverflowMethod:
+    """Kernel names may be shortened with "…"; anything else folds onto the next line if it must: split, not cut."""
+    return "ellipsis" if plain(column.header) == SHORTENED_COLUMN else "fold"
+
+
+def _part_title(title, number: int, count: int) -> Text:
+    """"TITLE (columns 1/3)": each part of a split table says which it is, on a line of its own."""
     base = title if isinstance(title, Text) else Text(plain(title) if title is not None else "")
-    return Text.assemble(base.copy(), f" (continued, {number}/{count})") if base.plain else \
-        Text(f"(continued, {number}/{count})")
+    part = f"(columns {number}/{count})" if number == 1 else f"(continued, {number}/{count})"
+    return Text.assemble(base.copy(), " ", part) if base.plain else Text(part)
+
+
+def _numbered(console, table: Table, needs: list[Need]) -> tuple[Table, list[Need], list[int]]:
+    """The table with a first column "#" numbering its rows, which every column group repeats."""
+    numbered = copy.copy(table)
+    numbers = Column(header="#", justify="right", _cells=[Text(str(i + 1)) for i in range(table.row_count)])
+    numbered.columns = [numbers, *(dataclasses.replace(column, _index=index + 1)
+                                   for index, column in enumerate(table.columns))]
+    width = len(str(table.row_count))
+    return numbered, [Need(max(width, 1), max(width, 1)), *needs], [0]

@@ -116,7 +116,13 @@ def write_plan(study_dir: Path, groups: list[list[dict]], batch: int, iters: int
     rundir.write_json(study_dir / rundir.ATTENTION_PLAN, {
         "study": "attention", "batch": batch, "iters": iters, "device": device, "precision": "autocast",
         "dtypes": list(dict.fromkeys(c["dtype"] for c in cells)), "cells": cells, "created": time.time(),
-        "command": rundir.typed_command(), "machine": {"gpu": gpu_name(), "driver_version": driver_version()}})
+        "command": rundir.typed_command(), "machine": _machine(device)})
+
+
+def _machine(device: str) -> dict:
+    """The GPU the benchmark runs on, from NVML (the driver imports no torch): on a homogeneous node the first
+    visible GPU's name is every GPU's; none for a CPU or MPS study."""
+    return {"gpu": gpu_name(), "driver_version": driver_version()} if device in ("cuda", "auto") else {}
 
 
 def run_study(study_dir: Path, groups: list[list[dict]], batch: int, iters: int, device: str,

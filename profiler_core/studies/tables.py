@@ -56,7 +56,7 @@ def cell_row(cfg: dict, summary: dict | None, steps: list[dict], profiled: dict 
         row[f"{label} mean ms"], row[f"{label} std ms"] = _mean_std(stats)
         row[f"{label} median ms"] = (stats or {}).get("median_ms")
     row["tokens/s"] = summary.get("tokens_per_s")
-    row["MFU %"] = summary["mfu"] * 100 if summary.get("mfu") is not None else None
+    row["MFU %"] = round(summary["mfu"] * 100, 2) if summary.get("mfu") is not None else None
     row["compile s"] = summary.get("compile_s")
     peaks = summary.get("peak_memory_bytes") or {}
     row["peak GiB"] = max(peaks.values()) / 2**30 if peaks else None
@@ -96,7 +96,8 @@ def sweep_document(study: Study) -> dict:
 def visible_columns(rows: list[dict], varied: list[str]) -> list[str]:
     """The seeds' columns: what varied, then timings and status; constant config columns are dropped."""
     keep = [c for c in (*CONFIG_COLUMNS, *varied) if c in varied or c in ("model", "ctx")]
-    keep += ["params"] if len({r.get("params") for r in rows}) > 1 else []  # sizes differ: a figure's x axis
+    sizes = {r.get("params") for r in rows} - {None}
+    keep += ["params"] if len(sizes) > 1 else []  # sizes differ: the x axis of the report's throughput figure
     timing = [c for c in rows[0] if c.endswith(" ms") and not c.endswith(" median ms")
               and any(r[c] is not None for r in rows)] if rows else []
     extra = [c for c in ("tokens/s", "MFU %", "inflation", "compile s", "peak GiB", "peak reserved GiB", "procs",

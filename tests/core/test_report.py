@@ -150,9 +150,14 @@ def test_two_runs_of_the_same_step_are_compared_as_compare_states_it(tmp_path):
     comparison = (tmp_path / "report.md").read_text().split("## Comparison")[1]
     compared = subprocess.run([sys.executable, "-m", "sysprof.profiler_core", "compare", str(naive), str(sdpa)],
                               capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert compared.returncode == 0, compared.stderr
+    matched = 0
     for line in compared.stdout.splitlines():
         if line.startswith(("forward ", "step ", "tokens/s ")):
             phase, *cells = line.split("  ")
             verdict = [cell.strip() for cell in cells if cell.strip()][4]
             row = next(r for r in comparison.splitlines() if r.startswith(f"| {phase.strip()} |"))
             assert f"| {verdict} |" in row, (line, row)
+            matched += 1
+    assert matched == 3
+    assert "A and B differ in attention naive ≠ sdpa" in comparison  # the notes compare prints, said alike

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from rich.table import Column, Table
 
 from sysprof.profiler_core.render.rows import print_rows
 from sysprof.profiler_core.render.whole_tables import WholeTablesConsole
@@ -78,6 +79,53 @@ def test_csv_carries_the_raw_values_and_markdown_the_shown_ones(attention_oom):
     numeric = next(key for key, value in first.items() if isinstance(value, float))
     assert repr(first[numeric]) in csv_text or str(first[numeric]) in csv_text  # not a rounded display
     assert printed(table, title, 80, table_format="md").startswith(f"**{title}**\n\n| ")
+
+
+def drawn_table(table, width: int, terminal: bool = True, **print_options) -> str:
+    out = io.StringIO()
+    WholeTablesConsole(file=out, width=width, force_terminal=terminal, color_system=None).print(table, **print_options)
+    return out.getvalue()
+
+
+def layout_table(names: list[str], title: str | None = "layout") -> Table:
+    """A wide table of the shape the CLI prints (names, then figures with their spread): for layout only."""
+    table = Table(title=title)
+    table.add_column("model")
+    for column in ("fwd ms", "bwd ms", "step ms", "B/A [95% CI]", "tokens/s"):
+        table.add_column(column, justify="right")
+    for index, name in enumerate(names):
+        table.add_row(name, f"{1234.5 + index:,.2f} ± 0.12", "12,345.678", "98,765.4321", "1.0412 [1.0301–1.0523] ×",
+                      "123,456")
+    return table
+
+
+@pytest.mark.parametrize("width", [44, 30])
+def test_names_too_long_to_repeat_give_way_to_a_row_number_and_no_number_is_cut(width):
+    names = ["gpt2-medium-custom-factory-a", "gpt2-medium-custom-factory-b"]
+    text = drawn_table(layout_table(names), width)
+    assert not CUT_NUMBER.search(text) and max(map(len, text.splitlines())) <= width
+    for figure in ("12,345.678", "98,765.4321", "123,456", "1,234.50 ± 0.12", "1,235.50 ± 0.12"):
+        assert figure in text, figure  # whole, on one line, its spread beside it
+    assert "#" in text and "(continued, 2/" in text  # each group names its rows by number
+    assert all("(continued" not in line or "│" not in line for line in text.splitlines())  # titles: own lines
+
+
+def test_markup_false_cells_are_text_in_every_format():
+    table = Table("module", Column("ms", justify="right"), title="modules")
+    table.add_row("[attn]block_attention", "12345.678")
+    assert "[attn]block_attention" in drawn_table(table, 30, markup=False)
+    out = io.StringIO()
+    WholeTablesConsole("csv", file=out).print(table, markup=False)
+    assert "[attn]block_attention,12345.678" in out.getvalue()
+
+
+def test_empty_and_one_column_tables_print_as_they_are():
+    empty = Table("a", "b", show_header=False)
+    assert max(map(len, drawn_table(empty, 80, terminal=False).splitlines() or [""])) <= 80
+    single = Table("only")
+    single.add_row("x" * 50)
+    assert "x" * 50 in drawn_table(single, 80, terminal=False)
+    assert max(map(len, drawn_table(single, 30).splitlines())) <= 30
 
 
 CLI_ENV = {"COLUMNS": "80", "NO_COLOR": "1"}

@@ -3,6 +3,8 @@ report's) drawn in the terminal with plotext. Log scales where the report has th
 memory; the 1× line under speed-ups."""
 from __future__ import annotations
 
+import math
+
 from textual_plotext import PlotextPlot
 
 from sysprof.profiler_core.render.figure_data import Panel
@@ -17,7 +19,7 @@ class StudyPlot(PlotextPlot):
         plt.clear_figure()
         if panel is not None:
             (_bars if panel.bars else _lines)(plt, panel)
-            plt.title(panel.title)
+            plt.title("; ".join([panel.title, *panel.notes]))
             plt.xlabel(panel.xlabel)
             plt.ylabel(panel.ylabel)
         self.refresh()
@@ -48,7 +50,7 @@ def _lines(plt, panel: Panel) -> None:
 
 def _bars(plt, panel: Panel) -> None:
     labels = [str(label) for label in panel.series[0].x]
-    plt.multiple_bar(labels, [list(series.y) for series in panel.series],
-                     labels=[series.label for series in panel.series])
+    heights = [[0.0 if math.isnan(y) else y for y in series.y] for series in panel.series]  # plotext draws no NaN
+    plt.multiple_bar(labels, heights, labels=[series.label for series in panel.series])
     if panel.reference is not None:
         plt.hline(panel.reference, "gray")

@@ -100,6 +100,9 @@ def test_html_is_one_file_with_its_figures_inside(tmp_path):
     assert page.count("<table>") == sum(bool(rows) for source in (ANALYSED, ATTENTION_OOM)
                                         for name, rows in directory_tables(source).items() if name != "steps") + 2
     assert "<td class=\"n\">35.536</td>" in page  # eager fp32 d=64 T=16384 forward, as the study measured it
+    assert not list(tmp_path.glob("*_figures"))  # one file: its figures are inside it
+    upper = report(ATTENTION_OOM, "-o", tmp_path / "REPORT.HTML", cwd=tmp_path)
+    assert upper.returncode == 0 and (tmp_path / "REPORT.HTML").read_text().startswith("<!doctype html>")
 
 
 def test_latex_tables_only(tmp_path):
@@ -161,3 +164,27 @@ def test_two_runs_of_the_same_step_are_compared_as_compare_states_it(tmp_path):
             matched += 1
     assert matched == 3
     assert "A and B differ in attention naive ≠ sdpa" in comparison  # the notes compare prints, said alike
+
+
+def test_a_study_records_the_command_a_user_would_type_again(monkeypatch):
+    from sysprof.profiler_core.rundir import typed_command
+
+    app_started = ["-m", "study", "warmup", "--models", "small", "--runs-dir", "/somewhere/runs", "--events"]
+    monkeypatch.setattr(sys, "argv", app_started)
+    assert typed_command() == "sysprof study warmup --models small"  # the app's own options left out
+    typed = ["-m", "sweep", "--model", "tiny", "--runs-dir", "my runs"]
+    monkeypatch.setattr(sys, "argv", typed)
+    assert typed_command() == "sysprof sweep --model tiny --runs-dir 'my runs'"  # a user's own stays, quoted
+
+
+def test_two_app_reports_in_one_second_get_two_files(tmp_path, monkeypatch):
+    import time
+
+    from sysprof.profiler_core.api import report_target
+
+    monkeypatch.setattr(time, "strftime", lambda _format: "20261126-120000")  # both within the same second
+    first = report_target(tmp_path)
+    first.parent.mkdir(parents=True)
+    first.write_text("")
+    second = report_target(tmp_path)
+    assert second != first and second.name.endswith("-2-report.md") and second.parent == first.parent

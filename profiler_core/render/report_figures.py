@@ -84,7 +84,7 @@ def kernel_class_bars(kernel_rows: Rows) -> Any:
         left = [a + b for a, b in zip(left, widths)]
     axes.set_yticks(range(len(phases)), phases)
     axes.set(xlabel="GPU ms (profiled steps)", title="kernel classes per phase")
-    axes.legend(fontsize="small", ncols=min(4, len(classes)), loc="lower right")
+    axes.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))  # beside the bars, never on them
     return figure
 
 

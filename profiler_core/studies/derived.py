@@ -121,11 +121,20 @@ def precision_table(rows: list[dict], summaries: list[dict | None] | None = None
                 entry[f"{name} mean ms"] = _ms((row or {}).get(f"{label} mean ms"))
                 entry[f"{name} median ms"] = _ms(median)
                 entry[f"{name} speedup"] = round(base / median, 2) if base and median else None
+                entry[f"{name} tokens/s"] = _tokens_per_s(group[0], median)
                 if summaries is not None and name != "fp32":
                     entry[f"{name} vs fp32"] = verdict_cell(_summary_of(rows, cells["fp32"], summaries),
                                                             _summary_of(rows, row, summaries), phase)
             table.append(entry)
     return table
+
+
+def _tokens_per_s(row: dict, median_ms: float | None) -> float | None:
+    """Throughput of one measured part (batch × ctx tokens per median time): the forward's and the train step's
+    tokens/s side by side for each precision."""
+    if not median_ms or not row.get("batch") or not row.get("ctx"):
+        return None
+    return round(row["batch"] * row["ctx"] * 1000 / median_ms, 1)
 
 
 def passes_table(rows: list[dict]) -> list[dict]:

@@ -171,6 +171,9 @@ def test_precision_table_per_measured_part_with_medians_and_params():
     assert step["params"] == 128625408 and (step["fp32 mean ms"], step["fp32 median ms"]) == (61.0, 60.0)
     assert (step["fp32 speedup"], step["tf32 speedup"], step["bf16 speedup"]) == (1.0, 2.0, 3.0)  # from medians
     assert table[0]["bf16 speedup"] == 4.0
+    tokens = rows[0]["batch"] * rows[0]["ctx"]  # forward and train-step throughput per precision, from the medians
+    assert (table[0]["fp32 tokens/s"], table[0]["bf16 tokens/s"]) == (tokens * 1000 / 20.0, tokens * 1000 / 5.0)
+    assert step["bf16 tokens/s"] == tokens * 1000 / 20.0
 
 
 def test_passes_table_gives_the_ratio_of_the_medians():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 import io
+import math
 import sys
 import tempfile
 from collections.abc import Callable
@@ -21,13 +22,13 @@ from sysprof.profiler_core.errors import ExportError, UsageError
 from sysprof.profiler_core.render import report_figures as figures
 from sysprof.profiler_core.render import report_writers as blocks
 from sysprof.profiler_core.render.compare_report import COLUMNS, row_cells
-from sysprof.profiler_core.render.export import check_writable
 from sysprof.profiler_core.render.figure_data import table_figures
 from sysprof.profiler_core.render.report_writers import Block
 from sysprof.profiler_core.run_document import MEMORY, Run
 from sysprof.profiler_core.study_plans import study_kind
 
-SUFFIXES = (".md", ".html")
+SUFFIXES, DEFAULT_OUTPUT = (".md", ".html"), "report.md"
+DIGITS = 4  # significant digits of a report's table cells (an export keeps 6): a document is read, not parsed
 SKIPPED_TABLES = {"steps": "one row per step: `sysprof export {path} --table steps`"}
 MACHINE_FIELDS = (("device_name", "device name"), ("driver_version", "driver"), ("cuda_version", "CUDA"),
                   ("torch_version", "torch"), ("python_version", "Python"), ("hostname", "host"))
@@ -36,7 +37,7 @@ KERNEL_TABLES, KERNELS_PER_PHASE = ("kernels", "attention kernels"), 10  # long:
 
 def add_report_options(parser) -> None:
     parser.add_argument("paths", nargs="+", type=Path, help="run directories and sweep or study directories")
-    parser.add_argument("-o", "--output", type=Path, default=Path("report.md"),
+    parser.add_argument("-o", "--output", type=Path,
                         help="report.md (Markdown; figures as PNG and SVG in report_figures/ beside it) or "
                              "report.html (one self-contained file); default report.md")
     parser.add_argument("--tables-only", type=Path, metavar="FILE.tex",
@@ -44,7 +45,9 @@ def add_report_options(parser) -> None:
 
 
 def command_report(args) -> int:
-    target = args.tables_only or args.output
+    if args.tables_only and args.output:
+        raise UsageError("-o and --tables-only each name the one file written: give one of them")
+    target = args.tables_only or args.output or Path(DEFAULT_OUTPUT)
     _check_target(target, (".tex",) if args.tables_only else SUFFIXES)
     kinds = [_kind(path) for path in args.paths]
     html = not args.tables_only and target.suffix.lower() == ".html"
@@ -73,9 +76,16 @@ def _count(number: int, noun: str) -> str:
 
 
 def _check_target(target: Path, suffixes: tuple[str, ...]) -> None:
+    """The suffix picks the format; the folder is made and written to now, before any work."""
     if target.suffix.lower() not in suffixes:
         raise UsageError(f"{target}: end the name in {' or '.join(suffixes)} to pick the format")
-    check_writable(target.with_suffix(".md"))  # the folder, made and written to now, before any work
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=target.parent):
+            pass
+    except OSError as exc:
+        raise ExportError(f"cannot write {target}: {target.parent} is not a folder this user can write "
+                          f"({exc.strerror or exc})") from None
 
 
 def _kind(path: Path) -> str:
@@ -90,6 +100,21 @@ def _kind(path: Path) -> str:
 
 def _title(paths: list[Path]) -> str:
     return "sysprof report: " + ", ".join(path.name for path in paths)
+
+
+def readable(records: list[dict]) -> list[dict]:
+    """A table as a document shows it: floats to DIGITS significant digits, and no column empty in every row."""
+    shown = [key for key in dict.fromkeys(key for record in records for key in record)
+             if any(record.get(key) is not None for record in records)]
+    return [{key: _rounded(record.get(key)) for key in shown} for record in records]
+
+
+def _rounded(value):
+    return float(f"{value:.{DIGITS}g}") if isinstance(value, float) and math.isfinite(value) else value
+
+
+def _table(title: str, records: list[dict]) -> Block:
+    return blocks.table(title, readable(records))
 
 
 def build(paths: list[Path], kinds: list[str], figures_dir: Path | None) -> tuple[list[Block], int]:
@@ -141,7 +166,7 @@ class Drawer:
 # --- a run ------------------------------------------------------------------------------------------------------
 
 def run_blocks(run: Run, draw: Drawer) -> list[Block]:
-    made = [blocks.heading(f"Run {run.path.name}"), blocks.table("what ran", what_ran(run))]
+    made = [blocks.heading(f"Run {run.path.name}"), _table("what ran", what_ran(run))]
     command = (run.manifest or {}).get("command")
     made.append(blocks.text("To run it again (the options as typed; the table above pins every default):"))
     made.append(blocks.code(command or "(not recorded)"))
@@ -157,7 +182,7 @@ def run_blocks(run: Run, draw: Drawer) -> list[Block]:
         elif name in KERNEL_TABLES and records:
             made += kernel_table_blocks(name, records, run.path)
         elif records:
-            made.append(blocks.table(name, records))
+            made.append(_table(name, records))
     return made + run_figures(run, tables.get("kernels") or [], draw)
 
 
@@ -174,7 +199,7 @@ def kernel_table_blocks(name: str, records: list[dict], path: Path) -> list[Bloc
         if seen[record.get(group)] <= KERNELS_PER_PHASE:
             kept.append(record | {"name": short_kernel_name(str(record.get("name", "")))})
     shown = f"the {KERNELS_PER_PHASE} largest per {group}, base names" if len(kept) < len(records) else "base names"
-    return [blocks.table(f"{name} ({shown})", kept),
+    return [_table(f"{name} ({shown})", kept),
             blocks.text(f"All {len(records)} rows with whole names: `sysprof export {path} --table '{name}'`.")]
 
 
@@ -238,13 +263,13 @@ def study_blocks(path: Path, draw: Drawer) -> list[Block]:
     from sysprof.profiler_core.studies.results import study_tables
 
     study = Study.load(path)
-    made = [blocks.heading(f"{study.kind} study {path.name}"), blocks.table("what ran", study_what_ran(study)),
+    made = [blocks.heading(f"{study.kind} study {path.name}"), _table("what ran", study_what_ran(study)),
             blocks.text("To run it again:"),
             blocks.code(study.plan.get("command") or "(not recorded: the study predates sysprof recording it)")]
     tables = study_tables(path)
     for name, records in tables.items():
         if records:
-            made.append(blocks.table(name, records))
+            made.append(_table(name, records))
     return made + study_figures(path.name, tables, draw)
 
 
@@ -305,4 +330,4 @@ def _pair_blocks(run_a: Run, run_b: Run) -> list[Block]:
         return [blocks.text(f"{title}: not compared; the two runs have no phase in common.")]
     records = [dict(zip(COLUMNS, row_cells(row))) for row in rows]
     notes = comparison_notes(MIN_EFFECT, differences, ordering(summary_a, summary_b))
-    return [blocks.table(title, records), *(blocks.text(note) for note in notes)]
+    return [_table(title, records), *(blocks.text(note) for note in notes)]

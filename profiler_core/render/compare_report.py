@@ -52,18 +52,35 @@ def compare_lines(rows: list[dict], title: str, notes: Sequence[str] = (), reaso
     return lines
 
 
+RAW_COLUMNS = ("phase", "unit", "A median", "B median", "B/A", "CI low", "CI high", "n A", "n B", "verdict",
+               "reason")
+
+
+def parsed_table(rows: list[dict], title: str, raw: bool):
+    """compare's rows for --format: the cells as printed (md), or each number a value of its own (csv)."""
+    from sysprof.profiler_core.render.whole_tables import RecordsTable
+
+    if not raw:
+        table = RecordsTable(*COLUMNS, title=title)
+        for row in rows:
+            table.add_row(*row_cells(row))
+        return table
+    records = [[row["phase"], row.get("unit", "ms"), row.get("a_median"), row.get("b_median"),
+                row.get("ratio_b_over_a"), row.get("ci_low"), row.get("ci_high"), row.get("n_a", 1), row.get("n_b", 1),
+                row.get("verdict_text") or row["verdict"], row.get("reason") or ""] for row in rows]
+    table = RecordsTable(*RAW_COLUMNS, title=title, records=records)
+    for record in records:
+        table.add_row(*("" if value is None else str(value) for value in record))
+    return table
+
+
 def print_compare(console, rows: list[dict], title: str, notes: Sequence[str] = ()) -> None:
     """Plain lines, never wrapped, in a pipe or file and wherever they fit; in a narrower terminal each reason goes
     on its own line below its row (wrapped at spaces); a table to parse with --format."""
     lines = compare_lines(rows, title, notes)
     if getattr(console, "table_format", None):
-        from rich.table import Table
-
-        table = Table(*COLUMNS, title=title, title_justify="left")
-        for row in rows:
-            table.add_row(*row_cells(row))
-        console.print(table)
-        for note in notes:
+        console.print(parsed_table(rows, title, raw=console.table_format == "csv"))
+        for note in notes:  # the console sends them to stderr: stdout stays the table a log parser reads
             console.print(note, markup=False, highlight=False, soft_wrap=True)
         return
     if not (console.is_terminal and max(map(len, lines)) > console.width):

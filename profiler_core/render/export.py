@@ -19,7 +19,11 @@ from sysprof.profiler_core.units import significant
 FORMAT_BY_SUFFIX = {".csv": "csv", ".md": "markdown", ".json": "json", ".tex": "latex"}
 SUFFIX_BY_FORMAT = {fmt: suffix for suffix, fmt in FORMAT_BY_SUFFIX.items()}
 LATEX_SPECIALS = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+                  # the tool's own symbols, so pdflatex takes its tables without a Unicode package
+                  "×": r"$\times$", "÷": r"$\div$", "±": r"$\pm$", "µ": r"$\mu$", "σ": r"$\sigma$",
+                  "ᵀ": r"$^{T}$", "≥": r"$\geq$", "≤": r"$\leq$", "≠": r"$\neq$", "–": "--", "—": "---",
+                  "…": r"\ldots{}", "→": r"$\rightarrow$"}
 
 
 
@@ -81,7 +85,9 @@ def latex_escape(text: str) -> str:
 
 def to_latex(table) -> str:
     columns, rows = table_records(table)
-    lines = [r"\begin{tabular}{" + "l" * len(columns) + "}", r"\hline",
+    numeric = [any(isinstance(_plain(row.get(c)), (int, float)) and not isinstance(row.get(c), bool) for row in rows)
+               for c in columns]  # numbers right-aligned, as every other view of a table has them
+    lines = [r"\begin{tabular}{" + "".join("r" if n else "l" for n in numeric) + "}", r"\hline",
              " & ".join(latex_escape(c) for c in columns) + r" \\", r"\hline"]
     lines += [" & ".join(latex_escape(cell_text(row.get(c))) for c in columns) + r" \\" for row in rows]
     return "\n".join(lines + [r"\hline", r"\end{tabular}"]) + "\n"

@@ -104,26 +104,26 @@ def draw_panels(panels: Sequence[Panel]) -> Any:
         if panel.reference is not None:
             axes.axhline(panel.reference, color="black", linewidth=0.8)
         axes.set(title=panel.title, xlabel=panel.xlabel, ylabel=panel.ylabel)
-    legend = axes_row[0].legend(fontsize="x-small", title="; ".join(panels[0].notes) or None,
-                                title_fontsize="x-small")
-    legend.set_draggable(False)
+    place = {"loc": "upper left", "bbox_to_anchor": (1.01, 1)} if panels[-1].bars else {}  # beside the bars
+    (axes_row[-1] if panels[-1].bars else axes_row[0]).legend(
+        fontsize="x-small", title="; ".join(panels[0].notes) or None, title_fontsize="x-small", **place)
     return figure
 
 
 def _lines(axes, panel: Panel) -> None:
     colors = _keyed(series.color_key for series in panel.series)
     styles = _keyed(series.style_key for series in panel.series)
+    by_label = len(colors) < 2  # one d and dtype: a colour per line, or every implementation would share one
     for series in panel.series:
         style = {"marker": MARKERS[styles[series.style_key] % len(MARKERS)],
                  "linestyle": LINESTYLES[styles[series.style_key] % len(LINESTYLES)]}
-        if series.color_key:
+        if series.color_key and not by_label:
             style["color"] = f"C{colors[series.color_key] % 10}"
         drawn = axes.errorbar(series.x, series.y, yerr=series.err, capsize=3, label=series.label, **style) \
             if series.err else axes.plot(series.x, series.y, label=series.label, **style)
         color = (drawn.lines[0] if series.err else drawn[0]).get_color() if series.x else "crimson"
-        for x in series.missing:
-            axes.plot([x], [1], marker="x", markersize=9, color=color, transform=axes.get_xaxis_transform(),
-                      clip_on=False)
+        for x in series.missing:  # inside the top edge, where the value would have been off the chart
+            axes.plot([x], [0.96], marker="x", markersize=9, color=color, transform=axes.get_xaxis_transform())
     if panel.xlog:
         axes.set_xscale("log", base=2 if panel.xlabel == "sequence length" else 10)
     if panel.ylog:

@@ -4,7 +4,8 @@
 - A terminal narrower than a table: columns get the widths their cells need (text wraps at spaces, numbers never
   break); if even that is too wide, the table is split into column groups, each repeating the columns that name
   a row (model and ctx, say), so every group reads on its own.
-- `--format md|csv`: every table as a Markdown pipe table or CSV, for logs meant to be parsed.
+- `--format md|csv`: every table as a Markdown pipe table or CSV, for logs meant to be parsed; stdout then holds
+  only the tables, and every other line goes to stderr.
 
 Only kernel names may be shortened (they have --full-names); their column gives up width first.
 """
@@ -42,7 +43,10 @@ class WholeTablesConsole(Console):
 
     def print(self, *objects, **kwargs) -> None:
         if len(objects) != 1 or not isinstance(objects[0], Table):
-            super().print(*objects, **kwargs)
+            if self.table_format:  # stdout holds only the tables to parse; lines of prose go to stderr
+                Console(stderr=True, highlight=False).print(*objects, **kwargs)
+            else:
+                super().print(*objects, **kwargs)
             return
         table = literal(objects[0]) if kwargs.get("markup") is False else objects[0]
         if self.table_format:

@@ -168,3 +168,18 @@ def test_every_table_printing_command_reads_whole_piped_and_at_80_columns(name, 
     for text in (piped, terminal):
         words = set(text.replace("│", " ").replace("┃", " ").split())
         assert shown <= words, shown - words
+
+
+def test_compare_as_csv_is_raw_values_with_the_notes_on_stderr(tmp_path):
+    import csv
+    import json
+
+    done = subprocess.run([sys.executable, "-m", "sysprof.profiler_core", "compare", str(RUNS / "tiny-ctx32"),
+                           str(RUNS / "tiny-ctx64"), "--force", "--format", "csv"], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    rows = list(csv.DictReader(line for line in done.stdout.splitlines() if line and not line.startswith("#")))
+    summary_a = json.loads((RUNS / "tiny-ctx32" / "summary.json").read_text())
+    forward = next(row for row in rows if row["phase"] == "forward")
+    assert float(forward["A median"]) == summary_a["phases"]["forward"]["median_ms"] and forward["unit"] == "ms"
+    assert "minimum effect" in done.stderr and "minimum effect" not in done.stdout

@@ -79,7 +79,7 @@ def test_markdown_csv_json_latex():
     assert to_csv(TABLE).splitlines()[1] == "a_b & c|d,1500,12.5"
     assert json.loads(to_json(TABLE))[1]["pct"] is None
     latex = to_latex(TABLE)
-    assert r"a\_b \& c|d & 1500 & 12.5 \\" in latex and r"50\% \#1" in latex and "\\begin{tabular}{lll}" in latex
+    assert r"a\_b \& c|d & 1500 & 12.5 \\" in latex and r"50\% \#1" in latex and "\\begin{tabular}{lrr}" in latex
 
 
 def test_dataframe_export_and_write_errors(tmp_path):

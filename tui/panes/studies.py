@@ -227,7 +227,8 @@ class StudiesPane(ReportActions, Pane):
     def show_table(self) -> None:
         title, records = self.current_table()
         table = self.query_one("#study-table", MarkableTable)
-        columns = {key: key for record in records for key in record}
+        columns = {key: key for record in records for key, value in record.items()  # none empty in every row
+                   if any(other.get(key) is not None for other in records)}
         table.show(columns, records, {key: table_number for key in columns})
         count = f" ({self.table_index + 1}/{len(self.tables)}, t: next)" if len(self.tables) > 1 else ""
         if self.has_class("-figure") and self.figure:

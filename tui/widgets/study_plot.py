@@ -26,11 +26,13 @@ class StudyPlot(PlotextPlot):
 
 
 def _lines(plt, panel: Panel) -> None:
-    colors = {key: COLORS[index % len(COLORS)] for index, key in
-              enumerate(dict.fromkeys(series.color_key or series.label for series in panel.series))}
+    keys = [series.color_key or series.label for series in panel.series]
+    if len(set(keys)) < 2:  # one d and dtype: a colour per line, not one for all
+        keys = [series.label for series in panel.series]
+    colors = {key: COLORS[index % len(COLORS)] for index, key in enumerate(dict.fromkeys(keys))}
     top = max((y for series in panel.series for y in series.y), default=1.0)
-    for series in panel.series:
-        color = colors[series.color_key or series.label]
+    for series, key in zip(panel.series, keys):
+        color = colors[key]
         if series.x:
             plt.plot(list(series.x), list(series.y), label=series.label, marker="braille", color=color)
         if series.missing:  # ran out of memory: an × at the top, where the value would have been off the chart

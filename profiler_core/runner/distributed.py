@@ -3,6 +3,7 @@ and the gather of every rank's record once the measured steps are over (nothing 
 beyond what DDP or FSDP do themselves)."""
 from __future__ import annotations
 
+import inspect
 import os
 import time
 from collections.abc import Callable
@@ -67,7 +68,11 @@ def wrapper(cfg: RunConfig, device: torch.device) -> Callable[[torch.nn.Module],
         # No buffer broadcast before each forward: an LM's buffers (RoPE tables) are constants, and that collective
         # would put a slow rank's wait inside every rank's forward, where its phase times could not tell the
         # straggler from its victims; the gradient all-reduce leaves the wait in the victims' backward.
-        return lambda model: DistributedDataParallel(model, device_ids=ids, broadcast_buffers=False)
+        # Where torch has forward_sync_buffers (broadcast_buffers warns there), the same per-forward switch; it also
+        # copies rank 0's buffers once when the model is wrapped, which constants do not mind.
+        takes = inspect.signature(DistributedDataParallel.__init__).parameters
+        no_sync = {"forward_sync_buffers" if "forward_sync_buffers" in takes else "broadcast_buffers": False}
+        return lambda model: DistributedDataParallel(model, device_ids=ids, **no_sync)
     try:
         from torch.distributed.fsdp import fully_shard
     except ImportError:

@@ -209,3 +209,26 @@ def test_a_terminal_dropped_during_the_nsys_capture_still_gives_kernel_tables(tm
     assert (run_dir / rundir.PROFILED_DIR / "profile.nsys-rep").is_file()
     time.sleep(1.0)
     assert process_left(str(run_dir)) == []
+
+
+def test_a_study_at_80_by_24_draws_its_figure_and_writes_its_report(tmp_path):
+    """The real app in an 80 × 24 terminal on the saved H200 attention study: f swaps the table for the figure
+    (forward ms against T), f again back, w writes the report under the runs directory."""
+    name = f"sysprof-e2e-figure-{tmp_path.name}"
+    study = ROOT / "tests" / "data" / "studies" / "attention-oom-h200"
+    command = f"cd {ROOT} && {sys.executable} -m tui {study} --runs-dir {tmp_path / 'runs'}; sleep 30"
+    tmux("new-session", "-d", "-s", name, "-x", "80", "-y", "24", "-e", "NO_COLOR=", command)
+    try:
+        wait_for(name, "f: figure", timeout=60)  # the app shows the study: keys reach it from here on
+        tmux("send-keys", "-t", name, "f")  # a toggle, so sent once (press_until could toggle it back)
+        shown = wait_for(name, "back to the table", timeout=30)
+        assert "forward ms" in shown and "sequence length" in shown and "65536" in shown
+        assert all(len(line) <= 80 for line in shown.splitlines())
+        tmux("send-keys", "-t", name, "f")
+        wait_for(name, "f: figure", timeout=30)
+        tmux("send-keys", "-t", name, "w")
+        wait_for(name, "wrote", timeout=120)
+        (report,) = (tmp_path / "runs" / "reports").glob("*-report.md")
+        assert "## attention study attention-oom-h200" in report.read_text()
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)

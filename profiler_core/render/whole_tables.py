@@ -1,9 +1,11 @@
 """Tables that read whole wherever they are printed: no number is ever cut to "…".
 
 - Not a terminal (a pipe, a file, a batch log): each table at its natural width, however wide.
-- A terminal narrower than a table: columns get the widths their cells need (text wraps at spaces, numbers never
-  break); if even that is too wide, the table is split into column groups, each repeating the columns that name
-  a row (model and ctx, say), so every group reads on its own.
+- A terminal narrower than a table: columns get the widths their cells need (text wraps at spaces, a number and
+  its spread stay on one line); if even that is too wide, the table is split into column groups, each repeating
+  the columns that name a row (model and ctx, say; a row number where they would leave no room), so every group
+  reads on its own. Only a number wider than the line beside its row's number folds onto a second line: split,
+  never cut.
 - `--format md|csv`: every table as a Markdown pipe table or CSV, for logs meant to be parsed; stdout then holds
   only the tables, and every other line goes to stderr.
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import faulthandler
 import os
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from types import FrameType
 
 Handler = Callable[[int, FrameType | None], object]
@@ -27,6 +28,35 @@ def on_stop_signals(handler: Handler, signals: tuple[signal.Signals, ...] = STOP
             os.environ.setdefault(TORCHRUN_SIGNALS_ENV, "SIGTERM,SIGINT,SIGQUIT")  # in torchrun and its ranks too
         else:
             signal.signal(signum, _leaving_the_terminal(handler))
+
+
+_held: list[bool] = []  # one entry per held_stop_signals() block the main thread is in
+_pending: list[tuple[Handler, int, FrameType | None]] = []
+
+
+def deferrable(handler: Handler) -> Handler:
+    """The handler, held back while held_stop_signals() is in force (then run as the block ends)."""
+    def deferred(signum: int, frame: FrameType | None) -> object:
+        if _held:
+            _pending.append((handler, signum, frame))
+            return None
+        return handler(signum, frame)
+    return deferred
+
+
+@contextmanager
+def held_stop_signals() -> Iterator[None]:
+    """A stop that arrives inside the block is handled when the block ends: what it writes happens whole (a step
+    in steps.jsonl and in the run's own list, never in one only). Needs the handler installed with deferrable()."""
+    _held.append(True)
+    try:
+        yield
+    finally:
+        _held.pop()
+        if not _held and _pending:
+            handler, signum, frame = _pending[0]
+            _pending.clear()
+            handler(signum, frame)
 
 
 def _leaving_the_terminal(handler: Handler) -> Handler:

@@ -48,8 +48,9 @@ def command_report(args) -> int:
     if args.tables_only and args.output:
         raise UsageError("-o and --tables-only each name the one file written: give one of them")
     target = args.tables_only or args.output or Path(DEFAULT_OUTPUT)
-    _check_target(target, (".tex",) if args.tables_only else SUFFIXES)
+    _check_suffix(target, (".tex",) if args.tables_only else SUFFIXES)
     kinds = [_kind(path) for path in args.paths]
+    _check_writable(target)  # after the paths: a mistake in them leaves no folder made
     html = not args.tables_only and target.suffix.lower() == ".html"
     with tempfile.TemporaryDirectory() as scratch:  # an HTML page carries its figures: none are left beside it
         figures_dir = None if args.tables_only else Path(scratch) if html else \
@@ -75,10 +76,14 @@ def _count(number: int, noun: str) -> str:
     return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
-def _check_target(target: Path, suffixes: tuple[str, ...]) -> None:
-    """The suffix picks the format; the folder is made and written to now, before any work."""
+def _check_suffix(target: Path, suffixes: tuple[str, ...]) -> None:
+    """The suffix picks the format."""
     if target.suffix.lower() not in suffixes:
         raise UsageError(f"{target}: end the name in {' or '.join(suffixes)} to pick the format")
+
+
+def _check_writable(target: Path) -> None:
+    """The folder made and written to now, before any work."""
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=target.parent):

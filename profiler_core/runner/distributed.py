@@ -71,7 +71,8 @@ def wrapper(cfg: RunConfig, device: torch.device) -> Callable[[torch.nn.Module],
         # Where torch has forward_sync_buffers (broadcast_buffers warns there), the same per-forward switch; it also
         # copies rank 0's buffers once when the model is wrapped, which constants do not mind.
         takes = inspect.signature(DistributedDataParallel.__init__).parameters
-        no_sync = {"forward_sync_buffers" if "forward_sync_buffers" in takes else "broadcast_buffers": False}
+        no_sync: dict[str, Any] = {
+            "forward_sync_buffers" if "forward_sync_buffers" in takes else "broadcast_buffers": False}
         return lambda model: DistributedDataParallel(model, device_ids=ids, **no_sync)
     try:
         from torch.distributed.fsdp import fully_shard

@@ -45,7 +45,13 @@ from sysprof.profiler_core.runner.workload import (
     cuda_graph_report,
     resolve_device,
 )
-from sysprof.profiler_core.stop_signals import STOP_SIGNALS, dump_stacks_on_request, on_stop_signals
+from sysprof.profiler_core.stop_signals import (
+    STOP_SIGNALS,
+    deferrable,
+    dump_stacks_on_request,
+    held_stop_signals,
+    on_stop_signals,
+)
 
 
 class Cancelled(Exception):
@@ -179,8 +185,9 @@ class Runner:
             if self.module_ranges:
                 self.module_ranges.end_step()
         record |= {"kind": kind, "index": index}
-        self.steps.append(record)
-        rundir.append_jsonl(self.run_dir / rundir.STEPS, record)
+        with held_stop_signals():  # a stop now: the step is in the summary exactly when it is in steps.jsonl
+            rundir.append_jsonl(self.run_dir / rundir.STEPS, record)
+            self.steps.append(record)
         emit(events.WARMUP_STEP if kind == "warmup" else events.STEP, **record)
         return record
 
@@ -332,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
     if rank and rank.local_rank:  # the node's first rank's events are the run's; the others keep theirs apart
         sys.stdout = (own_dir / rundir.EVENTS).open("w", buffering=1)
     # Ctrl-C, a launcher's stop, and the terminal hanging up (a dropped SSH session): each ends the run with its summary
-    on_stop_signals(_raise_cancelled)
+    on_stop_signals(deferrable(_raise_cancelled))
     dump_stacks_on_request()
     try:
         cfg = validate(RunConfig.from_dict(json.loads(args.config_json)), locate_code=False)

@@ -22,6 +22,7 @@ from sysprof.profiler_core.errors import ExportError, UsageError
 from sysprof.profiler_core.render import report_figures as figures
 from sysprof.profiler_core.render import report_writers as blocks
 from sysprof.profiler_core.render.compare_report import COLUMNS, row_cells
+from sysprof.profiler_core.render.export import check_folder_writable
 from sysprof.profiler_core.render.figure_data import table_figures
 from sysprof.profiler_core.render.report_writers import Block
 from sysprof.profiler_core.run_document import MEMORY, Run
@@ -50,7 +51,7 @@ def command_report(args) -> int:
     target = args.tables_only or args.output or Path(DEFAULT_OUTPUT)
     _check_suffix(target, (".tex",) if args.tables_only else SUFFIXES)
     kinds = [_kind(path) for path in args.paths]
-    _check_writable(target)  # after the paths: a mistake in them leaves no folder made
+    check_folder_writable(target)  # after the paths: a mistake in them leaves no folder made
     html = not args.tables_only and target.suffix.lower() == ".html"
     with tempfile.TemporaryDirectory() as scratch:  # an HTML page carries its figures: none are left beside it
         figures_dir = None if args.tables_only else Path(scratch) if html else \
@@ -80,17 +81,6 @@ def _check_suffix(target: Path, suffixes: tuple[str, ...]) -> None:
     """The suffix picks the format."""
     if target.suffix.lower() not in suffixes:
         raise UsageError(f"{target}: end the name in {' or '.join(suffixes)} to pick the format")
-
-
-def _check_writable(target: Path) -> None:
-    """The folder made and written to now, before any work."""
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=target.parent):
-            pass
-    except OSError as exc:
-        raise ExportError(f"cannot write {target}: {target.parent} is not a folder this user can write "
-                          f"({exc.strerror or exc})") from None
 
 
 def _kind(path: Path) -> str:

@@ -113,6 +113,11 @@ def check_writable(path: str | Path) -> None:
     """Fail now, with the reason, if write_table(path) would fail later (format or folder)."""
     path = Path(path).expanduser()
     format_for_path(path)
+    check_folder_writable(path)
+
+
+def check_folder_writable(path: Path) -> None:
+    """Fail now, with the reason, if no file can be written where path goes."""
     try:  # the real test: make the folder and a file in it (os.access says yes to root even in /proc)
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=path.parent):

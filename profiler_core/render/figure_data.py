@@ -81,9 +81,17 @@ def _line_groups(rows: Rows) -> dict[str, list[dict]]:
     varied = [name for name in fields if len({row.get(name) for row in rows}) > 1] or ["impl"]
     groups: dict[str, list[dict]] = {}
     for row in sorted(rows, key=lambda row: number(row.get("seq")) or 0):
-        label = " ".join(f"d={row.get(name)}" if name == "d" else str(row.get(name)) for name in varied)
+        label = " ".join(f"d={row.get(name)}" if name == "d" else short_impl(str(row.get(name))) if name == "impl"
+                         else str(row.get(name)) for name in varied)
         groups.setdefault(label, []).append(row)
     return groups
+
+
+def short_impl(spec: str) -> str:
+    """A user's attention as its file and function ("compiled:mine.py:attn"): the folders would fill a legend."""
+    compiled = "compiled:" if spec.startswith("compiled:") else ""
+    where, colon, name = spec.removeprefix("compiled:").rpartition(":")
+    return f"{compiled}{where.rsplit('/', 1)[-1]}:{name}" if colon else spec
 
 
 def warmup_panels(rows: Rows) -> list[Panel]:
@@ -102,14 +110,16 @@ def warmup_panels(rows: Rows) -> list[Panel]:
 def speedup_panels(rows: Rows, title: str) -> list[Panel]:
     """Every "… speedup" column as grouped bars over the rows (named by their naming columns), a line at 1×."""
     columns = [key for key in (rows[0] if rows else {}) if key.endswith("speedup")]
-    columns = [key for key in columns if any(number(row.get(key)) for row in rows)]
+    columns = [key for key in columns if any(number(row.get(key)) for row in rows)
+               and any(number(row.get(key)) != 1.0 for row in rows)]  # all 1×: the baseline itself
     if not columns:
         return []
     labels = [row_label(row) for row in rows]
     series = [Series(key, labels, [_or_nan(number(row.get(key))) for row in rows]) for key in columns]
     gaps = ("no bar: a side did not run (OOM or failed)",) if any(math.isnan(y) for one in series for y in one.y) \
         else ()
-    return [Panel(f"{title} (speed-ups)", "", "× (higher is faster)", series, bars=True, reference=1.0, notes=gaps)]
+    title = title if "speedup" in title.lower() or "speed-up" in title.lower() else f"{title} (speed-ups)"
+    return [Panel(title, "", "× (higher is faster)", series, bars=True, reference=1.0, notes=gaps)]
 
 
 def _or_nan(value: float | None) -> float:
@@ -121,7 +131,8 @@ def row_label(row: dict) -> str:
     """model small ctx=256, d=64 seq=1024: names alone, numbers with what they count."""
     parts = [f"{key}={row[key]}" if isinstance(row[key], int) else str(row[key])
              for key in NAMING if key in row and row[key] is not None]
-    return " ".join(parts) or "row"
+    kept = [part for index, part in enumerate(parts) if not index or part != parts[index - 1]]
+    return " ".join(kept) or "row"  # a forward-mode row's "forward forward" reads once
 
 
 def scaling_panels(rows: Rows) -> list[Panel]:

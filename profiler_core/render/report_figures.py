@@ -104,9 +104,8 @@ def draw_panels(panels: Sequence[Panel]) -> Any:
         if panel.reference is not None:
             axes.axhline(panel.reference, color="black", linewidth=0.8)
         axes.set(title=panel.title, xlabel=panel.xlabel, ylabel=panel.ylabel)
-    place = {"loc": "upper left", "bbox_to_anchor": (1.01, 1)} if panels[-1].bars else {}  # beside the bars
-    (axes_row[-1] if panels[-1].bars else axes_row[0]).legend(
-        fontsize="x-small", title="; ".join(panels[0].notes) or None, title_fontsize="x-small", **place)
+    axes_row[-1].legend(fontsize="x-small", title="; ".join(panels[0].notes) or None, title_fontsize="x-small",
+                        loc="upper left", bbox_to_anchor=(1.01, 1))  # beside the last panel, never on a line
     return figure
 
 

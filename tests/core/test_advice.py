@@ -12,7 +12,7 @@ import pytest
 from sysprof.profiler_core.cli import main as cli
 from sysprof.profiler_core.compare import FASTER, WITHIN_NOISE
 from sysprof.profiler_core.config import RunConfig
-from sysprof.profiler_core.studies.advice import candidates, plan
+from sysprof.profiler_core.studies.advice import candidates, compile_s, plan
 from sysprof.profiler_core.studies.advise_tables import LOSS_TOLERANCE, NOT_COMPARED, _why_not, loss_change
 from sysprof.profiler_core.studies.results import study_tables
 
@@ -68,13 +68,23 @@ def test_ddp_ranks_add_fsdp_and_one_process_does_not():
 def test_the_budget_keeps_the_usual_biggest_gains_and_names_what_it_left_out():
     base = RunConfig(model="small", repeats=4)
     found = candidates(base, on_gpu=True, limit=H100)
-    tight = plan(found, budget_s=4 * 20 * 2 + 60, base=base, device="cuda")  # the baseline, one compiled cell
+    compiled = 60 + 3 * 25  # the first process compiles, the other three find inductor's cache
+    tight = plan(found, budget_s=4 * 20 * 2 + compiled, base=base, device="cuda")  # the baseline, a compiled cell
     assert [c.name for c in tight.chosen] == ["torch.compile reduce-overhead"]
-    assert tight.estimate_s == 4 * 20 * 2 + 60
+    assert tight.estimate_s == 4 * 20 * 2 + compiled
     over = [c.name for c, why in tight.skipped if why.startswith("over the budget")]
     assert "bf16 autocast" in over and "SDPA attention" in over
     wide = plan(found, budget_s=10**6, base=base, device="cuda")
     assert len(wide.chosen) == sum(c.reason is None for c in found)
+
+
+def test_max_autotune_is_planned_at_the_minutes_its_first_compile_took_on_an_h100():
+    """small bf16 on an H100: max-autotune's first process compiled for 320 s, its second for 24 s (the cache)."""
+    autotune = RunConfig(model="small", compile=True, compile_mode="max-autotune")
+    assert compile_s(autotune, 3) == 360 + 2 * 25
+    assert compile_s(RunConfig(model="small", compile=True), 1) == 60
+    assert compile_s(RunConfig(model="small", optimizer_impl="compiled"), 2) == 60 + 25
+    assert compile_s(RunConfig(model="small"), 4) == 0
 
 
 def test_the_estimate_counts_the_steps_once_the_diagnosis_timed_one():

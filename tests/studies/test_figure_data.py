@@ -3,7 +3,7 @@ panels (render/figure_data), built here from saved H200 study directories."""
 import math
 from pathlib import Path
 
-from sysprof.profiler_core.render.figure_data import main_figure, row_label, table_figures
+from sysprof.profiler_core.render.figure_data import main_figure, row_label, short_impl, table_figures
 from sysprof.profiler_core.studies.results import study_tables
 
 STUDIES = Path(__file__).resolve().parents[1] / "data" / "studies"
@@ -39,3 +39,26 @@ def test_the_warmup_curve_carries_its_spread_and_a_study_without_a_figure_has_no
     assert title == "warm-up study" and step.x == [row["warm-up steps"] for row in warmup]
     assert step.err == [row["step std ms"] for row in warmup]
     assert main_figure(study_tables(STUDIES / "advise-tiny-cpu")) is None
+
+
+def test_a_users_attention_is_named_by_its_file_and_function_in_the_figure():
+    """The H100 study ran tests/data/attention/mine.py:attention beside eager and SDPA: the legend keeps the
+    file and the function, not the folders."""
+    study = Path(__file__).resolve().parents[2] / "benchmarks" / "reports" / "data" / "h100_2026-11-26" \
+        / "20261126-230302-attention"
+    title, rows = next(iter(study_tables(study).items()))
+    [(_, panels)] = [found for found in table_figures(title, rows) if found[0] == "attention"]
+    labels = {series.label for series in panels[0].series}
+    assert {"mine.py:attention d=32", "layer.py:CausalSelfAttention d=128", "sdpa d=32"} <= labels
+    assert short_impl("compiled:a/b/mine.py:fn") == "compiled:mine.py:fn" and short_impl("pkg.mod:fn") == "pkg.mod:fn"
+
+
+def test_speedup_bars_leave_out_the_baseline_and_name_a_forward_row_once():
+    rows = [{"model": "small", "ctx": 256, "mode": "forward", "measured": "forward", "fp32 speedup": 1.0,
+             "bf16 speedup": 0.87},
+            {"model": "small", "ctx": 256, "mode": "train", "measured": "train step", "fp32 speedup": 1.0,
+             "bf16 speedup": 1.2}]
+    [(_, [panel])] = table_figures("fp32 vs bf16 (speedups from the medians)", rows)
+    assert [series.label for series in panel.series] == ["bf16 speedup"]  # every fp32 bar is 1×: not drawn
+    assert panel.title == "fp32 vs bf16 (speedups from the medians)"
+    assert list(panel.series[0].x) == ["small ctx=256 forward", "small ctx=256 train train step"]

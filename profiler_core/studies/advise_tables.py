@@ -79,7 +79,11 @@ def combination_rows(study: Study, combination: dict) -> list[dict]:
     for index, step in enumerate(combination["steps"]):
         cell, before = study.cells[first + 1 + index], study.cells[first + index]
         rows.append(_step_row(step["name"], baseline, before, cell) | {"options": step["options"]})
-    return rows
+    return rows + [{"step": step["name"], "status": "not run", "why": LEFT_OUT, "options": step["options"]}
+                   for step in combination.get("left_out", [])]
+
+
+LEFT_OUT = "over the budget: not measured on top of the steps above"
 
 
 def _step_row(name: str, baseline: Any, before: Any, cell: Any) -> dict[str, Any]:
@@ -200,8 +204,10 @@ def _recommendation(study: Study, advice: dict, measured: list[dict], combined: 
     base = " ".join(config_to_args(dataclasses.replace(baseline.config, repeats=1)))
     kept = _helping_steps(combined)
     if kept:
+        untried = [row["step"] for row in combined if row.get("why") == LEFT_OUT]
+        later = f"; not tried on top of it (over the budget): {', '.join(untried)}" if untried else ""
         return [{"answer": f"{kept[-1]['step']}: tokens/s {kept[-1]['× baseline']} of the baseline's, measured "
-                           "twice", "options": kept[-1]["options"],
+                           f"twice{later}", "options": kept[-1]["options"],
                  "command": f"sysprof run {base} {kept[-1]['options']}"}]
     best = next((row for row in measured if row.get("why") == PASSED), None)
     if best is None:

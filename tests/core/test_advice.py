@@ -12,6 +12,7 @@ import pytest
 from sysprof.profiler_core.cli import main as cli
 from sysprof.profiler_core.compare import FASTER, WITHIN_NOISE
 from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.studies import advise_tables
 from sysprof.profiler_core.studies.advice import candidates, compile_s, plan
 from sysprof.profiler_core.studies.advise_tables import LOSS_TOLERANCE, NOT_COMPARED, _why_not, loss_change
 from sysprof.profiler_core.studies.results import study_tables
@@ -206,7 +207,6 @@ def test_the_answer_is_the_last_step_that_still_helped():
 def test_the_candidates_that_pass_are_combined_and_measured_again_interleaved(tmp_path, monkeypatch):
     """The statistics are the compare module's (tested there); here every measured candidate is taken as passed, so
     the second stage runs for real: the chain, new cells with a fresh baseline, their table and the answer."""
-    from sysprof.profiler_core.studies import advise_tables
     from sysprof.profiler_core.studies.kinds import advise
 
     real_candidates, real_row = advise.candidates, advise_tables.candidate_row
@@ -335,3 +335,38 @@ def test_a_gain_not_yet_measured_again_is_no_answer_yet(tmp_path):
     [answer] = study_tables(study_dir)["recommended"]
     assert answer["command"] is None and answer["answer"].startswith("not yet: batch 16 was faster (1.21 [")
     assert answer["answer"].endswith("its second measurement has not run (`sysprof advise --resume`)")
+
+
+H100_ADVICE = Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-small-h100"
+
+
+def test_on_an_h100_the_launch_bound_small_step_gets_cuda_graphs_measured_twice():
+    """`sysprof advise --model small --ctx 256 --batch 4 --dtype bf16 --budget 5 --repeats 2` on an H100: the
+    diagnosis calls forward and backward launch-bound, the plan puts CUDA graphs and larger batches first and
+    skips bf16 and TF32, and reduce-overhead is the answer, measured again against a fresh baseline."""
+    tables = study_tables(H100_ADVICE)
+    verdicts = {row["phase"]: row["verdict"] for row in tables[advise_tables.DIAGNOSIS_TABLE]}
+    assert verdicts["forward"] == verdicts["backward"] == "launch-bound"
+    candidates_table = {row["candidate"]: row for row in tables[advise_tables.CANDIDATES_TABLE]}
+    assert candidates_table["bf16 autocast"]["why"] == "already bf16"
+    assert candidates_table["TF32 for fp32 matmuls"]["status"] == "not run"
+    [answer] = tables["recommended"]
+    assert answer["answer"].startswith("torch.compile reduce-overhead: tokens/s 7.36 [6.60–8.25] of the baseline")
+    assert answer["options"] == "--compile --compile-mode reduce-overhead"
+
+
+def test_a_step_the_budget_left_out_of_the_combination_is_a_row_and_named_in_the_answer(tmp_path):
+    import shutil
+
+    study_dir = tmp_path / "advise"
+    shutil.copytree(H100_ADVICE, study_dir)
+    plan_path = study_dir / "advice.json"
+    advice = json.loads(plan_path.read_text())
+    advice["combination"]["left_out"] = [{"name": "batch 16", "options": "--batch 16"}]
+    plan_path.write_text(json.dumps(advice))
+    tables = study_tables(study_dir)
+    last = tables[advise_tables.COMBINATION_TABLE][-1]
+    assert (last["step"], last["status"], last["why"]) == ("batch 16", "not run", advise_tables.LEFT_OUT)
+    [answer] = tables["recommended"]
+    assert answer["answer"].endswith("measured twice; not tried on top of it (over the budget): batch 16")
+    assert answer["options"] == "--compile --compile-mode reduce-overhead"

@@ -163,10 +163,12 @@ def _combine(args: argparse.Namespace, study_dir: Path, base: Any, limit: tuple[
                                             f"more for {len(steps)} steps"}
         rundir.write_json(study_dir / rundir.ADVICE_PLAN, advice)
         return
-    steps = steps[:affordable]
+    steps, left_out = steps[:affordable], steps[affordable:]
     first = sweep.extend(study_dir, [base, *(dataclasses.replace(base, **changes) for _, changes in steps)])
     advice["combination"] = {"first_cell": first, "steps": [{"name": name, "options": options_text(changes)}
-                                                            for name, changes in steps]}
+                                                            for name, changes in steps],
+                             "left_out": [{"name": name, "options": options_text(changes)}
+                                          for name, changes in left_out]}
     rundir.write_json(study_dir / rundir.ADVICE_PLAN, advice)
     with Progress(args.events).recorded(study_dir) as progress:
         sweep.run(study_dir, progress.sweep_listener("advise", study_dir))

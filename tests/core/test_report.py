@@ -192,3 +192,26 @@ def test_two_app_reports_in_one_second_get_two_files(tmp_path, monkeypatch):
     first.write_text("")
     second = report_target(tmp_path)
     assert second != first and second.name.endswith("-2-report.md") and second.parent == first.parent
+
+
+EXAMPLES = ROOT / "benchmarks" / "reports"
+H100 = "benchmarks/reports/data/h100_2026-11-26"
+EXAMPLE_SOURCES = {
+    "h100_profiled_run.md": [f"{H100}/20261126-230217-small-ctx256-b4-train-bf16-sdpa"],
+    "h100_attention_study.md": [f"{H100}/20261126-230302-attention"],
+    "h100_precision_study.md": [f"{H100}/20261126-230552-sweep-precision"],
+    "saved_h200_report.md": ["tests/data/runs/small-h200-analyses", "tests/data/studies/attention-h200",
+                             "tests/data/studies/warmup-small-h200"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLE_SOURCES))
+def test_the_example_reports_are_what_report_writes_today(name, tmp_path):
+    """The README links these as what `sysprof report` writes: a change to the report shows here, and the examples
+    are regenerated with it (benchmarks/reports/README.md), never left to drift."""
+    done = report(*EXAMPLE_SOURCES[name], "-o", tmp_path / name, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    made, kept = ((path / name).read_text().splitlines() for path in (tmp_path, EXAMPLES))
+    assert len(made) == len(kept)
+    assert [line for line in made if not line.startswith("Made by")] == \
+        [line for line in kept if not line.startswith("Made by")]

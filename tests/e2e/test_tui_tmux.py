@@ -232,3 +232,49 @@ def test_a_study_at_80_by_24_draws_its_figure_and_writes_its_report(tmp_path):
         assert "## attention study attention-oom-h200" in report.read_text()
     finally:
         subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+
+
+def test_advise_from_configure_runs_to_its_answer_on_the_studies_screen(tmp_path):
+    """The real app asks the real advisor about the form's config (tiny on the CPU, a 3-minute budget): Studies
+    shows the candidates as they land, then the answer above the tables; u takes an answer into Configure."""
+    name = f"sysprof-e2e-advise-{tmp_path.name}"
+    settings = tmp_path / "config" / "sysprof-tui"
+    settings.mkdir(parents=True)
+    (settings / "last_config.json").write_text(json.dumps(
+        {"model": "tiny", "device": "cpu", "ctx": 64, "warmup": 2, "steps": 5}))
+    command = f"cd {ROOT} && {sys.executable} -m tui --runs-dir {tmp_path / 'runs'}; sleep 30"
+    tmux("new-session", "-d", "-s", name, "-x", "100", "-y", "30", "-e", "NO_COLOR=",
+         "-e", f"XDG_CONFIG_HOME={tmp_path / 'config'}", command)
+    try:
+        wait_for(name, "tiny (3.1M)", timeout=60)  # the form of the saved config
+        tmux("send-keys", "-t", name, "BTab", "BTab")  # from the form's first field back to the budget field
+        time.sleep(0.5)
+        tmux("send-keys", "-t", name, "-l", "3")
+        wait_for(name, "Advise (ctrl+y)", absent="budget in minutes (20)")  # 3 minutes typed, not the default
+        tmux("send-keys", "-t", name, "C-y")
+        wait_for(name, "advise · running", timeout=60)
+        shown = wait_for(name, "needs CUDA", timeout=180)  # the plan, once the diagnosis ran
+        assert "each candidate against the baseline" in shown
+        shown = wait_for(name, "advise · finished", timeout=600)
+        assert "answer: " in shown
+        (study,) = (tmp_path / "runs").glob("*-advise")
+        answer, measured = study_answer(study)
+        assert measured, "the budget measured no candidate"
+        if answer.get("command"):  # a gain that held twice: u puts it into the form
+            assert "u: use it in Configure" in shown
+            tmux("send-keys", "-t", name, "u")
+            wait_for(name, "Run (ctrl+r)", timeout=30)
+        else:  # on a loaded machine no gain may hold: the answer says why, and there is nothing to use
+            assert answer["answer"].split(":")[0] in ("none", "none confirmed", "no candidate beat the baseline "
+                                                      "beyond noise with the same loss")
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+
+
+def study_answer(study: Path) -> tuple[dict, list[dict]]:
+    """The advise study's answer and its candidates that ran."""
+    from sysprof.profiler_core.studies.results import study_tables
+
+    tables = study_tables(study)
+    candidates = tables["advice: each candidate against the baseline, interleaved"]
+    return tables["recommended"][0], [row for row in candidates if row["status"] == "ok"]

@@ -263,3 +263,23 @@ async def test_picking_another_template_fills_the_command_line_and_its_first_val
         assert command.value == "sweep --model tiny --device cpu --ctx 16"
         choice.value = values[1]  # a pick of another template
         await wait_until(pilot, lambda: command.value == values[1], f"not filled: {command.value!r}")
+
+
+async def test_the_advisors_answer_is_shown_whole_whichever_table_is_up(tmp_path):
+    """In an 80-column terminal the answer, the advisor's point, wraps above the tables: its interval is never
+    cut at the screen's edge, and it stays while t goes through the tables."""
+    app = studies_app(tmp_path, ADVISE)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        pane, line = app.query_one("#pane-studies"), app.query_one("#study-answer")
+        shown = str(line.render())
+        assert pane.has_class("-answered") and line.display
+        assert "batch 16: tokens/s 1.24 [1.18–1.32] of the baseline's, measured twice" in shown.replace("\n", " ")
+        assert "u: use it in Configure" in shown
+        await settle(app, pilot, "t", "t")
+        assert line.display and str(line.render()) == shown
+    app = studies_app(tmp_path, WARMUP)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        assert not app.query_one("#pane-studies").has_class("-answered")
+        assert not app.query_one("#study-answer").display

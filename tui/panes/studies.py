@@ -96,6 +96,7 @@ class StudiesPane(ReportActions, Pane):
             yield Input(next(iter(self.templates.values())), id="study-command", compact=True)
         yield Static(StudyState().progress_line(), id="study-progress")
         yield ProgressBar(id="study-bar", show_eta=False)
+        yield Static(id="study-answer")  # the advisor's answer, whole (wrapped), whichever table is shown
         yield Static(id="study-table-title")
         yield MarkableTable(id="study-table")
         yield StudyPlot(id="study-plot")
@@ -222,7 +223,15 @@ class StudiesPane(ReportActions, Pane):
         self.query_one("#study-plot", StudyPlot).draw(self.figure[1] if self.figure else None)
         if self.figure is None:
             self.remove_class("-figure")
+        self.show_answer()
         self.show_table()
+
+    def show_answer(self) -> None:
+        recommended = (self.tables.get(RECOMMENDED_TABLE) or [{}])[0]
+        answer = recommended.get("answer")
+        self.set_class(bool(answer), "-answered")
+        use = " [dim](u: use it in Configure)[/dim]" if recommended.get("command") else ""
+        self.query_one("#study-answer", Static).update(f"[b]answer[/b]: {escape(answer)}{use}" if answer else "")
 
     def show_table(self) -> None:
         title, records = self.current_table()

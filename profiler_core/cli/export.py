@@ -24,7 +24,7 @@ FORMATS = {"md": "markdown", "csv": "csv", "json": "json", "tex": "latex"}
 
 def add_export_options(parser) -> None:
     parser.add_argument("path", type=Path, help="a run directory or a sweep/study directory")
-    parser.add_argument("--table", help="which table (a name, or the start of one; default: the first)")
+    parser.add_argument("--table", help="which table (a name, or the start of only one; default: the first)")
     parser.add_argument("--output", help="write to PATH (.csv, .md, .json, .tex); default: stdout")
     parser.add_argument("--format", choices=list(FORMATS),
                         help="stdout format (default md); with --output the file's suffix picks it")
@@ -99,9 +99,13 @@ def directory_tables(path: Path) -> dict[str, list[dict]]:
 def pick(tables: dict[str, list[dict]], wanted: str | None) -> tuple[str, list[dict]]:
     if wanted is None:
         return next(iter(tables.items()))
-    matches = [name for name in tables if name.lower().startswith(wanted.lower())]
+    exact = [name for name in tables if name.lower() == wanted.lower()]
+    matches = exact or [name for name in tables if name.lower().startswith(wanted.lower())]
     if not matches:
         raise ConfigError(f"--table: no table {wanted!r}; choose from {', '.join(map(repr, tables))}")
+    if len(matches) > 1:  # the first of several would be a silent guess
+        raise ConfigError(f"--table: {wanted!r} starts {len(matches)} tables; say which: "
+                          f"{', '.join(map(repr, matches))}")
     return matches[0], tables[matches[0]]
 
 

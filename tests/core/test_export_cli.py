@@ -59,6 +59,8 @@ def test_a_studys_table_exports_as_the_pivot_asked_for_with_its_oom_cells():
 def test_bad_paths_and_names_are_one_line_errors(tmp_path):
     for args, reason in (((tmp_path,), "neither a run directory"),
                          ((ANALYSED, "--table", "nope"), "no table 'nope'; choose from 'phases'"),
+                         ((ANALYSED, "--table", "attention"), "'attention' starts 3 tables; say which: "
+                                                              "'attention sub-ranges', 'attention FLOPs vs time'"),
                          ((ANALYSED, "--output", "/proc/no/x.md"), "not a writable folder"),
                          ((ANALYSED, "--output", tmp_path / "x.txt"), "end the name in"),
                          ((ATTENTION_OOM, "--pivot", "d:nope"), "--pivot/--value: no column 'nope'; choose from"),

@@ -273,8 +273,9 @@ def test_advise_from_configure_runs_to_its_answer_on_the_studies_screen(tmp_path
 
 def study_answer(study: Path) -> tuple[dict, list[dict]]:
     """The advise study's answer and its candidates that ran."""
+    from sysprof.profiler_core.studies.advise_tables import CANDIDATES_TABLE
     from sysprof.profiler_core.studies.results import study_tables
+    from sysprof.profiler_core.study_plans import RECOMMENDED_TABLE
 
     tables = study_tables(study)
-    candidates = tables["advice: each candidate against the baseline, interleaved"]
-    return tables["recommended"][0], [row for row in candidates if row["status"] == "ok"]
+    return tables[RECOMMENDED_TABLE][0], [row for row in tables[CANDIDATES_TABLE] if row["status"] == "ok"]

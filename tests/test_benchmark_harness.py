@@ -83,3 +83,11 @@ def test_every_benchmark_script_starts_as_a_module_from_the_root():
         if done.returncode != 0:
             failed[module] = done.stderr.strip().splitlines()[-1:] or done.stdout[-200:]
     assert not failed, json.dumps(failed, indent=1)
+
+
+def test_paused_app_windows_pair_each_running_window_with_the_stopped_one_after_it():
+    from benchmarks.app.app_paused import window_ratios
+
+    steps = [(True, 11.0)] * 3 + [(False, 10.0)] * 3 + [(True, 22.0)] * 3 + [(False, 20.0)] * 2 + [(True, 5.0)]
+    assert window_ratios(steps) == [1.1, 1.1]  # the last running window has no stopped one after it
+    assert window_ratios([(False, 10.0), (True, 12.0), (False, 10.0)]) == [1.2]

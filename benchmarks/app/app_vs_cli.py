@@ -35,12 +35,10 @@ def config(args) -> dict:
 def new_run(runs: Path, before: set[Path], timeout: float = 600) -> Path:
     """The run directory that appeared since `before`, once its summary is written."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        fresh = [path for path in runs.iterdir() if path not in before] if runs.is_dir() else []
-        if fresh and (fresh[0] / "summary.json").is_file():
-            return fresh[0]
+    while not (runs.is_dir() and set(runs.iterdir()) - before):
+        assert time.monotonic() < deadline, "the run never started"
         time.sleep(0.2)
-    raise TimeoutError("the run never finished")
+    return finished(next(iter(set(runs.iterdir()) - before)), deadline - time.monotonic())
 
 
 def from_cli(cfg: dict, runs: Path) -> Path:
@@ -52,28 +50,46 @@ def from_cli(cfg: dict, runs: Path) -> Path:
 
 
 def from_app(cfg: dict, runs: Path, home: Path, checkout: Path | None = None) -> Path:
-    (home / "sysprof-tui").mkdir(parents=True, exist_ok=True)
-    (home / "sysprof-tui" / "last_config.json").write_text(json.dumps(cfg))
-    before = set(runs.iterdir()) if runs.is_dir() else set()
     session = f"sysprof-bench-{os.getpid()}"
-    module, env = checkout_env(checkout, APP_MODULE)
-    where = ["-e", f"PYTHONPATH={env['PYTHONPATH']}"] if checkout and env.get("PYTHONPATH") else []
-    app = f"cd {checkout or ROOT} && {sys.executable} {' '.join(module)} --runs-dir {runs}"
-    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "100", "-y", "30", "-e",
-                    f"XDG_CONFIG_HOME={home}", *where, app], check=True)
     try:
-        deadline = time.monotonic() + 60
-        while not (runs.is_dir() and set(runs.iterdir()) - before):  # keys sent while it starts are lost: resend
-            assert time.monotonic() < deadline, "the app never started the run"
-            subprocess.run(["tmux", "send-keys", "-t", session, "C-r"], check=True)
-            time.sleep(1.0)
-        run_dir = new_run(runs, before)
+        run_dir = finished(start_in_app(cfg, runs, home, session, checkout))
         deadline = time.monotonic() + 10  # the app writes its own load once it has followed the run to the end
         while app_cpu(run_dir) is None and time.monotonic() < deadline:
             time.sleep(0.2)
         return run_dir
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+
+
+def start_in_app(cfg: dict, runs: Path, home: Path, session: str, checkout: Path | None = None,
+                 under_shell: bool = False) -> Path:
+    """The real app in a tmux session started on cfg (its saved config) and told to run it: the new run's
+    directory, as soon as it exists. under_shell: the pane's process stays the shell, the app its child (tmux
+    sends SIGCONT to a pane process that stops, so only a child can be held stopped)."""
+    (home / "sysprof-tui").mkdir(parents=True, exist_ok=True)
+    (home / "sysprof-tui" / "last_config.json").write_text(json.dumps(cfg))
+    before = set(runs.iterdir()) if runs.is_dir() else set()
+    module, env = checkout_env(checkout, APP_MODULE)
+    where = ["-e", f"PYTHONPATH={env['PYTHONPATH']}"] if checkout and env.get("PYTHONPATH") else []
+    app = f"cd {checkout or ROOT} && {sys.executable} {' '.join(module)} --runs-dir {runs}" + (
+        "; true" if under_shell else "")  # a command after it: the shell waits instead of exec'ing python
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "100", "-y", "30", "-e",
+                    f"XDG_CONFIG_HOME={home}", *where, app], check=True)
+    deadline = time.monotonic() + 60
+    while not (runs.is_dir() and set(runs.iterdir()) - before):  # keys sent while it starts are lost: resend
+        assert time.monotonic() < deadline, "the app never started the run"
+        subprocess.run(["tmux", "send-keys", "-t", session, "C-r"], check=True)
+        time.sleep(1.0)
+    return next(iter(set(runs.iterdir()) - before))
+
+
+def finished(run_dir: Path, timeout: float = 600) -> Path:
+    """run_dir once its summary is written."""
+    deadline = time.monotonic() + timeout
+    while not (run_dir / "summary.json").is_file():
+        assert time.monotonic() < deadline, "the run never finished"
+        time.sleep(0.2)
+    return run_dir
 
 
 def step_median(run_dir: Path) -> float:

@@ -16,16 +16,19 @@ from sysprof.profiler_core.config import RunConfig, model_label
 from sysprof.profiler_core.liveness import STUDY
 from sysprof.profiler_core.session.live import EventLog, Heartbeat
 
+ALWAYS_NAMED = ("model", "mode")  # a line that names other fields and not these reads as if they did not vary
+
 
 def config_label(config: dict) -> str:
-    """The fields that differ from the defaults: what tells one cell from another (a config read back from JSON
-    holds lists where RunConfig holds tuples)."""
+    """The model and the mode, then the fields that differ from the defaults: what tells one cell from another (a
+    config read back from JSON holds lists where RunConfig holds tuples)."""
     defaults, shown = RunConfig().to_dict(), dict(config)
     if shown.get("model_factory"):  # the user's model by its label, as directories name it, not by its path
         shown["model"] = model_label(shown["model"], shown.pop("model_factory"))
-    changed = {k: v for k, v in shown.items() if (tuple(v) if isinstance(v, list) else v) != defaults.get(k)}
+    changed = {k: v for k, v in shown.items()
+               if k in ALWAYS_NAMED or (tuple(v) if isinstance(v, list) else v) != defaults.get(k)}
     return " ".join(f"{k}={','.join(v) if isinstance(v, (list, tuple)) else v}"  # model_args=n_layer=1,bias=false
-                    for k, v in changed.items()) or "defaults"
+                    for k, v in changed.items())
 
 
 class Progress:

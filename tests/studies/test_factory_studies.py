@@ -8,6 +8,7 @@ import pytest
 
 from sysprof.models.presets import PRESETS
 from sysprof.profiler_core.cli.main import main
+from sysprof.profiler_core.config import RunConfig
 from sysprof.profiler_core.session import passes as session_module
 from sysprof.profiler_core.studies import sweep
 from sysprof.profiler_core.studies.document import sweep_rows
@@ -154,3 +155,10 @@ def test_a_verdict_cell_names_the_direction_and_the_interval():
     assert verdict_cell(one, group(20.0), "step") == "noise unknown (1 process each)"
     assert verdict_cell(eager, group(20.0), "step").startswith("faster [0.")  # a lone process against a group
     assert verdict_cell(eager, None, "step") is None
+
+
+def test_a_cells_label_names_its_model_and_mode_even_at_their_defaults():
+    """A precision study's lines read "model=small mode=train dtype=bf16 …", not "dtype=bf16" beside
+    "model=medium …": the default model and mode are named too."""
+    assert config_label(RunConfig(dtype="bf16").to_dict()) == "model=small mode=train dtype=bf16"
+    assert config_label(RunConfig(model="medium", mode="forward").to_dict()) == "model=medium mode=forward"

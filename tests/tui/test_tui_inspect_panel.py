@@ -102,7 +102,8 @@ async def test_run_waits_for_the_inspection_of_user_code_and_stays_off_when_it_f
         app.query_one("#optimizer").value = "torch.optim.AdamW"
         app.query_one("#model_factory").value = f"{tmp_path / 'broken.py'}:build"
         await settle(app, pilot)
-        assert run.disabled and "Run waits for the model's inspection" in str(app.query_one("#config-error").render())
+        said = str(app.query_one("#config-error").render())  # the inspection may already have failed (a fast host)
+        assert run.disabled and ("Run waits for the model's inspection" in said or "no such layer" in said)
         await settle(app, pilot, "ctrl+r")
         assert runs_made(tmp_path) == []
         await wait_for(app, pilot, "inspect:")

@@ -61,25 +61,27 @@ def measured_steps(run_dir: Path, seen: int) -> list[dict]:
 
 
 def follow(run_dir: Path, pid: int, window: int) -> list[tuple[bool, float]]:
-    """(app running, step wall ms) for every measured step, toggling the app every `window` measured steps. The
-    step during which a toggle happened is left out: it ran partly in each state."""
+    """(app running, step wall ms) for the measured steps, toggling the app every `window` of them. Left out: the
+    step during which a toggle happened (partly in each state), and steps read in the same poll after the step
+    that triggered it (they ran before the switch)."""
     steps: list[tuple[bool, float]] = []
     running, seen, count, straddles = True, 0, 0, False
     try:
         while not (run_dir / "summary.json").is_file():
             new = measured_steps(run_dir, seen)
             seen += len(new)
+            toggled = False
             for step in (s for s in new if s.get("kind") != "warmup"):
-                if not straddles:
+                if not (straddles or toggled):  # steps read after a switch in the same read ran before it
                     steps.append((running, step["wall_ms"]))
                 straddles = False
                 count += 1
-                if count % window == 0:
-                    running = not running
+                if count % window == 0 and not toggled:
+                    running, toggled = not running, True
                     os.kill(pid, signal.SIGCONT if running else signal.SIGSTOP)
-                    straddles = True  # the step now running began in the other state
                     if not running:
                         stopped_within(pid, 0.5)
+            straddles = straddles or toggled  # the step running now began in the other state
             time.sleep(0.002)
     finally:
         os.kill(pid, signal.SIGCONT)

@@ -121,3 +121,17 @@ def _restore_stop_signals(_stop_signals_not_ignored):
     yield
     for sig, handler in saved.items():
         signal.signal(sig, handler)
+
+
+SAVED = Path(__file__).resolve().parent / "data"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _saved_data_left_as_it_was():
+    """No test may leave a run or study folder among the saved ones (a fuzzed --runs-dir once pointed there, and
+    three empty study folders were committed as test data)."""
+    folders = ("runs", "studies", "rank_runs")
+    before = {name: set((SAVED / name).iterdir()) for name in folders}
+    yield
+    added = sorted(str(path) for name in folders for path in set((SAVED / name).iterdir()) - before[name])
+    assert not added, f"tests left folders among the saved data: {added}"

@@ -71,6 +71,8 @@ numbers = st.one_of(st.integers(-3, 10**13).map(str), st.floats(allow_nan=True, 
 
 
 def values_for(action: argparse.Action) -> st.SearchStrategy[str]:
+    if action.dest == "runs_dir":  # where a study that gets past its checks makes its folder: never the repo's data
+        return st.sampled_from([path for path in PATHS if not path.startswith(str(DATA))])
     if action.dest in PATH_DESTS:
         return st.sampled_from(PATHS)
     options = [numbers, junk]

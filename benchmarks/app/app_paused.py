@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from benchmarks.app.app_vs_cli import config, finished, start_in_app
-from benchmarks.harness import APP_MODULE, paired_interval
+from benchmarks.harness import APP_MODULE, add_config_flags, paired_interval
 
 
 def app_pid(session: str) -> int:
@@ -110,14 +110,8 @@ def window_ratios(steps: list[tuple[bool, float]]) -> list[float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--model", default="tiny")
-    parser.add_argument("--ctx", type=int, default=64)
-    parser.add_argument("--batch", type=int, default=4)
-    parser.add_argument("--warmup", type=int, default=5)
-    parser.add_argument("--steps", type=int, default=400)
+    add_config_flags(parser, model="tiny", ctx=64, device="cpu", warmup=5, steps=400)
     parser.add_argument("--window", type=int, default=20, help="measured steps per turn of the app")
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--dtype", default="fp32")
     parser.add_argument("--runs", type=int, default=1, help="runs, each a fresh app and runner")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="app-paused-"))

@@ -28,8 +28,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def config(args) -> dict:
-    return {"model": args.model, "ctx": args.ctx, "batch": args.batch, "mode": "train", "dtype": args.dtype,
-            "warmup": args.warmup, "steps": args.steps, "device": args.device}
+    return {"model": args.model, "ctx": args.ctx, "batch": args.batch, "mode": getattr(args, "mode", "train"),
+            "dtype": args.dtype, "warmup": args.warmup, "steps": args.steps, "device": args.device}
 
 
 def new_run(runs: Path, before: set[Path], timeout: float = 600) -> Path:

@@ -24,15 +24,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.app.app_vs_cli import config, finished, start_in_app
+from benchmarks.app.app_vs_cli import TMUX, config, finished, start_in_app
 from benchmarks.harness import APP_MODULE, add_config_flags, paired_interval
 
 
 def app_pid(session: str) -> int:
     """The app's own process, the pane shell's child (never the app's children: the run's session and runner go
     on while the app is stopped)."""
-    shell = subprocess.run(["tmux", "display", "-p", "-t", session, "#{pane_pid}"], capture_output=True,
-                           text=True, check=True).stdout.strip()
+    shell = TMUX("display", "-p", "-t", session, "#{pane_pid}").strip()
     children = subprocess.run(["pgrep", "-P", shell], capture_output=True, text=True).stdout.split()
     for pid in map(int, children):
         if APP_MODULE in command_line(pid).split():
@@ -117,26 +116,31 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="app-paused-"))
     print(f"config {config(args)}; window {args.window} steps; {os.cpu_count()} CPUs", flush=True)
     every: list[float] = []
-    for run in range(args.runs):
-        session = f"sysprof-paused-{os.getpid()}-{run}"
-        try:
-            run_dir = start_in_app(config(args), work / "runs", work / "config", session, under_shell=True)
-            steps = follow(run_dir, app_pid(session), args.window)
-            finished(run_dir)
-        finally:
-            subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
-        ratios = window_ratios(steps)
-        every += ratios
-        ratio, low, high = paired_interval(ratios)
-        running = [wall for on, wall in steps if on]
-        stopped = [wall for on, wall in steps if not on]
-        print(f"run {run + 1}: {len(ratios)} window pairs; step median app running "
-              f"{statistics.median(running):.2f} ms, app stopped {statistics.median(stopped):.2f} ms; "
-              f"running/stopped {ratio:.4f} [{low:.4f}–{high:.4f}]", flush=True)
+    with TMUX:
+        for run in range(args.runs):
+            every += one_run(args, work, run)
     if args.runs > 1:
         ratio, low, high = paired_interval(every)
         print(f"all {args.runs} runs: {len(every)} window pairs; running/stopped {ratio:.4f} [{low:.4f}–{high:.4f}]")
 
+
+def one_run(args, work: Path, run: int) -> list[float]:
+    """A fresh app and runner, the app stopped and let go in turns: the run's window ratios, printed."""
+    session = f"sysprof-paused-{os.getpid()}-{run}"
+    try:
+        run_dir = start_in_app(config(args), work / "runs", work / "config", session, under_shell=True)
+        steps = follow(run_dir, app_pid(session), args.window)
+        finished(run_dir)
+    finally:
+        TMUX.kill_session(session)
+    ratios = window_ratios(steps)
+    ratio, low, high = paired_interval(ratios)
+    running = [wall for on, wall in steps if on]
+    stopped = [wall for on, wall in steps if not on]
+    print(f"run {run + 1}: {len(ratios)} window pairs; step median app running "
+          f"{statistics.median(running):.2f} ms, app stopped {statistics.median(stopped):.2f} ms; "
+          f"running/stopped {ratio:.4f} [{low:.4f}–{high:.4f}]", flush=True)
+    return ratios
 
 if __name__ == "__main__":
     main()

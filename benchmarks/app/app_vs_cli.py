@@ -23,8 +23,10 @@ import time
 from pathlib import Path
 
 from benchmarks.harness import APP_MODULE, checkout_env, tool_argv
+from benchmarks.tmux_server import TmuxServer
 
 ROOT = Path(__file__).resolve().parents[2]
+TMUX = TmuxServer("sysprof-bench")  # the apps' private tmux server: main starts it and kills it at the end
 
 
 def config(args) -> dict:
@@ -58,7 +60,7 @@ def from_app(cfg: dict, runs: Path, home: Path, checkout: Path | None = None) ->
             time.sleep(0.2)
         return run_dir
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+        TMUX.kill_session(session)
 
 
 def start_in_app(cfg: dict, runs: Path, home: Path, session: str, checkout: Path | None = None,
@@ -73,12 +75,11 @@ def start_in_app(cfg: dict, runs: Path, home: Path, session: str, checkout: Path
     where = ["-e", f"PYTHONPATH={env['PYTHONPATH']}"] if checkout and env.get("PYTHONPATH") else []
     app = f"cd {checkout or ROOT} && {sys.executable} {' '.join(module)} --runs-dir {runs}" + (
         "; true" if under_shell else "")  # a command after it: the shell waits instead of exec'ing python
-    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "100", "-y", "30", "-e",
-                    f"XDG_CONFIG_HOME={home}", *where, app], check=True)
+    TMUX("new-session", "-d", "-s", session, "-x", "100", "-y", "30", "-e", f"XDG_CONFIG_HOME={home}", *where, app)
     deadline = time.monotonic() + 60
     while not (runs.is_dir() and set(runs.iterdir()) - before):  # keys sent while it starts are lost: resend
         assert time.monotonic() < deadline, "the app never started the run"
-        subprocess.run(["tmux", "send-keys", "-t", session, "C-r"], check=True)
+        TMUX("send-keys", "-t", session, "C-r")
         time.sleep(1.0)
     return next(iter(set(runs.iterdir()) - before))
 
@@ -102,6 +103,11 @@ def app_cpu(run_dir: Path) -> float | None:
 
 
 def main() -> None:
+    with TMUX:
+        measure()
+
+
+def measure() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--model", default="tiny")

@@ -4,12 +4,13 @@ Needs tmux (CI: `apt-get install -y tmux`); skipped without it.
 """
 import json
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+
+from benchmarks.tmux_server import TmuxServer
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN = ROOT / "tests" / "data" / "runs" / "small-h200-analyses"
@@ -17,8 +18,13 @@ pytestmark = [pytest.mark.slow,  # real processes and the whole app: `pytest -m 
               pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")]
 
 
-def tmux(*args: str) -> str:
-    return subprocess.run(["tmux", *args], capture_output=True, text=True, check=True).stdout
+tmux = TmuxServer("sysprof-e2e")  # every session of this module on one private server, started by the fixture
+
+
+@pytest.fixture(scope="module", autouse=True)
+def tmux_server():
+    with tmux:
+        yield
 
 
 def screen(session: str) -> str:
@@ -70,7 +76,7 @@ def session(tmp_path):
     command = f"cd {ROOT} && {sys.executable} -m tui {RUN} --runs-dir {tmp_path / 'runs'}; sleep 30"
     tmux("new-session", "-d", "-s", name, "-x", "100", "-y", "30", "-e", "NO_COLOR=", command)
     yield name
-    subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+    tmux.kill_session(name)
 
 
 def test_open_run_filter_kernels_export_markdown(session, tmp_path):
@@ -132,7 +138,7 @@ def start_in_app_then_drop(tmp_path, config: dict, dropped_when) -> tuple[Path, 
             assert time.monotonic() < deadline, "the run never reached the moment to drop the terminal"
             time.sleep(0.1)
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", first], capture_output=True)  # the SSH session drops
+        tmux.kill_session(first)  # the SSH session drops
     time.sleep(2.0)
     live = live_process(run_dir)
     assert live is not None and live.alive, "the run died with its terminal"
@@ -153,7 +159,7 @@ def reattach_until_finished(tmp_path, run_dir: Path, runs: Path, env: list[str],
         wait_for(second, f"ok · {steps} measured steps", timeout=60)  # the app followed the run to its end
         tmux("send-keys", "-t", second, "q")
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", second], capture_output=True)
+        tmux.kill_session(second)
 
 
 def measured_steps(directory: Path) -> int:
@@ -231,7 +237,7 @@ def test_a_study_at_80_by_24_draws_its_figure_and_writes_its_report(tmp_path):
         (report,) = (tmp_path / "runs" / "reports").glob("*-report.md")
         assert "## attention study attention-oom-h200" in report.read_text()
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+        tmux.kill_session(name)
 
 
 def test_advise_from_configure_runs_to_its_answer_on_the_studies_screen(tmp_path):
@@ -268,7 +274,7 @@ def test_advise_from_configure_runs_to_its_answer_on_the_studies_screen(tmp_path
             assert answer["answer"].split(":")[0] in ("none", "none confirmed", "no candidate beat the baseline "
                                                       "beyond noise with the same loss")
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+        tmux.kill_session(name)
 
 
 def study_answer(study: Path) -> tuple[dict, list[dict]]:

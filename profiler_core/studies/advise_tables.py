@@ -83,7 +83,7 @@ def combination_rows(study: Study, combination: dict) -> list[dict]:
                    for step in combination.get("left_out", [])]
 
 
-LEFT_OUT = "over the budget: not measured on top of the steps above"
+LEFT_OUT = "over the budget: not measured on top of the steps above (--resume with a larger --budget)"
 
 
 def _step_row(name: str, baseline: Any, before: Any, cell: Any) -> dict[str, Any]:
@@ -202,11 +202,11 @@ def _recommendation(study: Study, advice: dict, measured: list[dict], combined: 
     if baseline is None:
         return [{"answer": "no candidate measured: the budget left none (see the skipped ones)", "command": None}]
     base = " ".join(config_to_args(dataclasses.replace(baseline.config, repeats=1)))
-    kept = _helping_steps(combined)
+    kept = helping_steps(combined)
     if kept:
         untried = [row["step"] for row in combined if row.get("why") == LEFT_OUT]
         later = f"; not tried on top of it (over the budget): {', '.join(untried)}" if untried else ""
-        return [{"answer": f"{kept[-1]['step']}: tokens/s {kept[-1]['× baseline']} of the baseline's, measured "
+        return [{"answer": f"{kept[-1]['step']}: tokens/s {_times(kept[-1]['× baseline'])} of the baseline's, measured "
                            f"twice{later}", "options": kept[-1]["options"],
                  "command": f"sysprof run {base} {kept[-1]['options']}"}]
     best = next((row for row in measured if row.get("why") == PASSED), None)
@@ -222,7 +222,13 @@ def _recommendation(study: Study, advice: dict, measured: list[dict], combined: 
     return [{"answer": f"none: {once}, and not when measured again: noise, not a gain", "command": None}]
 
 
-def _helping_steps(combined: list[dict]) -> list[dict]:
+def _times(ratio: str) -> str:
+    """"7.36 [6.60–8.25]" as "7.36× [6.60–8.25]": the answer reads as a speed-up, the table's column says ×."""
+    value, _, interval = ratio.partition(" ")
+    return f"{value}× {interval}".rstrip()
+
+
+def helping_steps(combined: list[dict]) -> list[dict]:
     """The second stage's steps up to the first that did not help (the baseline row left out): the first is the
     best candidate measured again, so an empty list means no gain held."""
     kept = []

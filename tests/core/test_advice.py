@@ -195,12 +195,12 @@ def test_the_combination_adds_the_next_candidate_only_where_it_changes_something
 
 
 def test_the_answer_is_the_last_step_that_still_helped():
-    from sysprof.profiler_core.studies.advise_tables import _helping_steps
+    from sysprof.profiler_core.studies.advise_tables import helping_steps
 
     rows = [{"step": "baseline"}, {"step": "a", "why": "helps"}, {"step": "a + b", "why": "helps"},
             {"step": "a + b + c", "why": "not faster beyond run-to-run noise"}, {"step": "a + b + c + d",
                                                                                  "why": "helps"}]
-    assert [row["step"] for row in _helping_steps(rows)] == ["a", "a + b"]
+    assert [row["step"] for row in helping_steps(rows)] == ["a", "a + b"]
 
 
 @pytest.mark.slow
@@ -228,7 +228,7 @@ def test_the_candidates_that_pass_are_combined_and_measured_again_interleaved(tm
     assert combined[2]["step"].startswith(combined[1]["step"] + " + ")
     assert all(row["× baseline"] and row["over the step before"] and row["why"] for row in combined[1:])
     [answer] = tables["recommended"]
-    helped = advise_tables._helping_steps(combined)
+    helped = advise_tables.helping_steps(combined)
     if helped:
         assert answer["answer"].startswith(helped[-1]["step"]) and helped[-1]["options"] in answer["command"]
 
@@ -351,7 +351,7 @@ def test_on_an_h100_the_launch_bound_small_step_gets_cuda_graphs_measured_twice(
     assert candidates_table["bf16 autocast"]["why"] == "already bf16"
     assert candidates_table["TF32 for fp32 matmuls"]["status"] == "not run"
     [answer] = tables["recommended"]
-    assert answer["answer"].startswith("torch.compile reduce-overhead: tokens/s 7.36 [6.60–8.25] of the baseline")
+    assert answer["answer"].startswith("torch.compile reduce-overhead: tokens/s 7.36× [6.60–8.25] of the baseline")
     assert answer["options"] == "--compile --compile-mode reduce-overhead"
 
 
@@ -370,3 +370,52 @@ def test_a_step_the_budget_left_out_of_the_combination_is_a_row_and_named_in_the
     [answer] = tables["recommended"]
     assert answer["answer"].endswith("measured twice; not tried on top of it (over the budget): batch 16")
     assert answer["options"] == "--compile --compile-mode reduce-overhead"
+
+
+@pytest.mark.slow
+def test_resume_with_a_larger_budget_runs_a_cut_combination_again_whole(tmp_path, monkeypatch):
+    """The tiny CPU study (batch 16 helped, measured twice) with SDPA passed too (patched: the statistics are
+    compare's) and a combination the budget cut after batch 16: resumed, the two steps run again as new cells with
+    a fresh baseline, nothing is left out, and the cut combination stays on record."""
+    import shutil
+
+    study_dir = tmp_path / "advise"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-tiny-cpu", study_dir)
+    plan_path = study_dir / "advice.json"
+    advice = json.loads(plan_path.read_text())
+    cut = advice["combination"] | {"left_out": [{"name": "batch 16 + SDPA attention",
+                                                  "options": "--batch 16 --attention sdpa"}]}
+    plan_path.write_text(json.dumps(advice | {"combination": cut}))
+    real_row = advise_tables.candidate_row
+    monkeypatch.setattr(advise_tables, "candidate_row", lambda described, baseline, cell: (
+        real_row(described, baseline, cell) | ({"why": advise_tables.PASSED}
+                                               if described["name"] in ("batch 16", "SDPA attention") else {})))
+    cells_before = len(list((study_dir / "cells").iterdir()))
+    err = io.StringIO()
+    with redirect_stdout(io.StringIO()), redirect_stderr(err):
+        code = cli.main(["advise", "--resume", str(study_dir), "--budget", "30"])
+    assert code == 0, err.getvalue()
+    advice = json.loads(plan_path.read_text())
+    assert advice["earlier_combinations"] == [cut]
+    assert [step["name"] for step in advice["combination"]["steps"]] == ["batch 16", "batch 16 + SDPA attention"]
+    assert advice["combination"]["left_out"] == [] and advice["combination"]["first_cell"] == cells_before
+    assert len(list((study_dir / "cells").iterdir())) == cells_before + 3
+    rows = study_tables(study_dir)[advise_tables.COMBINATION_TABLE]
+    assert [row["status"] for row in rows] == ["ok"] * 3
+
+
+def test_resume_leaves_a_combination_alone_once_a_step_stopped_helping():
+    """Steps left out after one that did not help could never be recommended: nothing to run again."""
+    from sysprof.profiler_core.studies.document import Study
+    from sysprof.profiler_core.studies.kinds.advise import _cut_by_the_budget
+
+    study = Study.load(H100_ADVICE)
+    advice = json.loads((H100_ADVICE / "advice.json").read_text())
+    combination = advice["combination"] | {"left_out": [{"name": "x", "options": "--batch 16"}]}
+    assert _cut_by_the_budget(study, combination)  # the saved step helped: the cut one is worth running
+    assert _cut_by_the_budget(study, {"skipped": "over the budget: about 3.0 min more for 2 steps"})
+    assert not _cut_by_the_budget(study, advice["combination"])  # nothing left out
+    slower = advice["combination"] | {"left_out": combination["left_out"]}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(advise_tables, "helping_steps", lambda rows: [])
+        assert not _cut_by_the_budget(study, slower)

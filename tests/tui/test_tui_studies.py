@@ -274,7 +274,7 @@ async def test_the_advisors_answer_is_shown_whole_whichever_table_is_up(tmp_path
         pane, line = app.query_one("#pane-studies"), app.query_one("#study-answer")
         shown = str(line.render())
         assert pane.has_class("-answered") and line.display
-        assert "batch 16: tokens/s 1.24 [1.18–1.32] of the baseline's, measured twice" in shown.replace("\n", " ")
+        assert "batch 16: tokens/s 1.24× [1.18–1.32] of the baseline's, measured twice" in shown.replace("\n", " ")
         assert "u: use it in Configure" in shown
         await settle(app, pilot, "t", "t")
         assert line.display and str(line.render()) == shown

@@ -7,7 +7,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.coordinate import Coordinate
 from textual.reactive import reactive
-from textual.widgets import DataTable, Label, ProgressBar, Sparkline, Static
+from textual.widgets import Label, ProgressBar, Sparkline, Static
 
 from sysprof.profiler_core.api import GpuTelemetry, end_reason, events, mfu_missing
 from sysprof.profiler_core.render.table_models import SHORT_PHASES
@@ -23,6 +23,7 @@ from sysprof.tui.model.run_files import short_path
 from sysprof.tui.model.state import RunState
 from sysprof.tui.panes.base import ExportTable, Pane
 from sysprof.tui.widgets.quiet import update_quietly, update_text
+from sysprof.tui.widgets.tables import WholeCellsTable
 
 STEP_COLUMNS = ("step", "wall", "forward", "backward", "optimizer")
 
@@ -138,7 +139,7 @@ class StepChart(Vertical):
             update_quietly(self.query_one(f"#chart-label-{series}", Label), label, label, 1)  # one line, width 20
 
 
-class StepTable(DataTable):
+class StepTable(WholeCellsTable):
     """Warm-up and measured steps as they arrive, in rows made for every planned step when the run starts.
 
     Why made ahead, at fixed widths: a row added, or a column widened, changes the table's size, and that lays the

@@ -1,10 +1,13 @@
-"""A DataTable of records whose rows can be marked (space) for export or comparison."""
+"""DataTables that never cut a cell at the view's edge, and one of records whose rows can be marked (space)."""
 from __future__ import annotations
 
+from itertools import accumulate
 from typing import Any
 
 from rich.cells import cell_len
+from rich.segment import Segment
 from textual.binding import Binding
+from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets.data_table import RowKey
 
@@ -12,9 +15,24 @@ from sysprof.profiler_core.units import Formatter
 from sysprof.tui.keys import key_label
 
 MARK = "✓"
+MORE_LEFT, MORE_RIGHT = "‹", "›"  # where a column the view cuts was blanked: more columns that way
 
 
-class MarkableTable(DataTable):
+class WholeCellsTable(DataTable):
+    """A DataTable that never shows part of a cell at the view's edges."""
+
+    def render_line(self, y: int) -> Strip:
+        """The line as DataTable draws it, less any column the view's edge cuts: a number cut off at the edge
+        reads as another number ("1234.5" as "1234" or "34.5"), so a cut column is blank until scrolled into view."""
+        line = super().render_line(y)
+        if y > 0 and y + self.scroll_offset.y >= self.virtual_size.height:
+            return line  # below the last row: nothing to cut, and no arrow
+        widths = [column.get_render_width(self) for column in self.ordered_columns]
+        view = self.scrollable_content_region.width  # the line runs on under a vertical scrollbar: not seen
+        return blank_cut_columns(line, widths, self.scroll_offset.x, view)
+
+
+class MarkableTable(WholeCellsTable):
     """Shows a list of dicts; keeps the records so export gets raw values, not the formatted text."""
 
     BINDINGS = [Binding("space", "toggle_mark", "Mark")]
@@ -58,6 +76,26 @@ class MarkableTable(DataTable):
         return self.records[_record_index(row_key)]
 
 
+def blank_cut_columns(line: Strip, widths: list[int], left: int, width: int) -> Strip:
+    """line shows the table's columns (these render widths, side by side) from x = left, width cells of them: the
+    column the left edge cuts and the one the right edge cuts become blanks with an arrow that says more is there.
+    A column wider than the whole view stays as it is (there is nothing else to show)."""
+    right = left + width
+    for start, end in zip([0, *accumulate(widths)], accumulate(widths), strict=False):
+        if start < left < end < right:
+            line = _blank(line, 0, end - left, MORE_LEFT + " " * (end - left - 1))
+        elif left < start < right < end:
+            line = _blank(line, start - left, width, " " * (right - start - 1) + MORE_RIGHT)
+    return line
+
+
+def _blank(line: Strip, x1: int, x2: int, text: str) -> Strip:
+    """line with cells x1..x2 replaced by text, in the style the first replaced cell had."""
+    first = next(iter(line.crop(x1, x1 + 1)), None)
+    style = first.style if first else None
+    return Strip.join([line.crop(0, x1), Strip([Segment(text, style)], x2 - x1), line.crop(x2, line.cell_length)])
+
+
 def _record_index(row_key: RowKey) -> int:
     assert row_key.value is not None  # show() keys every row by its record's index
     return int(row_key.value)
@@ -67,4 +105,4 @@ def _text(value: object) -> str:
     return "" if value is None else str(value)
 
 
-__all__ = ["MarkableTable", "key_label"]
+__all__ = ["MarkableTable", "WholeCellsTable", "blank_cut_columns", "key_label"]

@@ -136,10 +136,21 @@ def resume(args: argparse.Namespace, study_dir: Path) -> Path:
     budget_left_s = args.budget * 60 - (time.monotonic() - started)
     if "candidates" not in advice:
         _measure(args, study_dir, base, budget_left_s)
-    elif "combination" not in advice:
-        per_cell_s = sum(PROCESS_S.values()) / 2 * base.repeats  # no cell timed here: the plan's estimate
+    elif "combination" not in advice or _cut_by_the_budget(Study.load(study_dir), advice["combination"]):
+        per_cell_s = PROCESS_S["cuda" if _on_gpu(base) else "cpu"] * base.repeats  # no cell timed here: the plan's
         _combine(args, study_dir, base, device_memory(base.device), per_cell_s, budget_left_s)
     return study_dir
+
+
+def _cut_by_the_budget(study: Study, combination: dict) -> bool:
+    """A combination the budget stopped short (not run, or steps left out) while every step it ran still helped:
+    resumed, it runs again whole with the budget given now, so each step is measured interleaved with the ones
+    before it and a fresh baseline (steps added to the old cells alone would be compared across time)."""
+    if "skipped" in combination:
+        return True
+    rows = advise_tables.combination_rows(study, combination)
+    ran = [row for row in rows[1:] if row.get("why") != advise_tables.LEFT_OUT]
+    return bool(combination.get("left_out")) and len(advise_tables.helping_steps(rows)) == len(ran)
 
 
 def _combine(args: argparse.Namespace, study_dir: Path, base: Any, limit: tuple[int, str] | None,
@@ -165,6 +176,8 @@ def _combine(args: argparse.Namespace, study_dir: Path, base: Any, limit: tuple[
         return
     steps, left_out = steps[:affordable], steps[affordable:]
     first = sweep.extend(study_dir, [base, *(dataclasses.replace(base, **changes) for _, changes in steps)])
+    if "combination" in advice:  # resumed with more budget: the one it replaces stays on record, its cells kept
+        advice["earlier_combinations"] = [*advice.get("earlier_combinations", []), advice["combination"]]
     advice["combination"] = {"first_cell": first, "steps": [{"name": name, "options": options_text(changes)}
                                                             for name, changes in steps],
                              "left_out": [{"name": name, "options": options_text(changes)}

@@ -1,0 +1,46 @@
+"""A table wider than its view never shows part of a number at the edge."""
+import re
+
+from rich.segment import Segment
+from textual.app import App, ComposeResult
+from textual.strip import Strip
+
+from sysprof.tui.widgets.tables import MORE_LEFT, MORE_RIGHT, MarkableTable, blank_cut_columns
+
+
+def text_of(line: Strip) -> str:
+    return "".join(segment.text for segment in line)
+
+
+def test_the_columns_the_edges_cut_are_blank_with_an_arrow():
+    line = Strip([Segment(" 1234.5 "), Segment(" 99.25 "), Segment(" 7.125 ")])  # render widths 8, 7, 7
+    assert text_of(blank_cut_columns(line.crop(0, 12), [8, 7, 7], 0, 12)) == " 1234.5    " + MORE_RIGHT
+    assert text_of(blank_cut_columns(line.crop(3, 18), [8, 7, 7], 3, 15)) == MORE_LEFT + "     99.25   " \
+        + MORE_RIGHT
+    assert text_of(blank_cut_columns(line.crop(8, 22), [8, 7, 7], 8, 14)) == " 99.25  7.125 "  # on the edges
+    assert text_of(blank_cut_columns(line.crop(9, 13), [8, 14], 9, 4)) == "99.2"  # wider than the view: kept
+
+
+class OneTable(App):
+    def compose(self) -> ComposeResult:
+        yield MarkableTable()
+
+
+ROWS = [{f"c{i}": 1000 * i + 0.125 * row for i in range(1, 13)} for row in range(5)]
+
+
+async def test_no_number_is_cut_at_either_edge_of_a_scrolled_table():
+    app = OneTable()
+    async with app.run_test(size=(50, 10)) as pilot:
+        table = app.query_one(MarkableTable)
+        table.show({key: key for key in ROWS[0]}, ROWS)
+        await pilot.pause()
+        whole = {str(value) for row in ROWS for value in row.values()}
+        for scroll in (0, 7, 25):
+            table.scroll_to(x=scroll, animate=False)
+            await pilot.pause()
+            lines = [text_of(table.render_line(y)) for y in range(1, 6)]
+            shown = [number for line in lines for number in re.findall(r"[\d.]+", line)]
+            assert shown and all(number in whole for number in shown), (scroll, lines)
+            assert any(MORE_RIGHT in line for line in lines)
+        assert any(MORE_LEFT in line for line in lines)

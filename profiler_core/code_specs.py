@@ -18,6 +18,13 @@ from typing import Any
 COMPILED_PREFIX = "compiled:"  # `--impl compiled:file.py:fn`: torch.compile of the user's attention function
 
 
+def short_spec(spec: str) -> str:
+    """A user's code as its file and name ("compiled:mine.py:attn"): the folders would fill a legend or a header."""
+    compiled = COMPILED_PREFIX if spec.startswith(COMPILED_PREFIX) else ""
+    where, colon, name = spec.removeprefix(COMPILED_PREFIX).rpartition(":")
+    return f"{compiled}{where.rsplit('/', 1)[-1]}:{name}" if colon else spec
+
+
 def optimizer_target(spec: str) -> tuple[str, str]:
     """(module or file, attribute) of an optimizer spec: `module:Class`, `file.py:Class` or `module.Class`."""
     if ":" in spec:

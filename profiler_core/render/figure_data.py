@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sysprof.profiler_core.code_specs import short_spec
 from sysprof.profiler_core.events import OK, OOM
 
 Rows = Sequence[dict[str, Any]]
@@ -81,17 +82,10 @@ def _line_groups(rows: Rows) -> dict[str, list[dict]]:
     varied = [name for name in fields if len({row.get(name) for row in rows}) > 1] or ["impl"]
     groups: dict[str, list[dict]] = {}
     for row in sorted(rows, key=lambda row: number(row.get("seq")) or 0):
-        label = " ".join(f"d={row.get(name)}" if name == "d" else short_impl(str(row.get(name))) if name == "impl"
+        label = " ".join(f"d={row.get(name)}" if name == "d" else short_spec(str(row.get(name))) if name == "impl"
                          else str(row.get(name)) for name in varied)
         groups.setdefault(label, []).append(row)
     return groups
-
-
-def short_impl(spec: str) -> str:
-    """A user's attention as its file and function ("compiled:mine.py:attn"): the folders would fill a legend."""
-    compiled = "compiled:" if spec.startswith("compiled:") else ""
-    where, colon, name = spec.removeprefix("compiled:").rpartition(":")
-    return f"{compiled}{where.rsplit('/', 1)[-1]}:{name}" if colon else spec
 
 
 def warmup_panels(rows: Rows) -> list[Panel]:

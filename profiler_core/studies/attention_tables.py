@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sysprof.profiler_core import events, rundir
+from sysprof.profiler_core.code_specs import short_spec
 from sysprof.profiler_core.studies import attention, attention_memory
 from sysprof.profiler_core.studies.tables import pivot
 
@@ -44,20 +45,28 @@ def attention_tables(study_dir: Path) -> dict[str, list[dict]]:
 
 def _attention_pivots(rows: list[dict]) -> dict[str, list[dict]]:
     across = ["dtype", "impl"] if len({row["dtype"] for row in rows}) > 1 else ["impl"]
+    impls = {row["impl"] for row in rows}
+    short = {impl: short_spec(impl) for impl in impls}
+    if len(set(short.values())) < len(impls):  # two files of one name in other folders: the whole specs tell them apart
+        short = {impl: impl for impl in impls}
     tables = {}
     for value in ("fwd mean ms", "bwd mean ms", "fwd+bwd mean ms", "before backward MiB"):
         if not any(row.get(value) is not None for row in rows) or not rows:
             continue
         table = pivot(rows, ["d", "seq"], across, value).to_dict("records")
-        tables[f"{value} by d × seq"] = [_with_speedups(_short_names(record)) if value.endswith("ms")
-                                         else _short_names(record) for record in table]
+        tables[f"{value} by d × seq"] = [_with_speedups(_short_names(record, short)) if value.endswith("ms")
+                                         else _short_names(record, short) for record in table]
     return tables
 
 
-def _short_names(record: dict) -> dict:
-    """"dtype=fp32 impl=eager" → "fp32 eager"."""
-    return {" ".join(part.partition("=")[2] or part for part in name.split(" ")): value
-            for name, value in record.items()}
+def _short_names(record: dict, short: dict[str, str]) -> dict:
+    """"dtype=fp32 impl=eager" → "fp32 eager", and a user's attention by its file and name (short)."""
+    return {" ".join(_header_part(part, short) for part in name.split(" ")): value for name, value in record.items()}
+
+
+def _header_part(part: str, short: dict[str, str]) -> str:
+    value = part.partition("=")[2] or part
+    return short.get(value, value)
 
 
 def _with_speedups(record: dict) -> dict:

@@ -133,7 +133,7 @@ def test_your_own_attention_functions_are_timed_beside_the_built_in_ones_and_one
                    and by_impl[name, seq]["bwd mean ms"] > 0 for seq in (32, 64))
     assert {by_impl["unfinished", seq]["status"] for seq in (32, 64)} == {"failed"}
     forward = tables["fwd mean ms by d × seq"]
-    assert f"{MINE}:attention" in forward[0] and f"{MINE}:attention speedup" in forward[0]  # against eager
+    assert "mine.py:attention" in forward[0] and "mine.py:attention speedup" in forward[0]  # against eager; no folders
     (study_dir,) = tmp_path.iterdir()
     log = (study_dir / "stderr.log").read_text()
     assert "NotImplementedError: the Triton kernel is not written yet" in log and "Traceback" in log
@@ -163,7 +163,7 @@ def test_your_own_attention_layer_is_built_per_cell_and_its_weights_are_in_the_m
     assert memory["eager"].get("weights MiB") is None  # a function has no weights of its own
     by_tensor = {row["impl"]: row for row in tables[TENSOR_TITLE]}
     assert by_tensor[f"{LAYER}:CausalSelfAttention"]["Q, K, V MiB"] is None  # its Q, K, V are its projections'
-    assert f"{LAYER}:CausalSelfAttention speedup" in tables["fwd mean ms by d × seq"][0]
+    assert "layer.py:CausalSelfAttention speedup" in tables["fwd mean ms by d × seq"][0]
     (study_dir,) = tmp_path.iterdir()
     assert "RuntimeError: the layer is not finished" in (study_dir / "stderr.log").read_text()
 
@@ -223,3 +223,15 @@ def test_under_bf16_autocast_the_h100_measured_what_the_shapes_predict():
     users = [row for row in table if row["impl"].startswith("tests/data/attention/")]
     assert len(users) == 16 and all(row["predicted saved MiB"] is None and row["measured saved MiB"] > 0
                                     for row in users)
+
+
+def test_pivot_headers_name_a_users_attention_by_file_unless_two_files_share_a_name():
+    from sysprof.profiler_core.studies.attention_tables import _attention_pivots
+
+    def cells(*impls):
+        return [{"impl": impl, "dtype": "fp32", "d": 16, "seq": 32, "fwd mean ms": 1.0 + i} for i, impl in
+                enumerate(impls)]
+    one = _attention_pivots(cells("eager", "lab/a/mine.py:fn"))["fwd mean ms by d × seq"][0]
+    assert set(one) == {"d", "seq", "eager", "mine.py:fn", "mine.py:fn speedup"}
+    two = _attention_pivots(cells("eager", "lab/a/mine.py:fn", "lab/b/mine.py:fn"))["fwd mean ms by d × seq"][0]
+    assert {"lab/a/mine.py:fn", "lab/b/mine.py:fn", "lab/b/mine.py:fn speedup"} <= set(two)

@@ -3,7 +3,8 @@ panels (render/figure_data), built here from saved H200 study directories."""
 import math
 from pathlib import Path
 
-from sysprof.profiler_core.render.figure_data import main_figure, row_label, short_impl, table_figures
+from sysprof.profiler_core.code_specs import short_spec
+from sysprof.profiler_core.render.figure_data import main_figure, row_label, table_figures
 from sysprof.profiler_core.studies.results import study_tables
 
 STUDIES = Path(__file__).resolve().parents[1] / "data" / "studies"
@@ -50,7 +51,7 @@ def test_a_users_attention_is_named_by_its_file_and_function_in_the_figure():
     [(_, panels)] = [found for found in table_figures(title, rows) if found[0] == "attention"]
     labels = {series.label for series in panels[0].series}
     assert {"mine.py:attention d=32", "layer.py:CausalSelfAttention d=128", "sdpa d=32"} <= labels
-    assert short_impl("compiled:a/b/mine.py:fn") == "compiled:mine.py:fn" and short_impl("pkg.mod:fn") == "pkg.mod:fn"
+    assert short_spec("compiled:a/b/mine.py:fn") == "compiled:mine.py:fn" and short_spec("pkg.mod:fn") == "pkg.mod:fn"
 
 
 def test_speedup_bars_leave_out_the_baseline_and_name_a_forward_row_once():

@@ -444,3 +444,42 @@ async def test_switching_screens_never_types_into_a_field(tmp_path):
         assert app.query_one("#panes").active == "live" and repeats.value == "3"
         await settle(app, pilot, "ctrl+pageup", "ctrl+pageup")  # round the end: Configure, then Help
         assert app.query_one("#panes").active == "help"
+
+
+async def test_a_longer_run_opened_after_a_shorter_one_shows_only_its_own_steps():
+    from sysprof.profiler_core.units import format_ms
+    from sysprof.tui.model.run_files import state_from_run_dir
+    from sysprof.tui.panes.live import StepTable
+
+    app = offline_app(ANALYSED)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(app, pilot, "2")
+        table = app.query_one(StepTable)
+        assert table.row_count > 0
+        longer = state_from_run_dir(TINY32)
+        app.run_state = longer
+        await settle(app, pilot)
+        steps = [*longer.warmup_steps, *longer.steps]
+        shown = [[str(cell) for cell in table.get_row_at(i)[:2]] for i in range(len(steps))]
+        assert shown[0][0] == "warm-up 0" and shown[len(longer.warmup_steps)][0] == "step 0"
+        assert [wall for _, wall in shown] == [format_ms(s["wall_ms"]) for s in steps]
+
+
+async def test_the_runs_table_exports_under_the_runs_directory_with_readable_start_times():
+    import re
+
+    app = offline_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(app, pilot, "5")
+        export = app.query_one("#pane-runs").export_table()
+        assert export.name == "runs" and export.base == app.runs_root  # the runs directory's table, no run's
+        assert all(re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", record["started"]) for record in export.records)
+        assert "summary" not in export.records[0]
+
+
+def test_a_run_name_longer_than_its_column_is_seen_to_be_cut():
+    from sysprof.tui.panes.runs import FORMATTERS, NAME_WIDTH
+
+    cut = FORMATTERS["name"]("20261127-025516-tiny-ctx256-b4-train-fp32-naive")
+    assert cut == "20261127-025516-tiny-…" and len(cut) == NAME_WIDTH
+    assert FORMATTERS["name"]("tiny-ctx64") == "tiny-ctx64"

@@ -283,3 +283,14 @@ async def test_the_advisors_answer_is_shown_whole_whichever_table_is_up(tmp_path
         await settle(app, pilot)
         assert not app.query_one("#pane-studies").has_class("-answered")
         assert not app.query_one("#study-answer").display
+
+
+async def test_a_long_table_title_wraps_at_80_columns_and_keeps_its_keys(tmp_path):
+    app = studies_app(tmp_path, ATTENTION)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        await settle(app, pilot, "t")  # the memory table: its title is longer than the screen is wide
+        title = str(app.query_one("#study-table-title").render())
+        assert title.startswith("attention memory (MiB;") and "t: next" in title
+        shown = " ".join(text(app).split())
+        assert "t: next" in shown and all(len(line) <= 80 for line in text(app).splitlines())

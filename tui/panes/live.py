@@ -152,13 +152,13 @@ class StepTable(WholeCellsTable):
         self.cursor_type = "row"
         for column, width in zip(STEP_COLUMNS, self.WIDTHS, strict=True):
             self.add_column(column, width=width)
-        self.filled = 0
+        self.filled, self.run_dir = 0, None
 
     def watch_run_state(self, state: RunState) -> None:
         rows = [("warm-up", s) for s in state.warmup_steps] + [("step", s) for s in state.steps]
-        if len(rows) < self.filled:
+        if len(rows) < self.filled or state.run_dir != self.run_dir:  # another run: its rows, none of the last one's
             self.clear()
-            self.filled = 0
+            self.filled, self.run_dir = 0, state.run_dir
         if self.row_count == 0 and rows:
             self.add_rows([("",) * len(STEP_COLUMNS)] * min(planned_rows(state), self.MOST_MADE_AHEAD))
         for label, step in rows[self.filled:]:

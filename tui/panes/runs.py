@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +49,8 @@ TEXT_KEYS = ("a_text", "b_text", "ratio_text", "n_text", "verdict_cell")
 COMPARE_COLUMNS = {"phase": "phase", "a_text": "A", "b_text": "B", "ratio_text": "B/A [95% CI]", "n_text": "n",
                    "verdict_cell": "verdict", "reason": "reason"}
 MS = lambda value: "" if value is None else format_ms(value)  # noqa: E731
-FORMATTERS = {"step_median_ms": MS}
+FORMATTERS = {"step_median_ms": MS,  # a name longer than its column ends in "…": cut, and seen to be
+              "name": lambda name: name if len(name) <= NAME_WIDTH else name[:NAME_WIDTH - 1] + "…"}
 
 
 def ab_command(config_a: Mapping[str, Any], config_b: Mapping[str, Any], repeats: int = 4) -> str:
@@ -90,6 +92,11 @@ def run_record(path: Path) -> dict:
             "attention": config.get("attention"), "device": run.env.get("device_type"),
             "steps": run.measured_count, "step_median_ms": run.median_ms(),
             "started": run.manifest.get("started") or path.stat().st_mtime, "summary": run.summary or {}}
+
+
+def _when(started: float) -> str | None:
+    """A Unix time as local date and time to the second: a float in a table prints as 1.79575e+09."""
+    return datetime.fromtimestamp(started).isoformat(sep=" ", timespec="seconds") if started else None
 
 
 def _running(path: Path) -> bool:
@@ -228,4 +235,5 @@ class RunsPane(ReportActions, Pane):
                                [{"A": name_a, "B": name_b, **{k: v for k, v in r.items() if k not in TEXT_KEYS}}
                                 for r in rows], base=self.runs_root)
         records = self.query_one("#runs-table", MarkableTable).selected_records()
-        return ExportTable("runs", [{k: v for k, v in r.items() if k != "summary"} for r in records])
+        return ExportTable("runs", [{k: v for k, v in r.items() if k != "summary"} | {"started": _when(r["started"])}
+                                    for r in records], base=self.runs_root)  # the runs directory's table, no run's

@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from rich.markup import escape
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -26,8 +27,9 @@ class ExportModal(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="export-dialog"):
-            yield Label(f"Export {self.table.name}: {len(self.table.records)} rows "
-                        "(marked rows if any, else the whole table)")
+            count = len(self.table.records)
+            yield Static(f"Export {escape(self.table.name)}: {count} row{'' if count == 1 else 's'} (marked rows if "
+                         "any, else the whole table)", id="export-title")  # a Static wraps a long name; a Label cuts
             yield Input(str(self.default_path), id="export-path")
             yield Static("format from the suffix: .csv .md .json .tex · enter save · ctrl+y copy · esc close",
                          id="export-hint")

@@ -18,7 +18,10 @@ class TmuxServer:
 
     def __call__(self, *args: str, check: bool = True) -> str:
         command = ["tmux", "-L", self.socket, "-f", "/dev/null", *args]  # -f: no user config changes the panes
-        return subprocess.run(command, capture_output=True, text=True, check=check).stdout
+        done = subprocess.run(command, capture_output=True, text=True)
+        if check and done.returncode:
+            raise RuntimeError(f"tmux {' '.join(args)}: exit {done.returncode}: {done.stderr.strip()}")
+        return done.stdout
 
     def kill_session(self, name: str) -> None:
         self("kill-session", "-t", name, check=False)

@@ -25,6 +25,12 @@ def short_spec(spec: str) -> str:
     return f"{compiled}{where.rsplit('/', 1)[-1]}:{name}" if colon else spec
 
 
+def short_specs(specs: set[str]) -> dict[str, str]:
+    """Each spec's short_spec, or every spec whole where two would share a short name (two mine.py in two folders)."""
+    short = {spec: short_spec(spec) for spec in specs}
+    return short if len(set(short.values())) == len(short) else {spec: spec for spec in specs}
+
+
 def optimizer_target(spec: str) -> tuple[str, str]:
     """(module or file, attribute) of an optimizer spec: `module:Class`, `file.py:Class` or `module.Class`."""
     if ":" in spec:

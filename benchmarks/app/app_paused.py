@@ -142,5 +142,6 @@ def one_run(args, work: Path, run: int) -> list[float]:
           f"running/stopped {ratio:.4f} [{low:.4f}–{high:.4f}]", flush=True)
     return ratios
 
+
 if __name__ == "__main__":
     main()

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sysprof.profiler_core.code_specs import short_spec
+from sysprof.profiler_core.code_specs import short_specs
 from sysprof.profiler_core.events import OK, OOM
 
 Rows = Sequence[dict[str, Any]]
@@ -80,9 +80,10 @@ def _attention_series(name: str, group: list[dict], key: str) -> Series:
 def _line_groups(rows: Rows) -> dict[str, list[dict]]:
     fields = ("impl", "dtype", "d")
     varied = [name for name in fields if len({row.get(name) for row in rows}) > 1] or ["impl"]
+    short = short_specs({str(row.get("impl")) for row in rows})
     groups: dict[str, list[dict]] = {}
     for row in sorted(rows, key=lambda row: number(row.get("seq")) or 0):
-        label = " ".join(f"d={row.get(name)}" if name == "d" else short_spec(str(row.get(name))) if name == "impl"
+        label = " ".join(f"d={row.get(name)}" if name == "d" else short[str(row.get(name))] if name == "impl"
                          else str(row.get(name)) for name in varied)
         groups.setdefault(label, []).append(row)
     return groups

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sysprof.profiler_core import events, rundir
-from sysprof.profiler_core.code_specs import short_spec
+from sysprof.profiler_core.code_specs import short_specs
 from sysprof.profiler_core.studies import attention, attention_memory
 from sysprof.profiler_core.studies.tables import pivot
 
@@ -45,10 +45,7 @@ def attention_tables(study_dir: Path) -> dict[str, list[dict]]:
 
 def _attention_pivots(rows: list[dict]) -> dict[str, list[dict]]:
     across = ["dtype", "impl"] if len({row["dtype"] for row in rows}) > 1 else ["impl"]
-    impls = {row["impl"] for row in rows}
-    short = {impl: short_spec(impl) for impl in impls}
-    if len(set(short.values())) < len(impls):  # two files of one name in other folders: the whole specs tell them apart
-        short = {impl: impl for impl in impls}
+    short = short_specs({row["impl"] for row in rows})
     tables = {}
     for value in ("fwd mean ms", "bwd mean ms", "fwd+bwd mean ms", "before backward MiB"):
         if not any(row.get(value) is not None for row in rows) or not rows:

@@ -154,6 +154,7 @@ def test_advise_on_the_cpu_diagnoses_then_measures_its_candidates_against_the_ba
     study_dir = Path(json.loads(out.getvalue())["study_dir"])
     advice = json.loads((study_dir / "advice.json").read_text())
     assert advice["diagnosis_cell"] == 0 and advice["first_cell"] == 1 and advice["hints"]["launch_bound"] == []
+    assert advice["per_cell_s"] > 0  # the candidates' cells as timed: what a resumed combination is planned with
     tables = study_tables(study_dir)
     rows = tables["advice: each candidate against the baseline, interleaved"]
     measured = [row for row in rows if row["status"] == "ok"]
@@ -404,18 +405,19 @@ def test_resume_with_a_larger_budget_runs_a_cut_combination_again_whole(tmp_path
     assert [row["status"] for row in rows] == ["ok"] * 3
 
 
-def test_resume_leaves_a_combination_alone_once_a_step_stopped_helping():
-    """Steps left out after one that did not help could never be recommended: nothing to run again."""
+def test_resume_runs_a_cut_combination_again_only_with_more_budget_and_while_its_steps_helped():
+    """Steps left out after one that did not help could never be recommended, and a budget that affords no more
+    steps than ran would repeat the same cut: neither runs again."""
     from sysprof.profiler_core.studies.document import Study
     from sysprof.profiler_core.studies.kinds.advise import _cut_by_the_budget
 
     study = Study.load(H100_ADVICE)
     advice = json.loads((H100_ADVICE / "advice.json").read_text())
-    combination = advice["combination"] | {"left_out": [{"name": "x", "options": "--batch 16"}]}
-    assert _cut_by_the_budget(study, combination)  # the saved step helped: the cut one is worth running
-    assert _cut_by_the_budget(study, {"skipped": "over the budget: about 3.0 min more for 2 steps"})
-    assert not _cut_by_the_budget(study, advice["combination"])  # nothing left out
-    slower = advice["combination"] | {"left_out": combination["left_out"]}
+    cut = advice["combination"] | {"left_out": [{"name": "x", "options": "--batch 16"}]}  # its one step helped
+    assert _cut_by_the_budget(study, cut, affordable=2)
+    assert not _cut_by_the_budget(study, cut, affordable=1)  # room for the one step it ran, not for more
+    assert _cut_by_the_budget(study, {"skipped": "over the budget: about 3.0 min more for 2 steps"}, affordable=1)
+    assert not _cut_by_the_budget(study, advice["combination"], affordable=5)  # nothing left out
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(advise_tables, "helping_steps", lambda rows: [])
-        assert not _cut_by_the_budget(study, slower)
+        patch.setattr(advise_tables, "helping_steps", lambda rows: [])  # as if its step had not helped
+        assert not _cut_by_the_budget(study, cut, affordable=5)

@@ -63,3 +63,12 @@ def test_speedup_bars_leave_out_the_baseline_and_name_a_forward_row_once():
     assert [series.label for series in panel.series] == ["bf16 speedup"]  # every fp32 bar is 1×: not drawn
     assert panel.title == "fp32 vs bf16 (speedups from the medians)"
     assert list(panel.series[0].x) == ["small ctx=256 forward", "small ctx=256 train train step"]
+
+
+def test_two_users_files_of_one_name_stay_two_lines_in_the_figure():
+    from sysprof.profiler_core.render.figure_data import _line_groups
+
+    rows = [{"impl": impl, "dtype": "fp32", "d": 16, "seq": 32, "status": "ok"}
+            for impl in ("eager", "lab/a/mine.py:fn", "lab/b/mine.py:fn")]
+    assert set(_line_groups(rows)) == {"eager", "lab/a/mine.py:fn", "lab/b/mine.py:fn"}
+    assert set(_line_groups(rows[:2])) == {"eager", "mine.py:fn"}

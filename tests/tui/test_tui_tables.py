@@ -18,6 +18,7 @@ def test_the_columns_the_edges_cut_are_blank_with_an_arrow():
     assert text_of(blank_cut_columns(line.crop(3, 18), [8, 7, 7], 3, 15)) == MORE_LEFT + "     99.25   " \
         + MORE_RIGHT
     assert text_of(blank_cut_columns(line.crop(8, 22), [8, 7, 7], 8, 14)) == " 99.25  7.125 "  # on the edges
+    assert text_of(blank_cut_columns(line.crop(0, 14), [8, 7, 7], 0, 14)) == " 1234.5  99.25"  # only padding cut
     assert text_of(blank_cut_columns(line.crop(9, 13), [8, 14], 9, 4)) == "99.2"  # wider than the view: kept
 
 

@@ -23,13 +23,15 @@ class WholeCellsTable(DataTable):
 
     def render_line(self, y: int) -> Strip:
         """The line as DataTable draws it, less any column the view's edge cuts: a number cut off at the edge
-        reads as another number ("1234.5" as "1234" or "34.5"), so a cut column is blank until scrolled into view."""
+        reads as another number ("1234.5" as "1234" or "34.5"), so a cut column is blank until scrolled into view.
+        (The app's tables have no fixed columns and no row labels, which DataTable draws outside the scrolled part.)"""
         line = super().render_line(y)
-        if y > 0 and y + self.scroll_offset.y >= self.virtual_size.height:
-            return line  # below the last row: nothing to cut, and no arrow
+        header = 1 if self.show_header else 0
+        if self.fixed_columns or (y >= header and y - header + self.scroll_offset.y >= self.row_count):
+            return line  # below the last row (row_count is current; the virtual size waits for the next idle pass)
         widths = [column.get_render_width(self) for column in self.ordered_columns]
         view = self.scrollable_content_region.width  # the line runs on under a vertical scrollbar: not seen
-        return blank_cut_columns(line, widths, self.scroll_offset.x, view)
+        return blank_cut_columns(line, widths, self.scroll_offset.x, view, self.cell_padding)
 
 
 class MarkableTable(WholeCellsTable):
@@ -76,15 +78,17 @@ class MarkableTable(WholeCellsTable):
         return self.records[_record_index(row_key)]
 
 
-def blank_cut_columns(line: Strip, widths: list[int], left: int, width: int) -> Strip:
-    """line shows the table's columns (these render widths, side by side) from x = left, width cells of them: the
-    column the left edge cuts and the one the right edge cuts become blanks with an arrow that says more is there.
-    A column wider than the whole view stays as it is (there is nothing else to show)."""
+def blank_cut_columns(line: Strip, widths: list[int], left: int, width: int, pad: int = 1) -> Strip:
+    """line shows the table's columns (these render widths, pad cells each side of the text) from x = left, width
+    cells of them: a column whose text the left or the right edge cuts becomes blank with an arrow that says more is
+    there (an edge in a column's padding cuts nothing). A column wider than the whole view stays as it is."""
     right = left + width
     for start, end in zip([0, *accumulate(widths)], accumulate(widths), strict=False):
-        if start < left < end < right:
+        if start < left and end > right:
+            continue
+        if start + pad < left < end - pad:
             line = _blank(line, 0, end - left, MORE_LEFT + " " * (end - left - 1))
-        elif left < start < right < end:
+        elif start + pad < right < end - pad:
             line = _blank(line, start - left, width, " " * (right - start - 1) + MORE_RIGHT)
     return line
 

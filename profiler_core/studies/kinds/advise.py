@@ -116,6 +116,7 @@ def _measure(args: argparse.Namespace, study_dir: Path, base: RunConfig, budget_
     with Progress(args.events).recorded(study_dir) as progress:
         sweep.run(study_dir, progress.sweep_listener("advise", study_dir))
     per_cell_s = (time.monotonic() - started) / len(configs)  # every process of a cell, start-up included
+    _update_advice(study_dir, per_cell_s=per_cell_s)  # what a resumed combination is planned with
     _combine(args, study_dir, base, limit, per_cell_s, budget_left_s - per_cell_s * len(configs))
 
 
@@ -136,16 +137,22 @@ def resume(args: argparse.Namespace, study_dir: Path) -> Path:
     budget_left_s = args.budget * 60 - (time.monotonic() - started)
     if "candidates" not in advice:
         _measure(args, study_dir, base, budget_left_s)
-    elif "combination" not in advice or _cut_by_the_budget(Study.load(study_dir), advice["combination"]):
-        per_cell_s = PROCESS_S["cuda" if _on_gpu(base) else "cpu"] * base.repeats  # no cell timed here: the plan's
+        return study_dir
+    # the candidates' cells as timed when they ran (compiles and steps included), else the plan's start-up estimate
+    per_cell_s = advice.get("per_cell_s") or PROCESS_S["cuda" if _on_gpu(base) else "cpu"] * base.repeats
+    more = int(budget_left_s // per_cell_s) - 1  # combination steps the budget affords, after a fresh baseline
+    if "combination" not in advice or _cut_by_the_budget(Study.load(study_dir), advice["combination"], more):
         _combine(args, study_dir, base, device_memory(base.device), per_cell_s, budget_left_s)
     return study_dir
 
 
-def _cut_by_the_budget(study: Study, combination: dict) -> bool:
-    """A combination the budget stopped short (not run, or steps left out) while every step it ran still helped:
-    resumed, it runs again whole with the budget given now, so each step is measured interleaved with the ones
-    before it and a fresh baseline (steps added to the old cells alone would be compared across time)."""
+def _cut_by_the_budget(study: Study, combination: dict, affordable: int) -> bool:
+    """A combination the budget stopped short (not run, or steps left out) while every step it ran still helped,
+    and a budget that affords more steps than it ran: resumed, it runs again whole, so each step is measured
+    interleaved with the ones before it and a fresh baseline (steps added to the old cells alone would be compared
+    across time). A resume without more budget leaves it as it is."""
+    if affordable <= len(combination.get("steps", [])):
+        return False
     if "skipped" in combination:
         return True
     rows = advise_tables.combination_rows(study, combination)
@@ -170,21 +177,28 @@ def _combine(args: argparse.Namespace, study_dir: Path, base: Any, limit: tuple[
         return
     affordable = int(budget_left_s // per_cell_s) - 1 if per_cell_s > 0 else len(steps)  # a fresh baseline first
     if affordable < 1:
-        advice["combination"] = {"skipped": f"over the budget: about {per_cell_s * (len(steps) + 1) / 60:.1f} min "
-                                            f"more for {len(steps)} steps"}
+        _replace_combination(advice, {"skipped": f"over the budget: about {per_cell_s * (len(steps) + 1) / 60:.1f} "
+                                                 f"min more for {len(steps)} steps"})
         rundir.write_json(study_dir / rundir.ADVICE_PLAN, advice)
         return
     steps, left_out = steps[:affordable], steps[affordable:]
     first = sweep.extend(study_dir, [base, *(dataclasses.replace(base, **changes) for _, changes in steps)])
-    if "combination" in advice:  # resumed with more budget: the one it replaces stays on record, its cells kept
-        advice["earlier_combinations"] = [*advice.get("earlier_combinations", []), advice["combination"]]
-    advice["combination"] = {"first_cell": first, "steps": [{"name": name, "options": options_text(changes)}
-                                                            for name, changes in steps],
-                             "left_out": [{"name": name, "options": options_text(changes)}
-                                          for name, changes in left_out]}
+    described = lambda part: [{"name": name, "options": options_text(changes)} for name, changes in part]  # noqa: E731
+    _replace_combination(advice, {"first_cell": first, "steps": described(steps), "left_out": described(left_out)})
     rundir.write_json(study_dir / rundir.ADVICE_PLAN, advice)
     with Progress(args.events).recorded(study_dir) as progress:
         sweep.run(study_dir, progress.sweep_listener("advise", study_dir))
+
+
+def _replace_combination(advice: dict[str, Any], combination: dict[str, Any]) -> None:
+    """The new combination in advice; one it replaces (a resume with more budget) stays on record, its cells kept."""
+    if "combination" in advice:
+        advice["earlier_combinations"] = [*advice.get("earlier_combinations", []), advice["combination"]]
+    advice["combination"] = combination
+
+
+def _update_advice(study_dir: Path, **fields: Any) -> None:
+    rundir.write_json(study_dir / rundir.ADVICE_PLAN, (rundir.read_json(study_dir / rundir.ADVICE_PLAN) or {}) | fields)
 
 
 def _print_plan(chosen: Plan) -> None:

@@ -5,6 +5,7 @@ Needs tmux (CI: `apt-get install -y tmux`); skipped without it.
 import json
 import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -90,11 +91,16 @@ def test_open_run_filter_kernels_export_markdown(session, tmp_path):
     time.sleep(1.0)  # focus leaves the filter after a refresh; an "e" sent sooner would be typed into it
     tmux("send-keys", "-t", session, "e")
     wait_for(session, "Export kernels")
-    target = tmp_path / "e2e-kernels.md"
-    type_into_field(session, "", str(target), "e2e-kernels.md")
-    tmux("send-keys", "-t", session, "Enter")
-    wait_for(session, "wrote")
-    lines = target.read_text().splitlines()
+    # A path short enough to show whole in the field: a key of an earlier try that lands late shows on screen
+    # (the field scrolls a long path, and its tail alone matched while the whole was wrong under load)
+    target = Path(tempfile.mkdtemp(prefix="e2e-", dir="/tmp")) / "k.md"
+    try:
+        type_into_field(session, "", str(target), f"{target} ")
+        tmux("send-keys", "-t", session, "Enter")
+        shown = wait_for(session, "wrote")
+        lines = target.read_text().splitlines() if target.is_file() else shown.splitlines()
+    finally:
+        shutil.rmtree(target.parent)
     assert lines[0].startswith("| phase | name | class | instances | total_ns |")
     assert len(lines) > 2 and all("cutlass" in line for line in lines[2:])
     tmux("send-keys", "-t", session, "q")

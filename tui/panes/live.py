@@ -152,7 +152,8 @@ class StepTable(WholeCellsTable):
         self.cursor_type = "row"
         for column, width in zip(STEP_COLUMNS, self.WIDTHS, strict=True):
             self.add_column(column, width=width)
-        self.filled, self.run_dir = 0, None
+        self.filled = 0
+        self.run_dir: str | None = None  # the run whose rows the table holds
 
     def watch_run_state(self, state: RunState) -> None:
         rows = [("warm-up", s) for s in state.warmup_steps] + [("step", s) for s in state.steps]

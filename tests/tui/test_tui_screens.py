@@ -483,3 +483,15 @@ def test_a_run_name_longer_than_its_column_is_seen_to_be_cut():
     cut = FORMATTERS["name"]("20261127-025516-tiny-ctx256-b4-train-fp32-naive")
     assert cut == "20261127-025516-tiny-…" and len(cut) == NAME_WIDTH
     assert FORMATTERS["name"]("tiny-ctx64") == "tiny-ctx64"
+
+
+def test_while_steps_are_measured_the_stage_line_keeps_its_length():
+    """A line that grows as the step count gains a digit rewraps, and a new height lays the screen out again."""
+    from sysprof.tui.model.state import RunState
+    from sysprof.tui.panes.live import stage_text
+
+    step = {"index": 0, "wall_ms": 1.0, "phases_ms": {}}
+    lines = [stage_text(RunState(stage="measured", run_dir="runs/r", stage_total=150, steps=(step,) * done))
+             for done in (1, 9, 10, 99, 100, 150)]
+    assert len({len(line) for line in lines}) == 1, lines
+    assert "  1/150" in lines[0] and "150/150" in lines[-1]

@@ -36,9 +36,10 @@ def stage_text(state: RunState) -> str:
     where = f" · {escape(short_path(state.run_dir))}" if state.run_dir else ""
     word = state.state_name
     done, total = state.stage_progress()
-    if state.running:
-        progress = f" {done}/{total}" if total else ""
-        return f"[b]{word}[/b] · {state.stage}{progress} · {len(state.steps)} measured steps · {device}{where}"
+    if state.running:  # counts padded to the total's width: a line that grows as digits do rewraps (a layout)
+        progress = f" {done:>{len(str(total))}}/{total}" if total else ""
+        kept = f" · {len(state.steps)} measured steps" if state.steps and state.stage != "measured" else ""
+        return f"[b]{word}[/b] · {state.stage}{progress}{kept} · {device}{where}"
     if word == events.OK:
         return f"[b]{word}[/b] · {done} measured steps · {device}{where}"
     kept = f"{done} of {total} measured steps" if total else f"{done} measured steps"
@@ -160,7 +161,7 @@ class StepTable(WholeCellsTable):
         if len(rows) < self.filled or state.run_dir != self.run_dir:  # another run: its rows, none of the last one's
             self.clear()
             self.filled, self.run_dir = 0, state.run_dir
-        if self.row_count == 0 and rows:
+        if self.row_count == 0 and planned_rows(state):  # made once the plan is known, before the steps come
             self.add_rows([("",) * len(STEP_COLUMNS)] * min(planned_rows(state), self.MOST_MADE_AHEAD))
         for label, step in rows[self.filled:]:
             phases = step.get("phases_ms", {})

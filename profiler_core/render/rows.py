@@ -4,6 +4,9 @@ from __future__ import annotations
 from typing import Literal
 
 from rich import box
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -62,17 +65,50 @@ def paint_model(model: TableModel, compact: bool = False) -> Table:
         last = index == len(model.columns) - 1
         widest = max([len(row[index]) for row in cells] + [len(word) for word in column.label.split()])
         justify: Literal["right", "left"] = "right" if column.numeric else "left"
-        if compact:
-            view.add_column(column.label, justify=justify, no_wrap=True, overflow="ellipsis",
-                            min_width=None if last else max(widest, len(column.label)))
+        if compact and last:
+            view.add_column(WholeItems(column.label), justify=justify)  # wrappable, so rich narrows it to fit
+        elif compact:
+            view.add_column(column.label, justify=justify, no_wrap=True, min_width=max(widest, len(column.label)))
         elif column.numeric or not last:  # as wide as its widest cell, the header folding at its spaces
             view.add_column(column.label, justify=justify, width=widest)
         else:  # the rest of the line, wrapping at spaces, never narrower than its longest word
             words = [len(word) for row in cells for word in row[index].split()]
             view.add_column(column.label, justify=justify, min_width=max(words + [len(column.label.split()[0])]))
     for row in cells:
-        view.add_row(*(Text(cell) for cell in row))
+        view.add_row(*(Text(cell) for cell in row[:-1]), WholeItems(row[-1]) if compact else Text(row[-1]))
     return view
+
+
+class WholeItems:
+    """Free text in the width a table gives it: whole items, then "…" for those left out. An item is the words up to
+    the next one with a digit ("elementwise 12%"), so a name keeps its number and no number is cut in two (rich's
+    own ellipsis does not apply to a no_wrap cell: it cut "elementwise 12%" to "element")."""
+
+    def __init__(self, text: str):
+        self.items: list[str] = []
+        pending: list[str] = []
+        for word in text.split():
+            pending.append(word)
+            if any(character.isdigit() for character in word):
+                self.items.append(" ".join(pending))
+                pending = []
+        self.items += pending
+
+    def fitted(self, width: int) -> str:
+        shown: list[str] = []
+        for index, item in enumerate(self.items):
+            more = index < len(self.items) - 1
+            if cell_len(" ".join([*shown, item])) + (2 if more else 0) > width:
+                return " ".join([*shown, "…"])
+            shown.append(item)
+        return " ".join(shown)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        whole = cell_len(" ".join(self.items))
+        return Measurement(min(whole, 1 + (cell_len(self.items[0]) + 2 if len(self.items) > 1 else 0)), whole)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield Text(self.fitted(options.max_width), no_wrap=True, overflow="crop")
 
 
 def print_model(console, model: TableModel) -> None:

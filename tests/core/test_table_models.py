@@ -43,6 +43,20 @@ def test_the_phase_kernel_table_is_built_once_and_both_painters_show_its_rows():
         every_cell_whole(model, painted(model, compact))
 
 
+def test_in_a_pane_the_free_text_column_shows_whole_items_and_marks_what_it_leaves_out():
+    """rich crops a no_wrap cell at the edge without its ellipsis ("elementwise 15%" was shown "element")."""
+    model = phase_kernel_model(Run.load(RUN).analysis(KERNELS))
+    for width in (70, 78, 90, 100, 140):
+        lines = painted(model, compact=True, width=width).splitlines()
+        start = lines[0].index("top")  # where the column starts
+        assert all(len(line) <= width for line in lines)
+        for row, line in zip(model.rows, lines[1:], strict=True):
+            shown, whole = line[start:].strip(), model.cells(row)[-1]
+            assert shown == whole or (shown.endswith("…") and whole.startswith(shown.removesuffix("…").strip()))
+            assert shown.removesuffix("…").strip() == "" or shown.split()[-1].endswith(("%", "ms", "…")), shown
+    assert "gemm 79% …" in painted(model, compact=True, width=78)
+
+
 def test_an_export_writes_the_rows_the_screen_shows():
     run = Run.load(RUN)
     model = phase_kernel_model(run.analysis(KERNELS))

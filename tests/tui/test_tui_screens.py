@@ -54,7 +54,7 @@ async def test_kernels_screen_filters_sorts_restricts_and_details():
         assert values == sorted(values, reverse=True)
         await settle(app, pilot, "S")
         assert list(pane.view_rows["pct_of_phase"]) == sorted(values)
-        assert "launches" in str(app.query_one("#kernel-details").render())
+        assert "launches" in str(app.query_one("#kernel-numbers").render())
 
 
 async def test_kernel_data_that_arrives_after_the_filter_keeps_the_filter_on_screen(tmp_path):
@@ -420,7 +420,7 @@ async def test_kernel_table_shows_short_names_and_the_detail_line_the_whole_name
         await settle(app, pilot, "slash", *"direct_copy", "enter")
         pane = app.query_one("#pane-kernels")
         assert len(pane.view_rows) > 0 and all("direct_copy" in name for name in pane.view_rows["name"])
-        details = str(app.query_one("#kernel-details").render())
+        details = str(app.query_one("#kernel-name").render())
         assert "direct_copy_kernel_cuda(at::TensorIteratorBase &)::[lambda() (instance 3)]" in details
 
 

@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 from textual import on, work
 from textual.app import ComposeResult
-from textual.containers import Horizontal
+from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.widgets import DataTable, Input, Static
 
@@ -105,13 +105,15 @@ def rank_choices(profile: Mapping[str, Any] | None) -> list[tuple[int, str]]:
     return [(row["rank"], row["kernels"]) for row in (profile or {}).get("ranks") or [] if not row.get("error")]
 
 
-def kernel_details(record: dict | None) -> str:
+def kernel_details(record: dict | None) -> tuple[str, str]:
+    """The highlighted kernel's numbers (wrapped whole), then its whole name (one line, … where the width ends)."""
     if not record:
-        return ""
-    return (f"[b]{escape(str(record.get('name')))}[/b]\n{record.get('class')} · {record.get('phase')} · "
-            f"{record.get('instances')} launches · total {ns_as_ms(record.get('total_ns'))} ms · avg "
-            f"{ns_as_us(record.get('avg_ns'))} µs · min {ns_as_us(record.get('min_ns'))} · max "
-            f"{ns_as_us(record.get('max_ns'))} µs · {fixed(1)(record.get('pct_of_phase'))}% of phase")
+        return "", ""
+    numbers = (f"{record.get('class')} · {record.get('phase')} · {record.get('instances')} launches · total "
+               f"{ns_as_ms(record.get('total_ns'))} ms · avg {ns_as_us(record.get('avg_ns'))} µs · min "
+               f"{ns_as_us(record.get('min_ns'))} · max {ns_as_us(record.get('max_ns'))} µs · "
+               f"{fixed(1)(record.get('pct_of_phase'))}% of phase")
+    return numbers, f"[b]{escape(str(record.get('name')))}[/b]"
 
 
 class KernelsPane(Pane):
@@ -134,7 +136,9 @@ class KernelsPane(Pane):
             yield Input(placeholder="filter kernels by name (/)", id="kernel-filter", compact=True)
             yield Static(id="kernel-view")
         yield MarkableTable(id="kernel-table")
-        yield Static(id="kernel-details")
+        with Vertical(id="kernel-details"):
+            yield Static(id="kernel-numbers")
+            yield Static(id="kernel-name")
 
     def watch_run_state(self, state: RunState) -> None:
         if self.data is not None and self.data.table is not None:  # the inflation is known once the run ends
@@ -213,7 +217,7 @@ class KernelsPane(Pane):
         self.query_one("#kernel-view", Static).update(
             f"phase [b]{view.phase}[/b] (p) · sort [b]{COLUMNS.get(view.sort_by, view.sort_by)} {arrow}[/b] (s) · "
             f"{len(self.view_rows)} of {len(source)} rows · t: module types")
-        self.query_one("#kernel-details", Static).update(kernel_details(table.cursor_record()))
+        self.show_details(table.cursor_record())
 
     def show_module_types(self, data: KernelData, view: KernelView) -> None:
         """GPU time by module type (--nvtx-modules), the user's ranges as sub-rows; one line when there is none."""
@@ -222,7 +226,7 @@ class KernelsPane(Pane):
                                                             widths={"phase": 9, "type": 28})
         line = f"phase [b]{view.phase}[/b] (p)" if rows else absent_line(data.analysis.get("modules"))
         self.query_one("#kernel-view", Static).update(f"[b]module types[/b] · t: kernels · {line}")
-        self.query_one("#kernel-details", Static).update("")
+        self.show_details(None)
 
     @on(Input.Changed, "#kernel-filter")
     def filter_changed(self, event: Input.Changed) -> None:
@@ -241,7 +245,12 @@ class KernelsPane(Pane):
     def row_highlighted(self) -> None:
         if self.table_name == "kernels":  # module-type rows need no details line: the row says it all
             record = self.query_one("#kernel-table", MarkableTable).cursor_record()
-            self.query_one("#kernel-details", Static).update(kernel_details(record))
+            self.show_details(record)
+
+    def show_details(self, record: dict | None) -> None:
+        numbers, name = kernel_details(record)
+        self.query_one("#kernel-numbers", Static).update(numbers)
+        self.query_one("#kernel-name", Static).update(name)
 
     def action_next_table(self) -> None:
         self.table_name = KERNEL_TABLES[(KERNEL_TABLES.index(self.table_name) + 1) % len(KERNEL_TABLES)]

@@ -1,7 +1,7 @@
 """The app must not take the CPU its runs need (issue 32 item 1): while a real tiny CPU run measures its steps,
 Live redraws at most once per STEPS_REDRAW_S, the screen is laid out again only when a size changes (a layout
 re-renders every widget: one per read of the events had the app at 47% of a core; the step rows are made before the
-steps come and the stage line keeps its length, so only the statistics table's first rows change a size), and the
+steps come and the stage line keeps its length, so after the first redraw with steps no size changes), and the
 app's own CPU over the measured steps stays within the budget the README states."""
 from __future__ import annotations
 
@@ -19,26 +19,27 @@ from sysprof.tui.panes.live import LivePane
 
 APP_CPU_BUDGET_PCT = 15  # of one core, over the measured steps (README: "The app while it measures")
 REDRAWS_PER_S = 1  # Live's redraws while only steps arrive (the app's STEPS_REDRAW_S: a change must be meant)
-MEASURED = RunConfig(model="tiny", ctx=32, batch=2, warmup=2, steps=150, device="cpu")
+MEASURED = RunConfig(model="tiny", ctx=32, batch=2, warmup=2, steps=300, device="cpu")
 
 
 @pytest.mark.slow
 async def test_while_steps_arrive_the_app_redraws_rarely_and_stays_within_its_cpu_budget(tmp_path, monkeypatch):
-    counts = {"redraws": 0, "layouts": 0}
+    counts = {"redraws": 0, "with_steps": 0, "layouts": 0}
     measuring = {"on": False}
     live_watch, layout = LivePane.watch_run_state, Screen._refresh_layout
 
     def counted_watch(self, state):
         measuring["on"] = state.stage == "measured"
         counts["redraws"] += measuring["on"]
+        counts["with_steps"] += measuring["on"] and bool(state.steps)
         return live_watch(self, state)
 
-    def counted_layout(self, *args, **kwargs):
-        counts["layouts"] += measuring["on"]
+    def counted_layout(self, *args, **kwargs):  # after the first redraw with measured steps: its new sizes are meant
+        counts["layouts"] += measuring["on"] and counts["with_steps"] > 1
         return layout(self, *args, **kwargs)
 
     def named_refresh(self, *regions, layout=False, **kwargs):  # who asked for each layout, to name in a failure
-        if layout and measuring["on"]:
+        if layout and measuring["on"] and counts["with_steps"] > 1:
             asked.append(self.id or type(self).__name__)
         return refresh(self, *regions, layout=layout, **kwargs)
 
@@ -57,5 +58,6 @@ async def test_while_steps_arrive_the_app_redraws_rarely_and_stays_within_its_cp
     record = json.loads((run_dir / "app.json").read_text())
     measured_s = sum(step["wall_ms"] for step in app.run_state.steps) / 1e3
     assert counts["redraws"] <= measured_s * REDRAWS_PER_S + 3, counts
-    assert counts["layouts"] <= 2, (counts, asked)  # the statistics' first rows (its update, its new size)
+    assert counts["with_steps"] >= 3, counts  # enough redraws after the first for a layout per redraw to show
+    assert counts["layouts"] <= 1, (counts, asked)  # then cells change, not sizes
     assert record["ui_cpu_pct_while_measured"] < APP_CPU_BUDGET_PCT, record

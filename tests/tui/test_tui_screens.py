@@ -491,7 +491,7 @@ def test_while_steps_are_measured_the_stage_line_keeps_its_length():
     from sysprof.tui.panes.live import stage_text
 
     step = {"index": 0, "wall_ms": 1.0, "phases_ms": {}}
-    lines = [stage_text(RunState(stage="measured", run_dir="runs/r", stage_total=150, steps=(step,) * done))
-             for done in (1, 9, 10, 99, 100, 150)]
+    lines = [stage_text(RunState(stage="measured", run_dir="runs/r", stage_total=150, planned_steps=150,
+                                 steps=(step,) * done)) for done in (1, 9, 10, 99, 100, 150)]
     assert len({len(line) for line in lines}) == 1, lines
-    assert "  1/150" in lines[0] and "150/150" in lines[-1]
+    assert "  1/150 ·   1 measured steps" in lines[0] and "150/150 · 150 measured steps" in lines[-1]

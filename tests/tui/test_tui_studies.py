@@ -293,3 +293,17 @@ async def test_a_long_table_title_wraps_at_80_columns_and_keeps_its_keys(tmp_pat
         title = str(app.query_one("#study-table-title").render())
         assert title.startswith("attention memory (MiB;") and "t: next" in title
         assert "t: next" in " ".join(text(app).split())  # on screen, over two lines
+
+
+async def test_in_80_columns_why_a_candidate_was_not_run_is_read_under_the_table(tmp_path):
+    """The advisor's reason sits in the table's last column, past the edge of an 80-column view: the line under
+    the table shows the highlighted row's cells the view leaves out."""
+    app = studies_app(tmp_path, ADVISE)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        pane, table, more = app.query_one("#pane-studies"), app.query_one("#study-table"), app.query_one("#study-more")
+        _, records = pane.current_table()
+        row = next(index for index, record in enumerate(records) if record.get("why") == "needs CUDA")
+        table.move_cursor(row=row)
+        await settle(app, pilot)
+        assert "why: needs CUDA" in str(more.render()) and more.display, str(more.render())

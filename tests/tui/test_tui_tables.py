@@ -5,7 +5,14 @@ from rich.segment import Segment
 from textual.app import App, ComposeResult
 from textual.strip import Strip
 
-from sysprof.tui.widgets.tables import MORE_LEFT, MORE_RIGHT, MarkableTable, blank_cut_columns
+from sysprof.tui.widgets.tables import (
+    MORE_LEFT,
+    MORE_RIGHT,
+    MarkableTable,
+    OutOfViewCells,
+    blank_cut_columns,
+    columns_out_of_view,
+)
 
 
 def text_of(line: Strip) -> str:
@@ -22,9 +29,18 @@ def test_the_columns_the_edges_cut_are_blank_with_an_arrow():
     assert text_of(blank_cut_columns(line.crop(9, 13), [8, 14], 9, 4)) == "99.2"  # wider than the view: kept
 
 
+def test_the_columns_out_of_view_are_the_ones_the_edges_cut_or_leave_past_them():
+    assert columns_out_of_view([8, 7, 7], 0, 12) == [1, 2]  # 99.25 cut, 7.125 past the edge
+    assert columns_out_of_view([8, 7, 7], 3, 15) == [0, 2]
+    assert columns_out_of_view([8, 7, 7], 8, 14) == [0]  # all of it left of the view
+    assert columns_out_of_view([8, 7, 7], 0, 14) == [2]  # only 99.25's padding cut: it is seen
+    assert columns_out_of_view([8, 14], 9, 4) == [0]  # the second, wider than the view, is shown as it is
+
+
 class OneTable(App):
     def compose(self) -> ComposeResult:
-        yield MarkableTable()
+        yield MarkableTable(id="one")
+        yield OutOfViewCells("one", id="more")
 
 
 ROWS = [{f"c{i}": 1000 * i + 0.125 * row for i in range(1, 13)} for row in range(5)]
@@ -45,3 +61,25 @@ async def test_no_number_is_cut_at_either_edge_of_a_scrolled_table():
             assert shown and all(number in whole for number in shown), (scroll, lines)
             assert any(MORE_RIGHT in line for line in lines)
         assert any(MORE_LEFT in line for line in lines)
+
+
+async def test_the_line_under_a_table_shows_the_highlighted_rows_cells_out_of_view():
+    app = OneTable()
+    async with app.run_test(size=(50, 12)) as pilot:
+        table, more = app.query_one(MarkableTable), app.query_one(OutOfViewCells)
+        table.show({key: key for key in ROWS[0]}, ROWS)
+        await pilot.pause()
+        await pilot.press("down")
+        await pilot.pause()
+        shown = dict(cell.split(": ") for cell in str(more.render()).split(" · "))
+        assert "c1" not in shown and shown["c12"] == "12000.125" and shown["c5"] == "5000.125", shown
+        table.scroll_to(x=1000, animate=False)
+        await pilot.pause()
+        shown = dict(cell.split(": ") for cell in str(more.render()).split(" · "))
+        assert shown["c1"] == "1000.125" and "c12" not in shown, shown
+    app = OneTable()
+    async with app.run_test(size=(200, 12)) as pilot:  # every column seen: no line
+        table, more = app.query_one(MarkableTable), app.query_one(OutOfViewCells)
+        table.show({key: key for key in ROWS[0]}, ROWS)
+        await pilot.pause()
+        assert more.has_class("-empty") and not more.display

@@ -38,8 +38,8 @@ def stage_text(state: RunState) -> str:
     done, total = state.stage_progress()
     if state.running:  # counts padded to the total's width: a line that grows as digits do rewraps (a layout)
         progress = f" {done:>{len(str(total))}}/{total}" if total else ""
-        kept = f" · {len(state.steps)} measured steps" if state.steps and state.stage != "measured" else ""
-        return f"[b]{word}[/b] · {state.stage}{progress}{kept} · {device}{where}"
+        kept = f"{len(state.steps):>{len(str(state.planned_steps))}} measured steps"
+        return f"[b]{word}[/b] · {state.stage}{progress} · {kept} · {device}{where}"
     if word == events.OK:
         return f"[b]{word}[/b] · {done} measured steps · {device}{where}"
     kept = f"{done} of {total} measured steps" if total else f"{done} measured steps"

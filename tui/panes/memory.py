@@ -19,7 +19,7 @@ from sysprof.tui.model.memory_data import MEMORY_TABLES, load_memory_analysis, m
 from sysprof.tui.model.run_files import short_path
 from sysprof.tui.model.state import RunState
 from sysprof.tui.panes.base import ExportTable, Pane
-from sysprof.tui.widgets.tables import MarkableTable
+from sysprof.tui.widgets.tables import MarkableTable, OutOfViewCells
 
 TABLE_COLUMNS = {
     "top allocations": {"size_bytes": "size", "category": "category", "phase": "phase", "step": "step",
@@ -90,6 +90,7 @@ class MemoryPane(Pane):
         yield MemoryPlot(id="memory-timeline")
         yield Static(id="memory-table-title")
         yield MarkableTable(id="memory-table")
+        yield OutOfViewCells("memory-table", id="memory-more")
 
     def watch_run_state(self, state: RunState) -> None:
         directory = self.analysis_to_load(state, "memory")

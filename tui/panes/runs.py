@@ -37,7 +37,7 @@ from sysprof.tui.keys import pane_bindings
 from sysprof.tui.model.run_files import short_path
 from sysprof.tui.panes.base import ExportTable, Pane
 from sysprof.tui.reporting import ReportActions
-from sysprof.tui.widgets.tables import MarkableTable
+from sysprof.tui.widgets.tables import MarkableTable, OutOfViewCells
 
 # Status (the run's state) and the median step stay on screen at 80 columns; the table scrolls sideways for the rest.
 RUN_COLUMNS = {"name": "run", "state": "status", "step_median_ms": "median step", "steps": "steps", "model": "model",
@@ -147,8 +147,10 @@ class RunsPane(ReportActions, Pane):
                      "c compare",
                      id="runs-title")
         yield MarkableTable(id="runs-table")
+        yield OutOfViewCells("runs-table", id="runs-more")
         yield Static(id="compare-title")
         yield MarkableTable(id="compare-table")
+        yield OutOfViewCells("compare-table", id="compare-more")
 
     def on_mount(self) -> None:
         self.action_refresh()

@@ -43,7 +43,7 @@ from sysprof.tui.model.study_state import StudyState
 from sysprof.tui.panes.base import ExportTable, Pane
 from sysprof.tui.reporting import ReportActions
 from sysprof.tui.widgets.study_plot import StudyPlot
-from sysprof.tui.widgets.tables import MarkableTable
+from sysprof.tui.widgets.tables import MarkableTable, OutOfViewCells
 
 # The sweeps' templates; each study kind brings its own (studies/kinds/), listed between them.
 GPU_SWEEPS = {"seed sweep: small…2.7B × ctx 128–1024 × fp32/bf16":
@@ -99,6 +99,7 @@ class StudiesPane(ReportActions, Pane):
         yield Static(id="study-answer")  # the advisor's answer, whole (wrapped), whichever table is shown
         yield Static(id="study-table-title")
         yield MarkableTable(id="study-table")
+        yield OutOfViewCells("study-table", id="study-more")
         yield StudyPlot(id="study-plot")
 
     def focus_main(self) -> None:

@@ -1,14 +1,16 @@
-"""DataTables that never cut a cell at the view's edge, and one of records whose rows can be marked (space)."""
+"""DataTables that never cut a cell at the view's edge, one of records whose rows can be marked (space), and the
+line under it that shows the highlighted row's cells the view leaves out."""
 from __future__ import annotations
 
 from itertools import accumulate
 from typing import Any
 
 from rich.cells import cell_len
+from rich.markup import escape
 from rich.segment import Segment
 from textual.binding import Binding
 from textual.strip import Strip
-from textual.widgets import DataTable
+from textual.widgets import DataTable, Static
 from textual.widgets.data_table import RowKey
 
 from sysprof.profiler_core.units import Formatter
@@ -77,6 +79,48 @@ class MarkableTable(WholeCellsTable):
         row_key, _ = self.coordinate_to_cell_key(self.cursor_coordinate)
         return self.records[_record_index(row_key)]
 
+    def cells_out_of_view(self) -> list[tuple[str, str]]:
+        """(header, cell) of the highlighted row's columns the view does not show whole (past an edge, or blanked
+        there), in column order."""
+        if not self.records or self.cursor_row >= self.row_count:
+            return []
+        columns = self.ordered_columns
+        widths = [column.get_render_width(self) for column in columns]
+        hidden = columns_out_of_view(widths, self.scroll_offset.x, self.scrollable_content_region.width,
+                                     self.cell_padding)
+        cells = self.get_row_at(self.cursor_row)
+        return [(columns[index].label.plain, str(cells[index])) for index in hidden
+                if columns[index].key.value != "mark" and str(cells[index]).strip()]
+
+
+class OutOfViewCells(Static):
+    """Under a MarkableTable: the highlighted row's cells that its view leaves out, so that a row can be read whole
+    in 80 columns without scrolling (the advisor's reason a candidate was not run sat far right); hidden when the
+    view shows every cell."""
+
+    DEFAULT_CSS = """
+    OutOfViewCells { height: auto; color: $text-muted; }
+    OutOfViewCells.-empty { display: none; }
+    """
+
+    def __init__(self, table_id: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.table_id = table_id
+
+    def on_mount(self) -> None:
+        table = self.screen.query_one(f"#{self.table_id}", MarkableTable)
+        for attribute in ("cursor_coordinate", "scroll_x", "virtual_size"):
+            self.watch(table, attribute, lambda _: self.show_cells(), init=False)
+        self.show_cells()
+
+    def on_resize(self) -> None:  # a wider or narrower screen shows more or fewer of the table's columns
+        self.call_after_refresh(self.show_cells)
+
+    def show_cells(self) -> None:
+        cells = self.screen.query_one(f"#{self.table_id}", MarkableTable).cells_out_of_view()
+        self.set_class(not cells, "-empty")
+        self.update(" · ".join(f"[b]{escape(label)}:[/b] {escape(cell)}" for label, cell in cells))
+
 
 def blank_cut_columns(line: Strip, widths: list[int], left: int, width: int, pad: int = 1) -> Strip:
     """line shows the table's columns (these render widths, pad cells each side of the text) from x = left, width
@@ -91,6 +135,14 @@ def blank_cut_columns(line: Strip, widths: list[int], left: int, width: int, pad
         elif start + pad < right < end - pad:
             line = _blank(line, start - left, width, " " * (right - start - 1) + MORE_RIGHT)
     return line
+
+
+def columns_out_of_view(widths: list[int], left: int, width: int, pad: int = 1) -> list[int]:
+    """The columns (by index) whose text the view of width cells from x = left does not show whole; a column wider
+    than the view is shown as it is, so it counts as seen."""
+    right = left + width
+    return [index for index, (start, end) in enumerate(zip([0, *accumulate(widths)], accumulate(widths), strict=False))
+            if not (start < left and end > right) and (start + pad < left or end - pad > right)]
 
 
 def _blank(line: Strip, x1: int, x2: int, text: str) -> Strip:
@@ -109,4 +161,5 @@ def _text(value: object) -> str:
     return "" if value is None else str(value)
 
 
-__all__ = ["MarkableTable", "WholeCellsTable", "blank_cut_columns", "key_label"]
+__all__ = ["MarkableTable", "OutOfViewCells", "WholeCellsTable", "blank_cut_columns", "columns_out_of_view",
+           "key_label"]

@@ -2,14 +2,16 @@
 `sysprof run --nproc 2` repeated in fresh launches, the conditions interleaved round by round.
 
     python3 -m benchmarks.multi_gpu.stragglers [--runs 10] [--conditions plain,heavy,light,host,hook]
-        [--model small] [--device cuda] [--nproc 2] [--out FILE] [--budget-s S]
+        [--model small] [--device cuda] [--nproc 2] [--out FILE] [--budget-s S] [--delay-share 0.12]
 
 Conditions (each slows rank 1 through something the tool did not build, except `hook`):
   plain   nothing: no rank may be named.
   heavy   another process on GPU 1 doing 8192² bf16 matmuls back to back (a neighbour training job).
   light   another process on GPU 1 doing 2048² bf16 matmuls in bursts with pauses (a light neighbour).
   host    rank 1's threads pinned to two cores that four busy-looping processes also run on (a loaded host).
-  hook    SYSPROF_TEST_SLOW_RANK=1:DELAY, the test-only delay in rank 1's forward.
+  hook    SYSPROF_TEST_SLOW_RANK=1:DELAY, the test-only delay in rank 1's forward: --delay-ms, or with
+          --delay-share that share of the step the round's plain launch measured (a fixed 10 ms was 3–5% of xl's
+          step, under the findings' minimum effect, and 20% of small's).
 A run is right when the findings name rank 1 the straggler with the condition's cause (the other process on GPU 1;
 the CPU it waited for), or, for plain, name no rank at all. Prints one JSON line per run, then the totals.
 """
@@ -76,10 +78,10 @@ def pin(pid: int, cores: list[int]) -> None:
             pass
 
 
-def one_run(args: argparse.Namespace, condition: str) -> dict:
+def one_run(args: argparse.Namespace, condition: str, delay_ms: float) -> dict:
     env = dict(os.environ)
     if condition == "hook":
-        env["SYSPROF_TEST_SLOW_RANK"] = f"1:{args.delay_ms}"
+        env["SYSPROF_TEST_SLOW_RANK"] = f"1:{delay_ms}"
     command, _ = tool_argv("run", "--model", args.model, "--dtype", args.dtype, "--attention", "sdpa", "--ctx",
                            str(args.ctx), "--batch", str(args.batch), "--warmup", "3", "--steps", str(args.steps),
                            "--optimizer-impl", "fused", "--nproc", str(args.nproc), "--device", args.device,
@@ -98,7 +100,16 @@ def one_run(args: argparse.Namespace, condition: str) -> dict:
             cause.send_signal(signal.SIGKILL)
             cause.wait()
     summary = json.loads(out) if out.strip() else {"status": f"exit {run.returncode}: {err.strip()[-300:]}"}
-    return judged(condition, summary)
+    return judged(condition, summary) | ({"delay_ms": round(delay_ms, 2)} if condition == "hook" else {})
+
+
+def hook_delay_ms(args: argparse.Namespace, results: list[dict]) -> float:
+    """--delay-share of the slowest rank's median step in the latest plain launch, else --delay-ms."""
+    plain = [r for r in results if r["condition"] == "plain" and r["rows"]]
+    if args.delay_share is None or not plain:
+        return args.delay_ms
+    steps = [(row.get("median_ms") or {}).get("step") for row in plain[-1]["rows"]]
+    return args.delay_share * max((step for step in steps if step), default=args.delay_ms / args.delay_share)
 
 
 def right_rank_and_cause(condition: str, said: list[str]) -> bool:
@@ -131,6 +142,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--conditions", default="plain,heavy,light,host,hook")
     parser.add_argument("--delay-ms", type=float, default=10.0)
+    parser.add_argument("--delay-share", type=float, help="the hook's delay as this share of the plain step")
     parser.add_argument("--model", default="small")
     parser.add_argument("--dtype", default="bf16")
     parser.add_argument("--ctx", type=int, default=512)
@@ -149,7 +161,7 @@ def main() -> None:
         if args.budget_s and time.monotonic() - started > args.budget_s:
             break  # the totals say how many rounds ran
         for condition in conditions:
-            results.append(one_run(args, condition))
+            results.append(one_run(args, condition, hook_delay_ms(args, results)))
             print(json.dumps(results[-1]), flush=True)
             if args.out:
                 Path(args.out).write_text(json.dumps({"runs": results}, indent=1))

@@ -10,8 +10,9 @@ Conditions (each slows rank 1 through something the tool did not build, except `
   light   another process on GPU 1 doing 2048² bf16 matmuls in bursts with pauses (a light neighbour).
   host    rank 1's threads pinned to two cores that four busy-looping processes also run on (a loaded host).
   hook    SYSPROF_TEST_SLOW_RANK=1:DELAY, the test-only delay in rank 1's forward: --delay-ms, or with
-          --delay-share that share of the step the round's plain launch measured (a fixed 10 ms was 3–5% of xl's
-          step, under the findings' minimum effect, and 20% of small's).
+          --delay-share that share of the step the latest plain launch measured (list plain before hook in
+          --conditions, so it is the round's own; a fixed 10 ms was 3–5% of xl's step, under the findings' minimum
+          effect, and 20% of small's).
 A run is right when the findings name rank 1 the straggler with the condition's cause (the other process on GPU 1;
 the CPU it waited for), or, for plain, name no rank at all. Prints one JSON line per run, then the totals.
 """
@@ -106,10 +107,9 @@ def one_run(args: argparse.Namespace, condition: str, delay_ms: float) -> dict:
 def hook_delay_ms(args: argparse.Namespace, results: list[dict]) -> float:
     """--delay-share of the slowest rank's median step in the latest plain launch, else --delay-ms."""
     plain = [r for r in results if r["condition"] == "plain" and r["rows"]]
-    if args.delay_share is None or not plain:
-        return args.delay_ms
-    steps = [(row.get("median_ms") or {}).get("step") for row in plain[-1]["rows"]]
-    return args.delay_share * max((step for step in steps if step), default=args.delay_ms / args.delay_share)
+    steps = [(row.get("median_ms") or {}).get("step") for row in plain[-1]["rows"]] if plain else []
+    steps = [step for step in steps if step]
+    return args.delay_share * max(steps) if args.delay_share and steps else args.delay_ms
 
 
 def right_rank_and_cause(condition: str, said: list[str]) -> bool:
@@ -154,6 +154,8 @@ def main() -> None:
     parser.add_argument("--out", help="also write every run's line and the totals here (JSON)")
     parser.add_argument("--budget-s", type=float, help="start no new round after this many seconds")
     args = parser.parse_args()
+    if args.delay_share is not None and not 0 < args.delay_share < 1:
+        parser.error("--delay-share is a share of the step: between 0 and 1")
     conditions = args.conditions.split(",")
     results: list[dict] = []
     started = time.monotonic()

@@ -81,8 +81,9 @@ def paint_model(model: TableModel, compact: bool = False) -> Table:
 
 class WholeItems:
     """Free text in the width a table gives it: whole items, then "…" for those left out. An item is the words up to
-    the next one with a digit ("elementwise 12%"), so a name keeps its number and no number is cut in two (rich's
-    own ellipsis does not apply to a no_wrap cell: it cut "elementwise 12%" to "element")."""
+    the next one with a digit ("elementwise 12%"), so a name keeps its number and no number is cut in two; words after
+    the last number (free text, a header) are items each (rich crops a cell that does not fit with no mark at all:
+    it showed "elementwise 12%" as "element")."""
 
     def __init__(self, text: str):
         self.items: list[str] = []
@@ -105,7 +106,8 @@ class WholeItems:
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         whole = cell_len(" ".join(self.items))
-        return Measurement(min(whole, 1 + (cell_len(self.items[0]) + 2 if len(self.items) > 1 else 0)), whole)
+        first = cell_len(self.items[0]) + (2 if len(self.items) > 1 else 0) if self.items else 0  # "gemm 79% …"
+        return Measurement(min(whole, first), whole)
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         yield Text(self.fitted(options.max_width), no_wrap=True, overflow="crop")

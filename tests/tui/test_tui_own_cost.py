@@ -6,6 +6,7 @@ app's own CPU over the measured steps stays within the budget the README states.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -61,3 +62,43 @@ async def test_while_steps_arrive_the_app_redraws_rarely_and_stays_within_its_cp
     assert counts["with_steps"] >= 3, counts  # enough redraws after the first for a layout per redraw to show
     assert counts["layouts"] <= 1, (counts, asked)  # then cells change, not sizes
     assert record["ui_cpu_pct_while_measured"] < APP_CPU_BUDGET_PCT, record
+
+
+def measured(count: int) -> tuple:
+    return tuple({"index": i, "wall_ms": 10.0 + i % 3, "phases_ms": {"forward": 3.0, "backward": 5.0,
+                  "optimizer": 2.0 + i % 2}} for i in range(count))
+
+
+@pytest.mark.parametrize("device_chars", range(19, 25))  # the old stage line crossed 78 columns at 10 or 100 steps
+async def test_live_lays_the_screen_out_for_the_first_steps_only_whatever_the_stage_lines_length(
+        tmp_path, monkeypatch, device_chars):
+    """Steps fed as the app reads them: the step rows are there before the first step, and after the first
+    measured step no step changes a size (the stage line once rewrapped at 10 and at 100 steps on some hosts)."""
+    from sysprof.tui.model.state import RunState
+    from sysprof.tui.panes.live import StepTable
+
+    asked, refresh = [], Widget.refresh
+
+    def named_refresh(self, *regions, layout=False, **kwargs):  # every layout is asked for through a refresh
+        if layout:
+            asked.append(self.id or type(self).__name__)
+        return refresh(self, *regions, layout=layout, **kwargs)
+
+    monkeypatch.chdir(tmp_path)  # the line shows the run directory as runs/r: line and path share the first line
+    monkeypatch.setattr(Widget, "refresh", named_refresh)
+    app = build_app(runs_dir=str(tmp_path / "runs"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot, "2")
+        device = {"device_name": "x" * device_chars}
+        planned = RunState(stage="warmup", run_dir=str(tmp_path / "runs" / "r"), env=device,
+                           config={"warmup": 2, "steps": 120}, stage_total=2)
+        app.run_state = planned
+        await pilot.pause()
+        assert app.query_one(StepTable).row_count == 122
+        for done in (1, 2, 9, 10, 11, 99, 100, 101, 120):
+            app.run_state = replace(planned, stage="measured", stage_total=120, planned_steps=120,
+                                    warmup_steps=measured(2), steps=measured(done))
+            await pilot.pause()
+            if done == 1:
+                asked.clear()
+        assert asked == []

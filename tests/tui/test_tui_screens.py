@@ -495,3 +495,20 @@ def test_while_steps_are_measured_the_stage_line_keeps_its_length():
                                  steps=(step,) * done)) for done in (1, 9, 10, 99, 100, 150)]
     assert len({len(line) for line in lines}) == 1, lines
     assert "  1/150 ·   1 measured steps" in lines[0] and "150/150 · 150 measured steps" in lines[-1]
+
+
+async def test_rows_made_for_steps_that_never_came_go_when_the_run_ends(tmp_path):
+    from sysprof.tui.model.state import RunState
+    from sysprof.tui.panes.live import StepTable
+
+    app = build_app(runs_dir=str(tmp_path / "runs"))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(app, pilot, "2")
+        building = RunState(stage="build", run_dir=str(tmp_path / "runs" / "r"), config={"warmup": 2, "steps": 50})
+        app.run_state = building
+        await settle(app, pilot)
+        table = app.query_one(StepTable)
+        assert table.row_count == 52  # made before the first step
+        app.run_state = replace(building, stage="failed", error={"kind": "oom", "message": "out of memory"})
+        await settle(app, pilot)
+        assert table.row_count == 0

@@ -63,20 +63,35 @@ async def test_no_number_is_cut_at_either_edge_of_a_scrolled_table():
         assert any(MORE_LEFT in line for line in lines)
 
 
+def shown_cells(more: OutOfViewCells) -> dict[str, str]:
+    return dict(cell.split(": ") for cell in str(more.render()).split(" · ") if cell != "…")
+
+
 async def test_the_line_under_a_table_shows_the_highlighted_rows_cells_out_of_view():
     app = OneTable()
-    async with app.run_test(size=(50, 12)) as pilot:
+    async with app.run_test(size=(120, 12)) as pilot:
         table, more = app.query_one(MarkableTable), app.query_one(OutOfViewCells)
         table.show({key: key for key in ROWS[0]}, ROWS)
         await pilot.pause()
         await pilot.press("down")
         await pilot.pause()
-        shown = dict(cell.split(": ") for cell in str(more.render()).split(" · "))
-        assert "c1" not in shown and shown["c12"] == "12000.125" and shown["c5"] == "5000.125", shown
+        hidden = [f"c{i}" for i in range(1, 13) if f"c{i}" not in text_of(table.render_line(0))]
+        assert hidden and shown_cells(more) == {f"c{i}": str(ROWS[1][f"c{i}"]) for i in range(13 - len(hidden), 13)}
+        assert "…" not in str(more.render())
+
+
+async def test_the_line_keeps_to_two_lines_of_whole_cells_and_follows_the_scroll():
+    app = OneTable()
+    async with app.run_test(size=(50, 12)) as pilot:
+        table, more = app.query_one(MarkableTable), app.query_one(OutOfViewCells)
+        table.show({key: key for key in ROWS[0]}, ROWS)
+        await pilot.pause()
+        line = str(more.render())
+        assert line.endswith(" · …") and more.size.height == 2, line
+        assert list(shown_cells(more))[0] == "c5" and shown_cells(more)["c5"] == "5000.0"
         table.scroll_to(x=1000, animate=False)
         await pilot.pause()
-        shown = dict(cell.split(": ") for cell in str(more.render()).split(" · "))
-        assert shown["c1"] == "1000.125" and "c12" not in shown, shown
+        assert list(shown_cells(more))[0] == "c1" and "c12" not in shown_cells(more)
     app = OneTable()
     async with app.run_test(size=(200, 12)) as pilot:  # every column seen: no line
         table, more = app.query_one(MarkableTable), app.query_one(OutOfViewCells)

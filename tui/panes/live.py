@@ -158,10 +158,11 @@ class StepTable(WholeCellsTable):
 
     def watch_run_state(self, state: RunState) -> None:
         rows = [("warm-up", s) for s in state.warmup_steps] + [("step", s) for s in state.steps]
-        if len(rows) < self.filled or state.run_dir != self.run_dir:  # another run: its rows, none of the last one's
+        ended_short = not state.running and self.row_count > len(rows)  # rows made for steps that never came
+        if len(rows) < self.filled or state.run_dir != self.run_dir or ended_short:  # another run, or this one ended
             self.clear()
             self.filled, self.run_dir = 0, state.run_dir
-        if self.row_count == 0 and planned_rows(state):  # made once the plan is known, before the steps come
+        if self.row_count == 0 and state.running and planned_rows(state):  # made once the plan is known
             self.add_rows([("",) * len(STEP_COLUMNS)] * min(planned_rows(state), self.MOST_MADE_AHEAD))
         for label, step in rows[self.filled:]:
             phases = step.get("phases_ms", {})

@@ -2,13 +2,16 @@
 line under it that shows the highlighted row's cells the view leaves out."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from itertools import accumulate
 from typing import Any
 
 from rich.cells import cell_len
-from rich.markup import escape
+from rich.console import Console
 from rich.segment import Segment
+from rich.text import Text
 from textual.binding import Binding
+from textual.geometry import Size
 from textual.strip import Strip
 from textual.widgets import DataTable, Static
 from textual.widgets.data_table import RowKey
@@ -45,6 +48,11 @@ class MarkableTable(WholeCellsTable):
         super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
         self.records: list[dict] = []
         self.marked: set[int] = set()
+        self.on_view_resized: list[Callable[[], None]] = []  # who shows what this table's view leaves out
+
+    def on_resize(self) -> None:
+        for follower in self.on_view_resized:
+            follower()
 
     def show(self, columns: dict[str, str], records: list[dict], formatters: dict[str, Formatter] | None = None,
              widths: dict[str, int] | None = None) -> None:
@@ -95,31 +103,60 @@ class MarkableTable(WholeCellsTable):
 
 class OutOfViewCells(Static):
     """Under a MarkableTable: the highlighted row's cells that its view leaves out, so that a row can be read whole
-    in 80 columns without scrolling (the advisor's reason a candidate was not run sat far right); hidden when the
-    view shows every cell."""
+    in 80 columns without scrolling (the advisor's reason a candidate was not run sat far right); whole cells in at
+    most MAX_LINES lines, then "…", so the table keeps its rows; hidden when the view shows every cell."""
 
     DEFAULT_CSS = """
     OutOfViewCells { height: auto; color: $text-muted; }
     OutOfViewCells.-empty { display: none; }
     """
+    MAX_LINES = 2
 
     def __init__(self, table_id: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.table_id = table_id
+        self.pending = False
+        self.shown: Text | None = None  # the text on show, once shown
 
     def on_mount(self) -> None:
-        table = self.screen.query_one(f"#{self.table_id}", MarkableTable)
-        for attribute in ("cursor_coordinate", "scroll_x", "virtual_size"):
-            self.watch(table, attribute, lambda _: self.show_cells(), init=False)
-        self.show_cells()
+        table = self.table
+        for attribute in ("cursor_coordinate", "scroll_x", "virtual_size", "show_vertical_scrollbar"):
+            self.watch(table, attribute, lambda _: self.schedule(), init=False)
+        table.on_view_resized.append(self.schedule)
+        self.schedule()
 
-    def on_resize(self) -> None:  # a wider or narrower screen shows more or fewer of the table's columns
-        self.call_after_refresh(self.show_cells)
+    @property
+    def table(self) -> MarkableTable:
+        return self.screen.query_one(f"#{self.table_id}", MarkableTable)
+
+    def schedule(self) -> None:
+        """Once after the next refresh, however many changes come before it (adding rows moves the cursor each
+        time): the table's sizes are settled then."""
+        if not self.pending:
+            self.pending = True
+            self.call_after_refresh(self.show_cells)
 
     def show_cells(self) -> None:
-        cells = self.screen.query_one(f"#{self.table_id}", MarkableTable).cells_out_of_view()
-        self.set_class(not cells, "-empty")
-        self.update(" · ".join(f"[b]{escape(label)}:[/b] {escape(cell)}" for label, cell in cells))
+        self.pending = False
+        parts = [Text.assemble((f"{label}:", "bold"), " ", cell) for label, cell in self.table.cells_out_of_view()]
+        width = getattr(self.parent, "content_size", Size(0, 0)).width  # the line's own is 0 while it is hidden
+        text = fitted_lines(parts, width, self.MAX_LINES, self.app.console)
+        if text == self.shown:
+            return
+        self.shown = text
+        self.set_class(not text.plain, "-empty")
+        self.update(text)
+
+
+def fitted_lines(parts: list[Text], width: int, lines: int, console: Console) -> Text:
+    """parts joined by " · ": as many whole ones as wrap into lines at width, then "…" where some are left out."""
+    if not parts or width <= 0:
+        return Text()
+    for count in range(len(parts), 0, -1):
+        text = Text(" · ").join([*parts[:count], *([Text("…")] if count < len(parts) else [])])
+        if len(text.wrap(console, width)) <= lines:
+            return text
+    return Text("…")
 
 
 def blank_cut_columns(line: Strip, widths: list[int], left: int, width: int, pad: int = 1) -> Strip:
@@ -140,6 +177,8 @@ def blank_cut_columns(line: Strip, widths: list[int], left: int, width: int, pad
 def columns_out_of_view(widths: list[int], left: int, width: int, pad: int = 1) -> list[int]:
     """The columns (by index) whose text the view of width cells from x = left does not show whole; a column wider
     than the view is shown as it is, so it counts as seen."""
+    if width <= 0:  # not laid out yet, or hidden: nothing is seen, nothing to show under it either
+        return []
     right = left + width
     return [index for index, (start, end) in enumerate(zip([0, *accumulate(widths)], accumulate(widths), strict=False))
             if not (start < left and end > right) and (start + pad < left or end - pad > right)]

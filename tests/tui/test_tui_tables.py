@@ -1,5 +1,6 @@
 """A table wider than its view never shows part of a number at the edge."""
 import re
+from contextlib import asynccontextmanager
 
 from rich.segment import Segment
 from textual.app import App, ComposeResult
@@ -67,12 +68,19 @@ def shown_cells(more: OutOfViewCells) -> dict[str, str]:
     return dict(cell.split(": ") for cell in str(more.render()).split(" · ") if cell != "…")
 
 
-async def test_the_line_under_a_table_shows_the_highlighted_rows_cells_out_of_view():
+@asynccontextmanager
+async def shown_at(width: int):
+    """ROWS in a MarkableTable on a screen this wide, with the line under it: (pilot, table, line)."""
     app = OneTable()
-    async with app.run_test(size=(120, 12)) as pilot:
+    async with app.run_test(size=(width, 12)) as pilot:
         table, more = app.query_one(MarkableTable), app.query_one(OutOfViewCells)
         table.show({key: key for key in ROWS[0]}, ROWS)
         await pilot.pause()
+        yield pilot, table, more
+
+
+async def test_the_line_under_a_table_shows_the_highlighted_rows_cells_out_of_view():
+    async with shown_at(120) as (pilot, table, more):
         await pilot.press("down")
         await pilot.pause()
         hidden = [f"c{i}" for i in range(1, 13) if f"c{i}" not in text_of(table.render_line(0))]
@@ -81,20 +89,12 @@ async def test_the_line_under_a_table_shows_the_highlighted_rows_cells_out_of_vi
 
 
 async def test_the_line_keeps_to_two_lines_of_whole_cells_and_follows_the_scroll():
-    app = OneTable()
-    async with app.run_test(size=(50, 12)) as pilot:
-        table, more = app.query_one(MarkableTable), app.query_one(OutOfViewCells)
-        table.show({key: key for key in ROWS[0]}, ROWS)
-        await pilot.pause()
+    async with shown_at(50) as (pilot, table, more):
         line = str(more.render())
         assert line.endswith(" · …") and more.size.height == 2, line
         assert list(shown_cells(more))[0] == "c5" and shown_cells(more)["c5"] == "5000.0"
         table.scroll_to(x=1000, animate=False)
         await pilot.pause()
         assert list(shown_cells(more))[0] == "c1" and "c12" not in shown_cells(more)
-    app = OneTable()
-    async with app.run_test(size=(200, 12)) as pilot:  # every column seen: no line
-        table, more = app.query_one(MarkableTable), app.query_one(OutOfViewCells)
-        table.show({key: key for key in ROWS[0]}, ROWS)
-        await pilot.pause()
+    async with shown_at(200) as (_, table, more):  # every column seen: no line
         assert more.has_class("-empty") and not more.display

@@ -6,9 +6,15 @@
 #   bash benchmarks/studies/seed_tables.sh OUT_DIR GROUP...
 #   groups: attention (or attention-fp32 and attention-bf16, attention-bf16-sdpa, attention-bf16-uncompiled) passes
 #           precision warmup compile (or compile-medium) profiled memory
+#           the larger models: profiled-big, profiled-big-bf16, profiled-big-compiled (xl and 2.7B, inference
+#           forward and train step, under nsys), passes-compiled, passes-compiled-bf16, compile-large, compile-xl,
+#           compile-2.7B (each with both sides' peak memory), oom (2.7B fp32 at ctx 512 and 1024, run with --force)
 #
 # Each group is bounded by SEED_GROUP_TIMEOUT seconds (default 290): a study cut short keeps its finished cells,
-# and their tables are still written.
+# and their tables are still written. GROUP@SECONDS gives one group its own bound.
+#
+# Several GPUs: one chain of groups per GPU, the chains side by side (each GPU runs its groups one after another):
+#   bash benchmarks/studies/seed_tables.sh OUT_DIR --gpu 0 profiled-big --gpu 1 passes-compiled-bf16 oom ...
 set -u
 out=$1
 shift
@@ -36,6 +42,21 @@ command_of() {  # sets `args`, the group's sysprof arguments, and `pivot`, the p
                   args=(sweep --model small,medium,large --ctx 128,256,512 --profiler nsys "${pivot[@]}") ;;
         memory) args=(sweep --model small --ctx 256,512 --mode forward,forward_backward --dtype fp32,bf16
                       --memory --nvtx-modules 3) ;;
+        profiled-big*) pivot=(--pivot model:mode --value "profiled fwd ms")
+                       args=(sweep --model xl,2.7B --ctx 512 --mode forward,train --warmup 3 --steps 5
+                             --profiler nsys "${pivot[@]}")
+                       case $1 in
+                           profiled-big-bf16) args+=(--dtype bf16) ;;
+                           profiled-big-compiled) args+=(--dtype bf16 --compile) ;;
+                           profiled-big) ;;
+                           *) return 1 ;;
+                       esac ;;
+        passes-compiled) args=(study passes --models small,medium,large,xl,2.7B --compile) ;;
+        passes-compiled-bf16) args=(study passes --models small,medium,large,xl,2.7B --compile --dtype bf16) ;;
+        compile-large) args=(study compile --models large --ctxs 512) ;;
+        compile-xl) args=(study compile --models xl --ctxs 256) ;;  # 2.7B fp32 at ctx 512 is near 80 GiB
+        compile-2.7B) args=(study compile --models 2.7B --ctxs 256) ;;
+        oom) args=(sweep --model 2.7B --ctx 512,1024 --dtype fp32 --warmup 1 --steps 3 --force) ;;
         *) return 1 ;;
     esac
 }
@@ -53,10 +74,27 @@ write_tables() {  # every table of one study directory, as Markdown
     fi
 }
 
-for group in "$@"; do
+if [ "${1:-}" = --gpu ]; then  # one chain per GPU, side by side; each chain is this script on its GPU's groups
+    chains=()
+    while [ $# -gt 0 ]; do
+        [ "$1" = --gpu ] && [ $# -ge 3 ] || { echo "usage: OUT --gpu ID GROUP... [--gpu ID GROUP...]" >&2; exit 2; }
+        gpu=$2 groups=()
+        shift 2
+        while [ $# -gt 0 ] && [ "$1" != --gpu ]; do groups+=("$1"); shift; done
+        CUDA_VISIBLE_DEVICES=$gpu SEED_RUNS="$runs/gpu$gpu" bash "$0" "$out/gpu$gpu" "${groups[@]}" &
+        chains+=($!)
+    done
+    rc=0
+    for pid in "${chains[@]}"; do wait "$pid" || rc=1; done
+    exit $rc
+fi
+
+for spec in "$@"; do
+    group=${spec%@*} bound=$limit
+    [ "$spec" != "$group" ] && bound=${spec##*@}
     command_of "$group" || { echo "unknown group: $group" >&2; exit 2; }
     start=$(date +%s)
-    timeout "$limit" python3 -m sysprof.profiler_core "${args[@]}" --runs-dir "$runs/$group" >"$out/$group.log" 2>&1
+    timeout "$bound" python3 -m sysprof.profiler_core "${args[@]}" --runs-dir "$runs/$group" >"$out/$group.log" 2>&1
     rc=$?
     echo "sysprof ${args[*]}  # rc=$rc, $(($(date +%s) - start)) s" >>"$out/commands.txt"
     for dir in "$runs/$group"/*/; do

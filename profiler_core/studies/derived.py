@@ -73,8 +73,8 @@ COMPILE_MEASURES = (("forward", "fwd", "forward", "forward"), ("train", "step", 
 
 
 def compile_table(rows: list[dict], summaries: list[dict | None] | None = None) -> list[dict]:
-    """Eager against compiled per model × ctx: the forward, the train step and its backward+optimizer; with
-    summaries, whether compiled is faster beyond noise (a summed phase has no per-process record: no verdict)."""
+    """Eager against compiled per model × ctx: the forward, the train step and its backward+optimizer, each side's
+    peak memory (CUDA only; empty elsewhere); with summaries, whether compiled is faster beyond noise (a summed phase has no per-process record: no verdict)."""
     table = []
     for _, group in _groups(rows, ("model", "ctx", "batch")).items():
         for mode, label, measured, phase in COMPILE_MEASURES:
@@ -86,7 +86,11 @@ def compile_table(rows: list[dict], summaries: list[dict | None] | None = None) 
                           "eager ms": _ms(eager_ms), "eager std": _ms(eager[f"{label} std ms"]),
                           "compiled ms": _ms(compiled_ms), "compiled std": _ms(compiled[f"{label} std ms"]),
                           "speedup": round(eager_ms / compiled_ms, 2) if eager_ms and compiled_ms else None,
-                          "compile s": _ms(compiled["compile s"]), "status": f"{eager['status']}/{compiled['status']}"})
+                          "compile s": _ms(compiled["compile s"]),
+                          # the peak of the cell that ran this mode: a train row and its backward+optimizer share it
+                          "eager peak GiB": _ms(eager.get("peak GiB")),
+                          "compiled peak GiB": _ms(compiled.get("peak GiB")),
+                          "status": f"{eager['status']}/{compiled['status']}"})
             if summaries is not None:
                 table[-1]["compiled vs eager"] = verdict_cell(_summary_of(rows, eager, summaries),
                                                               _summary_of(rows, compiled, summaries),

@@ -150,12 +150,14 @@ def test_compile_table_per_model_and_ctx_with_a_backward_optimizer_row():
         rows += [_row(ctx=ctx, mode="forward", compile=False, **{"fwd mean ms": 10.0 * scale}),
                  _row(ctx=ctx, mode="forward", compile=True, **{"fwd mean ms": 8.0 * scale, "compile s": 12.0}),
                  _row(ctx=ctx, mode="train", compile=False, **{"step mean ms": 30.0 * scale, "bwd+opt mean ms": 20.0}),
-                 _row(ctx=ctx, mode="train", compile=True, **{"step mean ms": 24.0 * scale, "bwd+opt mean ms": 16.0})]
+                 _row(ctx=ctx, mode="train", compile=True, **{"step mean ms": 24.0 * scale, "bwd+opt mean ms": 16.0,
+                                                              "peak GiB": 3.5 * scale})]
     table = compile_table(rows)
     assert [(t["ctx"], t["measured"]) for t in table] == [(256, "forward"), (256, "train step"),
                                                           (256, "backward+optimizer"), (512, "forward"),
                                                           (512, "train step"), (512, "backward+optimizer")]
     assert [t["speedup"] for t in table] == [1.25] * 6 and table[0]["compile s"] == 12.0
+    assert [t["compiled peak GiB"] for t in table[3:]] == [None, 7.0, 7.0]  # the train cell's peak, per its mode
 
 
 def test_precision_table_per_measured_part_with_medians_and_params():

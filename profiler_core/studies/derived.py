@@ -74,7 +74,8 @@ COMPILE_MEASURES = (("forward", "fwd", "forward", "forward"), ("train", "step", 
 
 def compile_table(rows: list[dict], summaries: list[dict | None] | None = None) -> list[dict]:
     """Eager against compiled per model × ctx: the forward, the train step and its backward+optimizer, each side's
-    peak memory (CUDA only; empty elsewhere); with summaries, whether compiled is faster beyond noise (a summed phase has no per-process record: no verdict)."""
+    peak memory (CUDA only; empty elsewhere); with summaries, whether compiled is faster beyond noise (a summed
+    phase has no per-process record: no verdict)."""
     table = []
     for _, group in _groups(rows, ("model", "ctx", "batch")).items():
         for mode, label, measured, phase in COMPILE_MEASURES:

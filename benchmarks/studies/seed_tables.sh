@@ -11,7 +11,8 @@
 #           compile-2.7B (each with both sides' peak memory), oom (2.7B fp32 at ctx 512 and 1024, run with --force)
 #
 # Each group is bounded by SEED_GROUP_TIMEOUT seconds (default 290): a study cut short keeps its finished cells,
-# and their tables are still written. GROUP@SECONDS gives one group its own bound.
+# and their tables are still written. GROUP@SECONDS gives one group its own bound, GROUP:MODELS its own models
+# (e.g. passes-compiled:xl,2.7B@300, where the group takes --model or --models).
 #
 # Several GPUs: one chain of groups per GPU, the chains side by side (each GPU runs its groups one after another):
 #   bash benchmarks/studies/seed_tables.sh OUT_DIR --gpu 0 profiled-big --gpu 1 passes-compiled-bf16 oom ...
@@ -89,10 +90,21 @@ if [ "${1:-}" = --gpu ]; then  # one chain per GPU, side by side; each chain is 
     exit $rc
 fi
 
+with_models() {  # replaces the value of the group's --model or --models
+    local i
+    for i in "${!args[@]}"; do
+        case ${args[$i]} in --model|--models) args[i + 1]=$1; return 0 ;; esac
+    done
+    echo "group $group takes no models" >&2
+    return 1
+}
+
 for spec in "$@"; do
-    group=${spec%@*} bound=$limit
+    group=${spec%@*} bound=$limit models=
     [ "$spec" != "$group" ] && bound=${spec##*@}
+    case $group in *:*) models=${group#*:} group=${group%%:*} ;; esac
     command_of "$group" || { echo "unknown group: $group" >&2; exit 2; }
+    if [ -n "$models" ]; then with_models "$models" || exit 2; fi
     start=$(date +%s)
     timeout "$bound" python3 -m sysprof.profiler_core "${args[@]}" --runs-dir "$runs/$group" >"$out/$group.log" 2>&1
     rc=$?

@@ -274,11 +274,38 @@ def _classify(exc: BaseException) -> tuple[str, str]:
     return "error", f"{type(exc).__name__}: {text}"
 
 
-def execute(runner: Runner) -> int:
-    """Run and report; every way out writes summary.json and a last event."""
+def _unwrapped(exc: BaseException) -> BaseException:
+    """The stop, the OOM or the lost reader that another library wrapped: torch.compile re-raises whatever
+    interrupts a compile as BackendCompilerFailed (a SIGTERM during a compile read as a failed run)."""
+    if isinstance(exc, (StepFailure, ConfigError, NotNeeded)):  # the tool's own verdicts stand as they are
+        return exc
+    seen = {id(exc)}
+    inner: BaseException | None = exc
+    while inner is not None:
+        if isinstance(inner, (Cancelled, KeyboardInterrupt, ReaderGone, torch.OutOfMemoryError)):
+            return inner
+        inner = getattr(inner, "inner_exception", None) or inner.__cause__ or inner.__context__
+        if inner is not None and id(inner) in seen:
+            break
+        seen.add(id(inner))
+    return exc
+
+
+def _start_and_measure(runner: Runner) -> None:
     try:
         runner.start()
         runner.run_steps()
+    except Exception as exc:
+        inner = _unwrapped(exc)
+        if inner is exc:
+            raise
+        raise inner from exc
+
+
+def execute(runner: Runner) -> int:
+    """Run and report; every way out writes summary.json and a last event."""
+    try:
+        _start_and_measure(runner)
     except NotNeeded:  # held and never released: nothing was written, nothing to report
         return 0
     except ConfigError as exc:
@@ -322,7 +349,8 @@ def _fail(runner: Runner, kind: str, message: str, phase: str | None, peak: int 
     error: RunError = {"kind": kind, "message": message, "phase": phase, "peak_allocated_bytes": peak}
     status = events.OOM if kind == events.OOM else events.FAILED_STATUS  # a cancel is a failed run of kind "cancelled"
     summary = runner.finish(status, error)
-    emit(events.FAILED, **error, summary_path=str(runner.run_dir / rundir.SUMMARY), summary=summary)
+    with contextlib.suppress(ReaderGone):  # the summary is written: a launcher that is gone is told nothing more
+        emit(events.FAILED, **error, summary_path=str(runner.run_dir / rundir.SUMMARY), summary=summary)
     return code
 
 

@@ -162,3 +162,42 @@ def test_oom_in_a_phase_becomes_a_failed_event(tmp_path, monkeypatch, capsys):
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["status"] == "oom" and "Tried to allocate" in summary["error"]["message"]
 
+
+
+@pytest.mark.parametrize("inner, status, kind", [(runner.Cancelled("SIGTERM"), "failed", "cancelled"),
+                                                 (torch.OutOfMemoryError("CUDA out of memory."), "oom", "oom")])
+def test_a_stop_or_oom_that_torch_compile_wrapped_is_read_as_itself(tmp_path, monkeypatch, capsys, inner, status,
+                                                                    kind):
+    """A SIGTERM during torch.compile reached the runner as inductor's BackendCompilerFailed and the run read as
+    failed (seen on an H100 when a sweep's time bound stopped a compiling 2.7B cell)."""
+    from torch._dynamo.exc import BackendCompilerFailed
+
+    def compile_interrupted(self):
+        raise BackendCompilerFailed(lambda: None, inner, None)
+
+    monkeypatch.setattr(runner.build_workload.__globals__["Workload"], "forward", compile_interrupted)
+    monkeypatch.setattr(runner, "_ignore_stop_signals", lambda: None)
+    cfg = RunConfig(model="tiny", ctx=16, batch=1, device="cpu", warmup=1, steps=2)
+    runner.execute(runner.Runner(cfg, tmp_path))
+    event = json.loads(capsys.readouterr().out.splitlines()[-1])
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert (event["kind"], summary["status"], summary["error"]["kind"]) == (kind, status, kind)
+    assert "BackendCompilerFailed" not in summary["error"]["message"]
+
+
+def test_a_failed_run_whose_launcher_is_gone_still_writes_its_summary(tmp_path, monkeypatch):
+    """The launcher was stopped first (a time bound killed the sweep): the failure is written, not a traceback."""
+    def forward_raises(self):
+        raise ValueError("the model's own error")
+
+    def nobody_reads_the_failure(event, **fields):
+        if event == runner.events.FAILED:
+            raise runner.ReaderGone("nobody reads the events")
+
+    monkeypatch.setattr(runner.build_workload.__globals__["Workload"], "forward", forward_raises)
+    monkeypatch.setattr(runner, "emit", nobody_reads_the_failure)
+    monkeypatch.setattr(runner, "_ignore_stop_signals", lambda: None)
+    cfg = RunConfig(model="tiny", ctx=16, batch=1, device="cpu", warmup=1, steps=2)
+    assert runner.execute(runner.Runner(cfg, tmp_path)) == 1
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["status"] == "failed" and "the model's own error" in summary["error"]["message"]

@@ -122,6 +122,7 @@ def main() -> None:
     if args.runs > 1:
         ratio, low, high = paired_interval(every)
         print(f"all {args.runs} runs: {len(every)} window pairs; running/stopped {ratio:.4f} [{low:.4f}–{high:.4f}]")
+    print(json.dumps({"window_ratios": every}))  # so the pairs of several calls can be pooled
 
 
 def one_run(args, work: Path, run: int) -> list[float]:

@@ -149,14 +149,17 @@ def _kernel_cell(row: dict) -> str | None:
 
 
 def gemm_fraction_rows(cells) -> list[dict]:
-    """Per cell: the GEMM share of forward (what inference runs) against the whole train step's."""
+    """Per cell: the GEMM share of forward (what inference runs) against the whole train step's. A forward-only
+    cell has no backward or step share (its analysis lists an empty backward phase: 0, not a share)."""
     table = []
     for row, _, analysis in cells:
         fractions = (analysis or {}).get("gemm_fraction") or {}
         step = whole_step(analysis["phases"])["gemm_fraction"] if analysis else None
+        backward = row.get("mode") != "forward"
         table.append(row | {"forward GEMM %": _pct(fractions.get("forward")) if analysis else None,
-                      "backward GEMM %": _pct(fractions.get("backward")) if "backward" in fractions else None,
-                      "step GEMM %": _pct(step) if analysis and row.get("mode") != "forward" else None})
+                      "backward GEMM %": _pct(fractions.get("backward")) if backward and "backward" in fractions
+                      else None,
+                      "step GEMM %": _pct(step) if analysis and backward else None})
     return table
 
 

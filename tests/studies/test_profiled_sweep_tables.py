@@ -142,3 +142,22 @@ def test_cells_carry_tokens_per_second_and_mfu_and_params_where_the_sizes_differ
     with_gpu = summaries[0] | {"mfu": 0.41, "params": 128_625_408}
     sized = [rows[0], cell_row(summaries[0]["config"] | {"model": "small"}, with_gpu, [])]
     assert sized[1]["MFU %"] == 41.0 and "params" in visible_columns(sized, ["model"])
+
+
+H100_SWEEP = Path(__file__).resolve().parents[1] / "data" / "studies" / "profiled-big-h100"
+
+
+def test_a_real_xl_and_2p7b_sweep_puts_the_inference_forward_beside_the_train_step():
+    """`sweep --model xl,2.7B --ctx 512 --mode forward,train --profiler nsys` on an H100: a forward-only cell's
+    analysis lists an empty backward phase, which read as "backward GEMM % 0"; its share is no share at all."""
+    tables = study_tables(H100_SWEEP)
+    gemm = {(r["model"], r["mode"]): r for r in tables["GEMM % of GPU time: forward (inference) vs the train step"]}
+    for model in ("xl", "2.7B"):
+        cell = next(H100_SWEEP.glob(f"cells/*-{model}-ctx512-b4-forward-*"))
+        fraction = json.loads((cell / "kernels" / "analysis.json").read_text())["gemm_fraction"]["forward"]
+        forward = gemm[(model, "forward")]
+        assert forward["forward GEMM %"] == round(fraction * 100, 1)
+        assert forward["backward GEMM %"] is None and forward["step GEMM %"] is None
+        assert gemm[(model, "train")]["backward GEMM %"] > 80  # fp32 on an H100: GEMM-bound backward
+    side = tables["top kernel per pass: the inference forward beside the train step's passes (% of the pass)"]
+    assert [r["model"] for r in side] == ["xl", "2.7B"] and all(r["inference forward"] for r in side)

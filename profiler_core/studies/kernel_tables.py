@@ -180,8 +180,10 @@ def softmax_matmul_rows(cells) -> list[dict]:
 
 
 def _attention_ms(analysis: dict | None, key: str) -> float | None:
-    value = ((analysis or {}).get("attention") or {}).get(key)
-    return _per_step_ms(value, analysis) if analysis and value is not None else None
+    """None where the profile has no attention ranges (a compiled model's graph drops them): not 0 ms."""
+    attention = (analysis or {}).get("attention") or {}
+    value = attention.get(key)
+    return _per_step_ms(value, analysis) if analysis and attention.get("ranges") and value is not None else None
 
 
 def _pct(fraction: float | None) -> float | None:

@@ -161,3 +161,16 @@ def test_a_real_xl_and_2p7b_sweep_puts_the_inference_forward_beside_the_train_st
         assert gemm[(model, "train")]["backward GEMM %"] > 80  # fp32 on an H100: GEMM-bound backward
     side = tables["top kernel per pass: the inference forward beside the train step's passes (% of the pass)"]
     assert [r["model"] for r in side] == ["xl", "2.7B"] and all(r["inference forward"] for r in side)
+
+
+def test_a_compiled_sweep_has_no_attention_ranges_and_so_no_softmax_table():
+    """torch.compile drops the attention ranges from its graph: a real compiled H100 sweep (2.7B bf16, inference
+    forward and train step) printed softmax, matmul and scale+mask as 0 ms; with no ranges there is nothing to say."""
+    sweep_dir = H100_SWEEP.parent / "profiled-compiled-h100"
+    for cell in sweep_dir.glob("cells/*"):
+        assert json.loads((cell / "kernels" / "analysis.json").read_text())["attention"]["ranges"] == 0
+    tables = study_tables(sweep_dir)
+    assert "attention: softmax vs matmul kernel time" not in tables
+    gemm = {r["mode"]: r for r in tables["GEMM % of GPU time: forward (inference) vs the train step"]}
+    assert gemm["forward"]["forward GEMM %"] > 0 and gemm["forward"]["step GEMM %"] is None
+    assert 0 < gemm["train"]["step GEMM %"] < gemm["train"]["backward GEMM %"]

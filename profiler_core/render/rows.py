@@ -110,7 +110,12 @@ class WholeItems:
         return Measurement(min(whole, first), whole)
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        yield Text(self.fitted(options.max_width), no_wrap=True, overflow="crop")
+        shown, first = self.fitted(options.max_width), self.items[0] if self.items else ""
+        if shown == "…" and first and max(map(cell_len, first.split())) <= options.max_width:
+            # not even one item fits on a line, but each of its words does: the first item wraps, whole, over lines
+            yield Text(first + (" …" if len(self.items) > 1 else ""))
+        else:
+            yield Text(shown, no_wrap=True, overflow="crop")
 
 
 def print_model(console, model: TableModel) -> None:

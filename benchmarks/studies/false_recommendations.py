@@ -3,16 +3,22 @@ one config, in fresh processes; each run's answer (the options it recommends ove
 `sysprof ab` (the baseline against those options, interleaved, its own processes). A run is a false recommendation
 when its answer's A/B tokens/s verdict is not "faster".
 
-    python3 -m benchmarks.studies.false_recommendations [--runs 10] [--ab-repeats 4] [--out FILE] -- ADVISE OPTIONS
+    python3 -m benchmarks.studies.false_recommendations [--runs 10] [--ab-repeats 4] [--out FILE] [--gpus 0,1,2,3]
+        -- ADVISE OPTIONS
 
 ADVISE OPTIONS are `sysprof advise`'s (e.g. `--model tiny --device cpu --ctx 64 --steps 5 --warmup 2 --budget 3`).
 Prints one JSON line per advise run, then the totals: runs with any false recommendation (target ≤ 1 of 10).
+`--gpus` runs the advisors side by side, one chain per GPU (CUDA_VISIBLE_DEVICES), the runs dealt out in turn: four
+advisors on one host are each other's neighbours, which is the shared node the advisor must hold on.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -65,14 +71,52 @@ def main() -> None:
     parser.add_argument("--ab-repeats", type=int, default=4)
     parser.add_argument("--runs-dir", type=Path, default=Path("runs-false-recommendations"))
     parser.add_argument("--out", type=Path, help="also write every run's line and the totals here (JSON)")
+    parser.add_argument("--gpus", help="run the advisors side by side, one chain per GPU id (e.g. 0,1,2,3)")
+    parser.add_argument("--first", type=int, default=1, help=argparse.SUPPRESS)  # a chain's first run number
+    parser.add_argument("--every", type=int, default=1, help=argparse.SUPPRESS)  # and the step between its runs
     parser.add_argument("advise", nargs=argparse.REMAINDER, help="-- then the advise options")
     args = parser.parse_args()
     options = [word for word in args.advise if word != "--"]
+    results = side_by_side(args, options) if args.gpus else one_chain(args, options)
+    if args.every > 1:  # one chain of several: the parent prints the totals
+        return
+    ran = [r for r in results if r["study"]]
+    totals = {"advise options": shlex.join(options), "runs": len(ran),
+              "runs with a false recommendation": sum(bool(r["false"]) for r in ran),
+              "runs recommending anything": sum(bool(r["recommended"]) for r in ran)}
+    print(json.dumps(totals))
+    if args.out:
+        args.out.write_text(json.dumps({"command": shlex.join(options), "runs": results, "totals": totals}, indent=1))
+
+
+def side_by_side(args: argparse.Namespace, options: list[str]) -> list[dict]:
+    """This script once per GPU, each with its share of the runs; their lines, in run order."""
+    gpus = args.gpus.split(",")
+    chains = []
+    for index, gpu in enumerate(gpus):
+        runs = len(range(index, args.runs, len(gpus)))
+        if not runs:
+            continue
+        out = Path(f"{args.out or 'false_recommendations'}.gpu{gpu}.json")
+        argv = [sys.executable, "-m", "benchmarks.studies.false_recommendations", "--runs", str(runs),
+                "--ab-repeats", str(args.ab_repeats), "--runs-dir", str(args.runs_dir / f"gpu{gpu}"),
+                "--out", str(out), "--first", str(index + 1), "--every", str(len(gpus)), "--", *options]
+        chains.append((out, subprocess.Popen(argv, env=os.environ | {"CUDA_VISIBLE_DEVICES": gpu})))
     results = []
+    for out, chain in chains:
+        chain.wait()
+        if out.is_file():
+            results += json.loads(out.read_text())["runs"]
+    return sorted(results, key=lambda line: line["run"])
+
+
+def one_chain(args: argparse.Namespace, options: list[str]) -> list[dict]:
+    results: list[dict] = []
     for index in range(args.runs):
         started = time.monotonic()
         study_dir, error = advise_once(options, args.runs_dir)
-        line: dict = {"run": index + 1, "study": study_dir.name if study_dir else None, "error": error}
+        line: dict = {"run": args.first + index * args.every, "gpu": os.environ.get("CUDA_VISIBLE_DEVICES"),
+                      "study": study_dir.name if study_dir else None, "error": error}
         if study_dir:
             picks, line["answer"] = recommended(study_dir)
             for pick in picks:
@@ -84,13 +128,7 @@ def main() -> None:
         print(json.dumps(line), flush=True)
         if args.out:
             args.out.write_text(json.dumps({"command": shlex.join(options), "runs": results}, indent=1))
-    ran = [r for r in results if r["study"]]
-    totals = {"advise options": shlex.join(options), "runs": len(ran),
-              "runs with a false recommendation": sum(bool(r["false"]) for r in ran),
-              "runs recommending anything": sum(bool(r["recommended"]) for r in ran)}
-    print(json.dumps(totals))
-    if args.out:
-        args.out.write_text(json.dumps({"command": shlex.join(options), "runs": results, "totals": totals}, indent=1))
+    return results
 
 
 if __name__ == "__main__":

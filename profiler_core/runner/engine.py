@@ -268,6 +268,10 @@ def _current_phase(runner: Runner) -> str | None:
 
 
 def _classify(exc: BaseException) -> tuple[str, str]:
+    inner = getattr(exc, "inner_exception", None)
+    if isinstance(inner, BaseException):  # torch.compile's wrapper: its own first line names only the backend
+        kind, message = _classify(inner)
+        return kind, f"{message} (inside torch.compile: {type(exc).__name__})"
     text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     if "CUDA" in text or "cuda" in type(exc).__module__:
         return "cuda", text
@@ -276,18 +280,18 @@ def _classify(exc: BaseException) -> tuple[str, str]:
 
 def _unwrapped(exc: BaseException) -> BaseException:
     """The stop, the OOM or the lost reader that another library wrapped: torch.compile re-raises whatever
-    interrupts a compile as BackendCompilerFailed (a SIGTERM during a compile read as a failed run)."""
-    if isinstance(exc, (StepFailure, ConfigError, NotNeeded)):  # the tool's own verdicts stand as they are
-        return exc
-    seen = {id(exc)}
+    interrupts a compile as BackendCompilerFailed (a SIGTERM during a compile read as a failed run). Only a wrapper's
+    own link is followed (its inner_exception, or `raise … from`): an error raised while handling another (its
+    __context__, e.g. a model's own fallback after an OOM) is an error of its own, and the tool's verdicts stand."""
+    seen: set[int] = set()
     inner: BaseException | None = exc
-    while inner is not None:
+    while inner is not None and id(inner) not in seen:
+        if isinstance(inner, (StepFailure, ConfigError, NotNeeded)):
+            return exc
         if isinstance(inner, (Cancelled, KeyboardInterrupt, ReaderGone, torch.OutOfMemoryError)):
             return inner
-        inner = getattr(inner, "inner_exception", None) or inner.__cause__ or inner.__context__
-        if inner is not None and id(inner) in seen:
-            break
         seen.add(id(inner))
+        inner = getattr(inner, "inner_exception", None) or inner.__cause__
     return exc
 
 
@@ -299,7 +303,7 @@ def _start_and_measure(runner: Runner) -> None:
         inner = _unwrapped(exc)
         if inner is exc:
             raise
-        raise inner from exc
+        raise inner from None  # the wrapper only carried it (and keeps it: no cause cycle between the two)
 
 
 def execute(runner: Runner) -> int:

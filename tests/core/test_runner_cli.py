@@ -185,6 +185,31 @@ def test_a_stop_or_oom_that_torch_compile_wrapped_is_read_as_itself(tmp_path, mo
     assert "BackendCompilerFailed" not in summary["error"]["message"]
 
 
+def _raises_after_an_oom(wrapped: bool):
+    """A model whose own fallback after an OOM raises (an error of its own), or torch.compile wrapping a plain
+    error: both are the model's errors, not an OOM or a stop."""
+    from torch._dynamo.exc import BackendCompilerFailed
+
+    def forward(self):
+        try:
+            raise torch.OutOfMemoryError("CUDA out of memory.")
+        except torch.OutOfMemoryError:
+            error = ValueError("the model's fallback failed")
+            raise (BackendCompilerFailed(lambda: None, error, None) if wrapped else error)  # noqa: B904
+    return forward
+
+
+@pytest.mark.parametrize("wrapped", [False, True])
+def test_an_error_raised_while_handling_an_oom_stays_an_error(tmp_path, monkeypatch, wrapped):
+    monkeypatch.setattr(runner.build_workload.__globals__["Workload"], "forward", _raises_after_an_oom(wrapped))
+    monkeypatch.setattr(runner, "_ignore_stop_signals", lambda: None)
+    cfg = RunConfig(model="tiny", ctx=16, batch=1, device="cpu", warmup=1, steps=2)
+    assert runner.execute(runner.Runner(cfg, tmp_path)) == 1
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert (summary["status"], summary["error"]["kind"]) == ("failed", "error")
+    assert "the model's fallback failed" in summary["error"]["message"]
+
+
 def test_a_failed_run_whose_launcher_is_gone_still_writes_its_summary(tmp_path, monkeypatch):
     """The launcher was stopped first (a time bound killed the sweep): the failure is written, not a traceback."""
     def forward_raises(self):

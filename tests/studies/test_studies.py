@@ -158,6 +158,7 @@ def test_compile_table_per_model_and_ctx_with_a_backward_optimizer_row():
                                                           (512, "train step"), (512, "backward+optimizer")]
     assert [t["speedup"] for t in table] == [1.25] * 6 and table[0]["compile s"] == 12.0
     assert [t["compiled peak GiB"] for t in table[3:]] == [None, 7.0, 7.0]  # the train cell's peak, per its mode
+    assert {t["eager peak GiB"] for t in table} == {None}  # the eager cells measured none (a CPU study)
 
 
 def test_precision_table_per_measured_part_with_medians_and_params():

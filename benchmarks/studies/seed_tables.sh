@@ -75,21 +75,6 @@ write_tables() {  # every table of one study directory, as Markdown
     fi
 }
 
-if [ "${1:-}" = --gpu ]; then  # one chain per GPU, side by side; each chain is this script on its GPU's groups
-    chains=()
-    while [ $# -gt 0 ]; do
-        [ "$1" = --gpu ] && [ $# -ge 3 ] || { echo "usage: OUT --gpu ID GROUP... [--gpu ID GROUP...]" >&2; exit 2; }
-        gpu=$2 groups=()
-        shift 2
-        while [ $# -gt 0 ] && [ "$1" != --gpu ]; do groups+=("$1"); shift; done
-        CUDA_VISIBLE_DEVICES=$gpu SEED_RUNS="$runs/gpu$gpu" bash "$0" "$out/gpu$gpu" "${groups[@]}" &
-        chains+=($!)
-    done
-    rc=0
-    for pid in "${chains[@]}"; do wait "$pid" || rc=1; done
-    exit $rc
-fi
-
 with_models() {  # replaces the value of the group's --model or --models
     local i
     for i in "${!args[@]}"; do
@@ -99,17 +84,54 @@ with_models() {  # replaces the value of the group's --model or --models
     return 1
 }
 
+parse_spec() {  # GROUP[:MODELS][@SECONDS] → args (the command), bound, and name (the spec without its bound)
+    local spec=$1 models=
+    name=${spec%@*} bound=$limit
+    if [ "$spec" != "$name" ]; then bound=${spec##*@}; fi
+    case $bound in ''|*[!0-9]*) echo "not a time bound in seconds: $spec" >&2; return 1 ;; esac
+    group=${name%%:*}
+    if [ "$name" != "$group" ]; then models=${name#*:}; fi
+    command_of "$group" || { echo "unknown group: $group" >&2; return 1; }
+    if [ -n "$models" ]; then with_models "$models" || return 1; fi
+}
+
+if [ "${1:-}" = --gpu ]; then  # one chain per GPU, side by side; each chain is this script on its GPU's groups
+    gpus=() chains=()
+    while [ $# -gt 0 ]; do  # every chain checked before any starts
+        [ "$1" = --gpu ] && [ $# -ge 3 ] && [ "$3" != --gpu ] ||
+            { echo "usage: OUT --gpu ID GROUP... [--gpu ID GROUP...]" >&2; exit 2; }
+        gpu=$2 specs=()
+        shift 2
+        while [ $# -gt 0 ] && [ "$1" != --gpu ]; do parse_spec "$1" || exit 2; specs+=("$1"); shift; done
+        gpus+=("$gpu") chains+=("${specs[*]}")
+    done
+    pids=()
+    for i in "${!gpus[@]}"; do
+        # shellcheck disable=SC2086  # a chain's specs are words without spaces
+        CUDA_VISIBLE_DEVICES=${gpus[$i]} SEED_RUNS="$runs/gpu${gpus[$i]}" bash "$0" "$out/gpu${gpus[$i]}" ${chains[$i]} &
+        pids+=($!)
+    done
+    worst=0
+    for pid in "${pids[@]}"; do wait "$pid"; rc=$?; [ $rc -gt $worst ] && worst=$rc; done
+    exit $worst  # 124: a study was cut by its time bound (its finished cells' tables are written)
+fi
+
+for spec in "$@"; do parse_spec "$spec" || exit 2; done  # a mistyped spec stops everything before anything runs
+worst=0
 for spec in "$@"; do
-    group=${spec%@*} bound=$limit models=
-    [ "$spec" != "$group" ] && bound=${spec##*@}
-    case $group in *:*) models=${group#*:} group=${group%%:*} ;; esac
-    command_of "$group" || { echo "unknown group: $group" >&2; exit 2; }
-    if [ -n "$models" ]; then with_models "$models" || exit 2; fi
+    parse_spec "$spec"
+    file=${name//[:,]/_}  # passes-compiled:xl,2.7B → passes-compiled_xl_2.7B
+    earlier=" $(ls "$runs/$file" 2>/dev/null | tr '\n' ' ') "  # an earlier call's studies are not this one's
     start=$(date +%s)
-    timeout "$bound" python3 -m sysprof.profiler_core "${args[@]}" --runs-dir "$runs/$group" >"$out/$group.log" 2>&1
+    timeout "$bound" python3 -m sysprof.profiler_core "${args[@]}" --runs-dir "$runs/$file" >"$out/$file.log" 2>&1
     rc=$?
-    echo "sysprof ${args[*]}  # rc=$rc, $(($(date +%s) - start)) s" >>"$out/commands.txt"
-    for dir in "$runs/$group"/*/; do
-        if [ -f "$dir/study.json" ] || [ -f "$dir/sweep.json" ]; then write_tables "$dir" >>"$out/$group.md"; fi
+    [ $rc -gt $worst ] && worst=$rc
+    printf 'sysprof' >>"$out/commands.txt"
+    printf ' %q' "${args[@]}" >>"$out/commands.txt"
+    echo "  # rc=$rc, $(($(date +%s) - start)) s" >>"$out/commands.txt"
+    for dir in "$runs/$file"/*/; do
+        case $earlier in *" $(basename "$dir") "*) continue ;; esac
+        if [ -f "$dir/study.json" ] || [ -f "$dir/sweep.json" ]; then write_tables "$dir" >>"$out/$file.md"; fi
     done
 done
+exit $worst

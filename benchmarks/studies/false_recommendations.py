@@ -72,13 +72,13 @@ def main() -> None:
     parser.add_argument("--runs-dir", type=Path, default=Path("runs-false-recommendations"))
     parser.add_argument("--out", type=Path, help="also write every run's line and the totals here (JSON)")
     parser.add_argument("--gpus", help="run the advisors side by side, one chain per GPU id (e.g. 0,1,2,3)")
-    parser.add_argument("--first", type=int, default=1, help=argparse.SUPPRESS)  # a chain's first run number
-    parser.add_argument("--every", type=int, default=1, help=argparse.SUPPRESS)  # and the step between its runs
+    parser.add_argument("--chain", nargs=2, type=int, default=(1, 1), help=argparse.SUPPRESS,
+                        metavar=("FIRST", "EVERY"))  # one chain of --gpus: its first run's number, the step between
     parser.add_argument("advise", nargs=argparse.REMAINDER, help="-- then the advise options")
     args = parser.parse_args()
     options = [word for word in args.advise if word != "--"]
     results = side_by_side(args, options) if args.gpus else one_chain(args, options)
-    if args.every > 1:  # one chain of several: the parent prints the totals
+    if "--chain" in sys.argv:  # one chain of several: the parent prints the totals
         return
     ran = [r for r in results if r["study"]]
     totals = {"advise options": shlex.join(options), "runs": len(ran),
@@ -97,14 +97,18 @@ def side_by_side(args: argparse.Namespace, options: list[str]) -> list[dict]:
         runs = len(range(index, args.runs, len(gpus)))
         if not runs:
             continue
-        out = Path(f"{args.out or 'false_recommendations'}.gpu{gpu}.json")
+        folder = args.runs_dir / f"gpu{gpu}"
+        folder.mkdir(parents=True, exist_ok=True)
+        out = folder / "false_recommendations.json"
+        out.unlink(missing_ok=True)  # an earlier call's lines are not this call's
         argv = [sys.executable, "-m", "benchmarks.studies.false_recommendations", "--runs", str(runs),
-                "--ab-repeats", str(args.ab_repeats), "--runs-dir", str(args.runs_dir / f"gpu{gpu}"),
-                "--out", str(out), "--first", str(index + 1), "--every", str(len(gpus)), "--", *options]
-        chains.append((out, subprocess.Popen(argv, env=os.environ | {"CUDA_VISIBLE_DEVICES": gpu})))
+                "--ab-repeats", str(args.ab_repeats), "--runs-dir", str(folder), "--out", str(out),
+                "--chain", str(index + 1), str(len(gpus)), "--", *options]
+        chains.append((gpu, out, subprocess.Popen(argv, env=os.environ | {"CUDA_VISIBLE_DEVICES": gpu})))
     results = []
-    for out, chain in chains:
-        chain.wait()
+    for gpu, out, chain in chains:
+        if chain.wait():
+            print(json.dumps({"chain": f"GPU {gpu}", "exit": chain.returncode}), flush=True)
         if out.is_file():
             results += json.loads(out.read_text())["runs"]
     return sorted(results, key=lambda line: line["run"])
@@ -115,7 +119,7 @@ def one_chain(args: argparse.Namespace, options: list[str]) -> list[dict]:
     for index in range(args.runs):
         started = time.monotonic()
         study_dir, error = advise_once(options, args.runs_dir)
-        line: dict = {"run": args.first + index * args.every, "gpu": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        line: dict = {"run": args.chain[0] + index * args.chain[1], "gpu": os.environ.get("CUDA_VISIBLE_DEVICES"),
                       "study": study_dir.name if study_dir else None, "error": error}
         if study_dir:
             picks, line["answer"] = recommended(study_dir)

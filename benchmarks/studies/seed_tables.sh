@@ -55,8 +55,8 @@ command_of() {  # sets `args`, the group's sysprof arguments, and `pivot`, the p
         passes-compiled) args=(study passes --models small,medium,large,xl,2.7B --compile) ;;
         passes-compiled-bf16) args=(study passes --models small,medium,large,xl,2.7B --compile --dtype bf16) ;;
         compile-large) args=(study compile --models large --ctxs 512) ;;
-        compile-xl) args=(study compile --models xl --ctxs 256) ;;  # 2.7B fp32 at ctx 512 is near 80 GiB
-        compile-2.7B) args=(study compile --models 2.7B --ctxs 256) ;;
+        compile-xl) args=(study compile --models xl --ctxs 256) ;;
+        compile-2.7B) args=(study compile --models 2.7B --ctxs 256) ;;  # fp32 at ctx 512: 64 GiB (71 reserved) eager
         oom) args=(sweep --model 2.7B --ctx 512,1024 --dtype fp32 --warmup 1 --steps 3 --force) ;;
         *) return 1 ;;
     esac

@@ -155,11 +155,11 @@ def gemm_fraction_rows(cells) -> list[dict]:
     for row, _, analysis in cells:
         fractions = (analysis or {}).get("gemm_fraction") or {}
         step = whole_step(analysis["phases"])["gemm_fraction"] if analysis else None
-        backward = row.get("mode") != "forward"
+        has_backward = row.get("mode") != "forward"
         table.append(row | {"forward GEMM %": _pct(fractions.get("forward")) if analysis else None,
-                      "backward GEMM %": _pct(fractions.get("backward")) if backward and "backward" in fractions
+                      "backward GEMM %": _pct(fractions.get("backward")) if has_backward and "backward" in fractions
                       else None,
-                      "step GEMM %": _pct(step) if analysis and backward else None})
+                      "step GEMM %": _pct(step) if analysis and has_backward else None})
     return table
 
 

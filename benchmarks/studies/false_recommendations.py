@@ -8,8 +8,9 @@ when its answer's A/B tokens/s verdict is not "faster".
 
 ADVISE OPTIONS are `sysprof advise`'s (e.g. `--model tiny --device cpu --ctx 64 --steps 5 --warmup 2 --budget 3`).
 Prints one JSON line per advise run, then the totals: runs with any false recommendation (target ≤ 1 of 10).
-`--gpus` runs the advisors side by side, one chain per GPU (CUDA_VISIBLE_DEVICES), the runs dealt out in turn: four
-advisors on one host are each other's neighbours, which is the shared node the advisor must hold on.
+`--gpus` runs the advisors side by side, one chain per GPU id listed (CUDA_VISIBLE_DEVICES), the runs dealt out in
+turn: four advisors on one host are each other's neighbours, which is the shared node the advisor must hold on; an id
+listed twice puts two advisors on that GPU.
 """
 from __future__ import annotations
 
@@ -97,7 +98,7 @@ def side_by_side(args: argparse.Namespace, options: list[str]) -> list[dict]:
         runs = len(range(index, args.runs, len(gpus)))
         if not runs:
             continue
-        folder = args.runs_dir / f"gpu{gpu}"
+        folder = args.runs_dir / f"chain{index + 1}-gpu{gpu}"  # a GPU may hold several chains (--gpus 1,1,2,2)
         folder.mkdir(parents=True, exist_ok=True)
         out = folder / "false_recommendations.json"
         out.unlink(missing_ok=True)  # an earlier call's lines are not this call's

@@ -88,7 +88,7 @@ LEFT_OUT = "over the budget: not measured on top of the steps above (--resume wi
 
 def _step_row(name: str, baseline: Any, before: Any, cell: Any) -> dict[str, Any]:
     row: dict[str, Any] = {"step": name}
-    ended = _not_finished(baseline.summary, "the baseline") or _not_finished(cell.summary, "this step")
+    ended = _not_finished(baseline, "the baseline") or _not_finished(cell, "this step")
     if ended:
         return row | {"status": ended[0], "why": ended[1]}
     summary = cell.summary
@@ -118,7 +118,7 @@ def candidate_row(described: dict, baseline: Any, cell: Any) -> dict[str, Any]:
     """One measured candidate: tokens/s ×[interval] and its verdict, the phase it should move, memory, compile,
     the loss check, and whether it is recommended (and why not)."""
     row: dict[str, Any] = {"candidate": described["name"], "_speedup": None}
-    ended = _not_finished(baseline.summary, "the baseline") or _not_finished(cell.summary, "this candidate")
+    ended = _not_finished(baseline, "the baseline") or _not_finished(cell, "this candidate")
     if ended:
         return row | {"status": ended[0], "why": ended[1]}
     by_phase = {r["phase"]: r for r in compare_summaries(baseline.summary, cell.summary)}
@@ -136,9 +136,15 @@ def candidate_row(described: dict, baseline: Any, cell: Any) -> dict[str, Any]:
 PASSED = "faster: measured again below"  # the first stage's pass; only a gain that holds again is recommended
 
 
-def _not_finished(summary: dict | None, what: str) -> tuple[str, str] | None:
+def _not_finished(cell: Any, what: str) -> tuple[str, str] | None:
+    """(status, why) of a cell that cannot be compared yet: not run, stopped between its processes (one process's
+    summary is not the group's: its spread is unknown), or ended without ok."""
+    summary = cell.summary
     if summary is None:
         return events.PENDING, f"{what} has not run yet"
+    ran = len((summary.get("repeats") or {}).get("processes") or [summary])
+    if summary.get("status") == events.OK and ran < cell.config.repeats:
+        return events.PENDING, f"{what} has run {ran} of its {cell.config.repeats} processes"
     if summary.get("status") != events.OK:
         return summary.get("status", "failed"), f"{what}: {events.cell_reason(summary) or summary.get('status')}"
     return None
@@ -197,7 +203,7 @@ def _peak_gib(summary: dict) -> float | None:
 
 def _recommendation(study: Study, advice: dict, measured: list[dict], combined: list[dict]) -> list[dict]:
     """The answer as the command line that runs it: the last step measured again that still helped; else why there
-    is none (nothing passed, the gain did not hold, or its second measurement has not run)."""
+    is none (nothing passed, the gain did not hold, or its second measurement has not finished)."""
     baseline, _ = candidate_cells(study, advice)
     if baseline is None:
         return [{"answer": "no candidate measured: the budget left none (see the skipped ones)", "command": None}]
@@ -216,8 +222,8 @@ def _recommendation(study: Study, advice: dict, measured: list[dict], combined: 
     if combined and combined[0].get("step") == "combination not run":
         return [{"answer": f"none confirmed: {once}, and the budget left no time to measure it again (a larger "
                            "--budget, or `sysprof ab`)", "command": None}]
-    if len(combined) < 2 or combined[1].get("status") == events.PENDING:  # running, or stopped before it ran
-        return [{"answer": f"not yet: {once}; its second measurement has not run (`sysprof advise --resume`)",
+    if len(combined) < 2 or combined[1].get("status") == events.PENDING:  # running, or stopped before it ended
+        return [{"answer": f"not yet: {once}; its second measurement has not finished (`sysprof advise --resume`)",
                  "command": None}]
     return [{"answer": f"none: {once}, and not when measured again: noise, not a gain", "command": None}]
 

@@ -335,7 +335,22 @@ def test_a_gain_not_yet_measured_again_is_no_answer_yet(tmp_path):
         shutil.rmtree(cell)
     [answer] = study_tables(study_dir)["recommended"]
     assert answer["command"] is None and answer["answer"].startswith("not yet: batch 16 was faster (1.21 [")
-    assert answer["answer"].endswith("its second measurement has not run (`sysprof advise --resume`)")
+    assert answer["answer"].endswith("its second measurement has not finished (`sysprof advise --resume`)")
+
+
+def test_a_combination_stopped_between_its_processes_is_not_yet_an_answer():
+    """The 2.7B fp32 advise on an H100, stopped by a 10-minute call's bound while the combination's cells had run one
+    of their 4 processes each: one process has no spread, so nothing there is judged ("noise, not a gain" was
+    printed) until the rest have run."""
+    tables = study_tables(Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-2p7b-interrupted-h100")
+    steps = tables["measured again: the best candidate, then each next one added, against the step before"]
+    assert [row["status"] for row in steps] == ["pending"] * 4
+    assert steps[0]["why"] == "the baseline has run 1 of its 4 processes"
+    [answer] = tables["recommended"]
+    assert answer["command"] is None
+    assert answer["answer"].startswith("not yet: bf16 autocast was faster (3.72 [3.43–3.98]) once")
+    first_stage = {row["candidate"]: row for row in tables["advice: each candidate against the baseline, interleaved"]}
+    assert first_stage["bf16 autocast"]["why"] == "faster: measured again below"  # its 4 processes all ran
 
 
 H100_ADVICE = Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-small-h100"

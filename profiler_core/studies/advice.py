@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sysprof.profiler_core.config import RunConfig, config_problems
+from sysprof.profiler_core.memory.accounting import predict_run_memory
 from sysprof.profiler_core.memory.fit import fit_problem, predicted_lower_bound
 from sysprof.profiler_core.options import flag
 from sysprof.profiler_core.units import format_bytes
@@ -25,6 +26,10 @@ PROCESS_S = {"cpu": 5.0, "cuda": 20.0}
 COMPILE_S = 60.0
 AUTOTUNE_COMPILE_S = 360.0  # max-autotune times kernel variants for every shape before it keeps one
 CACHED_COMPILE_S = 25.0
+# The share of the device's memory a candidate may be estimated to need once the baseline's peak is measured: the
+# CUDA context and the allocator's fragmentation take the rest. 2.7B fp32 at batch 8 (ctx 512), estimated at 99.4% of
+# an H100's 79.65 GiB, ended OOM in its first process.
+MEASURED_HEADROOM = 0.95
 
 
 @dataclass(frozen=True)
@@ -46,8 +51,8 @@ def options_text(changes: dict[str, Any]) -> str:
     return " ".join(flag(name) if value is True else f"{flag(name)} {value}" for name, value in changes.items())
 
 
-def chain(base: RunConfig, ranked: list[tuple[str, dict[str, Any]]],
-          limit: tuple[int, str] | None) -> list[tuple[str, dict[str, Any]]]:
+def chain(base: RunConfig, ranked: list[tuple[str, dict[str, Any]]], limit: tuple[int, str] | None,
+          peak_scale: float | None = None) -> list[tuple[str, dict[str, Any]]]:
     """The second stage's steps: the best candidate alone (measured again: its gain must hold against a fresh
     baseline to be recommended), then each next one added to it, as (names, changes). A candidate that changes a
     field already changed (a second compile mode, another batch) is an alternative, not an addition, and one whose
@@ -58,7 +63,7 @@ def chain(base: RunConfig, ranked: list[tuple[str, dict[str, Any]]],
     for name, change in ranked:
         merged = changes | change
         combined = dataclasses.replace(base, **merged)
-        if set(change) & set(changes) or config_problems(combined) or fit_problem(combined, limit):
+        if set(change) & set(changes) or config_problems(combined) or _fit_problem(combined, limit, peak_scale):
             continue
         names.append(name)
         changes = merged
@@ -66,26 +71,53 @@ def chain(base: RunConfig, ranked: list[tuple[str, dict[str, Any]]],
     return steps
 
 
-def candidates(cfg: RunConfig, on_gpu: bool, limit: tuple[int, str] | None) -> list[Candidate]:
-    """Every change the advisor knows, in order: those that apply carry their config; the others their reason."""
+def candidates(cfg: RunConfig, on_gpu: bool, limit: tuple[int, str] | None,
+               peak_scale: float | None = None) -> list[Candidate]:
+    """Every change the advisor knows, in order: those that apply carry their config; the others their reason.
+    peak_scale: the baseline's measured peak over its predicted one (measured_peak_scale), once the diagnosis ran."""
     found = [*_precision(cfg, on_gpu), _attention(cfg), *_compiles(cfg, on_gpu), *_optimizer(cfg, on_gpu),
              *_batches(cfg), *_parallel(cfg)]
-    return [_checked(cfg, candidate, limit) for candidate in found]
+    return [_checked(cfg, candidate, limit, peak_scale) for candidate in found]
 
 
-def _checked(cfg: RunConfig, candidate: Candidate, limit: tuple[int, str] | None) -> Candidate:
+def measured_peak_scale(cfg: RunConfig, measured_peak: int | None) -> float | None:
+    """The baseline's measured peak over its predicted one; None where the prediction is not this model's."""
+    if not measured_peak or not _predicted(cfg):
+        return None
+    return measured_peak / predict_run_memory(cfg)["peak_bytes"]
+
+
+def _predicted(cfg: RunConfig) -> bool:
+    return not cfg.model_factory and (cfg.nproc == 1 or cfg.parallel == "ddp")  # the formula: the built-in model's
+
+
+def _checked(cfg: RunConfig, candidate: Candidate, limit: tuple[int, str] | None,
+             peak_scale: float | None) -> Candidate:
     """The candidate's config, or the reason it cannot run: a problem the config check finds, or no fit."""
     if candidate.reason:
         return candidate
     changed = dataclasses.replace(cfg, **candidate.changes)
-    problem = next(iter(config_problems(changed).values()), None)
-    if not problem and fit_problem(changed, limit):
-        assert limit is not None  # fit_problem finds none without a limit
-        problem = (f"would need ≥ {format_bytes(predicted_lower_bound(changed))} of {limit[1]} "
-                   f"({format_bytes(limit[0])})")
+    problem = next(iter(config_problems(changed).values()), None) or _fit_problem(changed, limit, peak_scale)
     if problem:
         return dataclasses.replace(candidate, reason=problem)
     return dataclasses.replace(candidate, config=changed)
+
+
+def _fit_problem(changed: RunConfig, limit: tuple[int, str] | None, peak_scale: float | None) -> str | None:
+    """Before the diagnosis: the prediction's lower bound is more than the device has. After it: the baseline's
+    measured peak, grown as the prediction grows, leaves less than the headroom free."""
+    if limit is None:
+        return None
+    if fit_problem(changed, limit):
+        return (f"would need ≥ {format_bytes(predicted_lower_bound(changed))} of {limit[1]} "
+                f"({format_bytes(limit[0])})")
+    if peak_scale is None or not _predicted(changed):
+        return None
+    estimate = int(predict_run_memory(changed)["peak_bytes"] * peak_scale)
+    if estimate <= limit[0] * MEASURED_HEADROOM:
+        return None
+    return (f"would need about {format_bytes(estimate)} of {limit[1]} ({format_bytes(limit[0])}): the baseline's "
+            f"measured peak, grown as predicted, leaves under {1 - MEASURED_HEADROOM:.0%} free")
 
 
 def _precision(cfg: RunConfig, on_gpu: bool) -> list[Candidate]:

@@ -1,6 +1,7 @@
 """The advisor's candidates and plan (pure), its verdict rules, and one real advise study on the CPU."""
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 from contextlib import redirect_stderr, redirect_stdout
@@ -436,3 +437,57 @@ def test_resume_runs_a_cut_combination_again_only_with_more_budget_and_while_its
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(advise_tables, "helping_steps", lambda rows: [])  # as if its step had not helped
         assert not _cut_by_the_budget(study, cut, affordable=5)
+
+
+def test_a_resumed_combination_is_planned_at_the_time_its_first_stage_cells_took(tmp_path, monkeypatch):
+    """The 2.7B study was stopped inside its first stage, so it never timed a cell; resumed, the combination was
+    planned at the start-up estimate (80 s a cell) and ran four cells of minutes each. The processes' own clocks
+    (summary["ran"]) time the cells instead."""
+    import shutil
+
+    from sysprof.profiler_core.studies import sweep
+    from sysprof.profiler_core.studies.document import Study
+    from sysprof.profiler_core.studies.kinds import advise
+
+    study_dir = tmp_path / "advise"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-2p7b-interrupted-h100",
+                    study_dir)
+    advice = json.loads((study_dir / "advice.json").read_text())
+    baseline, measured = advise_tables.candidate_cells(Study.load(study_dir), advice)
+    per_process = [[record["ran"]["end"] - record["ran"]["start"] for record in cell.summary["repeats"]["processes"]]
+                   for cell in [baseline, *measured] if "repeats" in cell.summary]
+    per_process = [times for times in per_process if len(times) == 4]  # batch 8 ended oom in its first process
+    assert len(per_process) == 5
+    expected = sum(map(sum, per_process)) / len(per_process)
+    assert 150 < expected < 250  # eager cells of 4 processes ~70–110 s, compiled ones ~300 s
+    (study_dir / "advice.json").write_text(json.dumps({k: v for k, v in advice.items() if k != "combination"}))
+    monkeypatch.setattr(sweep, "run", lambda *args, **kwargs: None)  # no 2.7B cells on the CPU
+    planned = {}
+    monkeypatch.setattr(advise, "_combine", lambda args, study_dir, base, limit, per_cell_s, budget_left_s:
+                        planned.update(per_cell_s=per_cell_s))
+    with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
+        cli.main(["advise", "--resume", str(study_dir), "--budget", "20"])  # exit 1: its oom cell, its pending ones
+    assert planned["per_cell_s"] == pytest.approx(expected)
+
+
+def test_a_batch_the_measured_peak_says_cannot_fit_is_not_run():
+    """2.7B fp32 (ctx 512, batch 4) on an H100: the prediction's lower bound let batch 8 run, and it ended OOM in
+    its first process (saved study). From the diagnosis's measured peak, grown as the prediction grows, it is
+    refused before it runs; where the prediction is not the model's (a user's factory), nothing is guessed."""
+    from sysprof.profiler_core.studies.advice import measured_peak_scale
+    from sysprof.profiler_core.studies.document import Study
+
+    study = Study.load(Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-2p7b-interrupted-h100")
+    diagnosis, oom = study.cells[0], study.cells[6]
+    assert oom.config.batch == 8 and oom.summary["status"] == "oom"
+    h100 = (int(diagnosis.summary["env"]["total_memory_bytes"]), "GPU 0's memory")
+    scale = measured_peak_scale(diagnosis.config, max(diagnosis.summary["peak_memory_bytes"].values()))
+    assert 0.95 < scale < 1.05  # the prediction of this model was right within 5%
+    before = by_name(candidates(diagnosis.config, on_gpu=True, limit=h100))
+    after = by_name(candidates(diagnosis.config, on_gpu=True, limit=h100, peak_scale=scale))
+    assert before["batch 8"].reason is None
+    assert after["batch 8"].reason.startswith("would need about 79.") and "leaves under 5% free" in \
+        after["batch 8"].reason
+    assert after["bf16 autocast"].reason is None and after["batch 16"].reason.startswith("would need ≥ 108.")
+    mine = dataclasses.replace(diagnosis.config, model_factory="tests/data/models/nanogpt_style/gpt.py:build")
+    assert measured_peak_scale(mine, 10**9) is None

@@ -35,6 +35,7 @@ from sysprof.profiler_core.studies.advice import (
     Plan,
     candidates,
     chain,
+    measured_peak_scale,
     options_text,
     plan,
 )
@@ -104,8 +105,8 @@ def _measure(args: argparse.Namespace, study_dir: Path, base: RunConfig, budget_
     hint = advise_diagnosis.hints(diagnosis.summary, diagnosis.run.analysis(rundir.KERNELS_DIR))
     step = ((diagnosis.summary or {}).get("phases") or {}).get("step") or {}
     step_s = step["median_ms"] / 1e3 if step.get("median_ms") else None
-    chosen = plan(advise_diagnosis.weighted(candidates(base, on_gpu, limit), hint), budget_left_s, base,
-                  "cuda" if on_gpu else "cpu", step_s)
+    found = candidates(base, on_gpu, limit, _peak_scale(diagnosis, base))
+    chosen = plan(advise_diagnosis.weighted(found, hint), budget_left_s, base, "cuda" if on_gpu else "cpu", step_s)
     if not chosen.chosen:
         _save_plan(study_dir, base, chosen, hint, args, first_cell=None)
         return
@@ -118,6 +119,11 @@ def _measure(args: argparse.Namespace, study_dir: Path, base: RunConfig, budget_
     per_cell_s = (time.monotonic() - started) / len(configs)  # every process of a cell, start-up included
     _update_advice(study_dir, per_cell_s=per_cell_s)  # what a resumed combination is planned with
     _combine(args, study_dir, base, limit, per_cell_s, budget_left_s - per_cell_s * len(configs))
+
+
+def _peak_scale(diagnosis: Any, base: RunConfig) -> float | None:
+    measured = max(((diagnosis.summary or {}).get("peak_memory_bytes") or {}).values(), default=None)
+    return measured_peak_scale(base, measured)
 
 
 def resume(args: argparse.Namespace, study_dir: Path) -> Path:
@@ -139,11 +145,27 @@ def resume(args: argparse.Namespace, study_dir: Path) -> Path:
         _measure(args, study_dir, base, budget_left_s)
         return study_dir
     # the candidates' cells as timed when they ran (compiles and steps included), else the plan's start-up estimate
-    per_cell_s = advice.get("per_cell_s") or PROCESS_S["cuda" if _on_gpu(base) else "cpu"] * base.repeats
+    per_cell_s = (advice.get("per_cell_s") or _timed_cell_s(Study.load(study_dir), advice)
+                  or PROCESS_S["cuda" if _on_gpu(base) else "cpu"] * base.repeats)
     more = int(budget_left_s // per_cell_s) - 1  # combination steps the budget affords, after a fresh baseline
     if "combination" not in advice or _cut_by_the_budget(Study.load(study_dir), advice["combination"], more):
         _combine(args, study_dir, base, device_memory(base.device), per_cell_s, budget_left_s)
     return study_dir
+
+
+def _timed_cell_s(study: Study, advice: dict) -> float | None:
+    """The mean time of the first stage's whole cells, from each process's own clock (summary["ran"]): what the
+    budget counts a cell at when the stage was stopped before it could time itself (a resumed study). A cell at
+    2.7B's scale is minutes where the start-up estimate says one: a combination planned with the estimate ran
+    four cells in a budget for one."""
+    baseline, measured = advise_tables.candidate_cells(study, advice)
+    totals = []
+    for cell in [baseline, *measured] if baseline is not None else []:
+        records = ((cell.summary or {}).get("repeats") or {}).get("processes") or []
+        windows = [record.get("ran") or {} for record in records]
+        if len(records) == cell.config.repeats and all("start" in w and "end" in w for w in windows):
+            totals.append(sum(w["end"] - w["start"] for w in windows))
+    return sum(totals) / len(totals) if totals else None
 
 
 def _cut_by_the_budget(study: Study, combination: dict, affordable: int) -> bool:
@@ -172,7 +194,9 @@ def _combine(args: argparse.Namespace, study_dir: Path, base: Any, limit: tuple[
     rows = [advise_tables.candidate_row(d, baseline, cell) for d, cell in zip(advice["candidates"], measured)]
     passed = sorted((row["_speedup"] or 0.0, d["name"], d["changes"]) for d, row in zip(advice["candidates"], rows)
                     if row.get("why") == advise_tables.PASSED and "changes" in d)
-    steps = chain(base, [(name, changes) for _, name, changes in reversed(passed)], limit)
+    diagnosis = study.cells[advice.get("diagnosis_cell", DIAGNOSIS_CELL)]
+    steps = chain(base, [(name, changes) for _, name, changes in reversed(passed)], limit,
+                  _peak_scale(diagnosis, base))
     if not steps:
         return
     affordable = int(budget_left_s // per_cell_s) - 1 if per_cell_s > 0 else len(steps)  # a fresh baseline first

@@ -33,6 +33,11 @@ DIM_FIELDS = ("d_model", "d_ff", "layers", "heads", "vocab")
 # Dtype facts. Weights (and AdamW's state) stay fp32 under autocast; activations take the autocast dtype.
 PARAM_BYTES = 4
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}  # bytes per element of an activation
+# The tool's --attention (naive|sdpa) goes to a factory parameter of one of these names, in that parameter's own
+# spelling, so a sweep's attention axis switches the user's attention too. Hugging Face's attn_implementation
+# calls the materialized-scores path "eager" and rejects "naive".
+ATTENTION_NAMES: dict[str, dict[str, str]] = {"attention": {}, "attn_impl": {}, "attention_impl": {},
+                                              "attn_implementation": {"naive": "eager"}}
 AUTOCAST_DTYPES = {"bf16": "bfloat16", "fp16": "float16"}  # --dtype → torch dtype name autocast runs in
 # torch.set_float32_matmul_precision → what fp32 matmuls run on the tensor cores ("medium" lets the library
 # pick bf16 or TF32 per matmul: no single peak applies).

@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.config import ATTENTION_NAMES, RunConfig
 from sysprof.profiler_core.errors import ConfigError
 
 # Where each of the tool's dimensions may appear in a factory's signature: the CS336 names first, then the
@@ -36,11 +36,6 @@ DIMENSION_NAMES: dict[str, tuple[str, ...]] = {
     "rope_theta": ("rope_theta", "theta"),
 }
 ROPE_THETA = 10_000.0  # the CS336 default, offered to factories that ask for it
-# The tool's --attention (naive|sdpa) goes to a factory parameter of one of these names, in that parameter's own
-# spelling, so a sweep's attention axis switches the user's attention too. Hugging Face's attn_implementation
-# calls the materialized-scores path "eager" and rejects "naive".
-ATTENTION_NAMES: dict[str, dict[str, str]] = {"attention": {}, "attn_impl": {}, "attention_impl": {},
-                                              "attn_implementation": {"naive": "eager"}}
 
 
 def tool_dimensions(cfg: RunConfig) -> dict[str, Any]:

@@ -10,7 +10,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from sysprof.profiler_core.config import RunConfig, config_problems
+from sysprof.profiler_core.config import ATTENTION_NAMES, RunConfig, config_problems
 from sysprof.profiler_core.memory.accounting import predict_run_memory
 from sysprof.profiler_core.memory.fit import fit_problem, predicted_lower_bound
 from sysprof.profiler_core.options import flag
@@ -32,6 +32,16 @@ CACHED_COMPILE_S = 25.0
 MEASURED_HEADROOM = 0.95
 
 
+# Candidates that change the same thing are alternatives: the plan measures one of each group before a second of any,
+# and the combination never adds one on top of another (bf16 autocast leaves TF32 no fp32 matmul to speed up).
+GROUPS = {"dtype": "precision", "matmul_precision": "precision", "compile": "compile", "compile_mode": "compile",
+          "optimizer_impl": "optimizer", "batch": "batch"}
+
+
+def group_of(changes: dict[str, Any]) -> str:
+    return next((GROUPS.get(name, name) for name in changes), "")
+
+
 @dataclass(frozen=True)
 class Candidate:
     name: str
@@ -45,6 +55,10 @@ class Candidate:
     def options(self) -> str:
         return options_text(self.changes)
 
+    @property
+    def group(self) -> str:
+        return group_of(self.changes)
+
 
 def options_text(changes: dict[str, Any]) -> str:
     """The command-line options a change is (`--compile --compile-mode reduce-overhead`)."""
@@ -54,16 +68,17 @@ def options_text(changes: dict[str, Any]) -> str:
 def chain(base: RunConfig, ranked: list[tuple[str, dict[str, Any]]], limit: tuple[int, str] | None,
           peak_scale: float | None = None) -> list[tuple[str, dict[str, Any]]]:
     """The second stage's steps: the best candidate alone (measured again: its gain must hold against a fresh
-    baseline to be recommended), then each next one added to it, as (names, changes). A candidate that changes a
-    field already changed (a second compile mode, another batch) is an alternative, not an addition, and one whose
-    combined config is invalid or cannot fit is left out. ranked: best first."""
+    baseline to be recommended), then each next one added to it, as (names, changes). A candidate of a group
+    already changed (a second compile mode, another batch, TF32 after bf16) is an alternative, not an addition, and
+    one whose combined config is invalid or cannot fit is left out. ranked: best first."""
     steps: list[tuple[str, dict[str, Any]]] = []
     names: list[str] = []
     changes: dict[str, Any] = {}
     for name, change in ranked:
         merged = changes | change
         combined = dataclasses.replace(base, **merged)
-        if set(change) & set(changes) or config_problems(combined) or _fit_problem(combined, limit, peak_scale):
+        taken = group_of(change) in {group_of({field: value}) for field, value in changes.items()}
+        if taken or config_problems(combined) or _fit_problem(combined, limit, peak_scale):
             continue
         names.append(name)
         changes = merged
@@ -71,13 +86,18 @@ def chain(base: RunConfig, ranked: list[tuple[str, dict[str, Any]]], limit: tupl
     return steps
 
 
-def candidates(cfg: RunConfig, on_gpu: bool, limit: tuple[int, str] | None,
-               peak_scale: float | None = None) -> list[Candidate]:
-    """Every change the advisor knows, in order: those that apply carry their config; the others their reason.
-    peak_scale: the baseline's measured peak over its predicted one (measured_peak_scale), once the diagnosis ran."""
-    found = [*_precision(cfg, on_gpu), _attention(cfg), *_compiles(cfg, on_gpu), *_optimizer(cfg, on_gpu),
-             *_batches(cfg), *_parallel(cfg)]
-    return [_checked(cfg, candidate, limit, peak_scale) for candidate in found]
+@dataclass(frozen=True)
+class Seen:
+    """What the diagnosis's process showed that decides whether a candidate applies (nothing before it ran)."""
+    peak_scale: float | None = None  # the baseline's measured peak over its predicted one (measured_peak_scale)
+    factory_kwargs: dict[str, Any] | None = None  # the arguments the runner gave a user's factory (its manifest)
+
+
+def candidates(cfg: RunConfig, on_gpu: bool, limit: tuple[int, str] | None, seen: Seen = Seen()) -> list[Candidate]:
+    """Every change the advisor knows, in order: those that apply carry their config; the others their reason."""
+    found = [*_precision(cfg, on_gpu), _attention(cfg, seen.factory_kwargs), *_compiles(cfg, on_gpu),
+             *_optimizer(cfg, on_gpu), *_batches(cfg), *_parallel(cfg)]
+    return [_checked(cfg, candidate, limit, seen.peak_scale) for candidate in found]
 
 
 def measured_peak_scale(cfg: RunConfig, measured_peak: int | None) -> float | None:
@@ -133,13 +153,24 @@ def _precision(cfg: RunConfig, on_gpu: bool) -> list[Candidate]:
     return [bf16, tf32]
 
 
-def _attention(cfg: RunConfig) -> Candidate:
+def _attention(cfg: RunConfig, factory_kwargs: dict[str, Any] | None) -> Candidate:
     sdpa = Candidate("SDPA attention", {"attention": "sdpa"}, "step", 1.3)
     if cfg.attention == "sdpa":
         return dataclasses.replace(sdpa, reason="already SDPA")
-    if cfg.model_factory:
-        return dataclasses.replace(sdpa, reason="your model's own attention: the tool reaches it only through a "
-                                                "factory parameter named attention; else its code must change")
+    if not cfg.model_factory:
+        return sdpa
+    names = ", ".join(ATTENTION_NAMES)
+    if factory_kwargs is None:  # before the diagnosis ran the factory
+        return dataclasses.replace(sdpa, reason=f"your model's own attention: the tool reaches it only through a "
+                                                f"factory parameter named {names}")
+    taken = [name for name in ATTENTION_NAMES if name in factory_kwargs]
+    if not taken:
+        return dataclasses.replace(sdpa, reason=f"your model's own attention: {cfg.model_factory} takes no "
+                                                f"parameter named {names}; its code must change")
+    name = taken[0]
+    if factory_kwargs[name] != ATTENTION_NAMES[name].get(cfg.attention, cfg.attention):
+        return dataclasses.replace(sdpa, reason=f"your model's {name} is set by its own arguments "
+                                                f"({name}={factory_kwargs[name]!r}), not by --attention")
     return sdpa
 
 
@@ -189,6 +220,7 @@ class Plan:
     chosen: list[Candidate]
     skipped: list[tuple[Candidate, str]]  # each with why: it cannot apply, or the budget
     estimate_s: float  # the baseline and the chosen candidates, every process
+    second_s: float = 0.0  # kept for the second stage: a fresh baseline and the costliest chosen candidate again
 
 
 def plan(found: list[Candidate], budget_s: float, base: RunConfig, device: str,
@@ -201,17 +233,31 @@ def plan(found: list[Candidate], budget_s: float, base: RunConfig, device: str,
         steps_s = 0.0 if step_s is None else (cfg.warmup + cfg.steps) * step_s * cfg.batch / base.batch / gain
         return PROCESS_S.get(device, PROCESS_S["cuda"]) + steps_s
 
-    spent = base.repeats * process_s(base, 1.0)  # the baseline's processes
+    spent = baseline_s = base.repeats * process_s(base, 1.0)  # the baseline's processes
     chosen, skipped = [], [(c, c.reason) for c in found if c.reason]
-    for candidate in sorted((c for c in found if not c.reason), key=lambda c: -c.prior):
+    costliest = 0.0
+    for candidate in _alternatives_last([c for c in found if not c.reason]):
         cost = base.repeats * process_s(candidate.config or base, max(candidate.prior, 1.0)) + compile_s(
             candidate.config, base.repeats)
-        if spent + cost > budget_s:
+        # a gain is recommended only once measured again: the budget keeps room for that (_combine's first step)
+        if spent + cost + baseline_s + max(costliest, cost) > budget_s:
             skipped.append((candidate, f"over the budget (about {cost / 60:.1f} min more)"))
             continue
         chosen.append(candidate)
         spent += cost
-    return Plan(chosen, skipped, spent)
+        costliest = max(costliest, cost)
+    return Plan(chosen, skipped, spent, baseline_s + costliest if chosen else 0.0)
+
+
+def _alternatives_last(applicable: list[Candidate]) -> list[Candidate]:
+    """By expected gain, the best of each group first; a group's second (another compile mode, TF32 beside bf16,
+    the other batch) only after every group's first."""
+    places: dict[str, int] = {}
+    ranked = []
+    for candidate in sorted(applicable, key=lambda c: -c.prior):
+        ranked.append((places.get(candidate.group, 0), candidate))
+        places[candidate.group] = places.get(candidate.group, 0) + 1
+    return [candidate for _, candidate in sorted(ranked, key=lambda pair: pair[0])]
 
 
 def compile_s(cfg: RunConfig | None, processes: int) -> float:

@@ -81,11 +81,9 @@ def config_rows(summary: dict | None, analysis: dict | None, predicted_peak: int
     if not summary or summary.get("status") != "ok":
         return []
     config, env = summary.get("config") or {}, summary.get("env") or {}
-    attention = _attention_share(analysis)
     return [
         {"what": "precision", "as run": _precision(config)},
-        {"what": "attention", "as run": config.get("attention", "naive") + (
-            f": {100 * attention:.1f}% of the step's kernel time" if attention is not None else "")},
+        {"what": "attention", "as run": config.get("attention", "naive") + _attention_text(analysis)},
         {"what": "optimizer", "as run": f"{config.get('optimizer', 'torch.optim.AdamW')}, "
                                         f"{config.get('optimizer_impl', 'default')} implementation"},
         {"what": "compile", "as run": config.get("compile_mode", "default") if config.get("compile") else "eager"},
@@ -121,10 +119,23 @@ def _gemm_percent(analysis: dict | None, phase: str) -> float | None:
     return None if fraction is None else round(100 * fraction, 1)
 
 
+def _attention_text(analysis: dict | None) -> str:
+    share = _attention_share(analysis)
+    if share is not None:
+        return f": {100 * share:.1f}% of the step's kernel time"
+    if ((analysis or {}).get("attention") or {}).get("ranges") == 0:
+        return ": its share is not known (the profile has no attention ranges: a user's model or a compiled one)"
+    return ""
+
+
 def _attention_share(analysis: dict | None) -> float | None:
+    """Of the step's kernel time; None without a profile or without attention ranges in it (a user's model marks
+    none, inductor's graph drops them): no ranges is not "0%"."""
     total = ((analysis or {}).get("totals") or {}).get("gpu_ns")
-    attention = ((analysis or {}).get("attention") or {}).get("gpu_ns")
-    return attention / total if total and attention is not None else None
+    attention = (analysis or {}).get("attention") or {}
+    if not total or attention.get("gpu_ns") is None or attention.get("ranges") == 0:
+        return None
+    return attention["gpu_ns"] / total
 
 
 def _share_of_step(summary: dict, phase: str) -> float | None:

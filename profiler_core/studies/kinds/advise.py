@@ -33,6 +33,7 @@ from sysprof.profiler_core.studies.advice import (
     PROCESS_S,
     Candidate,
     Plan,
+    Seen,
     candidates,
     chain,
     measured_peak_scale,
@@ -105,7 +106,7 @@ def _measure(args: argparse.Namespace, study_dir: Path, base: RunConfig, budget_
     hint = advise_diagnosis.hints(diagnosis.summary, diagnosis.run.analysis(rundir.KERNELS_DIR))
     step = ((diagnosis.summary or {}).get("phases") or {}).get("step") or {}
     step_s = step["median_ms"] / 1e3 if step.get("median_ms") else None
-    found = candidates(base, on_gpu, limit, _peak_scale(diagnosis, base))
+    found = candidates(base, on_gpu, limit, _seen(diagnosis, base))
     chosen = plan(advise_diagnosis.weighted(found, hint), budget_left_s, base, "cuda" if on_gpu else "cpu", step_s)
     if not chosen.chosen:
         _save_plan(study_dir, base, chosen, hint, args, first_cell=None)
@@ -121,9 +122,11 @@ def _measure(args: argparse.Namespace, study_dir: Path, base: RunConfig, budget_
     _combine(args, study_dir, base, limit, per_cell_s, budget_left_s - per_cell_s * len(configs))
 
 
-def _peak_scale(diagnosis: Any, base: RunConfig) -> float | None:
+def _seen(diagnosis: Any, base: RunConfig) -> Seen:
+    """What the diagnosis's process showed: its measured peak, the arguments a user's factory was given."""
     measured = max(((diagnosis.summary or {}).get("peak_memory_bytes") or {}).values(), default=None)
-    return measured_peak_scale(base, measured)
+    kwargs = (diagnosis.run.manifest.get("model") or {}).get("kwargs") if base.model_factory else None
+    return Seen(measured_peak_scale(base, measured), kwargs)
 
 
 def resume(args: argparse.Namespace, study_dir: Path) -> Path:
@@ -196,7 +199,7 @@ def _combine(args: argparse.Namespace, study_dir: Path, base: Any, limit: tuple[
                     if row.get("why") == advise_tables.PASSED and "changes" in d)
     diagnosis = study.cells[advice.get("diagnosis_cell", DIAGNOSIS_CELL)]
     steps = chain(base, [(name, changes) for _, name, changes in reversed(passed)], limit,
-                  _peak_scale(diagnosis, base))
+                  _seen(diagnosis, base).peak_scale)
     if not steps:
         return
     affordable = int(budget_left_s // per_cell_s) - 1 if per_cell_s > 0 else len(steps)  # a fresh baseline first
@@ -228,7 +231,8 @@ def _update_advice(study_dir: Path, **fields: Any) -> None:
 def _print_plan(chosen: Plan) -> None:
     err = Console(stderr=True, highlight=False)
     err.print(f"[bold]plan[/]: the baseline and {len(chosen.chosen)} candidates, interleaved; about "
-              f"{chosen.estimate_s / 60:.1f} min", soft_wrap=True)
+              f"{chosen.estimate_s / 60:.1f} min, then at least {chosen.second_s / 60:.1f} min to measure the best "
+              "again", soft_wrap=True)
     for candidate in chosen.chosen:
         err.print(f"  try   {escape(candidate.name)} ({escape(candidate.options)})", soft_wrap=True)
     for candidate, why in chosen.skipped:
@@ -243,6 +247,7 @@ def _save_plan(study_dir: Path, base: RunConfig, chosen: Plan, hint: advise_diag
     advice = rundir.read_json(study_dir / rundir.ADVICE_PLAN) or {"baseline": base.to_dict()}
     rundir.write_json(study_dir / rundir.ADVICE_PLAN, advice | {
         "hints": hint.to_dict(), "first_cell": first_cell, "estimate_s": chosen.estimate_s,
+        "second_stage_s": chosen.second_s,
         "candidates": [_described(c) for c in chosen.chosen],
         "skipped": [_described(c) | {"reason": why} for c, why in chosen.skipped]})
 

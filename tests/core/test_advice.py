@@ -549,3 +549,26 @@ def test_a_profile_without_attention_ranges_has_no_attention_share():
     assert rows["attention"].startswith("naive: its share is not known (the profile has no attention ranges")
     measured = Study.load(H100_ADVICE).cells[0]
     assert 0 < advise_diagnosis.hints(measured.summary, measured.run.analysis("kernels")).attention_share < 1
+
+
+def test_the_combination_counts_each_step_at_what_its_parts_cells_took():
+    """2.7B from fp32: an eager cell of 4 processes took ~60–110 s, a compiled one ~300 s. Each step costs what its
+    costliest part's first-stage cell took: with time left for a fresh baseline and two eager steps, those two run
+    and the compiled third is left out. Counted at the mean cell (180 s), the same time afforded none."""
+    from sysprof.profiler_core.studies.document import Study
+    from sysprof.profiler_core.studies.kinds.advise import _affordable, _cell_times
+
+    folder = Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-2p7b-interrupted-h100"
+    study, advice = Study.load(folder), json.loads((folder / "advice.json").read_text())
+    times = _cell_times(study, advice)
+    assert set(times) == {"baseline", "torch.compile reduce-overhead", "bf16 autocast", "TF32 for fp32 matmuls",
+                          "torch.compile default"}  # batch 8 ended oom in its first process: not timed
+    assert times["torch.compile reduce-overhead"] > 2.5 * times["bf16 autocast"]
+    steps = [("bf16 autocast", {}), ("bf16 autocast + TF32 for fp32 matmuls", {}),
+             ("bf16 autocast + TF32 for fp32 matmuls + torch.compile reduce-overhead", {})]
+    fits_two = times["baseline"] + times["bf16 autocast"] + times["TF32 for fp32 matmuls"] + 1
+    affordable, total = _affordable(study, advice, steps, per_cell_s=180.0, budget_left_s=fits_two)
+    assert affordable == 2 and int(fits_two // 180.0) - 1 == 0
+    assert total == pytest.approx(fits_two - 1 + times["torch.compile reduce-overhead"])
+    untimed = [("bf16 autocast + batch 8", {})]  # its part that was not timed counts at the mean cell
+    assert _affordable(study, advice, untimed, 180.0, 10**6)[1] == pytest.approx(times["baseline"] + 180.0)

@@ -157,18 +157,39 @@ def resume(args: argparse.Namespace, study_dir: Path) -> Path:
 
 
 def _timed_cell_s(study: Study, advice: dict) -> float | None:
-    """The mean time of the first stage's whole cells, from each process's own clock (summary["ran"]): what the
-    budget counts a cell at when the stage was stopped before it could time itself (a resumed study). A cell at
-    2.7B's scale is minutes where the start-up estimate says one: a combination planned with the estimate ran
-    four cells in a budget for one."""
+    """The mean time of the first stage's whole cells: what the budget counts a cell at when the stage was stopped
+    before it could time itself (a resumed study). A cell at 2.7B's scale is minutes where the start-up estimate
+    says one: a combination planned with the estimate ran four cells in a budget for one."""
+    times = list(_cell_times(study, advice).values())
+    return sum(times) / len(times) if times else None
+
+
+def _cell_times(study: Study, advice: dict) -> dict[str, float]:
+    """Seconds each first-stage cell took, its baseline's as "baseline": the sum of its processes' own clocks
+    (summary["ran"]); a cell with a process missing or untimed is left out."""
     baseline, measured = advise_tables.candidate_cells(study, advice)
-    totals = []
-    for cell in [baseline, *measured] if baseline is not None else []:
+    names = ["baseline", *(described["name"] for described in advice.get("candidates", []))]
+    times = {}
+    for name, cell in zip(names, [baseline, *measured] if baseline is not None else []):
         records = ((cell.summary or {}).get("repeats") or {}).get("processes") or []
         windows = [record.get("ran") or {} for record in records]
         if len(records) == cell.config.repeats and all("start" in w and "end" in w for w in windows):
-            totals.append(sum(w["end"] - w["start"] for w in windows))
-    return sum(totals) / len(totals) if totals else None
+            times[name] = sum(w["end"] - w["start"] for w in windows)
+    return times
+
+
+def _affordable(study: Study, advice: dict, steps: list[tuple[str, Any]], per_cell_s: float,
+                budget_left_s: float) -> tuple[int, float]:
+    """(steps the budget affords after a fresh baseline, seconds all of them would take). A step costs what its
+    costliest part's cell took in the first stage (a compiled cell of 2.7B is five minutes, an eager one one), the
+    mean cell where a part was not timed."""
+    times = _cell_times(study, advice)
+    spent = times.get("baseline", per_cell_s)
+    affordable = 0
+    for name, _ in steps:
+        spent += max(times.get(part, per_cell_s) for part in name.split(" + "))
+        affordable += spent <= budget_left_s
+    return affordable, spent
 
 
 def _cut_by_the_budget(study: Study, combination: dict, affordable: int) -> bool:
@@ -202,10 +223,10 @@ def _combine(args: argparse.Namespace, study_dir: Path, base: Any, limit: tuple[
                   _seen(diagnosis, base).peak_scale)
     if not steps:
         return
-    affordable = int(budget_left_s // per_cell_s) - 1 if per_cell_s > 0 else len(steps)  # a fresh baseline first
+    affordable, all_steps_s = _affordable(study, advice, steps, per_cell_s, budget_left_s)
     if affordable < 1:
-        _replace_combination(advice, {"skipped": f"over the budget: about {per_cell_s * (len(steps) + 1) / 60:.1f} "
-                                                 f"min more for {len(steps)} steps"})
+        _replace_combination(advice, {"skipped": f"over the budget: about {all_steps_s / 60:.1f} min more for "
+                                                 f"{len(steps)} steps"})
         rundir.write_json(study_dir / rundir.ADVICE_PLAN, advice)
         return
     steps, left_out = steps[:affordable], steps[affordable:]

@@ -155,8 +155,19 @@ def _why_not(rate: dict | None, loss: float | str | None) -> str | None:
         shown = "not finite" if loss is None else f"{loss:.1%} off"
         return f"its loss is {shown} against the baseline's (same seed): it changes what is computed"
     if rate is None or rate["verdict"] != FASTER:
-        return "not faster beyond run-to-run noise" if rate else "no tokens/s to compare"
+        return NOT_FASTER + _what_it_rests_on(rate) if rate else "no tokens/s to compare"
     return None
+
+
+NOT_FASTER = "not faster beyond run-to-run noise"
+
+
+def _what_it_rests_on(rate: dict) -> str:
+    """The verdict's own reason and the processes a side: 4.76× [4.03–5.76] "within noise" reads as a contradiction
+    until it says "p=0.062; 2 processes a side" (Welch's t on two a side has one degree of freedom)."""
+    sides = min(rate.get("n_a") or 0, rate.get("n_b") or 0)
+    parts = [part for part in (rate.get("reason"), f"{sides} processes a side" if sides > 1 else None) if part]
+    return f" ({'; '.join(parts)})" if parts else ""
 
 
 NOT_COMPARED = "not compared: another batch is other data"

@@ -572,3 +572,12 @@ def test_the_combination_counts_each_step_at_what_its_parts_cells_took():
     assert total == pytest.approx(fits_two - 1 + times["torch.compile reduce-overhead"])
     untimed = [("bf16 autocast + batch 8", {})]  # its part that was not timed counts at the mean cell
     assert _affordable(study, advice, untimed, 180.0, 10**6)[1] == pytest.approx(times["baseline"] + 180.0)
+
+
+def test_a_gain_within_noise_says_what_the_verdict_rests_on():
+    """On 4×H100 an advisor with --repeats 2 printed batch 16 "4.76 [4.03–5.76]" beside "within noise": true, since
+    Welch's t on two processes a side has one degree of freedom, and unreadable without the p and the count."""
+    rate = {"verdict": WITHIN_NOISE, "reason": "not significant, p=0.06", "n_a": 2, "n_b": 2}
+    assert _why_not(rate, 0.0) == ("not faster beyond run-to-run noise (not significant, p=0.06; 2 processes a "
+                                   "side)")
+    assert _why_not({"verdict": WITHIN_NOISE, "n_a": 1, "n_b": 1}, 0.0) == "not faster beyond run-to-run noise"

@@ -105,11 +105,12 @@ def side_by_side(args: argparse.Namespace, options: list[str]) -> list[dict]:
         argv = [sys.executable, "-m", "benchmarks.studies.false_recommendations", "--runs", str(runs),
                 "--ab-repeats", str(args.ab_repeats), "--runs-dir", str(folder), "--out", str(out),
                 "--chain", str(index + 1), str(len(gpus)), "--", *options]
-        chains.append((gpu, out, subprocess.Popen(argv, env=os.environ | {"CUDA_VISIBLE_DEVICES": gpu})))
+        chains.append((f"chain {index + 1} on GPU {gpu}", out,
+                       subprocess.Popen(argv, env=os.environ | {"CUDA_VISIBLE_DEVICES": gpu})))
     results = []
-    for gpu, out, chain in chains:
+    for name, out, chain in chains:
         if chain.wait():
-            print(json.dumps({"chain": f"GPU {gpu}", "exit": chain.returncode}), flush=True)
+            print(json.dumps({"chain": name, "exit": chain.returncode}), flush=True)
         if out.is_file():
             results += json.loads(out.read_text())["runs"]
     return sorted(results, key=lambda line: line["run"])

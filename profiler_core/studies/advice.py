@@ -66,7 +66,7 @@ def options_text(changes: dict[str, Any]) -> str:
 
 
 def chain(base: RunConfig, ranked: list[tuple[str, dict[str, Any]]], limit: tuple[int, str] | None,
-          peak_scale: float | None = None) -> list[tuple[str, dict[str, Any]]]:
+          seen: Seen | None = None) -> list[tuple[str, dict[str, Any]]]:
     """The second stage's steps: the best candidate alone (measured again: its gain must hold against a fresh
     baseline to be recommended), then each next one added to it, as (names, changes). A candidate of a group
     already changed (a second compile mode, another batch, TF32 after bf16) is an alternative, not an addition, and
@@ -78,7 +78,7 @@ def chain(base: RunConfig, ranked: list[tuple[str, dict[str, Any]]], limit: tupl
         merged = changes | change
         combined = dataclasses.replace(base, **merged)
         taken = group_of(change) in {group_of({field: value}) for field, value in changes.items()}
-        if taken or config_problems(combined) or _fit_problem(combined, limit, peak_scale):
+        if taken or config_problems(combined) or _fit_problem(combined, limit, seen or Seen()):
             continue
         names.append(name)
         changes = merged
@@ -91,13 +91,14 @@ class Seen:
     """What the diagnosis's process showed that decides whether a candidate applies (nothing before it ran)."""
     peak_scale: float | None = None  # the baseline's measured peak over its predicted one (measured_peak_scale)
     factory_kwargs: dict[str, Any] | None = None  # the arguments the runner gave a user's factory (its manifest)
+    measured_peak: int | None = None  # bytes: what the baseline needed, and ran with
 
 
 def candidates(cfg: RunConfig, on_gpu: bool, limit: tuple[int, str] | None, seen: Seen = Seen()) -> list[Candidate]:
     """Every change the advisor knows, in order: those that apply carry their config; the others their reason."""
     found = [*_precision(cfg, on_gpu), _attention(cfg, seen.factory_kwargs), *_compiles(cfg, on_gpu),
              *_optimizer(cfg, on_gpu), *_batches(cfg), *_parallel(cfg)]
-    return [_checked(cfg, candidate, limit, seen.peak_scale) for candidate in found]
+    return [_checked(cfg, candidate, limit, seen) for candidate in found]
 
 
 def measured_peak_scale(cfg: RunConfig, measured_peak: int | None) -> float | None:
@@ -111,30 +112,30 @@ def _predicted(cfg: RunConfig) -> bool:
     return not cfg.model_factory and (cfg.nproc == 1 or cfg.parallel == "ddp")  # the formula: the built-in model's
 
 
-def _checked(cfg: RunConfig, candidate: Candidate, limit: tuple[int, str] | None,
-             peak_scale: float | None) -> Candidate:
+def _checked(cfg: RunConfig, candidate: Candidate, limit: tuple[int, str] | None, seen: Seen) -> Candidate:
     """The candidate's config, or the reason it cannot run: a problem the config check finds, or no fit."""
     if candidate.reason:
         return candidate
     changed = dataclasses.replace(cfg, **candidate.changes)
-    problem = next(iter(config_problems(changed).values()), None) or _fit_problem(changed, limit, peak_scale)
+    problem = next(iter(config_problems(changed).values()), None) or _fit_problem(changed, limit, seen)
     if problem:
         return dataclasses.replace(candidate, reason=problem)
     return dataclasses.replace(candidate, config=changed)
 
 
-def _fit_problem(changed: RunConfig, limit: tuple[int, str] | None, peak_scale: float | None) -> str | None:
+def _fit_problem(changed: RunConfig, limit: tuple[int, str] | None, seen: Seen) -> str | None:
     """Before the diagnosis: the prediction's lower bound is more than the device has. After it: the baseline's
-    measured peak, grown as the prediction grows, leaves less than the headroom free."""
+    measured peak, grown as the prediction grows, leaves less than the headroom free, and is more than the baseline
+    needed (what the baseline ran with is never refused)."""
     if limit is None:
         return None
     if fit_problem(changed, limit):
         return (f"would need ≥ {format_bytes(predicted_lower_bound(changed))} of {limit[1]} "
                 f"({format_bytes(limit[0])})")
-    if peak_scale is None or not _predicted(changed):
+    if seen.peak_scale is None or not _predicted(changed):
         return None
-    estimate = int(predict_run_memory(changed)["peak_bytes"] * peak_scale)
-    if estimate <= limit[0] * MEASURED_HEADROOM:
+    estimate = int(predict_run_memory(changed)["peak_bytes"] * seen.peak_scale)
+    if estimate <= max(limit[0] * MEASURED_HEADROOM, seen.measured_peak or 0):
         return None
     return (f"would need about {format_bytes(estimate)} of {limit[1]} ({format_bytes(limit[0])}): the baseline's "
             f"measured peak, grown as predicted, leaves under {1 - MEASURED_HEADROOM:.0%} free")
@@ -168,7 +169,8 @@ def _attention(cfg: RunConfig, factory_kwargs: dict[str, Any] | None) -> Candida
         return dataclasses.replace(sdpa, reason=f"your model's own attention: {cfg.model_factory} takes no "
                                                 f"parameter named {names}; its code must change")
     name = taken[0]
-    if factory_kwargs[name] != ATTENTION_NAMES[name].get(cfg.attention, cfg.attention):
+    pinned = {item.partition("=")[0].strip() for item in cfg.model_args}  # --model-arg NAME=… wins over --attention
+    if name in pinned or factory_kwargs[name] != ATTENTION_NAMES[name].get(cfg.attention, cfg.attention):
         return dataclasses.replace(sdpa, reason=f"your model's {name} is set by its own arguments "
                                                 f"({name}={factory_kwargs[name]!r}), not by --attention")
     return sdpa

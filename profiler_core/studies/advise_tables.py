@@ -8,7 +8,7 @@ import math
 from typing import Any
 
 from sysprof.profiler_core import events, rundir
-from sysprof.profiler_core.compare import FASTER, THROUGHPUT_ROW, compare_summaries
+from sysprof.profiler_core.compare import FASTER, SLOWER, THROUGHPUT_ROW, WITHIN_NOISE, compare_summaries
 from sysprof.profiler_core.memory.accounting import predict_run_memory
 from sysprof.profiler_core.metrics import THROUGHPUT
 from sysprof.profiler_core.options import config_to_args
@@ -142,7 +142,7 @@ def _not_finished(cell: Any, what: str) -> tuple[str, str] | None:
     summary = cell.summary
     if summary is None:
         return events.PENDING, f"{what} has not run yet"
-    ran = len((summary.get("repeats") or {}).get("processes") or [summary])
+    ran = _processes_run(cell)
     if summary.get("status") == events.OK and ran < cell.config.repeats:
         return events.PENDING, f"{what} has run {ran} of its {cell.config.repeats} processes"
     if summary.get("status") != events.OK:
@@ -150,13 +150,25 @@ def _not_finished(cell: Any, what: str) -> tuple[str, str] | None:
     return None
 
 
+def _processes_run(cell: Any) -> int:
+    """The group's processes once its summary is the group's; before that the cell's summary is its first
+    process's, and each later one has its own under repeats/NN."""
+    group = (cell.summary.get("repeats") or {}).get("processes")
+    if group:
+        return len(group)
+    return 1 + sum(1 for _ in cell.path.glob("repeats/*/summary.json"))
+
+
 def _why_not(rate: dict | None, loss: float | str | None) -> str | None:
     if loss is None or (isinstance(loss, float) and loss > LOSS_TOLERANCE):
         shown = "not finite" if loss is None else f"{loss:.1%} off"
         return f"its loss is {shown} against the baseline's (same seed): it changes what is computed"
-    if rate is None or rate["verdict"] != FASTER:
-        return NOT_FASTER + _what_it_rests_on(rate) if rate else "no tokens/s to compare"
-    return None
+    if rate is None:
+        return "no tokens/s to compare"
+    if rate["verdict"] == FASTER:
+        return None
+    said = {WITHIN_NOISE: NOT_FASTER, SLOWER: "slower"}.get(rate["verdict"], f"not faster: {rate['verdict']}")
+    return said + _what_it_rests_on(rate)
 
 
 NOT_FASTER = "not faster beyond run-to-run noise"
@@ -222,7 +234,10 @@ def _recommendation(study: Study, advice: dict, measured: list[dict], combined: 
     kept = helping_steps(combined)
     if kept:
         untried = [row["step"] for row in combined if row.get("why") == LEFT_OUT]
+        unfinished = [row["step"] for row in combined[1:] if row.get("status") == events.PENDING]
         later = f"; not tried on top of it (over the budget): {', '.join(untried)}" if untried else ""
+        later += (f"; not finished on top of it: {', '.join(unfinished)} (`sysprof advise --resume`)"
+                  if unfinished else "")
         return [{"answer": f"{kept[-1]['step']}: tokens/s {_times(kept[-1]['× baseline'])} of the baseline's, measured "
                            f"twice{later}", "options": kept[-1]["options"],
                  "command": f"sysprof run {base} {kept[-1]['options']}"}]

@@ -443,20 +443,25 @@ def test_resume_with_a_larger_budget_runs_a_cut_combination_again_whole(tmp_path
 
 def test_resume_runs_a_cut_combination_again_only_with_more_budget_and_while_its_steps_helped():
     """Steps left out after one that did not help could never be recommended, and a budget that affords no more
-    steps than ran would repeat the same cut: neither runs again."""
+    steps than ran would repeat the same cut: neither runs again. Steps are counted as _combine counts them (each at
+    its costliest part's first-stage cell, a part never timed at the mean cell)."""
     from sysprof.profiler_core.studies.document import Study
-    from sysprof.profiler_core.studies.kinds.advise import _cut_by_the_budget
+    from sysprof.profiler_core.studies.kinds.advise import _cell_times, _cut_by_the_budget
 
     study = Study.load(H100_ADVICE)
     advice = json.loads((H100_ADVICE / "advice.json").read_text())
-    cut = advice["combination"] | {"left_out": [{"name": "x", "options": "--batch 16"}]}  # its one step helped
-    assert _cut_by_the_budget(study, cut, affordable=2)
-    assert not _cut_by_the_budget(study, cut, affordable=1)  # room for the one step it ran, not for more
-    assert _cut_by_the_budget(study, {"skipped": "over the budget: about 3.0 min more for 2 steps"}, affordable=1)
-    assert not _cut_by_the_budget(study, advice["combination"], affordable=5)  # nothing left out
+    times = _cell_times(study, advice)
+    [ran] = advice["combination"]["steps"]
+    one_step = times["baseline"] + times[ran["name"]]
+    cut = advice | {"combination": advice["combination"] | {"left_out": [{"name": "x", "options": "--batch 16"}]}}
+    assert _cut_by_the_budget(study, cut, per_cell_s=30.0, budget_left_s=one_step + 31)  # its one step helped
+    assert not _cut_by_the_budget(study, cut, per_cell_s=30.0, budget_left_s=one_step + 29)  # no room for more
+    skipped = advice | {"combination": {"skipped": "over the budget: about 3.0 min more for 2 steps"}}
+    assert _cut_by_the_budget(study, skipped, per_cell_s=30.0, budget_left_s=1.0)  # _combine plans it again
+    assert not _cut_by_the_budget(study, advice, per_cell_s=30.0, budget_left_s=10**6)  # nothing left out
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(advise_tables, "helping_steps", lambda rows: [])  # as if its step had not helped
-        assert not _cut_by_the_budget(study, cut, affordable=5)
+        assert not _cut_by_the_budget(study, cut, per_cell_s=30.0, budget_left_s=10**6)
 
 
 def test_a_resumed_combination_is_planned_at_the_time_its_first_stage_cells_took(tmp_path, monkeypatch):
@@ -511,6 +516,12 @@ def test_a_batch_the_measured_peak_says_cannot_fit_is_not_run():
     assert after["bf16 autocast"].reason is None and after["batch 16"].reason.startswith("would need ≥ 108.")
     mine = dataclasses.replace(diagnosis.config, model_factory="tests/data/models/nanogpt_style/gpt.py:build")
     assert measured_peak_scale(mine, 10**9) is None
+    measured = max(diagnosis.summary["peak_memory_bytes"].values())
+    snug = (int(measured / 0.97), "GPU 0's memory")  # the baseline itself ran with 3% free
+    close = by_name(candidates(diagnosis.config, True, snug, Seen(peak_scale=scale, measured_peak=measured)))
+    assert close["TF32 for fp32 matmuls"].reason is None and close["torch.compile default"].reason is None
+    assert close["fused optimizer step"].reason is None  # no more than the baseline ran with: never refused
+    assert close["batch 8"].reason.startswith("would need")
 
 
 def test_sdpa_is_a_candidate_for_a_users_factory_that_takes_an_attention_parameter():
@@ -530,6 +541,9 @@ def test_sdpa_is_a_candidate_for_a_users_factory_that_takes_an_attention_paramet
     no_switch = Seen(factory_kwargs={k: v for k, v in seen.factory_kwargs.items() if k != "attention"})
     assert by_name(candidates(base, True, H100, no_switch))["SDPA attention"].reason.endswith(
         "takes no parameter named attention, attn_impl, attention_impl, attn_implementation; its code must change")
+    pinned = dataclasses.replace(base, model_args=('attention="naive"',))  # --model-arg wins over --attention
+    assert by_name(candidates(pinned, True, H100, seen))["SDPA attention"].reason == (
+        "your model's attention is set by its own arguments (attention='naive'), not by --attention")
     set_by_user = Seen(factory_kwargs=seen.factory_kwargs | {"attention": "flash"})
     assert by_name(candidates(base, True, H100, set_by_user))["SDPA attention"].reason == (
         "your model's attention is set by its own arguments (attention='flash'), not by --attention")
@@ -581,3 +595,32 @@ def test_a_gain_within_noise_says_what_the_verdict_rests_on():
     assert _why_not(rate, 0.0) == ("not faster beyond run-to-run noise (not significant, p=0.06; 2 processes a "
                                    "side)")
     assert _why_not({"verdict": WITHIN_NOISE, "n_a": 1, "n_b": 1}, 0.0) == "not faster beyond run-to-run noise"
+    slower = {"verdict": "slower", "reason": "p=0.028, effect 40.0% ≥ 2.0%", "n_a": 4, "n_b": 4}
+    assert _why_not(slower, 0.0) == "slower (p=0.028, effect 40.0% ≥ 2.0%; 4 processes a side)"
+    assert _why_not({"verdict": "too few steps", "reason": "fewer than 2 measured steps"}, 0.0) == (
+        "not faster: too few steps (fewer than 2 measured steps)")
+
+
+def test_a_step_still_pending_is_counted_by_its_processes_and_named_in_the_answer(tmp_path):
+    """Until a group's last process, its cell's summary is its first process's and the others sit under
+    repeats/NN: the pending line counts those. A step that helped is the answer, and one still pending after it is
+    named ("not finished on top of it"), not passed over."""
+    import shutil
+
+    from sysprof.profiler_core.studies.document import Study
+
+    study_dir = tmp_path / "advise"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-2p7b-interrupted-h100",
+                    study_dir)
+    baseline = sorted((study_dir / "cells").iterdir())[7]
+    (baseline / "repeats" / "02").mkdir(parents=True)
+    shutil.copy(baseline / "summary.json", baseline / "repeats" / "02" / "summary.json")
+    rows = study_tables(study_dir)[advise_tables.COMBINATION_TABLE]
+    assert rows[0]["why"] == "the baseline has run 2 of its 4 processes"
+    combined = [{"step": "baseline", "status": "ok"}, {"step": "a", "status": "ok", "why": "helps", "options": "--a",
+                                                       "× baseline": "2.00 [1.90–2.10]"},
+                {"step": "a + b", "status": "pending", "why": "this step has run 1 of its 4 processes"}]
+    advice = json.loads((study_dir / "advice.json").read_text())
+    [answer] = advise_tables._recommendation(Study.load(study_dir), advice, [], combined)
+    assert answer["options"] == "--a" and answer["answer"].endswith(
+        "measured twice; not finished on top of it: a + b (`sysprof advise --resume`)")

@@ -21,7 +21,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from sysprof.profiler_core import rundir
+from sysprof.profiler_core import events, rundir
 from sysprof.profiler_core.code_specs import code_location_problems
 from sysprof.profiler_core.config import RunConfig, validate
 from sysprof.profiler_core.errors import ConfigError, UsageError
@@ -123,10 +123,13 @@ def _measure(args: argparse.Namespace, study_dir: Path, base: RunConfig, budget_
 
 
 def _seen(diagnosis: Any, base: RunConfig) -> Seen:
-    """What the diagnosis's process showed: its measured peak, the arguments a user's factory was given."""
-    measured = max(((diagnosis.summary or {}).get("peak_memory_bytes") or {}).values(), default=None)
+    """What the diagnosis's process showed: its measured peak (of a process that ended ok: an OOM's peak is not
+    what the config needs), the arguments a user's factory was given."""
+    summary = diagnosis.summary or {}
+    peaks = (summary.get("peak_memory_bytes") or {}).values() if summary.get("status") == events.OK else ()
+    measured = max(peaks, default=None)
     kwargs = (diagnosis.run.manifest.get("model") or {}).get("kwargs") if base.model_factory else None
-    return Seen(measured_peak_scale(base, measured), kwargs)
+    return Seen(measured_peak_scale(base, measured), kwargs, measured)
 
 
 def resume(args: argparse.Namespace, study_dir: Path) -> Path:
@@ -150,8 +153,8 @@ def resume(args: argparse.Namespace, study_dir: Path) -> Path:
     # the candidates' cells as timed when they ran (compiles and steps included), else the plan's start-up estimate
     per_cell_s = (advice.get("per_cell_s") or _timed_cell_s(Study.load(study_dir), advice)
                   or PROCESS_S["cuda" if _on_gpu(base) else "cpu"] * base.repeats)
-    more = int(budget_left_s // per_cell_s) - 1  # combination steps the budget affords, after a fresh baseline
-    if "combination" not in advice or _cut_by_the_budget(Study.load(study_dir), advice["combination"], more):
+    study = Study.load(study_dir)
+    if "combination" not in advice or _cut_by_the_budget(study, advice, per_cell_s, budget_left_s):
         _combine(args, study_dir, base, device_memory(base.device), per_cell_s, budget_left_s)
     return study_dir
 
@@ -192,15 +195,18 @@ def _affordable(study: Study, advice: dict, steps: list[tuple[str, Any]], per_ce
     return affordable, spent
 
 
-def _cut_by_the_budget(study: Study, combination: dict, affordable: int) -> bool:
+def _cut_by_the_budget(study: Study, advice: dict, per_cell_s: float, budget_left_s: float) -> bool:
     """A combination the budget stopped short (not run, or steps left out) while every step it ran still helped,
-    and a budget that affords more steps than it ran: resumed, it runs again whole, so each step is measured
-    interleaved with the ones before it and a fresh baseline (steps added to the old cells alone would be compared
-    across time). A resume without more budget leaves it as it is."""
-    if affordable <= len(combination.get("steps", [])):
-        return False
+    and a budget that affords more steps than it ran (counted as _combine counts them): resumed, it runs again
+    whole, so each step is measured interleaved with the ones before it and a fresh baseline (steps added to the old
+    cells alone would be compared across time). A resume without more budget leaves it as it is. One the budget
+    skipped whole has no steps on record: _combine plans it again, and skips it again where it still cannot pay."""
+    combination = advice["combination"]
     if "skipped" in combination:
         return True
+    planned = [(step["name"], None) for step in combination.get("steps", []) + combination.get("left_out", [])]
+    if _affordable(study, advice, planned, per_cell_s, budget_left_s)[0] <= len(combination.get("steps", [])):
+        return False
     rows = advise_tables.combination_rows(study, combination)
     ran = [row for row in rows[1:] if row.get("why") != advise_tables.LEFT_OUT]
     return bool(combination.get("left_out")) and len(advise_tables.helping_steps(rows)) == len(ran)
@@ -219,8 +225,7 @@ def _combine(args: argparse.Namespace, study_dir: Path, base: Any, limit: tuple[
     passed = sorted((row["_speedup"] or 0.0, d["name"], d["changes"]) for d, row in zip(advice["candidates"], rows)
                     if row.get("why") == advise_tables.PASSED and "changes" in d)
     diagnosis = study.cells[advice.get("diagnosis_cell", DIAGNOSIS_CELL)]
-    steps = chain(base, [(name, changes) for _, name, changes in reversed(passed)], limit,
-                  _seen(diagnosis, base).peak_scale)
+    steps = chain(base, [(name, changes) for _, name, changes in reversed(passed)], limit, _seen(diagnosis, base))
     if not steps:
         return
     affordable, all_steps_s = _affordable(study, advice, steps, per_cell_s, budget_left_s)
@@ -239,8 +244,9 @@ def _combine(args: argparse.Namespace, study_dir: Path, base: Any, limit: tuple[
 
 
 def _replace_combination(advice: dict[str, Any], combination: dict[str, Any]) -> None:
-    """The new combination in advice; one it replaces (a resume with more budget) stays on record, its cells kept."""
-    if "combination" in advice:
+    """The new combination in advice; one it replaces (a resume with more budget) stays on record, its cells kept
+    (one the budget skipped has no cells)."""
+    if "combination" in advice and "skipped" not in advice["combination"]:
         advice["earlier_combinations"] = [*advice.get("earlier_combinations", []), advice["combination"]]
     advice["combination"] = combination
 

@@ -21,11 +21,12 @@ BATCH_FACTORS = (2, 4)  # a larger batch is judged on tokens/s; two doublings co
 # Seconds a fresh process takes beyond its steps (start, import, build) and a compile's extra, for the plan's
 # estimate only; the advisor says "about".
 PROCESS_S = {"cpu": 5.0, "cuda": 20.0}
-# A compile's seconds in the first process of a cell, and in the later ones, which inductor's cache on disk serves.
-# Measured on an H100 for small bf16: reduce-overhead 40 s; max-autotune 320 s in the first process, 24 s after it.
-COMPILE_S = 60.0
-AUTOTUNE_COMPILE_S = 360.0  # max-autotune times kernel variants for every shape before it keeps one
-CACHED_COMPILE_S = 25.0
+# A compile's seconds in the first process of a cell, and in the later ones, which inductor's cache on disk serves
+# in part, as (seconds, seconds per Transformer block): Dynamo traces every block. Measured on H100s: small (12
+# blocks) reduce-overhead 39 s, then 18–19 s; 2.7B (32 blocks) 73–82 s with a cold cache, then 34–48 s.
+COMPILE_S = (20.0, 1.8)
+CACHED_COMPILE_S = (8.0, 0.9)
+AUTOTUNE_COMPILE_S = 360.0  # max-autotune times kernel variants for every shape before it keeps one (small: 320 s)
 # The share of the device's memory a candidate may be estimated to need once the baseline's peak is measured: the
 # CUDA context and the allocator's fragmentation take the rest. 2.7B fp32 at batch 8 (ctx 512), estimated at 99.4% of
 # an H100's 79.65 GiB, ended OOM in its first process.
@@ -263,8 +264,12 @@ def _alternatives_last(applicable: list[Candidate]) -> list[Candidate]:
 
 
 def compile_s(cfg: RunConfig | None, processes: int) -> float:
-    """The plan's estimate of what compiling costs a cell of `processes` fresh processes."""
+    """The plan's estimate of what compiling costs a cell of `processes` fresh processes (a user's factory is
+    counted at the blocks of the preset its dims come from)."""
     if cfg is None or not cfg.compiles:
         return 0.0
-    first = AUTOTUNE_COMPILE_S if cfg.compile and cfg.compile_mode.startswith("max-autotune") else COMPILE_S
-    return first + (processes - 1) * CACHED_COMPILE_S
+    blocks = cfg.spec().layers
+    first = COMPILE_S[0] + COMPILE_S[1] * blocks
+    if cfg.compile and cfg.compile_mode.startswith("max-autotune"):
+        first = AUTOTUNE_COMPILE_S
+    return first + (processes - 1) * (CACHED_COMPILE_S[0] + CACHED_COMPILE_S[1] * blocks)

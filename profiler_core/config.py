@@ -33,6 +33,18 @@ DIM_FIELDS = ("d_model", "d_ff", "layers", "heads", "vocab")
 # Dtype facts. Weights (and AdamW's state) stay fp32 under autocast; activations take the autocast dtype.
 PARAM_BYTES = 4
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}  # bytes per element of an activation
+# Where each of the tool's dimensions may appear in a factory's signature: the CS336 names first, then the
+# spellings of other codebases (nanoGPT, Hugging Face, llama-style).
+DIMENSION_NAMES: dict[str, tuple[str, ...]] = {
+    "vocab_size": ("vocab_size", "n_vocab", "vocab", "num_embeddings"),
+    "context_length": ("context_length", "block_size", "max_seq_len", "max_position_embeddings", "seq_len",
+                       "n_positions", "n_ctx", "max_len"),
+    "d_model": ("d_model", "n_embd", "dim", "hidden_size", "embed_dim", "emb_dim", "d_embed"),
+    "num_layers": ("num_layers", "n_layer", "n_layers", "num_hidden_layers", "depth"),
+    "num_heads": ("num_heads", "n_head", "n_heads", "num_attention_heads"),
+    "d_ff": ("d_ff", "ffn_dim", "intermediate_size", "d_hidden", "hidden_dim", "mlp_dim"),
+    "rope_theta": ("rope_theta", "theta"),
+}
 # The tool's --attention (naive|sdpa) goes to a factory parameter of one of these names, in that parameter's own
 # spelling, so a sweep's attention axis switches the user's attention too. Hugging Face's attn_implementation
 # calls the materialized-scores path "eager" and rejects "naive".

@@ -20,21 +20,9 @@ from typing import Any
 
 import torch
 
-from sysprof.profiler_core.config import ATTENTION_NAMES, RunConfig
+from sysprof.profiler_core.config import ATTENTION_NAMES, DIMENSION_NAMES, RunConfig
 from sysprof.profiler_core.errors import ConfigError
 
-# Where each of the tool's dimensions may appear in a factory's signature: the CS336 names first, then the
-# spellings of other codebases (nanoGPT, Hugging Face, llama-style).
-DIMENSION_NAMES: dict[str, tuple[str, ...]] = {
-    "vocab_size": ("vocab_size", "n_vocab", "vocab", "num_embeddings"),
-    "context_length": ("context_length", "block_size", "max_seq_len", "max_position_embeddings", "seq_len",
-                       "n_positions", "n_ctx", "max_len"),
-    "d_model": ("d_model", "n_embd", "dim", "hidden_size", "embed_dim", "emb_dim", "d_embed"),
-    "num_layers": ("num_layers", "n_layer", "n_layers", "num_hidden_layers", "depth"),
-    "num_heads": ("num_heads", "n_head", "n_heads", "num_attention_heads"),
-    "d_ff": ("d_ff", "ffn_dim", "intermediate_size", "d_hidden", "hidden_dim", "mlp_dim"),
-    "rope_theta": ("rope_theta", "theta"),
-}
 ROPE_THETA = 10_000.0  # the CS336 default, offered to factories that ask for it
 
 

@@ -10,7 +10,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from sysprof.profiler_core.config import ATTENTION_NAMES, RunConfig, config_problems
+from sysprof.profiler_core.config import ATTENTION_NAMES, DIMENSION_NAMES, RunConfig, config_problems
 from sysprof.profiler_core.memory.accounting import predict_run_memory
 from sysprof.profiler_core.memory.fit import fit_problem, predicted_lower_bound
 from sysprof.profiler_core.options import flag
@@ -171,7 +171,8 @@ def _attention(cfg: RunConfig, factory_kwargs: dict[str, Any] | None) -> Candida
                                                 f"parameter named {names}; its code must change")
     name = taken[0]
     pinned = {item.partition("=")[0].strip() for item in cfg.model_args}  # --model-arg NAME=… wins over --attention
-    if name in pinned or factory_kwargs[name] != ATTENTION_NAMES[name].get(cfg.attention, cfg.attention):
+    if any(taken_name in pinned for taken_name in taken) or (
+            factory_kwargs[name] != ATTENTION_NAMES[name].get(cfg.attention, cfg.attention)):
         return dataclasses.replace(sdpa, reason=f"your model's {name} is set by its own arguments "
                                                 f"({name}={factory_kwargs[name]!r}), not by --attention")
     return sdpa
@@ -264,12 +265,21 @@ def _alternatives_last(applicable: list[Candidate]) -> list[Candidate]:
 
 
 def compile_s(cfg: RunConfig | None, processes: int) -> float:
-    """The plan's estimate of what compiling costs a cell of `processes` fresh processes (a user's factory is
-    counted at the blocks of the preset its dims come from)."""
+    """The plan's estimate of what compiling costs a cell of `processes` fresh processes."""
     if cfg is None or not cfg.compiles:
         return 0.0
-    blocks = cfg.spec().layers
+    blocks = _blocks(cfg)
     first = COMPILE_S[0] + COMPILE_S[1] * blocks
     if cfg.compile and cfg.compile_mode.startswith("max-autotune"):
         first = AUTOTUNE_COMPILE_S
     return first + (processes - 1) * (CACHED_COMPILE_S[0] + CACHED_COMPILE_S[1] * blocks)
+
+
+def _blocks(cfg: RunConfig) -> int:
+    """The Transformer blocks the config builds: a --model-arg that sets a factory's depth (n_layer=48), else the
+    dims' (a factory that sets its own depth inside is counted at them too)."""
+    for item in cfg.model_args:
+        name, _, text = item.partition("=")
+        if name.strip() in DIMENSION_NAMES["num_layers"] and text.strip().isdigit():
+            return int(text)
+    return cfg.spec().layers

@@ -167,7 +167,7 @@ def _why_not(rate: dict | None, loss: float | str | None) -> str | None:
         return "no tokens/s to compare"
     if rate["verdict"] == FASTER:
         return None
-    said = {WITHIN_NOISE: NOT_FASTER, SLOWER: "slower"}.get(rate["verdict"], f"not faster: {rate['verdict']}")
+    said = {WITHIN_NOISE: NOT_FASTER, SLOWER: "slower"}.get(rate["verdict"], f"not judged faster: {rate['verdict']}")
     return said + _what_it_rests_on(rate)
 
 

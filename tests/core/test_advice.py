@@ -623,7 +623,7 @@ def test_a_gain_within_noise_says_what_the_verdict_rests_on():
     slower = {"verdict": "slower", "reason": "p=0.028, effect 40.0% ≥ 2.0%", "n_a": 4, "n_b": 4}
     assert _why_not(slower, 0.0) == "slower (p=0.028, effect 40.0% ≥ 2.0%; 4 processes a side)"
     assert _why_not({"verdict": "too few steps", "reason": "fewer than 2 measured steps"}, 0.0) == (
-        "not faster: too few steps (fewer than 2 measured steps)")
+        "not judged faster: too few steps (fewer than 2 measured steps)")
 
 
 def test_a_step_still_pending_is_counted_by_its_processes_and_named_in_the_answer(tmp_path):
@@ -649,3 +649,28 @@ def test_a_step_still_pending_is_counted_by_its_processes_and_named_in_the_answe
     [answer] = advise_tables._recommendation(Study.load(study_dir), advice, [], combined)
     assert answer["options"] == "--a" and answer["answer"].endswith(
         "measured twice; not finished on top of it: a + b (`sysprof advise --resume`)")
+
+
+def test_a_factorys_depth_from_model_arg_is_what_its_compile_is_planned_at():
+    mine = RunConfig(model="small", model_factory="tests/data/models/nanogpt_style/gpt.py:build", compile=True)
+    deeper = dataclasses.replace(mine, model_args=("n_layer=48",))
+    assert compile_s(deeper, 1) == pytest.approx(20 + 1.8 * 48)
+    assert compile_s(mine, 1) == pytest.approx(20 + 1.8 * 12)  # the dims of small
+
+
+def test_a_skipped_combination_is_not_kept_and_an_oom_diagnosis_gives_no_peak():
+    """A combination the budget skipped has no cells: replaced, it leaves nothing on record. A diagnosis that ended
+    OOM measured the peak of a failure, not what the config needs: the memory check takes no scale from it."""
+    from sysprof.profiler_core.studies.document import Study
+    from sysprof.profiler_core.studies.kinds.advise import _replace_combination, _seen
+
+    advice = {"combination": {"skipped": "over the budget: about 3.0 min more for 2 steps"}}
+    _replace_combination(advice, {"first_cell": 9, "steps": [], "left_out": []})
+    assert "earlier_combinations" not in advice and advice["combination"]["first_cell"] == 9
+    _replace_combination(advice, {"skipped": "over the budget"})
+    assert advice["earlier_combinations"] == [{"first_cell": 9, "steps": [], "left_out": []}]
+    study = Study.load(Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-2p7b-interrupted-h100")
+    ok, oom = study.cells[0], study.cells[6]
+    assert _seen(ok, ok.config).measured_peak == max(ok.summary["peak_memory_bytes"].values())
+    seen = _seen(oom, oom.config)
+    assert oom.summary["status"] == "oom" and seen.measured_peak is None and seen.peak_scale is None

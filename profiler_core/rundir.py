@@ -42,6 +42,7 @@ PROFILED_DIR, MEMORY_DIR, KERNELS_DIR, EXPORTS_DIR = "profiled", "memory", "kern
 TORCH_TRACE, MEMORY_SNAPSHOT = "torch_trace.json", "memory_snapshot.pickle"
 ANALYSIS, PHASE_KERNELS, ATTENTION_KERNELS = "analysis.json", "phase_kernels.csv", "attention_kernels.csv"
 REPEATS_DIR = "repeats"  # processes 2..N of a run with --repeats N (session/repeats)
+FIRST_PROCESS_SUMMARY = "first_process_summary.json"  # the first's own, once the group's took summary.json
 EVENTS = "events.jsonl"  # a rank other than 0 (--nproc): its events, which rank 0's stdout does not carry
 RANKS_DIR = "ranks"  # a run's other ranks, one folder each (rank_dir)
 RESERVE, RESERVE_BYTES = ".reserve", 256 * 1024  # set aside while a run runs: its summary fits on a full disk

@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from sysprof.profiler_core import events, rundir
@@ -110,22 +110,33 @@ def run(sweep_dir: Path, on_event: Callable[[dict], None], nsys: str | None = No
     total = sum(configs[i].repeats - len(groups[i].summaries) for i in pending)
     on_event({"event": events.STUDY, "cells": len(configs), "pending": total})
     started, done = time.perf_counter(), 0
-    for round_index in range(max((configs[i].repeats for i in pending), default=0)):
-        for index, group in (groups.items() if round_index % 2 == 0 else reversed(groups.items())):
-            if group.complete:
-                continue
-            process = len(group.summaries)
-            on_event({"event": events.CELL, "index": index, "config": configs[index].to_dict(), "done": done,
-                      "pending": total, "repeat": process + 1, "eta_s": _eta(started, done, total)})
-            summary = group.run_process(process)
-            done += 1
-            status = group.write_summary()["status"] if group.complete else summary["status"]
-            on_event({"event": events.CELL_DONE, "index": index, "status": status,
-                      "reason": events.cell_reason(summary)})
-            error = summary.get("error")
-            if error and error["kind"] in (events.CANCELLED, events.DISK_FULL):  # the next cells would fail alike
-                return _results(sweep_dir, configs)
+    for index in schedule(configs, groups):
+        group = groups[index]
+        if group.complete:
+            continue
+        process = len(group.summaries)
+        on_event({"event": events.CELL, "index": index, "config": configs[index].to_dict(), "done": done,
+                  "pending": total, "repeat": process + 1, "eta_s": _eta(started, done, total)})
+        summary = group.run_process(process)
+        done += 1
+        status = group.write_summary()["status"] if group.complete else summary["status"]
+        on_event({"event": events.CELL_DONE, "index": index, "status": status, "reason": events.cell_reason(summary)})
+        error = summary.get("error")
+        if error and error["kind"] in (events.CANCELLED, events.DISK_FULL):  # the next cells would fail alike
+            break
     return _results(sweep_dir, configs)
+
+
+def schedule(configs: Sequence[RunConfig], groups: Mapping[int, RepeatedRun]) -> list[int]:
+    """The cell of each process left, in the order a sweep run whole would take (round r: every cell's process
+    r+1, the order reversed every other round), less the processes that finished. A resumed sweep so interleaves
+    as a whole one does; run cell by cell from where it stopped, a 2.7B advise's cut cells ran their two processes
+    back to back, after every process of the cells they are compared with ("not interleaved", no verdict)."""
+    order: list[int] = []
+    for round_index in range(max((configs[i].repeats for i in groups), default=0)):
+        cells = list(groups) if round_index % 2 == 0 else list(groups)[::-1]
+        order += [i for i in cells if len(groups[i].summaries) <= round_index < configs[i].repeats]
+    return order
 
 
 def cell_preparer(sweep_dir: Path, configs: list[RunConfig], nsys: str | None) -> Callable[[int], tuple[Path, bool]]:

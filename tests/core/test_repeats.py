@@ -1,8 +1,10 @@
 """--repeats: one config in N fresh runner processes (real runners on CPU), the group summary built from them,
 the group ended by a process that fails, and sweeps that interleave the processes round-robin over their cells."""
+import json
 import statistics
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from rich.console import Console
@@ -98,3 +100,35 @@ def test_absurd_repeats_are_a_one_line_usage_error(tmp_path, capsys, value):
     assert code == 2
     assert capsys.readouterr().err.strip() == f"sysprof: error: repeats must be 1 to 100 fresh processes; got {value}"
     assert not list(tmp_path.iterdir())  # nothing ran, nothing written
+
+
+@pytest.mark.slow
+def test_a_group_stopped_in_its_second_process_resumes_from_its_first(tmp_path):
+    """The group's summary replaces the first process's file; resumed, the first must still count as done (a 2.7B
+    advise cut in a cell's second process ran the first again). The second's summary is a real runner's, stopped by
+    SIGINT on the CPU."""
+    cfg = RunConfig(**{**TINY.to_dict(), "repeats": 3})
+    run_dir = rundir.new_run_dir(tmp_path, cfg)
+    group = RepeatedRun(cfg, run_dir, lambda event: None)
+    first = group.run_process(0)
+    group.summaries.append(json.loads((DATA / "events" / "sigint_cpu_summary.json").read_text()))
+    assert group.write_summary()["status"] == "failed" and "repeats" in rundir.read_summary(run_dir)
+    resumed = RepeatedRun(cfg, run_dir, lambda event: None).resume()
+    assert [s["ran"] for s in resumed.summaries] == [first["ran"]] and not resumed.complete
+
+
+def _groups(done: list[int]) -> dict:
+    return {index: SimpleNamespace(summaries=[{}] * n) for index, n in enumerate(done) if n is not None}
+
+
+def test_a_resumed_sweep_runs_what_is_left_in_the_order_of_a_whole_one():
+    configs = [RunConfig(model="tiny", repeats=2)] * 6
+    assert sweep.schedule(configs, _groups([0, 0, 0])) == [0, 1, 2, 2, 1, 0]  # A B C, C B A
+    # the H200 advise, cut in the first process of its last cell: that cell's two run first, then the second
+    # round backwards, so each cell's processes lie inside its neighbours' and the baseline's (it ran them last,
+    # back to back: "not interleaved")
+    assert sweep.schedule(configs, _groups([1, 1, 1, 1, 1, 0])) == [5, 5, 4, 3, 2, 1, 0]
+    # cut in the second round (cell 5 done, cell 4 cancelled in its second process): the baseline runs last
+    groups = _groups([1, 1, 1, 1, 1, None])
+    assert sweep.schedule(configs, groups) == [4, 3, 2, 1, 0]
+    assert sweep.schedule([RunConfig(model="tiny", repeats=3)] * 2, _groups([2, 0])) == [1, 1, 0, 1]

@@ -120,10 +120,9 @@ class RepeatedRun:
 
     def _keep_first_process_summary(self) -> None:
         """The group's summary takes the first process's file: its own is kept, or a group cancelled in its second
-        process would run its first again when resumed (a 2.7B cell lost 40 s of an advise so)."""
-        own = self.run_dir / rundir.FIRST_PROCESS_SUMMARY
-        if not own.exists():
-            rundir.write_json(own, self.summaries[0])
+        process would run its first again when resumed (a 2.7B cell lost 40 s of an advise so). Written each time:
+        a first process run again in the same directory replaces what an earlier attempt kept."""
+        rundir.write_json(self.run_dir / rundir.FIRST_PROCESS_SUMMARY, self.summaries[0])
 
     def notice(self, message: str) -> None:
         self.on_event({"event": events.NOTICE, "message": message})

@@ -72,8 +72,10 @@ class Progress:
                     "eta_s": eta},
                    f"cell {self.done + 1}/{self.pending}: {label}" + (f" · ETA {eta / 60:.1f} min" if eta else ""))
 
-    def cell_done(self, index: int, status: str, label: str | None = None, reason: str = "") -> None:
+    def cell_done(self, index: int, status: str, label: str | None = None, reason: str = "",
+                  pending: int | None = None) -> None:
         self.done += 1
+        self.pending = self.pending if pending is None else pending  # a group an OOM ended runs no more processes
         label = label or self.label
         self._emit({"event": events.CELL_DONE, "index": index, "label": label, "status": status, "reason": reason,
                     "done": self.done, "pending": self.pending, "eta_s": self.eta_s()},
@@ -89,5 +91,6 @@ class Progress:
                 process = f" · process {event.get('repeat', 1)}/{repeats}" if repeats > 1 else ""
                 self.cell_started(event["index"], config_label(event["config"]) + process)
             elif event["event"] == events.CELL_DONE:
-                self.cell_done(event["index"], event["status"], reason=event.get("reason", ""))
+                self.cell_done(event["index"], event["status"], reason=event.get("reason", ""),
+                               pending=event.get("pending"))
         return on_event

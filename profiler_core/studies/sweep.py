@@ -120,7 +120,10 @@ def run(sweep_dir: Path, on_event: Callable[[dict], None], nsys: str | None = No
         summary = group.run_process(process)
         done += 1
         status = group.write_summary()["status"] if group.complete else summary["status"]
-        on_event({"event": events.CELL_DONE, "index": index, "status": status, "reason": events.cell_reason(summary)})
+        if group.stopped:  # an OOM ends its group: the processes it will not run leave the count
+            total -= configs[index].repeats - len(group.summaries)
+        on_event({"event": events.CELL_DONE, "index": index, "status": status, "reason": events.cell_reason(summary),
+                  "pending": total})
         error = summary.get("error")
         if error and error["kind"] in (events.CANCELLED, events.DISK_FULL):  # the next cells would fail alike
             break

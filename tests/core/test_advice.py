@@ -705,3 +705,49 @@ def test_the_2p7b_advise_on_an_h200_answers_past_40_percent_mfu_in_one_command()
     best = next(row for row in steps if row.get("options") == answer["options"])
     assert best["MFU %"] >= 40 and best["of peak"] == "bf16" and float(best["× baseline"].split()[0]) >= 9
     assert (steps[0]["MFU %"], steps[0]["of peak"]) == (60.3, "fp32")
+
+
+def test_a_resume_without_a_budget_takes_what_is_left_of_the_studys_own(tmp_path):
+    """The H200 study's processes took 20.3 minutes by their own clocks; its three calls each gave --budget 20, so
+    the resumes had 20 minutes more each. Without --budget a resume now has what is left of the study's budget: here
+    none (and 5 minutes of a 25-minute one)."""
+    import shutil
+
+    from sysprof.profiler_core.studies.kinds.advise import budget_left_of, spent_s
+
+    study_dir = tmp_path / "advise"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-2p7b-h200", study_dir)
+    assert spent_s(study_dir) == pytest.approx(1215.6, abs=0.1)
+    assert budget_left_of(study_dir) == pytest.approx(20 * 60 - 1215.6, abs=0.1)  # saved before budget_s was kept
+    advice = json.loads((study_dir / "advice.json").read_text())
+    (study_dir / "advice.json").write_text(json.dumps(advice | {"budget_s": 25 * 60}))
+    assert budget_left_of(study_dir) == pytest.approx(5 * 60 - 15.6, abs=0.1)
+
+
+def test_one_20_minute_budget_would_have_combined_bf16_batch_16_and_reduce_overhead():
+    """What the H200 study's own timing says one uninterrupted `--budget 20` would have done: its diagnosis and
+    first stage took 742 s of process time, and the combination, counted as _combine counts it, affords three steps
+    in the 458 s left (bf16, + batch 16, + reduce-overhead: measured 10.75×, 43.9% MFU), not the fused step."""
+    from sysprof.profiler_core.studies.document import Study
+    from sysprof.profiler_core.studies.kinds.advise import _affordable
+
+    study_dir = Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-2p7b-h200"
+    advice = json.loads((study_dir / "advice.json").read_text())
+    combined = advice["combination"]["first_cell"]
+    first_stage = sum(w["end"] - w["start"] for w in _windows(study_dir) if w["cell"] < combined)
+    assert first_stage == pytest.approx(741.8, abs=0.1)
+    steps = [(step["name"], None) for step in advice["combination"]["steps"]]
+    affordable, _ = _affordable(Study.load(study_dir), advice, steps, advice["per_cell_s"], 20 * 60 - first_stage)
+    assert affordable == 3
+    rows = study_tables(study_dir)[advise_tables.COMBINATION_TABLE]
+    assert rows[affordable]["× baseline"].startswith("10.75") and rows[affordable]["MFU %"] > 40
+
+
+def _windows(study_dir: Path) -> list[dict]:
+    """Each finished process's clean-pass window with its cell's index."""
+    found = []
+    for path in (study_dir / "cells").glob("**/summary.json"):
+        summary = json.loads(path.read_text())
+        if summary.get("ran") and summary["status"] == "ok":
+            found.append(summary["ran"] | {"cell": int(path.relative_to(study_dir / "cells").parts[0][:3])})
+    return found

@@ -132,3 +132,23 @@ def test_a_resumed_sweep_runs_what_is_left_in_the_order_of_a_whole_one():
     groups = _groups([1, 1, 1, 1, 1, None])
     assert sweep.schedule(configs, groups) == [4, 3, 2, 1, 0]
     assert sweep.schedule([RunConfig(model="tiny", repeats=3)] * 2, _groups([2, 0])) == [1, 1, 0, 1]
+
+
+@pytest.mark.slow
+def test_a_group_an_oom_ends_leaves_the_count_and_the_apps_progress_ends(tmp_path, second_process_ooms, capsys):
+    """Two cells of 3 processes whose second process OOMs (a real H200 OOM's events): 4 processes run, not 6, and
+    the count the CLI and the app show ends at 4 of 4 (it stayed at 4 of 6, "now:" never cleared)."""
+    from sysprof.profiler_core.studies.progress import Progress
+    from sysprof.tui.model.study_state import StudyState
+
+    configs = sweep.expand({**{k: [v] for k, v in TINY.to_dict().items()}, "ctx": [16, 24], "repeats": [3]})
+    sweep_dir = sweep.create(tmp_path, "t", configs, ["ctx"])
+    with Progress(True).recorded(sweep_dir) as progress:
+        sweep.run(sweep_dir, progress.sweep_listener("sweep", sweep_dir))
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    done = [e for e in lines if e.get("event") == "cell_done"]
+    assert len(done) == 4 and (done[-1]["done"], done[-1]["pending"]) == (4, 4)
+    state = StudyState()
+    for event in lines:
+        state = state.apply(event)
+    assert (state.done, state.pending, state.current) == (4, 4, "")

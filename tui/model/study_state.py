@@ -34,8 +34,9 @@ class StudyState:
         if kind == events.CELL_DONE:
             outcome = events.cell_outcome(event["label"], event["status"], event.get("reason", ""))
             unfinished = self.unfinished + ((outcome,) if event["status"] != "ok" else ())
-            return replace(self, done=event["done"], eta_s=event.get("eta_s"), unfinished=unfinished,
-                           current="" if event["done"] >= self.pending else self.current)
+            pending = event.get("pending", self.pending)  # fewer once an OOM ended a group
+            return replace(self, done=event["done"], pending=pending, eta_s=event.get("eta_s"),
+                           unfinished=unfinished, current="" if event["done"] >= pending else self.current)
         return self
 
     def ended(self, returncode: int | None, last_error: str) -> StudyState:

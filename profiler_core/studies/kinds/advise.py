@@ -55,16 +55,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(repeats=DEFAULT_REPEATS)
     parser.add_argument("--resume", type=Path, metavar="DIR", help="continue an advise study: its cells that did "
                         "not finish, then its combination (the run options are the study's own)")
-    parser.add_argument("--budget", type=float, default=DEFAULT_BUDGET_MIN, metavar="MINUTES",
+    parser.add_argument("--budget", type=float, metavar="MINUTES",
                         help=f"candidates in order of their usual gain while the estimate fits (default "
-                             f"{DEFAULT_BUDGET_MIN:.0f}); the plan names the ones left out")
+                             f"{DEFAULT_BUDGET_MIN:.0f}); the plan names the ones left out. With --resume: minutes "
+                             "more (default: what is left of the study's own budget)")
 
 
 def run(args: argparse.Namespace) -> Path:
-    if not args.budget > 0:
+    if args.budget is not None and not args.budget > 0:
         raise UsageError(f"--budget must be a positive number of minutes; got {args.budget:g}")
     if args.resume:
         return resume(args, args.resume)
+    args.budget = DEFAULT_BUDGET_MIN if args.budget is None else args.budget
     base = validate(config_from_args(args))
     if base.repeats < 2:
         raise UsageError(f"--repeats {base.repeats}: the advisor needs at least 2 processes per cell (the spread "
@@ -84,7 +86,8 @@ def run(args: argparse.Namespace) -> Path:
             "[bold]diagnosis[/]: one process of the config as given" + (", profiled" if device == "cuda" else ""))
     study_dir = run_configs(args, "advise", [diagnosis_config(base, device == "cuda")], [],
                             lambda study_dir: rundir.write_json(study_dir / rundir.ADVICE_PLAN, {
-                                "baseline": base.to_dict(), "diagnosis_cell": DIAGNOSIS_CELL}))
+                                "baseline": base.to_dict(), "diagnosis_cell": DIAGNOSIS_CELL,
+                                "budget_s": args.budget * 60}))
     _measure(args, study_dir, base, args.budget * 60 - (time.monotonic() - started))
     return study_dir
 
@@ -134,19 +137,21 @@ def _seen(diagnosis: Any, base: RunConfig) -> Seen:
 
 def resume(args: argparse.Namespace, study_dir: Path) -> Path:
     """Run an advise study's cells that did not finish, then the stages that never started (the plan after the
-    diagnosis, the combination after the candidates); --budget is what those stages may still take."""
+    diagnosis, the combination after the candidates), within --budget more minutes, else what is left of the
+    study's own budget."""
     if study_kind(study_dir) != "advise":
         raise UsageError(f"{study_dir} is not an advise study directory (`sysprof sweep --resume` continues others)")
     configs, _ = sweep.load_plan(study_dir)
     for cfg in configs:  # the plan was read without it: its cells are about to run here
         for problem in code_location_problems(cfg).values():
             raise UsageError(f"{study_dir}: {problem}")
+    budget_s = args.budget * 60 if args.budget is not None else budget_left_of(study_dir)
     started = time.monotonic()
     with Progress(args.events).recorded(study_dir) as progress:
         sweep.run(study_dir, progress.sweep_listener("advise", study_dir))
     advice = rundir.read_json(study_dir / rundir.ADVICE_PLAN) or {}
     base = RunConfig.from_dict(advice["baseline"]) if "baseline" in advice else configs[0]
-    budget_left_s = args.budget * 60 - (time.monotonic() - started)
+    budget_left_s = budget_s - (time.monotonic() - started)
     if "candidates" not in advice:
         _measure(args, study_dir, base, budget_left_s)
         return study_dir
@@ -157,6 +162,29 @@ def resume(args: argparse.Namespace, study_dir: Path) -> Path:
     if "combination" not in advice or _cut_by_the_budget(study, advice, per_cell_s, budget_left_s):
         _combine(args, study_dir, base, device_memory(base.device), per_cell_s, budget_left_s)
     return study_dir
+
+
+def budget_left_of(study_dir: Path) -> float:
+    """Seconds left of the study's own budget: it less what its finished processes took by their own clocks (a
+    process cut short, the diagnosis's profiled pass and the advisor's own work are not counted). A study saved
+    before its budget was kept had the default."""
+    advice = rundir.read_json(study_dir / rundir.ADVICE_PLAN) or {}
+    return float(advice.get("budget_s") or DEFAULT_BUDGET_MIN * 60) - spent_s(study_dir)
+
+
+def spent_s(study_dir: Path) -> float:
+    """What the study's finished processes took: each process directory's clean pass window (summary["ran"]; a
+    group's summary carries its first process's, the later ones are in repeats/NN)."""
+    total = 0.0
+    for path in (study_dir / rundir.SWEEP_CELLS_DIR).glob(f"**/{rundir.SUMMARY}"):
+        try:
+            summary = rundir.read_json(path) or {}
+        except rundir.RunDirError:
+            continue  # a torn summary: that process runs again, and counts then
+        ran = summary.get("ran") or {}
+        if summary.get("status") in events.DONE_STATUSES and "start" in ran and "end" in ran:
+            total += ran["end"] - ran["start"]
+    return total
 
 
 def _timed_cell_s(study: Study, advice: dict) -> float | None:

@@ -211,6 +211,7 @@ def test_advise_on_the_cpu_diagnoses_then_measures_its_candidates_against_the_ba
     advice = json.loads((study_dir / "advice.json").read_text())
     assert advice["diagnosis_cell"] == 0 and advice["first_cell"] == 1 and advice["hints"]["launch_bound"] == []
     assert advice["per_cell_s"] > 0  # the candidates' cells as timed: what a resumed combination is planned with
+    assert advice["budget_s"] == 90  # what a resume without --budget takes the rest of
     tables = study_tables(study_dir)
     rows = tables["advice: each candidate against the baseline, interleaved"]
     measured = [row for row in rows if row["status"] == "ok"]
@@ -306,6 +307,27 @@ def test_resume_runs_the_cells_an_advise_study_did_not_finish(tmp_path):
     tables = study_tables(study_dir)
     assert [row["status"] for row in tables["advice: each candidate against the baseline, interleaved"]
             if row["candidate"] == "SDPA attention"] == ["ok"]
+
+
+@pytest.mark.slow
+def test_a_resume_without_budget_continues_the_studys_own(tmp_path, monkeypatch):
+    """The real tiny study resumed after a lost cell: with --budget 1 its last stage is judged against a minute;
+    without, against what is left of the study's own budget (here 10 minutes past its processes' time)."""
+    import shutil
+
+    from sysprof.profiler_core.studies.kinds import advise as advise_kind
+
+    study_dir = tmp_path / "advise"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-tiny-cpu", study_dir)
+    shutil.rmtree(next((study_dir / "cells").glob("002-*")))
+    advice = json.loads((study_dir / "advice.json").read_text())
+    (study_dir / "advice.json").write_text(json.dumps(advice | {"budget_s": advise_kind.spent_s(study_dir) + 600}))
+    budgets = []
+    monkeypatch.setattr(advise_kind, "_cut_by_the_budget", lambda *args: budgets.append(args[-1]) or False)
+    for extra in (["--budget", "1"], []):
+        with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
+            assert cli.main(["advise", "--resume", str(study_dir), *extra]) == 0
+    assert budgets[0] <= 60 and 450 < budgets[1] < 600
 
 
 REAL_ANALYSIS = Path(__file__).resolve().parents[1] / "data" / "runs" / "small-h200-analyses"

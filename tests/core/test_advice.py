@@ -324,10 +324,16 @@ def test_a_resume_without_budget_continues_the_studys_own(tmp_path, monkeypatch)
     (study_dir / "advice.json").write_text(json.dumps(advice | {"budget_s": advise_kind.spent_s(study_dir) + 600}))
     budgets = []
     monkeypatch.setattr(advise_kind, "_cut_by_the_budget", lambda *args: budgets.append(args[-1]) or False)
+    said = []
     for extra in (["--budget", "1"], []):
-        with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
+        err = io.StringIO()
+        with redirect_stdout(io.StringIO()), redirect_stderr(err):
             assert cli.main(["advise", "--resume", str(study_dir), *extra]) == 0
+        said.append(err.getvalue().splitlines()[0])
     assert budgets[0] <= 60 and 450 < budgets[1] < 600
+    left, _, rest = said[1].removeprefix("budget: ").partition(" ")
+    assert said[0] == "budget: 1 min more" and 7.5 < float(left) <= 10
+    assert rest == "min left of the study's own (--budget MINUTES for more)"
 
 
 REAL_ANALYSIS = Path(__file__).resolve().parents[1] / "data" / "runs" / "small-h200-analyses"

@@ -146,6 +146,8 @@ def resume(args: argparse.Namespace, study_dir: Path) -> Path:
         for problem in code_location_problems(cfg).values():
             raise UsageError(f"{study_dir}: {problem}")
     budget_s = args.budget * 60 if args.budget is not None else budget_left_of(study_dir)
+    if not args.events:
+        Console(stderr=True, highlight=False).print(_resume_budget_line(args.budget, budget_s))
     started = time.monotonic()
     with Progress(args.events).recorded(study_dir) as progress:
         sweep.run(study_dir, progress.sweep_listener("advise", study_dir))
@@ -162,6 +164,14 @@ def resume(args: argparse.Namespace, study_dir: Path) -> Path:
     if "combination" not in advice or _cut_by_the_budget(study, advice, per_cell_s, budget_left_s):
         _combine(args, study_dir, base, device_memory(base.device), per_cell_s, budget_left_s)
     return study_dir
+
+
+def _resume_budget_line(asked_min: float | None, budget_s: float) -> str:
+    if asked_min is not None:
+        return f"budget: {asked_min:g} min more"
+    if budget_s > 0:
+        return f"budget: {budget_s / 60:.1f} min left of the study's own (--budget MINUTES for more)"
+    return "budget: the study's own is spent: only its unfinished cells run (--budget MINUTES for more)"
 
 
 def budget_left_of(study_dir: Path) -> float:

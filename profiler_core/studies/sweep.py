@@ -120,12 +120,13 @@ def run(sweep_dir: Path, on_event: Callable[[dict], None], nsys: str | None = No
         summary = group.run_process(process)
         done += 1
         status = group.write_summary()["status"] if group.complete else summary["status"]
-        if group.stopped:  # an OOM ends its group: the processes it will not run leave the count
+        error = summary.get("error")  # a cancel or a full disk ends the sweep: the next process would fail alike
+        ends_sweep = error is not None and error["kind"] in (events.CANCELLED, events.DISK_FULL)
+        if group.stopped and not ends_sweep:  # an OOM or a crash ends its group, not the sweep: fewer to run
             total -= configs[index].repeats - len(group.summaries)
         on_event({"event": events.CELL_DONE, "index": index, "status": status, "reason": events.cell_reason(summary),
                   "pending": total})
-        error = summary.get("error")
-        if error and error["kind"] in (events.CANCELLED, events.DISK_FULL):  # the next cells would fail alike
+        if ends_sweep:
             break
     return _results(sweep_dir, configs)
 

@@ -311,8 +311,9 @@ def test_resume_runs_the_cells_an_advise_study_did_not_finish(tmp_path):
 
 @pytest.mark.slow
 def test_a_resume_without_budget_continues_the_studys_own(tmp_path, monkeypatch):
-    """The real tiny study resumed after a lost cell: with --budget 1 its last stage is judged against a minute;
-    without, against what is left of the study's own budget (here 10 minutes past its processes' time)."""
+    """The real tiny study resumed after a lost cell: without --budget its last stage is judged against what is left
+    of the study's own budget (here 10 minutes past its processes' time); --budget 1 gives a minute more, which the
+    study's budget keeps for the next plain resume."""
     import shutil
 
     from sysprof.profiler_core.studies.kinds import advise as advise_kind
@@ -322,18 +323,38 @@ def test_a_resume_without_budget_continues_the_studys_own(tmp_path, monkeypatch)
     shutil.rmtree(next((study_dir / "cells").glob("002-*")))
     advice = json.loads((study_dir / "advice.json").read_text())
     (study_dir / "advice.json").write_text(json.dumps(advice | {"budget_s": advise_kind.spent_s(study_dir) + 600}))
-    budgets = []
+    budgets, said = [], []
     monkeypatch.setattr(advise_kind, "_cut_by_the_budget", lambda *args: budgets.append(args[-1]) or False)
-    said = []
-    for extra in (["--budget", "1"], []):
+    for extra in ([], ["--budget", "1"], []):
         err = io.StringIO()
         with redirect_stdout(io.StringIO()), redirect_stderr(err):
             assert cli.main(["advise", "--resume", str(study_dir), *extra]) == 0
         said.append(err.getvalue().splitlines()[0])
-    assert budgets[0] <= 60 and 450 < budgets[1] < 600
-    left, _, rest = said[1].removeprefix("budget: ").partition(" ")
-    assert said[0] == "budget: 1 min more" and 7.5 < float(left) <= 10
-    assert rest == "min left of the study's own (--budget MINUTES for more)"
+    assert 450 < budgets[0] < 600 and 50 < budgets[1] <= 60 and 50 < budgets[2] <= 60
+    left, _, rest = said[0].removeprefix("budget: ").partition(" ")
+    assert 7.5 < float(left) <= 10 and rest == "min left of the study's own (--budget MINUTES for more)"
+    assert said[1] == "budget: 1 min more" and said[2].startswith("budget: 1.0 min left of the study's own")
+
+
+def test_what_a_study_spent_counts_every_process_once_and_a_budget_typed_before_it_was_kept(tmp_path):
+    """A group a cancel ended keeps its summary (the first process's window) and the cancelled process's: both spent
+    their time, each counts once. A study saved before its budget was kept resumes with the --budget it was started
+    with (advise-small-h100: 5 minutes), not the default 20."""
+    from sysprof.profiler_core.studies.kinds.advise import budget_left_of, spent_s
+
+    data = Path(__file__).resolve().parents[1] / "data" / "studies"
+    assert budget_left_of(data / "advise-small-h100") == pytest.approx(5 * 60 - spent_s(data / "advise-small-h100"))
+    cell = tmp_path / "study" / "cells" / "001-cell"
+    (cell / "repeats" / "02").mkdir(parents=True)
+    (cell / "profiled").mkdir()
+    group = json.loads((data / "advise-2p7b-h200" / "cells" / "001-2.7B-ctx512-b4-train-fp32-naive-opt-foreach-x2"
+                        / "summary.json").read_text())
+    (cell / "summary.json").write_text(json.dumps(group | {"status": "failed", "ran": {"start": 0, "end": 100}}))
+    (cell / "first_process_summary.json").write_text(json.dumps({"status": "ok", "ran": {"start": 0, "end": 100}}))
+    (cell / "repeats" / "02" / "summary.json").write_text(json.dumps({"status": "failed",
+                                                                      "ran": {"start": 100, "end": 130}}))
+    (cell / "profiled" / "summary.json").write_text(json.dumps({"status": "ok"}))  # a pass: no window of its own
+    assert spent_s(tmp_path / "study") == 130
 
 
 REAL_ANALYSIS = Path(__file__).resolve().parents[1] / "data" / "runs" / "small-h200-analyses"

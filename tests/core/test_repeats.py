@@ -152,3 +152,21 @@ def test_a_group_an_oom_ends_leaves_the_count_and_the_apps_progress_ends(tmp_pat
     for event in lines:
         state = state.apply(event)
     assert (state.done, state.pending, state.current) == (4, 4, "")
+
+
+def test_a_cancel_ends_the_sweep_without_shrinking_what_is_left_to_run(tmp_path):
+    """A cancelled process stops the sweep; the processes it did not run are still to run (a resume runs them), so
+    the count does not shrink to what ran, as it does for a group an OOM ended."""
+    configs = sweep.expand({**{k: [v] for k, v in TINY.to_dict().items()}, "ctx": [16, 24], "repeats": [2]})
+    sweep_dir = sweep.create(tmp_path, "t", configs, ["ctx"])
+    cancelled = json.loads((DATA / "events" / "sigint_cpu_summary.json").read_text())
+
+    def run_process(self, index):
+        self.summaries.append(cancelled)  # the real runner's summary when SIGINT stopped it
+        return cancelled
+    seen = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(RepeatedRun, "run_process", run_process)
+        sweep.run(sweep_dir, seen.append)
+    done = [e for e in seen if e["event"] == "cell_done"]
+    assert len(done) == 1 and done[0]["pending"] == 4

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import shlex
 import time
 from pathlib import Path
 from typing import Any
@@ -145,7 +146,9 @@ def resume(args: argparse.Namespace, study_dir: Path) -> Path:
     for cfg in configs:  # the plan was read without it: its cells are about to run here
         for problem in code_location_problems(cfg).values():
             raise UsageError(f"{study_dir}: {problem}")
-    budget_s = args.budget * 60 if args.budget is not None else budget_left_of(study_dir)
+    if args.budget is not None:  # minutes more: the study's budget grows by them, so a later resume keeps the rest
+        _update_advice(study_dir, budget_s=spent_s(study_dir) + args.budget * 60)
+    budget_s = budget_left_of(study_dir)
     if not args.events:
         Console(stderr=True, highlight=False).print(_resume_budget_line(args.budget, budget_s))
     started = time.monotonic()
@@ -175,24 +178,33 @@ def _resume_budget_line(asked_min: float | None, budget_s: float) -> str:
 
 
 def budget_left_of(study_dir: Path) -> float:
-    """Seconds left of the study's own budget: it less what its finished processes took by their own clocks (a
-    process cut short, the diagnosis's profiled pass and the advisor's own work are not counted). A study saved
-    before its budget was kept had the default."""
+    """Seconds left of the study's own budget: it less what its processes took by their own clocks (the
+    diagnosis's profiled pass and the advisor's own work are not counted)."""
     advice = rundir.read_json(study_dir / rundir.ADVICE_PLAN) or {}
-    return float(advice.get("budget_s") or DEFAULT_BUDGET_MIN * 60) - spent_s(study_dir)
+    return float(advice.get("budget_s") or _budget_typed_s(study_dir)) - spent_s(study_dir)
+
+
+def _budget_typed_s(study_dir: Path) -> float:
+    """The budget a study saved before its budget was kept was started with: its command's --budget, else the
+    default (a study started with --budget 5 must not resume with 15 minutes)."""
+    try:
+        words = shlex.split(str((rundir.read_json(study_dir / rundir.SWEEP_PLAN) or {}).get("command") or ""))
+        return float(words[words.index("--budget") + 1]) * 60
+    except (ValueError, IndexError, rundir.RunDirError):
+        return DEFAULT_BUDGET_MIN * 60
 
 
 def spent_s(study_dir: Path) -> float:
-    """What the study's finished processes took: each process directory's clean pass window (summary["ran"]; a
-    group's summary carries its first process's, the later ones are in repeats/NN)."""
+    """What the study's processes took: each process directory's clean pass window (summary["ran"]; a group's
+    summary carries its first process's, the later ones are in repeats/NN), whatever its status (a process cut
+    short spent its time too, until a resume runs it again in its place)."""
     total = 0.0
     for path in (study_dir / rundir.SWEEP_CELLS_DIR).glob(f"**/{rundir.SUMMARY}"):
         try:
-            summary = rundir.read_json(path) or {}
+            ran = (rundir.read_json(path) or {}).get("ran") or {}
         except rundir.RunDirError:
             continue  # a torn summary: that process runs again, and counts then
-        ran = summary.get("ran") or {}
-        if summary.get("status") in events.DONE_STATUSES and "start" in ran and "end" in ran:
+        if "start" in ran and "end" in ran:
             total += ran["end"] - ran["start"]
     return total
 

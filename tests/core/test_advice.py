@@ -355,6 +355,8 @@ def test_what_a_study_spent_counts_every_process_once_and_a_budget_typed_before_
                                                                       "ran": {"start": 100, "end": 130}}))
     (cell / "profiled" / "summary.json").write_text(json.dumps({"status": "ok"}))  # a pass: no window of its own
     assert spent_s(tmp_path / "study") == 130
+    (tmp_path / "study" / "sweep.json").write_text(json.dumps({"command": "sysprof advise --model tiny --budget=5"}))
+    assert budget_left_of(tmp_path / "study") == 5 * 60 - 130
 
 
 REAL_ANALYSIS = Path(__file__).resolve().parents[1] / "data" / "runs" / "small-h200-analyses"

@@ -188,7 +188,8 @@ def _budget_typed_s(study_dir: Path) -> float:
     """The budget a study saved before its budget was kept was started with: its command's --budget, else the
     default (a study started with --budget 5 must not resume with 15 minutes)."""
     try:
-        words = shlex.split(str((rundir.read_json(study_dir / rundir.SWEEP_PLAN) or {}).get("command") or ""))
+        command = str((rundir.read_json(study_dir / rundir.SWEEP_PLAN) or {}).get("command") or "")
+        words = [part for word in shlex.split(command) for part in word.split("=", 1)]  # --budget=5 as --budget 5
         return float(words[words.index("--budget") + 1]) * 60
     except (ValueError, IndexError, rundir.RunDirError):
         return DEFAULT_BUDGET_MIN * 60

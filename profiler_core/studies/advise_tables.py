@@ -78,9 +78,12 @@ def combination_rows(study: Study, combination: dict) -> list[dict]:
         return []
     baseline = study.cells[first]
     rows = [_step_row("baseline", baseline, baseline, baseline)]
+    held = ("the baseline", baseline)  # the last step that held: what a step after one that did not is judged by
     for index, step in enumerate(combination["steps"]):
         cell, before = study.cells[first + 1 + index], study.cells[first + index]
-        rows.append(_step_row(step["name"], baseline, before, cell) | {"options": step["options"]})
+        row = _step_row(step["name"], baseline, before, cell, held)
+        rows.append(row | {"options": step["options"]})
+        held = (step["name"], cell) if held_up(row) else held
     return rows + [{"step": step["name"], "status": "not run", "why": LEFT_OUT, "options": step["options"]}
                    for step in combination.get("left_out", [])]
 
@@ -88,7 +91,12 @@ def combination_rows(study: Study, combination: dict) -> list[dict]:
 LEFT_OUT = "over the budget: not measured on top of the steps above (--resume with a larger --budget)"
 
 
-def _step_row(name: str, baseline: Any, before: Any, cell: Any) -> dict[str, Any]:
+def _step_row(name: str, baseline: Any, before: Any, cell: Any,
+              held: tuple[str, Any] | None = None) -> dict[str, Any]:
+    """One step's row. It helps when it is faster than the step before; after a step that did not hold, when it is
+    faster than the last one that did (held): on the 2.7B H200, bf16 + batch 16 was "within noise" over bf16 (p =
+    0.054 with one slow bf16 process, Welch's t on two a side), and reduce-overhead on top of it, 2.6× bf16's
+    tokens/s, was left out of the answer with it."""
     row: dict[str, Any] = {"step": name}
     ended = _not_finished(baseline, "the baseline") or _not_finished(cell, "this step")
     if ended:
@@ -100,12 +108,32 @@ def _step_row(name: str, baseline: Any, before: Any, cell: Any) -> dict[str, Any
     overall = {r["phase"]: r for r in compare_summaries(baseline.summary, summary)}.get(THROUGHPUT_ROW)
     step = {r["phase"]: r for r in compare_summaries(before.summary, summary)}.get(THROUGHPUT_ROW)
     loss = loss_change(baseline, cell)
-    helps = _why_not(step, loss) if before is not baseline else _why_not(overall, loss)
     return row | {"× baseline": ratio_text(overall) if overall else None,
                   "over the step before": step["verdict_text"] if step else None,
                   **_mfu(summary), "peak GiB": _peak_gib(summary),
                   "compile s": summary.get("compile_s"), "loss Δ %": _loss_text(loss),
-                  "why": helps or "helps"}
+                  "why": _step_why(before, cell, step if before is not baseline else overall, loss, held)}
+
+
+def _step_why(before: Any, cell: Any, step: dict | None, loss: float | str | None,
+              held: tuple[str, Any] | None) -> str:
+    """HELPS, or why not: against the step before, or, where that one did not hold, against the last that did."""
+    if held is None or held[1] is before:
+        return _why_not(step, loss) or HELPS
+    name, last = held
+    against = {r["phase"]: r for r in compare_summaries(last.summary, cell.summary)}.get(THROUGHPUT_ROW)
+    why_not = _why_not(against, loss)
+    if why_not:
+        return f"{why_not}, against {name}, the last step that held"
+    return f"{HELPS}: {_times(ratio_text(against or {}))} {name}'s tokens/s, the last step that held"
+
+
+HELPS = "helps"
+
+
+def held_up(row: dict) -> bool:
+    """Whether a combination row's step held (helps over the step before, or over the last step that held)."""
+    return str(row.get("why", "")).startswith(HELPS)
 
 
 def _mfu(summary: dict) -> dict[str, Any]:
@@ -245,7 +273,8 @@ def _recommendation(study: Study, advice: dict, measured: list[dict], combined: 
     if kept:
         untried = [row["step"] for row in combined if row.get("why") == LEFT_OUT]
         unfinished = [row["step"] for row in combined[1:] if row.get("status") == events.PENDING]
-        later = f"; not tried on top of it (over the budget): {', '.join(untried)}" if untried else ""
+        later = _not_held_in(combined, kept[-1])
+        later += f"; not tried on top of it (over the budget): {', '.join(untried)}" if untried else ""
         later += (f"; not finished on top of it: {', '.join(unfinished)} (`sysprof advise --resume`)"
                   if unfinished else "")
         return [{"answer": f"{kept[-1]['step']}: tokens/s {_times(kept[-1]['× baseline'])} of the baseline's, measured "
@@ -264,6 +293,14 @@ def _recommendation(study: Study, advice: dict, measured: list[dict], combined: 
     return [{"answer": f"none: {once}, and not when measured again: noise, not a gain", "command": None}]
 
 
+def _not_held_in(combined: list[dict], answer: dict) -> str:
+    """The answer's parts whose own step did not hold (the steps after it ran with them), said with the answer."""
+    before = combined[1:combined.index(answer)]
+    parts = [row["step"].rsplit(" + ", 1)[-1] for row in before if not held_up(row)]
+    return (f"; in it, {', '.join(parts)} not shown to help on its own (a step after it is faster than the last "
+            f"step that held)") if parts else ""
+
+
 def run_command(baseline: RunConfig, options: str) -> str:
     """The baseline with a step's options, as one `sysprof run` line in which each option appears once (appended,
     the step's --optimizer-impl fused after the baseline's foreach read as two answers)."""
@@ -278,11 +315,7 @@ def _times(ratio: str) -> str:
 
 
 def helping_steps(combined: list[dict]) -> list[dict]:
-    """The second stage's steps up to the first that did not help (the baseline row left out): the first is the
-    best candidate measured again, so an empty list means no gain held."""
-    kept = []
-    for row in combined[1:]:
-        if row.get("why") != "helps":
-            break
-        kept.append(row)
-    return kept
+    """The second stage's steps that held (the baseline row left out), in order; the last is the answer. A step
+    that did not hold stays in the steps after it (they ran with it), which are then judged against the last step
+    that held; an empty list means no gain held."""
+    return [row for row in combined[1:] if held_up(row)]

@@ -148,10 +148,11 @@ def test_a_group_an_oom_ends_leaves_the_count_and_the_apps_progress_ends(tmp_pat
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
     done = [e for e in lines if e.get("event") == "cell_done"]
     assert len(done) == 4 and (done[-1]["done"], done[-1]["pending"]) == (4, 4)
-    state = StudyState()
+    state = StudyState(stage="running")
     for event in lines:
         state = state.apply(event)
     assert (state.done, state.pending, state.current) == (4, 4, "")
+    assert "4/4 processes run · 2 cells" in state.progress_line()  # it said "cells run", counting processes
 
 
 def test_a_cancel_ends_the_sweep_without_shrinking_what_is_left_to_run(tmp_path):

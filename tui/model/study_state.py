@@ -46,14 +46,19 @@ class StudyState:
                            message="" if returncode == 0 else "some cells did not finish")
         return replace(self, stage="failed", current="", message=last_error or f"exited with {returncode}")
 
+    def _count(self) -> str:
+        """An opened study counts its cells; a running one the processes it runs (a cell of --repeats 4 is four,
+        and a resume runs only what was left), beside its cells."""
+        if self.stage == "opened":
+            return f" · {self.done}/{self.cells} cells run"
+        return f" · {self.done}/{self.pending} processes run · {self.cells} cell{'s' * (self.cells != 1)}"
+
     def progress_line(self) -> str:
         if self.stage == "idle":
             return "No study yet: pick one (or type a sweep) and press enter."
         head = f"[b]{self.kind or 'study'}[/b] · {self.stage}"
         if self.cells:
-            head += f" · {self.done}/{self.pending} cells run"
-            if self.pending < self.cells:
-                head += f" ({self.cells - self.pending} already done)"
+            head += self._count()
         if self.running and self.eta_s is not None:
             head += f" · ETA {duration(self.eta_s)}"
         if self.current:

@@ -11,10 +11,13 @@ set -u
 mode=$1 dir=$2
 case "$mode" in
   start)
-    shift 3  # start DIR --
+    [ "${3:-}" = "--" ] || { echo "usage: detached.sh start DIR -- COMMAND..." >&2; exit 2; }
+    shift 3
     mkdir -p "$dir"
     rm -f "$dir/rc"
-    setsid nohup bash -c '"$@"; echo $? > "'"$dir"'/rc"' detached "$@" > "$dir/log.txt" 2>&1 < /dev/null &
+    # the status goes to rc.tmp, then by rename to rc: a watcher never reads a half-written one
+    setsid nohup bash -c 'out=$1; shift; "$@"; echo $? > "$out/rc.tmp"; mv "$out/rc.tmp" "$out/rc"' \
+      detached "$dir" "$@" > "$dir/log.txt" 2>&1 < /dev/null &
     echo $! > "$dir/pid"
     echo "started pid $(cat "$dir/pid"): $*"
     ;;

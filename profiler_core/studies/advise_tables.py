@@ -79,11 +79,15 @@ def combination_rows(study: Study, combination: dict) -> list[dict]:
     baseline = study.cells[first]
     rows = [_step_row("baseline", baseline, baseline, baseline)]
     held = ("the baseline", baseline)  # the last step that held: what a step after one that did not is judged by
+    blocker = None  # why the steps from here are not judged: they contain a part that was slower, broke the loss…
     for index, step in enumerate(combination["steps"]):
         cell, before = study.cells[first + 1 + index], study.cells[first + index]
-        row = _step_row(step["name"], baseline, before, cell, held)
+        row = _step_row(step["name"], baseline, before, cell, held, blocker)
         rows.append(row | {"options": step["options"]})
-        held = (step["name"], cell) if held_up(row) else held
+        if held_up(row):
+            held = (step["name"], cell)
+        elif blocker is None and not str(row.get("why", "")).startswith(NOT_FASTER):
+            blocker = f"it contains {_added_part(step['name'])}, whose own step did not hold ({row.get('why')})"
     return rows + [{"step": step["name"], "status": "not run", "why": LEFT_OUT, "options": step["options"]}
                    for step in combination.get("left_out", [])]
 
@@ -91,12 +95,13 @@ def combination_rows(study: Study, combination: dict) -> list[dict]:
 LEFT_OUT = "over the budget: not measured on top of the steps above (--resume with a larger --budget)"
 
 
-def _step_row(name: str, baseline: Any, before: Any, cell: Any,
-              held: tuple[str, Any] | None = None) -> dict[str, Any]:
-    """One step's row. It helps when it is faster than the step before; after a step that did not hold, when it is
-    faster than the last one that did (held): on the 2.7B H200, bf16 + batch 16 was "within noise" over bf16 (p =
+def _step_row(name: str, baseline: Any, before: Any, cell: Any, held: tuple[str, Any] | None = None,
+              blocker: str | None = None) -> dict[str, Any]:
+    """One step's row. It helps when it is faster than the step before; after a step that was within noise, when it
+    is faster than the last one that held: on the 2.7B H200, bf16 + batch 16 was "within noise" over bf16 (p =
     0.054 with one slow bf16 process, Welch's t on two a side), and reduce-overhead on top of it, 2.6× bf16's
-    tokens/s, was left out of the answer with it."""
+    tokens/s, was left out of the answer with it. After a step that was slower, changed the loss or did not end
+    ok (blocker), no step is judged: each contains that part."""
     row: dict[str, Any] = {"step": name}
     ended = _not_finished(baseline, "the baseline") or _not_finished(cell, "this step")
     if ended:
@@ -112,7 +117,8 @@ def _step_row(name: str, baseline: Any, before: Any, cell: Any,
                   "over the step before": step["verdict_text"] if step else None,
                   **_mfu(summary), "peak GiB": _peak_gib(summary),
                   "compile s": summary.get("compile_s"), "loss Δ %": _loss_text(loss),
-                  "why": _step_why(before, cell, step if before is not baseline else overall, loss, held)}
+                  "why": f"not judged: {blocker}" if blocker else _step_why(
+                      before, cell, step if before is not baseline else overall, loss, held)}
 
 
 def _step_why(before: Any, cell: Any, step: dict | None, loss: float | str | None,
@@ -129,6 +135,11 @@ def _step_why(before: Any, cell: Any, step: dict | None, loss: float | str | Non
 
 
 HELPS = "helps"
+
+
+def _added_part(step_name: str) -> str:
+    """The change a step adds to the one before it: the last part of its name."""
+    return step_name.rsplit(" + ", 1)[-1]
 
 
 def held_up(row: dict) -> bool:
@@ -272,7 +283,8 @@ def _recommendation(study: Study, advice: dict, measured: list[dict], combined: 
     kept = helping_steps(combined)
     if kept:
         untried = [row["step"] for row in combined if row.get("why") == LEFT_OUT]
-        unfinished = [row["step"] for row in combined[1:] if row.get("status") == events.PENDING]
+        after = combined[combined.index(kept[-1]) + 1:]
+        unfinished = [row["step"] for row in after if row.get("status") == events.PENDING]
         later = _not_held_in(combined, kept[-1])
         later += f"; not tried on top of it (over the budget): {', '.join(untried)}" if untried else ""
         later += (f"; not finished on top of it: {', '.join(unfinished)} (`sysprof advise --resume`)"
@@ -290,15 +302,19 @@ def _recommendation(study: Study, advice: dict, measured: list[dict], combined: 
     if len(combined) < 2 or combined[1].get("status") == events.PENDING:  # running, or stopped before it ended
         return [{"answer": f"not yet: {once}; its second measurement has not finished (`sysprof advise --resume`)",
                  "command": None}]
+    if any(row.get("status") == events.PENDING for row in combined[2:]):  # one of them may still hold
+        return [{"answer": f"not yet: {once}, not when measured again; the steps on top of it have not finished "
+                           "(`sysprof advise --resume`)", "command": None}]
     return [{"answer": f"none: {once}, and not when measured again: noise, not a gain", "command": None}]
 
 
 def _not_held_in(combined: list[dict], answer: dict) -> str:
     """The answer's parts whose own step did not hold (the steps after it ran with them), said with the answer."""
     before = combined[1:combined.index(answer)]
-    parts = [row["step"].rsplit(" + ", 1)[-1] for row in before if not held_up(row)]
-    return (f"; in it, {', '.join(parts)} not shown to help on its own (a step after it is faster than the last "
-            f"step that held)") if parts else ""
+    parts = [_added_part(row["step"]) for row in before if not held_up(row)]
+    own = "its own" if len(parts) == 1 else "their own"
+    return (f"; in it, {', '.join(parts)} not shown to help on {own} (within noise; a later step is faster than "
+            f"the last step that held)") if parts else ""
 
 
 def run_command(baseline: RunConfig, options: str) -> str:

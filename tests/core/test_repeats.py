@@ -152,7 +152,7 @@ def test_a_group_an_oom_ends_leaves_the_count_and_the_apps_progress_ends(tmp_pat
     for event in lines:
         state = state.apply(event)
     assert (state.done, state.pending, state.current) == (4, 4, "")
-    assert "4/4 processes run · 2 cells" in state.progress_line()  # it said "cells run", counting processes
+    assert "4/4 runs done · 2 cells" in state.progress_line()  # it said "cells run", counting processes
 
 
 def test_a_cancel_ends_the_sweep_without_shrinking_what_is_left_to_run(tmp_path):

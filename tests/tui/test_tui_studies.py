@@ -51,7 +51,7 @@ async def test_a_study_started_in_the_app_runs_the_real_cli_and_shows_its_tables
         assert pane.study.stage == "finished" and (pane.study.done, pane.study.pending) == (2, 2)
         assert list(pane.tables) == ["warm-up study", "cells"]
         assert "warm-up study (1/2, t: next)" in text(app)
-        assert "warmup · finished · 2/2 processes run · 2 cells" in text(app)
+        assert "warmup · finished · 2/2 runs done · 2 cells" in text(app)
         await settle(app, pilot, "5")
         assert "warmup 2/2" in text(app)  # listed without g
         await settle(app, pilot, "6")
@@ -118,7 +118,7 @@ def test_study_state_counts_cells_and_keeps_what_did_not_finish():
         state = state.apply(event)
     assert state.unfinished == ("ctx=64: oom",) and state.done == 1
     line = state.progress_line()
-    assert "1/2 processes run · 3 cells" in line and "ETA 30 s" in line and "ctx=64: oom" in line
+    assert "1/2 runs done · 3 cells" in line and "ETA 30 s" in line and "ctx=64: oom" in line
     assert state.ended(1, "").stage == "finished" and state.ended(130, "sysprof: interrupted").stage == "failed"
     assert StudyState(stage="running").ended(2, "bad").message == "bad"  # refused before a directory existed
 

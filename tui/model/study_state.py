@@ -47,11 +47,11 @@ class StudyState:
         return replace(self, stage="failed", current="", message=last_error or f"exited with {returncode}")
 
     def _count(self) -> str:
-        """An opened study counts its cells; a running one the processes it runs (a cell of --repeats 4 is four,
-        and a resume runs only what was left), beside its cells."""
+        """An opened study counts its cells; a running one what its producer runs, beside its cells: a sweep's
+        processes (a cell of --repeats 4 is four, a resume runs only what was left), a GPU pool's cells."""
         if self.stage == "opened":
             return f" · {self.done}/{self.cells} cells run"
-        return f" · {self.done}/{self.pending} processes run · {self.cells} cell{'s' * (self.cells != 1)}"
+        return f" · {self.done}/{self.pending} runs done · {self.cells} cell{'s' * (self.cells != 1)}"
 
     def progress_line(self) -> str:
         if self.stage == "idle":

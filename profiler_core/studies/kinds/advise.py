@@ -290,20 +290,17 @@ def _affordable(study: Study, advice: dict, steps: list[tuple[str, Any]], per_ce
 
 
 def _cut_by_the_budget(study: Study, advice: dict, per_cell_s: float, budget_left_s: float) -> bool:
-    """A combination the budget stopped short (not run, or steps left out) whose last step run held, and a budget
-    that affords more steps than it ran (counted as _combine counts them): resumed, it runs again
-    whole, so each step is measured interleaved with the ones before it and a fresh baseline (steps added to the old
-    cells alone would be compared across time). A resume without more budget leaves it as it is. One the budget
-    skipped whole has no steps on record: _combine plans it again, and skips it again where it still cannot pay."""
+    """A combination the budget stopped short (not run, or steps left out) and a budget that affords more steps than
+    it ran (counted as _combine counts them; a step left out may hold against the last that held even where the one
+    before it did not): resumed, it runs again whole, so each step is measured interleaved with the ones before it
+    and a fresh baseline (steps added to the old cells alone would be compared across time). A resume without more
+    budget leaves it as it is. One the budget skipped whole has no steps on record: _combine plans it again, and
+    skips it again where it still cannot pay."""
     combination = advice["combination"]
     if "skipped" in combination:
         return True
     planned = [(step["name"], None) for step in combination.get("steps", []) + combination.get("left_out", [])]
-    if _affordable(study, advice, planned, per_cell_s, budget_left_s)[0] <= len(combination.get("steps", [])):
-        return False
-    rows = advise_tables.combination_rows(study, combination)
-    ran = [row for row in rows[1:] if row.get("why") != advise_tables.LEFT_OUT]
-    return not ran or advise_tables.held_up(ran[-1])  # more affordable than ran: steps were left out
+    return _affordable(study, advice, planned, per_cell_s, budget_left_s)[0] > len(combination.get("steps", []))
 
 
 def _combine(args: argparse.Namespace, study_dir: Path, base: Any, limit: tuple[int, str] | None,

@@ -332,6 +332,6 @@ def _times(ratio: str) -> str:
 
 def helping_steps(combined: list[dict]) -> list[dict]:
     """The second stage's steps that held (the baseline row left out), in order; the last is the answer. A step
-    that did not hold stays in the steps after it (they ran with it), which are then judged against the last step
-    that held; an empty list means no gain held."""
+    within noise stays in the steps after it (they ran with it), which are then judged against the last step that
+    held (combination_rows); an empty list means no gain held."""
     return [row for row in combined[1:] if held_up(row)]

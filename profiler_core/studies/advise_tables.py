@@ -113,22 +113,35 @@ def _step_row(name: str, baseline: Any, before: Any, cell: Any, held: tuple[str,
     overall = {r["phase"]: r for r in compare_summaries(baseline.summary, summary)}.get(THROUGHPUT_ROW)
     step = {r["phase"]: r for r in compare_summaries(before.summary, summary)}.get(THROUGHPUT_ROW)
     loss = loss_change(baseline, cell)
+    checked = _loss_checked(loss, before, cell)
     return row | {"× baseline": ratio_text(overall) if overall else None,
                   "over the step before": step["verdict_text"] if step else None,
                   **_mfu(summary), "peak GiB": _peak_gib(summary),
                   "compile s": summary.get("compile_s"), "loss Δ %": _loss_text(loss),
                   "why": f"not judged: {blocker}" if blocker else _step_why(
-                      before, cell, step if before is not baseline else overall, loss, held)}
+                      before, cell, step if before is not baseline else overall, checked, held)}
 
 
-def _step_why(before: Any, cell: Any, step: dict | None, loss: float | str | None,
+def _loss_checked(loss: float | str | None, before: Any, cell: Any) -> tuple[float | str | None, str]:
+    """(the loss change a step is judged by, against whose loss): the baseline's; after a batch step, whose data is
+    another than the baseline's, the step before's where its batch is the same (a compile or an optimizer on top of
+    batch 16 is checked against batch 16, not left unchecked)."""
+    if loss == NOT_COMPARED and before.config.batch == cell.config.batch:
+        return loss_change(before, cell), "the step before's"
+    return loss, "the baseline's"
+
+
+def _step_why(before: Any, cell: Any, step: dict | None, loss: tuple[float | str | None, str],
               held: tuple[str, Any] | None) -> str:
     """HELPS, or why not: against the step before, or, where that one did not hold, against the last that did."""
     if held is None or held[1] is before:
-        return _why_not(step, loss) or HELPS
+        return _why_not(step, *loss) or HELPS
     name, last = held
+    broken = _why_not({"verdict": FASTER}, *loss)  # the loss is judged as it is on any step
+    if broken:
+        return broken
     against = {r["phase"]: r for r in compare_summaries(last.summary, cell.summary)}.get(THROUGHPUT_ROW)
-    why_not = _why_not(against, loss)
+    why_not = _why_not(against, *loss)
     if why_not:
         return f"{why_not}, against {name}, the last step that held"
     return f"{HELPS}: {_times(ratio_text(against or {}))} {name}'s tokens/s, the last step that held"
@@ -209,10 +222,10 @@ def _processes_run(cell: Any) -> int:
     return 1 + sum(1 for _ in cell.path.glob("repeats/*/summary.json"))
 
 
-def _why_not(rate: dict | None, loss: float | str | None) -> str | None:
+def _why_not(rate: dict | None, loss: float | str | None, against: str = "the baseline's") -> str | None:
     if loss is None or (isinstance(loss, float) and loss > LOSS_TOLERANCE):
         shown = "not finite" if loss is None else f"{loss:.1%} off"
-        return f"its loss is {shown} against the baseline's (same seed): it changes what is computed"
+        return f"its loss is {shown} against {against} (same seed): it changes what is computed"
     if rate is None:
         return "no tokens/s to compare"
     if rate["verdict"] == FASTER:

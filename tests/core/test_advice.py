@@ -838,6 +838,27 @@ def test_after_a_step_that_was_slower_or_did_not_end_ok_no_step_is_judged(tmp_pa
     assert answer["options"] == "--dtype bf16" and "not shown to help" not in answer["answer"]
 
 
+def test_a_step_on_top_of_a_batch_step_has_its_loss_checked_against_the_step_before(tmp_path):
+    """Against the baseline another batch is other data, so a step on top of batch 16 went unchecked; it is now
+    checked against the step before where the batches match: on the 2.7B H200 study reduce-overhead on top of
+    batch 16 moved the loss 0.05%, and the same step with its losses made 1.5× is not recommended."""
+    import shutil
+
+    study_dir = tmp_path / "advise"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-2p7b-h200-20min", study_dir)
+    assert study_tables(study_dir)[advise_tables.COMBINATION_TABLE][3]["why"].startswith("helps: ")
+    steps_path = next((study_dir / "cells").glob("012-*")) / "steps.jsonl"
+    lines = [json.loads(line) for line in steps_path.read_text().splitlines() if line.strip()]
+    broken = [line | ({"loss": line["loss"] * 1.5} if isinstance(line.get("loss"), float) else {}) for line in lines]
+    steps_path.write_text("".join(json.dumps(line) + "\n" for line in broken))
+    tables = study_tables(study_dir)
+    row = tables[advise_tables.COMBINATION_TABLE][3]
+    assert row["loss Δ %"] == "other data"  # against the baseline, as the column says
+    assert row["why"] == "its loss is 50.1% off against the step before's (same seed): it changes what is computed"
+    [answer] = tables["recommended"]
+    assert answer["options"] == "--dtype bf16"
+
+
 def test_the_answer_waits_while_a_later_step_may_still_hold():
     """The first step did not hold, a later one has not finished: it may still hold against the baseline, so the
     answer is "not yet", not "none"."""

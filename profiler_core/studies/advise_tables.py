@@ -80,14 +80,17 @@ def combination_rows(study: Study, combination: dict) -> list[dict]:
     rows = [_step_row("baseline", baseline, baseline, baseline)]
     held = ("the baseline", baseline)  # the last step that held: what a step after one that did not is judged by
     blocker = None  # why the steps from here are not judged: they contain a part that was slower, broke the loss…
+    same_data = ("the baseline", baseline)  # the first step at this batch: whose loss a step's is checked against
     for index, step in enumerate(combination["steps"]):
         cell, before = study.cells[first + 1 + index], study.cells[first + index]
-        row = _step_row(step["name"], baseline, before, cell, held, blocker)
+        if cell.config.batch != same_data[1].config.batch:
+            same_data = (step["name"], cell)
+        row = _step_row(step["name"], baseline, before, cell, held, blocker, same_data)
         rows.append(row | {"options": step["options"]})
         if held_up(row):
             held = (step["name"], cell)
-        elif blocker is None and not str(row.get("why", "")).startswith(NOT_FASTER):
-            blocker = f"it contains {_added_part(step['name'])}, whose own step did not hold ({row.get('why')})"
+        elif blocker is None and blocks(row):
+            blocker = _blocker_text(step["name"], row)
     return rows + [{"step": step["name"], "status": "not run", "why": LEFT_OUT, "options": step["options"]}
                    for step in combination.get("left_out", [])]
 
@@ -95,13 +98,27 @@ def combination_rows(study: Study, combination: dict) -> list[dict]:
 LEFT_OUT = "over the budget: not measured on top of the steps above (--resume with a larger --budget)"
 
 
+def blocks(row: dict) -> bool:
+    """Whether a step that did not hold stops the steps after it from being judged: all but one within noise (it
+    was slower, changed the loss, did not end ok, could not be judged, or has not finished yet)."""
+    return not held_up(row) and not str(row.get("why", "")).startswith(NOT_FASTER)
+
+
+def _blocker_text(name: str, row: dict) -> str:
+    """The why of every step after one that blocks (blocks)."""
+    if row.get("status") == events.PENDING:
+        return f"not judged yet: it contains {_added_part(name)}, whose own step has not finished"
+    return f"not judged: it contains {_added_part(name)}, whose own step did not hold ({row.get('why')})"
+
+
 def _step_row(name: str, baseline: Any, before: Any, cell: Any, held: tuple[str, Any] | None = None,
-              blocker: str | None = None) -> dict[str, Any]:
+              blocker: str | None = None, same_data: tuple[str, Any] | None = None) -> dict[str, Any]:
     """One step's row. It helps when it is faster than the step before; after a step that was within noise, when it
     is faster than the last one that held: on the 2.7B H200, bf16 + batch 16 was "within noise" over bf16 (p =
     0.054 with one slow bf16 process, Welch's t on two a side), and reduce-overhead on top of it, 2.6× bf16's
-    tokens/s, was left out of the answer with it. After a step that was slower, changed the loss or did not end
-    ok (blocker), no step is judged: each contains that part."""
+    tokens/s, was left out of the answer with it. After a step that was not within noise (blocks), no step is
+    judged: each contains that part. same_data: the first step at this step's batch, whose loss this one's is
+    checked against where the baseline's is other data."""
     row: dict[str, Any] = {"step": name}
     ended = _not_finished(baseline, "the baseline") or _not_finished(cell, "this step")
     if ended:
@@ -111,23 +128,25 @@ def _step_row(name: str, baseline: Any, before: Any, cell: Any, held: tuple[str,
     if cell is baseline:
         return row | _mfu(summary) | {"peak GiB": _peak_gib(summary)}
     overall = {r["phase"]: r for r in compare_summaries(baseline.summary, summary)}.get(THROUGHPUT_ROW)
-    step = {r["phase"]: r for r in compare_summaries(before.summary, summary)}.get(THROUGHPUT_ROW)
+    step = {r["phase"]: r for r in compare_summaries(before.summary, summary)}.get(
+        THROUGHPUT_ROW) if before.summary is not None else None  # a step before that never ran blocks this one
     loss = loss_change(baseline, cell)
-    checked = _loss_checked(loss, before, cell)
+    checked = _loss_checked(loss, cell, same_data)
     return row | {"× baseline": ratio_text(overall) if overall else None,
                   "over the step before": step["verdict_text"] if step else None,
                   **_mfu(summary), "peak GiB": _peak_gib(summary),
                   "compile s": summary.get("compile_s"), "loss Δ %": _loss_text(loss),
-                  "why": f"not judged: {blocker}" if blocker else _step_why(
+                  "why": blocker or _step_why(
                       before, cell, step if before is not baseline else overall, checked, held)}
 
 
-def _loss_checked(loss: float | str | None, before: Any, cell: Any) -> tuple[float | str | None, str]:
+def _loss_checked(loss: float | str | None, cell: Any,
+                  same_data: tuple[str, Any] | None) -> tuple[float | str | None, str]:
     """(the loss change a step is judged by, against whose loss): the baseline's; after a batch step, whose data is
-    another than the baseline's, the step before's where its batch is the same (a compile or an optimizer on top of
-    batch 16 is checked against batch 16, not left unchecked)."""
-    if loss == NOT_COMPARED and before.config.batch == cell.config.batch:
-        return loss_change(before, cell), "the step before's"
+    another than the baseline's, the first step's at this batch (a compile or an optimizer on top of batch 16 is
+    checked against batch 16, not left unchecked; each against the same one, so small changes do not add up)."""
+    if loss == NOT_COMPARED and same_data is not None and same_data[1] is not cell:
+        return loss_change(same_data[1], cell), f"{same_data[0]}'s"
     return loss, "the baseline's"
 
 
@@ -252,8 +271,8 @@ def loss_change(baseline: Any, cell: Any) -> float | str | None:
     """|Δ| / |baseline's| loss after the same number of weight updates (a compiling config makes one more before
     its measured steps: its compile pass is a whole step); NOT_COMPARED for another batch; None when a loss is
     missing or not finite. baseline, cell: studies.document.Cell (config and steps)."""
-    if baseline.config.batch != cell.config.batch:
-        return NOT_COMPARED
+    if baseline.config.batch != cell.config.batch:  # other data, but a loss that is not finite is still broken
+        return NOT_COMPARED if all(_finite(loss) for loss in _measured_losses(cell.steps)[:1] or [None]) else None
     ahead = _updates_before_measuring(cell.config) - _updates_before_measuring(baseline.config)
     theirs, mine = _measured_losses(baseline.steps), _measured_losses(cell.steps)
     pair = (theirs[ahead:][:1], mine[:1]) if ahead >= 0 else (theirs[:1], mine[-ahead:][:1])
@@ -315,10 +334,23 @@ def _recommendation(study: Study, advice: dict, measured: list[dict], combined: 
     if len(combined) < 2 or combined[1].get("status") == events.PENDING:  # running, or stopped before it ended
         return [{"answer": f"not yet: {once}; its second measurement has not finished (`sysprof advise --resume`)",
                  "command": None}]
-    if any(row.get("status") == events.PENDING for row in combined[2:]):  # one of them may still hold
+    if _may_still_hold(combined[1:]):
         return [{"answer": f"not yet: {once}, not when measured again; the steps on top of it have not finished "
                            "(`sysprof advise --resume`)", "command": None}]
-    return [{"answer": f"none: {once}, and not when measured again: noise, not a gain", "command": None}]
+    why = str(combined[1].get("why", ""))
+    if why.startswith((NOT_FASTER, "slower")):
+        return [{"answer": f"none: {once}, and not when measured again: noise, not a gain", "command": None}]
+    return [{"answer": f"none: {once}; measured again: {why}", "command": None}]
+
+
+def _may_still_hold(steps: list[dict]) -> bool:
+    """Whether a step not finished yet may still hold: one before any step that stops the rest being judged."""
+    for row in steps:
+        if row.get("status") == events.PENDING:
+            return True
+        if blocks(row):
+            return False
+    return False
 
 
 def _not_held_in(combined: list[dict], answer: dict) -> str:

@@ -838,10 +838,10 @@ def test_after_a_step_that_was_slower_or_did_not_end_ok_no_step_is_judged(tmp_pa
     assert answer["options"] == "--dtype bf16" and "not shown to help" not in answer["answer"]
 
 
-def test_a_step_on_top_of_a_batch_step_has_its_loss_checked_against_the_step_before(tmp_path):
+def test_a_step_on_top_of_a_batch_step_has_its_loss_checked_against_the_batch_step(tmp_path):
     """Against the baseline another batch is other data, so a step on top of batch 16 went unchecked; it is now
-    checked against the step before where the batches match: on the 2.7B H200 study reduce-overhead on top of
-    batch 16 moved the loss 0.05%, and the same step with its losses made 1.5× is not recommended."""
+    checked against the first step at its batch: on the 2.7B H200 study reduce-overhead on top of batch 16 moved
+    the loss 0.05%, and the same step with its losses made 1.5× is not recommended."""
     import shutil
 
     study_dir = tmp_path / "advise"
@@ -854,9 +854,71 @@ def test_a_step_on_top_of_a_batch_step_has_its_loss_checked_against_the_step_bef
     tables = study_tables(study_dir)
     row = tables[advise_tables.COMBINATION_TABLE][3]
     assert row["loss Δ %"] == "other data"  # against the baseline, as the column says
-    assert row["why"] == "its loss is 50.1% off against the step before's (same seed): it changes what is computed"
+    assert row["why"] == ("its loss is 50.1% off against bf16 autocast + batch 16's (same seed): it changes what "
+                          "is computed")
     [answer] = tables["recommended"]
     assert answer["options"] == "--dtype bf16"
+
+
+def _study_copy(tmp_path: Path, name: str = "advise-2p7b-h200-20min") -> Path:
+    import shutil
+
+    study_dir = tmp_path / "advise"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "data" / "studies" / name, study_dir)
+    return study_dir
+
+
+def _set_losses(cell_dir: Path, loss: float) -> None:
+    path = cell_dir / "steps.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    path.write_text("".join(json.dumps(line | ({"loss": loss} if "loss" in line else {})) + "\n" for line in lines))
+
+
+def _stopped_after_first_process(cell_dir: Path) -> None:
+    """The cell as a sweep stopped between its processes leaves it: the first process's summary, no others."""
+    import shutil
+
+    summary = json.loads((cell_dir / "summary.json").read_text())
+    (cell_dir / "summary.json").write_text(json.dumps({k: v for k, v in summary.items() if k != "repeats"}))
+    shutil.rmtree(cell_dir / "repeats")
+
+
+def test_a_batch_step_whose_loss_is_not_finite_is_broken_not_other_data(tmp_path):
+    """Another batch is other data against the baseline, but a loss that is not finite is broken whatever the
+    data: the batch step says so itself (it was blamed on the step after it, checked against it)."""
+    study_dir = _study_copy(tmp_path)
+    _set_losses(next((study_dir / "cells").glob("011-*")), float("nan"))
+    steps = study_tables(study_dir)[advise_tables.COMBINATION_TABLE]
+    assert steps[2]["why"].startswith("its loss is not finite against the baseline's")
+    assert steps[3]["why"].startswith("not judged: it contains batch 16, whose own step did not hold (its loss")
+
+
+def test_a_step_not_finished_holds_the_steps_after_it_and_the_answer(tmp_path):
+    """bf16 + batch 16 stopped after its first process: the step on top of it is "not judged yet", and the answer
+    stays bf16, saying what has not finished on top of it."""
+    study_dir = _study_copy(tmp_path)
+    _stopped_after_first_process(next((study_dir / "cells").glob("011-*")))
+    tables = study_tables(study_dir)
+    steps = tables[advise_tables.COMBINATION_TABLE]
+    assert steps[2]["status"] == "pending"
+    assert steps[3]["why"] == "not judged yet: it contains batch 16, whose own step has not finished"
+    [answer] = tables["recommended"]
+    assert answer["options"] == "--dtype bf16" and "not finished on top of it: bf16 autocast + batch 16" in answer[
+        "answer"]
+
+
+def test_no_answer_waits_on_steps_that_can_never_be_judged(tmp_path):
+    """bf16 measured again ended oom, and the step two above it has not finished: it contains bf16, so it can
+    never hold; the answer is "none" with what the second measurement ended in, not "not yet"."""
+    study_dir = _study_copy(tmp_path)
+    path = next((study_dir / "cells").glob("010-*")) / "summary.json"
+    path.write_text(json.dumps(json.loads(path.read_text()) | {"status": "oom"}))
+    _stopped_after_first_process(next((study_dir / "cells").glob("012-*")))
+    tables = study_tables(study_dir)
+    assert [row["status"] for row in tables[advise_tables.COMBINATION_TABLE][1:4]] == ["oom", "ok", "pending"]
+    [answer] = tables["recommended"]
+    assert answer["answer"].startswith("none: bf16 autocast was faster (4.51 [4.51–4.51]) once; measured again: this")
+    assert answer["command"] is None
 
 
 def test_the_answer_waits_while_a_later_step_may_still_hold():

@@ -180,7 +180,7 @@ def _attention(cfg: RunConfig, factory_kwargs: dict[str, Any] | None) -> Candida
 
 def _compiles(cfg: RunConfig, on_gpu: bool) -> list[Candidate]:
     modes = [("default", 1.3), ("reduce-overhead", 2.5), ("max-autotune", 1.4)]
-    found = [Candidate(f"torch.compile {mode}", {"compile": True} | ({"compile_mode": mode} if mode != "default"
+    found = [Candidate(f"{COMPILE_PREFIX}{mode}", {"compile": True} | ({"compile_mode": mode} if mode != "default"
                                                                      else {}), "step", prior)
              for mode, prior in modes]
     if cfg.compile:
@@ -193,8 +193,15 @@ def _compiles(cfg: RunConfig, on_gpu: bool) -> list[Candidate]:
     return found
 
 
+FUSED_STEP = "fused optimizer step"
+COMPILE_PREFIX = "torch.compile "
+# Candidates that leave the compiled model's graphs as they are (the fused step runs outside them): a combination
+# step that adds one to a compiled step finds its graphs in inductor's on-disk cache, which the step before filled.
+SAME_COMPILED_GRAPHS = frozenset({FUSED_STEP})
+
+
 def _optimizer(cfg: RunConfig, on_gpu: bool) -> list[Candidate]:
-    fused = Candidate("fused optimizer step", {"optimizer_impl": "fused"}, "optimizer", 1.15)
+    fused = Candidate(FUSED_STEP, {"optimizer_impl": "fused"}, "optimizer", 1.15)
     compiled = Candidate("compiled optimizer step", {"optimizer_impl": "compiled"}, "optimizer", 1.15)
     if cfg.mode != "train":
         return [dataclasses.replace(c, reason=f"no optimizer step in mode {cfg.mode}") for c in (fused, compiled)]

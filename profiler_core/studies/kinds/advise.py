@@ -31,7 +31,9 @@ from sysprof.profiler_core.nvml import visible_gpu_count
 from sysprof.profiler_core.options import add_config_options, config_from_args
 from sysprof.profiler_core.studies import advise_diagnosis, advise_tables, sweep
 from sysprof.profiler_core.studies.advice import (
+    COMPILE_PREFIX,
     PROCESS_S,
+    SAME_COMPILED_GRAPHS,
     Candidate,
     Plan,
     Seen,
@@ -230,6 +232,7 @@ class CellCost:
     total_s: float
     overhead_s: float
     step_s: float | None  # its step median; None where it has none (the overhead is then the whole cell)
+    warm_overhead_s: float  # the overhead had every process found its compiled graphs cached, as its later ones did
 
 
 def _cell_costs(study: Study, advice: dict) -> dict[str, CellCost]:
@@ -241,10 +244,13 @@ def _cell_costs(study: Study, advice: dict) -> dict[str, CellCost]:
         windows = [record.get("ran") or {} for record in records]
         if len(records) != cell.config.repeats or not all("start" in w and "end" in w for w in windows):
             continue
-        total = sum(w["end"] - w["start"] for w in windows)
+        times = [w["end"] - w["start"] for w in windows]
         step_s = _step_s(cell)
-        steps_s = 0.0 if step_s is None else _steps_run(cell.config) * step_s
-        costs[name] = CellCost(total, max(total - steps_s, 0.0), step_s)
+        process_steps_s = 0.0 if step_s is None else _steps_run(cell.config) * step_s / len(times)
+        overhead = max(sum(times) - process_steps_s * len(times), 0.0)
+        later = [max(t - process_steps_s, 0.0) for t in times[1:]]
+        warm = min(overhead, len(times) * sum(later) / len(later)) if later else overhead
+        costs[name] = CellCost(sum(times), overhead, step_s, warm)
     return costs
 
 
@@ -259,11 +265,13 @@ def _steps_run(cfg: RunConfig) -> int:
     return cfg.repeats * (cfg.warmup + cfg.steps)
 
 
-def _step_cost_s(parts: list[str], costs: dict[str, CellCost], per_cell_s: float, steps_run: int) -> float:
-    """One combination step's cell: the most start-up and compile any of its parts' cells spent, plus its own steps
-    at the step the parts predict together (the baseline's × each part's step over the baseline's: bf16 0.22 ×
-    batch 16's 3.54). Without every part and the baseline timed, its costliest part's whole cell (the mean cell for
-    a part not timed): "bf16 + batch 16" was then charged fp32 batch 16's 129 s and took 36 s."""
+def _step_cost_s(parts: list[str], costs: dict[str, CellCost], per_cell_s: float, steps_run: int,
+                 warm: bool = False) -> float:
+    """One combination step's cell: the most start-up and compile any of its parts' cells spent (as their later
+    processes spent it, when warm: _finds_its_graphs_cached), plus its own steps at the step the parts predict
+    together (the baseline's × each part's step over the baseline's: bf16 0.22 × batch 16's 3.54). Without every
+    part and the baseline timed, its costliest part's whole cell (the mean cell for a part not timed): "bf16 + batch
+    16" was then charged fp32 batch 16's 129 s and took 36 s."""
     known = [costs[part] for part in parts if part in costs]
     base = costs.get("baseline")
     if len(known) < len(parts) or base is None or base.step_s is None or any(c.step_s is None for c in known):
@@ -271,7 +279,15 @@ def _step_cost_s(parts: list[str], costs: dict[str, CellCost], per_cell_s: float
     step_s = base.step_s
     for cost in known:
         step_s *= (cost.step_s or base.step_s) / base.step_s
-    return max(cost.overhead_s for cost in known) + steps_run * step_s
+    return max(cost.warm_overhead_s if warm else cost.overhead_s for cost in known) + steps_run * step_s
+
+
+def _finds_its_graphs_cached(parts: list[str], before: list[str]) -> bool:
+    """A compiled step whose added parts leave the compiled graphs as they were in the step before: its first process
+    loads them from inductor's cache as later processes do (2.7B on an H200: "+ fused optimizer step" on the
+    reduce-overhead step took 48 and 51 s a process where that step's took 94 and 52; charged cold, 170 s for 99)."""
+    added = [part for part in parts if part not in before]
+    return any(part.startswith(COMPILE_PREFIX) for part in before) and all(p in SAME_COMPILED_GRAPHS for p in added)
 
 
 def _affordable(study: Study, advice: dict, steps: list[tuple[str, Any]], per_cell_s: float,
@@ -282,10 +298,13 @@ def _affordable(study: Study, advice: dict, steps: list[tuple[str, Any]], per_ce
     baseline, _ = advise_tables.candidate_cells(study, advice)
     steps_run = _steps_run(baseline.config) if baseline is not None else 0
     spent = costs["baseline"].total_s if "baseline" in costs else per_cell_s
+    before: list[str] = []  # the parts of the step before
     affordable = 0
     for name, _ in steps:
-        spent += _step_cost_s(name.split(" + "), costs, per_cell_s, steps_run)
+        parts = name.split(" + ")
+        spent += _step_cost_s(parts, costs, per_cell_s, steps_run, _finds_its_graphs_cached(parts, before))
         affordable += spent <= budget_left_s
+        before = parts
     return affordable, spent
 
 

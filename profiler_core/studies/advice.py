@@ -178,6 +178,14 @@ def _attention(cfg: RunConfig, factory_kwargs: dict[str, Any] | None) -> Candida
     return sdpa
 
 
+FUSED_STEP = "fused optimizer step"
+COMPILE_PREFIX = "torch.compile "
+# Candidates that leave the compiled model's graphs as they are (the fused step runs outside them): a combination
+# step that adds one to a compiled step finds its graphs in inductor's on-disk cache, which the step before
+# filled when it ran.
+SAME_COMPILED_GRAPHS = frozenset({FUSED_STEP})
+
+
 def _compiles(cfg: RunConfig, on_gpu: bool) -> list[Candidate]:
     modes = [("default", 1.3), ("reduce-overhead", 2.5), ("max-autotune", 1.4)]
     found = [Candidate(f"{COMPILE_PREFIX}{mode}", {"compile": True} | ({"compile_mode": mode} if mode != "default"
@@ -191,13 +199,6 @@ def _compiles(cfg: RunConfig, on_gpu: bool) -> list[Candidate]:
         return [dataclasses.replace(found[0], prior=1.05), *(dataclasses.replace(c, reason="needs CUDA")
                                                             for c in found[1:])]
     return found
-
-
-FUSED_STEP = "fused optimizer step"
-COMPILE_PREFIX = "torch.compile "
-# Candidates that leave the compiled model's graphs as they are (the fused step runs outside them): a combination
-# step that adds one to a compiled step finds its graphs in inductor's on-disk cache, which the step before filled.
-SAME_COMPILED_GRAPHS = frozenset({FUSED_STEP})
 
 
 def _optimizer(cfg: RunConfig, on_gpu: bool) -> list[Candidate]:

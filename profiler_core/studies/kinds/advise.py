@@ -232,7 +232,8 @@ class CellCost:
     total_s: float
     overhead_s: float
     step_s: float | None  # its step median; None where it has none (the overhead is then the whole cell)
-    warm_overhead_s: float  # the overhead had every process found its compiled graphs cached, as its later ones did
+    # the overhead had every process found its compiled graphs cached, as its later ones did (one process: overhead_s)
+    warm_overhead_s: float
 
 
 def _cell_costs(study: Study, advice: dict) -> dict[str, CellCost]:
@@ -283,17 +284,22 @@ def _step_cost_s(parts: list[str], costs: dict[str, CellCost], per_cell_s: float
 
 
 def _finds_its_graphs_cached(parts: list[str], before: list[str]) -> bool:
-    """A compiled step whose added parts leave the compiled graphs as they were in the step before: its first process
-    loads them from inductor's cache as later processes do (2.7B on an H200: "+ fused optimizer step" on the
-    reduce-overhead step took 48 and 51 s a process where that step's took 94 and 52; charged cold, 170 s for 99)."""
+    """A compiled step that adds to the step before only parts leaving its compiled graphs as they were: its first
+    process loads them from inductor's cache as later processes do (2.7B on an H200: "+ fused optimizer step" on the
+    reduce-overhead step took 48 and 51 s a process where that step's took 94 and 52; charged cold, 170 s for 99).
+    It rests on the step before's first process running just before this one's, as a sweep's first round does
+    (the advisor runs one cell at a time), and on that step having run; a step before that failed first is the
+    one case it charges too little."""
     added = [part for part in parts if part not in before]
-    return any(part.startswith(COMPILE_PREFIX) for part in before) and all(p in SAME_COMPILED_GRAPHS for p in added)
+    compiled = [part for part in before if part.startswith(COMPILE_PREFIX)]
+    keeps_graphs = all(part in SAME_COMPILED_GRAPHS for part in added)
+    return bool(added) and bool(compiled) and set(before) <= set(parts) and keeps_graphs
 
 
 def _affordable(study: Study, advice: dict, steps: list[tuple[str, Any]], per_cell_s: float,
                 budget_left_s: float) -> tuple[int, float]:
     """(steps the budget affords after a fresh baseline, seconds all of them would take), each step costed by
-    _step_cost_s from the first stage's cells."""
+    _step_cost_s from the first stage's cells, warm where it finds the step before's graphs cached."""
     costs = _cell_costs(study, advice)
     baseline, _ = advise_tables.candidate_cells(study, advice)
     steps_run = _steps_run(baseline.config) if baseline is not None else 0

@@ -135,7 +135,7 @@ def _step_row(name: str, baseline: Any, before: Any, cell: Any, held: tuple[str,
     return row | {"× baseline": ratio_text(overall) if overall else None,
                   "over the step before": step["verdict_text"] if step else None,
                   **_mfu(summary), "peak GiB": _peak_gib(summary),
-                  "compile s": summary.get("compile_s"), "loss Δ %": _loss_text(loss),
+                  "compile s": summary.get("compile_s"), "loss Δ %": _checked_loss_text(loss, checked, same_data),
                   "why": blocker or _step_why(
                       before, cell, step if before is not baseline else overall, checked, held)}
 
@@ -148,6 +148,16 @@ def _loss_checked(loss: float | str | None, cell: Any,
     if loss == NOT_COMPARED and same_data is not None and same_data[1] is not cell:
         return loss_change(same_data[1], cell), f"{same_data[0]}'s"
     return loss, "the baseline's"
+
+
+def _checked_loss_text(loss: float | str | None, checked: tuple[float | str | None, str],
+                       same_data: tuple[str, Any] | None) -> float | str | None:
+    """The loss column of a step: against the baseline's, or, where that is other data and the step was checked
+    against the first step at its batch, that change and whose ("0.05 vs batch 16"), so the table shows the check
+    the step's verdict rests on."""
+    if loss == NOT_COMPARED and isinstance(checked[0], float) and same_data is not None:
+        return f"{_loss_text(checked[0])} vs {_added_part(same_data[0])}"
+    return _loss_text(loss)
 
 
 def _step_why(before: Any, cell: Any, step: dict | None, loss: tuple[float | str | None, str],

@@ -1,0 +1,129 @@
+"""Does one rank run slower by itself? Reads every stored `stragglers*.json` (benchmarks/multi_gpu/results) and
+asks whether rank 0 is slower than the ranks nothing slowed, launch by launch.
+
+    python3 -m benchmarks.multi_gpu.rank_bias [--results DIR]
+
+Why: the findings' cause-less line ("rank N ran slower in this launch … the node shows no cause") fell on rank 0
+more often than chance would put it (11 of 18 lines by session 27), and rank 0 is the one rank whose events go to
+the launcher through a pipe. Counting lines picked after the fact proves little; the forward time and the per-step
+excess of every launch are continuous measures of the same question, with far more power:
+
+- the forward ratio: rank 0's median forward over the median of the other unslowed ranks' (rank 1 is the slowed
+  one in every condition but plain), one per launch; summarised as a geometric mean with a 95% interval and a
+  Wilcoxon signed-rank test on the logs;
+- the share gap: rank 0's per-step excess (the straggler test's share of the step) less the others' median.
+
+Each launch counts once (by its run directory: a JSON copied into two files is not two launches).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import statistics
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from scipy import stats
+
+RESULTS = Path(__file__).resolve().parent / "results"
+CAUSELESS = re.compile(r"^rank (\d+) ran slower in this launch")
+SLOWED_RANK = 1  # stragglers.py puts every cause on rank 1
+
+
+@dataclass(frozen=True)
+class Launch:
+    condition: str
+    forward_ms: dict[int, float]
+    share: dict[int, float]
+    causeless: tuple[int, ...]  # ranks with a cause-less "ran slower in this launch" line
+
+    def unslowed(self) -> list[int]:
+        return [r for r in self.forward_ms if self.condition == "plain" or r != SLOWED_RANK]
+
+
+def launches(results: Path = RESULTS) -> list[Launch]:
+    """Every stored launch with per-rank rows, once each."""
+    seen: set[str] = set()
+    found = []
+    for path in sorted(results.glob("*/stragglers*.json")):
+        for run in json.loads(path.read_text()).get("runs", []):
+            key = run.get("run_dir") or f"{path}:{len(found)}"
+            if key in seen or len(run.get("rows") or []) < 2:
+                continue
+            seen.add(key)
+            found.append(_launch(run))
+    return found
+
+
+def _launch(run: dict) -> Launch:
+    forward = {row["rank"]: row["median_ms"]["forward"] for row in run["rows"]}
+    share = {test["rank"]: test["share"] for test in run.get("tests") or [] if test.get("share") is not None}
+    causeless = tuple(int(m.group(1)) for line in run.get("findings") or [] if (m := CAUSELESS.match(line)))
+    return Launch(run["condition"], forward, share, causeless)
+
+
+def compared(found: Iterable[Launch]) -> Iterator[tuple[float, float | None]]:
+    """Per launch where rank 0 and at least one other rank were unslowed: log(rank 0's forward over the others'
+    median) and rank 0's share less the others' median share (None where the test was not stored)."""
+    for launch in found:
+        others = [r for r in launch.unslowed() if r != 0]
+        if 0 not in launch.forward_ms or not others:
+            continue
+        ratio = math.log(launch.forward_ms[0] / statistics.median(launch.forward_ms[r] for r in others))
+        shares = [launch.share[r] for r in others if r in launch.share]
+        gap = launch.share[0] - statistics.median(shares) if 0 in launch.share and shares else None
+        yield ratio, gap
+
+
+def causeless_counts(found: Iterable[Launch]) -> tuple[Counter[int], list[float]]:
+    """Cause-less lines per rank, and per line the chance it falls on rank 0 (equally likely on any unslowed
+    rank of its launch; a line on rank 2 of a 2-rank launch with rank 1 slowed could only be rank 0's)."""
+    per_rank: Counter[int] = Counter()
+    chances = []
+    for launch in found:
+        for rank in launch.causeless:
+            per_rank[rank] += 1
+            chances.append(1 / len(launch.unslowed()))
+    return per_rank, chances
+
+
+def at_least(count: int, chances: list[float]) -> float:
+    """P(at least `count` of the lines on rank 0) when line i falls there with chances[i] (Poisson binomial)."""
+    spread = [1.0]
+    for p in chances:
+        spread = [a * (1 - p) + b * p for a, b in zip([*spread, 0.0], [0.0, *spread], strict=True)]
+    return sum(spread[count:])
+
+
+def report(found: list[Launch]) -> list[str]:
+    pairs = list(compared(found))
+    logs = [ratio for ratio, _ in pairs]
+    mean, half = statistics.mean(logs), stats.t.ppf(0.975, len(logs) - 1) * stats.sem(logs)
+    gaps = [gap for _, gap in pairs if gap is not None]
+    per_rank, chances = causeless_counts(found)
+    by_rank = ", ".join(f"rank {r}: {n}" for r, n in sorted(per_rank.items()))
+    return [
+        f"{len(found)} launches; {len(pairs)} with rank 0 and another rank unslowed",
+        f"rank 0's forward over the others': geometric mean {math.exp(mean):.3f} "
+        f"[{math.exp(mean - half):.3f}–{math.exp(mean + half):.3f}], above 1 in {sum(x > 0 for x in logs)} of "
+        f"{len(logs)}, Wilcoxon p {stats.wilcoxon(logs).pvalue:.2f}",
+        f"rank 0's share of the step less the others': median {statistics.median(gaps):+.1%}, above 0 in "
+        f"{sum(g > 0 for g in gaps)} of {len(gaps)}, Wilcoxon p {stats.wilcoxon(gaps).pvalue:.2f}",
+        f"cause-less lines: {len(chances)} ({by_rank}); chance puts {sum(chances):.1f} on rank 0, "
+        f"{per_rank[0]} or more with p {at_least(per_rank[0], chances):.3f}",
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--results", type=Path, default=RESULTS, help="folder of DATE_MACHINE/stragglers*.json")
+    args = parser.parse_args()
+    print("\n".join(report(launches(args.results))))
+
+
+if __name__ == "__main__":
+    main()

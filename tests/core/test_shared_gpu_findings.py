@@ -66,3 +66,24 @@ def test_a_forward_only_run_names_the_shared_rank_by_the_phases_it_has():
     ranks = with_findings(with_gpu_readings({"rows": rows, "findings": []}, readings(shared=True), None))
     assert ranks["findings"] == ["rank 1 shares GPU 1 with pid 1083 (python3, 1.2 GiB): its forward ×1.50 against "
                                  "the other ranks'"]
+
+
+FOUR_RANKS = RESULTS.parent / "2026-11-27_h100x4" / "neighbour_4ranks_nsys" / "xl-neighbour-gpu2.json"
+
+
+def test_the_issues_own_case_on_four_gpus_names_rank_2_with_the_process_the_clock_and_nsys_wait():
+    """xl bf16 --nproc 4 --profiler nsys on 4×H100, a bf16 matmul loop on GPU 2 (the case the issue saw unnamed)."""
+    ranks = json.loads(FOUR_RANKS.read_text())["ranks"]
+    [finding] = with_findings(dict(ranks))["findings"]
+    assert finding == ranks["findings"][0]  # the stored run's finding, rebuilt by the code of today
+    assert finding.startswith("rank 2 is the straggler: another process (pid 1078 (python3, 0.9 GiB)) shares GPU 2; "
+                              "its SM clock 1770 MHz against 1980 MHz on the other ranks (power cap)")
+    assert "nsys: exposed communication 191.8 ms on rank 0, 213.6 ms on rank 1, 145.2 ms on rank 3 against 70.5 ms " \
+           "on rank 2 (slower in 20 of 20 steps" in finding
+
+
+def test_the_same_rows_without_the_nodes_evidence_name_no_straggler():
+    ranks = json.loads(FOUR_RANKS.read_text())["ranks"]
+    rows = [row | {"other_processes": [], "sm_clock_mhz": 1980.0, "throttle_reasons": {}} for row in ranks["rows"]]
+    [said] = with_findings(ranks | {"rows": rows})["findings"]
+    assert said.startswith("rank 2 ran slower in this launch (slower in 20 of 20 steps") and "no cause" in said

@@ -3,23 +3,52 @@ as the findings wrote them, and the chance of a count computed right."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
+from collections import Counter
 
 import pytest
 
 from benchmarks.multi_gpu.rank_bias import RESULTS, at_least, causeless_counts, compared, launches, report
 
 
-def test_every_stored_launch_counts_once_and_every_causeless_line_is_counted():
+def test_every_stored_launch_counts_once_and_every_causeless_line_is_counted_on_its_rank():
     found = launches()
     stored = [run for path in RESULTS.glob("*/stragglers*.json") for run in json.loads(path.read_text())["runs"]
               if len(run.get("rows") or []) >= 2]
     named = {run["run_dir"]: run for run in stored if run.get("run_dir")}
     unnamed = [run for run in stored if not run.get("run_dir")]  # the first sessions' files kept no run directory
-    assert len(found) == len(named) + len(unnamed) >= 160
-    lines = [sum("ran slower in this launch" in f for f in run["findings"]) for run in [*named.values(), *unnamed]]
-    per_rank, chances = causeless_counts(found)
-    assert sum(per_rank.values()) == len(chances) == sum(lines) >= 20
+    assert len(found) == len(named) + len(unnamed) >= 180
+    on_rank: Counter[int] = Counter()
+    slowed = 0
+    for run in [*named.values(), *unnamed]:
+        for line in run["findings"]:
+            if "ran slower in this launch" in line or "is the straggler: no cause seen" in line:
+                rank = int(line.split()[1])
+                if rank == 1 and run["condition"] != "plain":
+                    slowed += 1
+                else:
+                    on_rank[rank] += 1
+    lines = causeless_counts(found)
+    assert lines.per_rank == on_rank and lines.on_slowed == slowed >= 1 and sum(on_rank.values()) >= 25
+
+
+def test_a_causeless_line_on_the_slowed_rank_is_counted_apart_and_a_forced_one_carries_no_weight(tmp_path):
+    def run(condition: str, world: int, lines: list[str]) -> dict:
+        rows = [{"rank": r, "median_ms": {"forward": 10.0 + r}} for r in range(world)]
+        return {"condition": condition, "findings": lines, "rows": rows, "tests": []}
+    old = "rank {} is the straggler: no cause seen on the node (its GPU unshared)"
+    new = "rank {} ran slower in this launch (slower in 15 of 20 steps) but the node shows no cause"
+    (tmp_path / "day").mkdir()
+    (tmp_path / "day" / "stragglers_x.json").write_text(json.dumps({"runs": [
+        run("hook", 2, [old.format(1)]),  # on the slowed rank: says nothing about rank 0
+        run("light", 2, [new.format(0)]),  # rank 0 the only unslowed rank: forced
+        run("plain", 4, [new.format(0), old.format(3)])]}))
+    lines = causeless_counts(launches(tmp_path))
+    assert lines.on_slowed == 1 and lines.per_rank == Counter({0: 2, 3: 1})
+    assert lines.chances == [1.0, 0.25, 0.25]
+    assert lines.informative() == (1, 2, 0.5)
+    assert at_least(lines.per_rank[0], lines.chances) == pytest.approx(at_least(1, [0.25, 0.25]))
 
 
 def test_a_launch_copied_into_a_second_file_is_not_a_second_launch(tmp_path):
@@ -46,6 +75,7 @@ def test_the_chance_of_so_many_lines_on_rank_0_is_the_poisson_binomial_tail(coun
 
 
 def test_the_report_gives_each_measure_its_interval_or_test():
-    text = "\n".join(report(launches()))
-    assert "geometric mean" in text and "Wilcoxon p" in text and "chance puts" in text
-    assert all(len(line) <= 120 for line in text.splitlines())
+    text = report(launches())
+    assert len(text) == 5 and all(len(line) <= 120 for line in text)
+    assert re.search(r"geometric mean \d\.\d{3} \[\d\.\d{3}–\d\.\d{3}\], above 1 in \d+ of \d+, Wilcoxon p", text[1])
+    assert re.search(r"rank 0 \d+ of \d+, chance \d+\.\d, \d+ or more with p 0\.\d{3}$", text[4])

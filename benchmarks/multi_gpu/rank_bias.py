@@ -134,7 +134,8 @@ def report(found: list[Launch]) -> list[str]:
         f"{len(logs)}, Wilcoxon p {stats.wilcoxon(logs).pvalue:.2f}",
         f"rank 0's share of the step less the others': median {statistics.median(gaps):+.1%}, above 0 in "
         f"{sum(g > 0 for g in gaps)} of {len(gaps)}, Wilcoxon p {stats.wilcoxon(gaps).pvalue:.2f}",
-        f"cause-less lines on unslowed ranks: {len(lines.chances)} ({by_rank}); {lines.on_slowed} more on the slowed rank",
+        f"cause-less lines on unslowed ranks: {len(lines.chances)} ({by_rank}); "
+        f"{lines.on_slowed} more on the slowed rank",
         f"of those another rank could have had: rank 0 {on_zero} of {open_lines}, chance {expected:.1f}, "
         f"{on_zero} or more with p {at_least(lines.per_rank[0], lines.chances):.3f}",
     ]

@@ -42,7 +42,7 @@ class Launch:
     condition: str
     forward_ms: dict[int, float]
     share: dict[int, float]
-    causeless: tuple[int, ...]  # ranks with a cause-less "ran slower in this launch" line
+    causeless: tuple[int, ...]  # ranks with a cause-less line (CAUSELESS: either wording)
 
     def unslowed(self) -> list[int]:
         return [r for r in self.forward_ms if self.condition == "plain" or r != SLOWED_RANK]

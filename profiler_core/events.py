@@ -9,7 +9,8 @@ the run directory and the event names the path. Three pipes speak this protocol:
   ({"event": "study", "kind", "dir", "cells", "pending"} once the directory exists; {"event": "cell", "index",
   "label", "done", "pending", "eta_s"} when a sweep cell starts; {"event": "cell_done", "index", "label",
   "status", "done", "pending", "eta_s"} when a cell ends);
-- a study's helper process (attention benchmark, precision lab) → the study driver, and the model inspector
+- a study's helper process (attention benchmark, precision lab, a shared runner process of several
+  configurations) → the study driver, and the model inspector
   (`runner.inspect_model`) → `sysprof inspect` and the Configure screen: HELPER_EVENTS.
 """
 from __future__ import annotations
@@ -36,7 +37,9 @@ STUDY, CELL, CELL_DONE = "study", "cell", "cell_done"
 STUDY_EVENTS = (STUDY, CELL, CELL_DONE)
 
 CELL_RESULT, LAB_RESULT, INSPECT = "cell_result", "lab_result", "inspect"
-HELPER_EVENTS = (CELL_RESULT, LAB_RESULT, INSPECT)
+# {"arm", "run_dir", "status"}: one configuration of a shared runner process ended (runner/arms.py)
+ARM_DONE = "arm_done"
+HELPER_EVENTS = (CELL_RESULT, LAB_RESULT, INSPECT, ARM_DONE)
 
 EVENT_KINDS = RUN_EVENTS + STUDY_EVENTS + HELPER_EVENTS
 

@@ -198,6 +198,8 @@ def process_record(summary: Mapping[str, Any]) -> ProcessRecord:
                            tokens_per_s=summary.get(THROUGHPUT))
     if summary.get("ran"):
         record["ran"] = summary["ran"]
+    if summary.get("shared_process"):  # an arm of a process it shared with other configurations (runner/arms.py)
+        record["shared_process"] = summary["shared_process"]
     return record
 
 

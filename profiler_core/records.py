@@ -58,6 +58,8 @@ class ProcessRecord(_ProcessRecord, total=False):
     """One runner process of a group (summary["repeats"]["processes"]): what compare needs of it."""
 
     ran: RanWindow  # absent in groups saved before it was recorded
+    shared_process: dict[str, Any]  # an arm of a shared process: its arms, position, own seconds, blocks
+
 
 
 class _Repeats(TypedDict):
@@ -159,6 +161,7 @@ class RunSummary(Throughput, total=False):
     warnings: list[dict[str, Any]]  # stability.warnings_for_summary with the readings taken while the steps ran
     rank: dict[str, int]  # a rank of several: rank, local_rank, world
     ranks: dict[str, Any]  # --nproc > 1, rank 0's summary: world, parallel, per-rank rows and findings (ranks.py)
+    shared_process: dict[str, Any]  # one of several configurations measured in one process (runner/arms.py)
 
 
 class LaunchFigures(TypedDict):

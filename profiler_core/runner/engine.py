@@ -12,6 +12,7 @@ import signal
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -69,7 +70,7 @@ def _ignore_stop_signals() -> None:
         signal.signal(signum, signal.SIG_IGN)
 
 
-def _raise_cancelled(signum: int, _frame: object) -> None:
+def raise_cancelled(signum: int, _frame: object) -> None:
     # One stop is enough: a second one (the terminal's Ctrl-C and the launcher's own SIGINT) arriving while
     # the summary is written would cut it short.
     _ignore_stop_signals()
@@ -93,6 +94,8 @@ class Runner:
         self.compile_s: float | None = None
         self.tools: StepInstruments | None = None
         self.module_ranges: ModuleRanges | None = None
+        # a shared process's arm (runner/arms.py): its block, and its peaks less the other arms' resident memory
+        self.amend_record: Callable[[StepRecord], StepRecord] | None = None
 
     def start(self) -> None:
         device = resolve_device(self.cfg.device)
@@ -185,6 +188,8 @@ class Runner:
             if self.module_ranges:
                 self.module_ranges.end_step()
         record |= {"kind": kind, "index": index}
+        if self.amend_record:
+            record = self.amend_record(record)
         with held_stop_signals():  # a stop now: the step is in the summary exactly when it is in steps.jsonl
             rundir.append_jsonl(self.run_dir / rundir.STEPS, record)
             self.steps.append(record)
@@ -295,10 +300,10 @@ def _unwrapped(exc: BaseException) -> BaseException:
     return exc
 
 
-def _start_and_measure(runner: Runner) -> None:
+def unwrapping(work: Callable[[], None]) -> None:
+    """work(), with the stop, the OOM or the lost reader another library wrapped raised as itself."""
     try:
-        runner.start()
-        runner.run_steps()
+        work()
     except Exception as exc:
         inner = _unwrapped(exc)
         if inner is exc:
@@ -306,30 +311,47 @@ def _start_and_measure(runner: Runner) -> None:
         raise inner from None  # the wrapper only carried it (and keeps it: no cause cycle between the two)
 
 
-def execute(runner: Runner) -> int:
-    """Run and report; every way out writes summary.json and a last event."""
+def _start_and_measure(runner: Runner) -> None:
+    runner.start()
+    runner.run_steps()
+
+
+def guarded(runner: Runner, work: Callable[[], None]) -> int | None:
+    """Run the runner's work; None when it finished, else the exit code once the failure is reported (its summary
+    written and its last event sent): every way out of a failed run goes through here."""
     try:
-        _start_and_measure(runner)
+        unwrapping(work)
     except NotNeeded:  # held and never released: nothing was written, nothing to report
         return 0
     except ConfigError as exc:
-        return _fail(runner, events.CONFIG, str(exc), None, None, code=2)
+        return fail(runner, events.CONFIG, str(exc), None, None, code=2)
     except StepFailure as exc:
-        return _fail(runner, exc.kind, str(exc), exc.phase, exc.peak_bytes)
+        return fail(runner, exc.kind, str(exc), exc.phase, exc.peak_bytes)
     except (Cancelled, KeyboardInterrupt) as exc:
-        return _fail(runner, events.CANCELLED, f"stopped by {exc or 'SIGINT'}", None, None, code=130)
+        return fail(runner, events.CANCELLED, f"stopped by {exc or 'SIGINT'}", None, None, code=CANCELLED_CODE)
     except ReaderGone:  # the session or `sysprof run` that started it is gone: not an error in the last phase run
-        return _fail(runner, events.DIED, "the process reading its events went away (the session or `sysprof run` "
+        return fail(runner, events.DIED, "the process reading its events went away (the session or `sysprof run` "
                                           f"that started it ended): {_stopped_after(runner)}", None, None)
     except torch.OutOfMemoryError as exc:  # outside a step: building the model or compiling it
         peak = torch.cuda.max_memory_allocated() if torch.cuda.is_available() else None
-        return _fail(runner, events.OOM, str(exc).splitlines()[0], _current_phase(runner), peak)
+        return fail(runner, events.OOM, str(exc).splitlines()[0], _current_phase(runner), peak)
     except Exception as exc:  # a crash of the workload is a result to report, not a crash of the tool
         if rundir.is_disk_full(exc):  # our own writes: stderr.log is on the same full disk
-            return _fail(runner, events.DISK_FULL, _disk_full_message(exc, runner), None, None)
+            return fail(runner, events.DISK_FULL, _disk_full_message(exc, runner), None, None)
         traceback.print_exc(file=sys.stderr)
         kind, message = _classify(exc)
-        return _fail(runner, kind, message, _current_phase(runner), None)
+        return fail(runner, kind, message, _current_phase(runner), None)
+    return None
+
+
+CANCELLED_CODE = 130
+
+
+def execute(runner: Runner) -> int:
+    """Run and report; every way out writes summary.json and a last event."""
+    code = guarded(runner, lambda: _start_and_measure(runner))
+    if code is not None:
+        return code
     summary = runner.finish(events.OK)
     if runner.rank:
         summary = runner.gather_ranks(summary)
@@ -349,7 +371,7 @@ def _stopped_after(runner: Runner) -> str:
     return f"stopped after {done} of {runner.cfg.steps} measured steps; the steps written before are kept"
 
 
-def _fail(runner: Runner, kind: str, message: str, phase: str | None, peak: int | None, code: int = 1) -> int:
+def fail(runner: Runner, kind: str, message: str, phase: str | None, peak: int | None, code: int = 1) -> int:
     error: RunError = {"kind": kind, "message": message, "phase": phase, "peak_allocated_bytes": peak}
     status = events.OOM if kind == events.OOM else events.FAILED_STATUS  # a cancel is a failed run of kind "cancelled"
     summary = runner.finish(status, error)
@@ -371,12 +393,12 @@ def main(argv: list[str] | None = None) -> int:
     if rank and rank.local_rank:  # the node's first rank's events are the run's; the others keep theirs apart
         sys.stdout = (own_dir / rundir.EVENTS).open("w", buffering=1)
     # Ctrl-C, a launcher's stop, and the terminal hanging up (a dropped SSH session): each ends the run with its summary
-    on_stop_signals(deferrable(_raise_cancelled))
+    on_stop_signals(deferrable(raise_cancelled))
     dump_stacks_on_request()
     try:
         cfg = validate(RunConfig.from_dict(json.loads(args.config_json)), locate_code=False)
     except (ConfigError, json.JSONDecodeError, TypeError) as exc:
-        return _fail(Runner(RunConfig(), args.run_dir, rank=rank), events.CONFIG, str(exc), None, None, code=2)
+        return fail(Runner(RunConfig(), args.run_dir, rank=rank), events.CONFIG, str(exc), None, None, code=2)
     return execute(Runner(cfg, args.run_dir, args.capture, rank, args.hold))
 
 

@@ -236,20 +236,23 @@ class Plan:
 
 
 def plan(found: list[Candidate], budget_s: float, base: RunConfig, device: str,
-         step_s: float | None = None) -> Plan:
+         step_s: float | None = None, shared: bool = False) -> Plan:
     """The applicable candidates in order of their expected gain, as many as the budget's estimate allows.
     step_s: the baseline's measured step (the diagnosis), so each process's steps count in the estimate: a
     candidate's step as the baseline's × its batch's growth ÷ its expected gain; without it only the processes'
-    start-up and compiles count."""
-    def process_s(cfg: RunConfig, gain: float) -> float:
+    start-up and compiles count. shared: the candidates are arms of the baseline's processes (one start-up a round
+    for all of them, studies/sweep.shared_rounds)."""
+    start_s = PROCESS_S.get(device, PROCESS_S["cuda"])
+
+    def process_s(cfg: RunConfig, gain: float, starts: bool = True) -> float:
         steps_s = 0.0 if step_s is None else (cfg.warmup + cfg.steps) * step_s * cfg.batch / base.batch / gain
-        return PROCESS_S.get(device, PROCESS_S["cuda"]) + steps_s
+        return (start_s if starts else 0.0) + steps_s
 
     spent = baseline_s = base.repeats * process_s(base, 1.0)  # the baseline's processes
     chosen, skipped = [], [(c, c.reason) for c in found if c.reason]
     costliest = 0.0
     for candidate in _alternatives_last([c for c in found if not c.reason]):
-        cost = base.repeats * process_s(candidate.config or base, max(candidate.prior, 1.0)) + compile_s(
+        cost = base.repeats * process_s(candidate.config or base, max(candidate.prior, 1.0), not shared) + compile_s(
             candidate.config, base.repeats)
         # a gain is recommended only once measured again: the budget keeps room for that (_combine's first step)
         if spent + cost + baseline_s + max(costliest, cost) > budget_s:
@@ -291,3 +294,30 @@ def _blocks(cfg: RunConfig) -> int:
         if name.strip() in DIMENSION_NAMES["num_layers"] and text.strip().isdigit():
             return int(text)
     return cfg.spec().layers
+
+
+SHARED_MEMORY_SHARE = 0.8  # of the device: every arm's estimated peak together, for arms to share one process
+
+
+def sharing_problem(configs: list[RunConfig], limit: tuple[int, str] | None, seen: Seen) -> str | None:
+    """Why these configurations cannot be arms of one process (None: they can): the sum of their estimated peaks
+    (the baseline's measured peak grown with the batch, or the prediction scaled by what the baseline measured) must
+    fit in SHARED_MEMORY_SHARE of the device, since each arm keeps its weights and optimizer state between its
+    blocks. Summing peaks overstates it (one arm's activations live at a time): an estimate that errs towards fresh
+    processes."""
+    if limit is None:
+        return None  # the CPU: host memory, and the models the CPU measures are small
+    if seen.measured_peak is None:
+        return "the baseline's peak memory was not measured"
+    total = sum(_estimated_peak(cfg, configs[0], seen) for cfg in configs)
+    if total <= limit[0] * SHARED_MEMORY_SHARE:
+        return None
+    return (f"together they would need about {format_bytes(total)} of {limit[1]}'s {format_bytes(limit[0])}: "
+            "one fresh process each")
+
+
+def _estimated_peak(cfg: RunConfig, base: RunConfig, seen: Seen) -> int:
+    assert seen.measured_peak is not None  # sharing_problem checks it
+    if seen.peak_scale is not None and _predicted(cfg):
+        return int(predict_run_memory(cfg)["peak_bytes"] * seen.peak_scale)
+    return int(seen.measured_peak * max(cfg.batch / base.batch, 1.0))

@@ -15,8 +15,9 @@ from pathlib import Path
 from sysprof.profiler_core import events, rundir
 from sysprof.profiler_core.config import ConfigError, RunConfig, config_problems, validate
 from sysprof.profiler_core.errors import StudyError
+from sysprof.profiler_core.session.arms import run_shared
 from sysprof.profiler_core.session.backends import choose_backend
-from sysprof.profiler_core.session.repeats import RepeatedRun
+from sysprof.profiler_core.session.repeats import RepeatedRun, clean_only, process_dir
 from sysprof.profiler_core.studies.gpu_pool import run_on_gpus
 
 
@@ -91,13 +92,13 @@ def cell_summary(path: Path) -> dict | None:
 
 
 def run(sweep_dir: Path, on_event: Callable[[dict], None], nsys: str | None = None,
-        gpus: Sequence[str] = ()) -> list[dict]:
+        gpus: Sequence[str] = (), shared: bool = False) -> list[dict]:
     """Run every cell not yet done; returns one summary per cell, in plan order.
 
     With repeats, the processes go round-robin over the cells (every cell's first, then every cell's second, …),
     the order reversed every other round (A B, B A, A B, …), so that drift over the sweep (clocks, other tenants)
     hits every cell alike and no cell is always first. With gpus, cells run side by side, one per GPU
-    (gpu_pool.py)."""
+    (gpu_pool.py). shared: each round's processes are one process measuring every cell in it (shared_rounds)."""
     configs, _ = load_plan(sweep_dir)
     pending = [i for i, cfg in enumerate(configs) if not cell_done(sweep_dir, i, cfg)]
     if gpus:
@@ -109,6 +110,9 @@ def run(sweep_dir: Path, on_event: Callable[[dict], None], nsys: str | None = No
             group.write_summary()
     total = sum(configs[i].repeats - len(groups[i].summaries) for i in pending)
     on_event({"event": events.STUDY, "cells": len(configs), "pending": total})
+    if shared:
+        shared_rounds(sweep_dir, configs, groups, on_event, total)
+        return _results(sweep_dir, configs)
     started, done = time.perf_counter(), 0
     for index in schedule(configs, groups):
         group = groups[index]
@@ -180,3 +184,47 @@ def _eta(started: float, done: int, total: int) -> float | None:
     if done == 0:
         return None
     return (time.perf_counter() - started) / done * (total - done)
+
+
+SHARED_DIR = "shared"  # a sweep's shared processes, one folder each (session/arms.py)
+
+
+def shared_rounds(sweep_dir: Path, configs: Sequence[RunConfig], groups: Mapping[int, RepeatedRun],
+                  on_event: Callable[[dict], None], total: int) -> None:
+    """Round after round, one process measures the next process of every cell not complete, each cell an arm
+    (runner/arms.py), in the plan's order and reversed every other round: a candidate costs its steps, not a
+    process's start-up. A cell whose arm did not end ok is complete (as a group of fresh processes is)."""
+    done, round_index = 0, 0
+    while live := [i for i in groups if not groups[i].complete]:
+        cells = live if round_index % 2 == 0 else live[::-1]
+        arms = [(clean_only(configs[i]), process_dir(cell_dir(sweep_dir, i, configs[i]), len(groups[i].summaries)))
+                for i in cells]
+        for index in cells:
+            on_event({"event": events.CELL, "index": index, "config": configs[index].to_dict(), "done": done,
+                      "pending": total, "repeat": len(groups[index].summaries) + 1, "eta_s": None})
+        summaries = run_shared(arms, _next_shared_dir(sweep_dir))
+        stop = _take_round(groups, cells, summaries, on_event)
+        done, round_index = done + len(cells), round_index + 1
+        if stop:
+            break
+
+
+def _take_round(groups: Mapping[int, RepeatedRun], cells: list[int], summaries: list[dict],
+                on_event: Callable[[dict], None]) -> bool:
+    """Each arm's summary into its cell's group; True when the round was stopped (a cancel, a full disk)."""
+    stop = False
+    for index, summary in zip(cells, summaries):
+        group = groups[index]
+        group.summaries.append(summary)  # type: ignore[arg-type]
+        status = group.write_summary()["status"] if group.complete else summary["status"]
+        on_event({"event": events.CELL_DONE, "index": index, "status": status,
+                  "reason": events.cell_reason(summary)})  # type: ignore[arg-type]
+        error = summary.get("error")
+        stop = stop or (error is not None and error["kind"] in (events.CANCELLED, events.DISK_FULL))
+    return stop
+
+
+def _next_shared_dir(sweep_dir: Path) -> Path:
+    root = sweep_dir / SHARED_DIR
+    taken = len(list(root.iterdir())) if root.is_dir() else 0
+    return root / f"{taken + 1:03d}"

@@ -29,6 +29,7 @@ from sysprof.profiler_core.errors import ConfigError, UsageError
 from sysprof.profiler_core.memory.fit import device_memory, fit_problem
 from sysprof.profiler_core.nvml import visible_gpu_count
 from sysprof.profiler_core.options import add_config_options, config_from_args
+from sysprof.profiler_core.session.arms import SHARED_RECORD, shareable, shared_seconds
 from sysprof.profiler_core.studies import advise_diagnosis, advise_tables, sweep
 from sysprof.profiler_core.studies.advice import (
     COMPILE_PREFIX,
@@ -42,6 +43,7 @@ from sysprof.profiler_core.studies.advice import (
     measured_peak_scale,
     options_text,
     plan,
+    sharing_problem,
 )
 from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kind import StudyKind, run_configs
@@ -58,6 +60,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(repeats=DEFAULT_REPEATS)
     parser.add_argument("--resume", type=Path, metavar="DIR", help="continue an advise study: its cells that did "
                         "not finish, then its combination (the run options are the study's own)")
+    parser.add_argument("--fresh-processes", action="store_true",
+                        help="a fresh process for every candidate's every repeat, as a sweep runs them (by default "
+                             "the candidates are arms of shared processes, measured in interleaved blocks, where "
+                             "their models fit on the device together)")
     parser.add_argument("--budget", type=float, metavar="MINUTES",
                         help=f"candidates in order of their usual gain while the estimate fits (default "
                              f"{DEFAULT_BUDGET_MIN:.0f}); the plan names the ones left out. With --resume: minutes "
@@ -112,8 +118,11 @@ def _measure(args: argparse.Namespace, study_dir: Path, base: RunConfig, budget_
     hint = advise_diagnosis.hints(diagnosis.summary, diagnosis.run.analysis(rundir.KERNELS_DIR))
     step = ((diagnosis.summary or {}).get("phases") or {}).get("step") or {}
     step_s = step["median_ms"] / 1e3 if step.get("median_ms") else None
-    found = candidates(base, on_gpu, limit, _seen(diagnosis, base))
-    chosen = plan(advise_diagnosis.weighted(found, hint), budget_left_s, base, "cuda" if on_gpu else "cpu", step_s)
+    seen = _seen(diagnosis, base)
+    found = candidates(base, on_gpu, limit, seen)
+    shared = _sharing(args, [base, *(c.config for c in found if c.config is not None)], limit, seen)
+    chosen = plan(advise_diagnosis.weighted(found, hint), budget_left_s, base, "cuda" if on_gpu else "cpu", step_s,
+                  shared=shared is None)
     if not chosen.chosen:
         _save_plan(study_dir, base, chosen, hint, args, first_cell=None)
         return
@@ -121,11 +130,26 @@ def _measure(args: argparse.Namespace, study_dir: Path, base: RunConfig, budget_
     configs = [base, *(c.config for c in chosen.chosen if c.config is not None)]
     first = sweep.extend(study_dir, configs)
     _save_plan(study_dir, base, chosen, hint, args, first_cell=first)
-    with Progress(args.events).recorded(study_dir) as progress:
-        sweep.run(study_dir, progress.sweep_listener("advise", study_dir))
+    _update_advice(study_dir, shared=shared is None, **({"not_shared": shared} if shared else {}))
+    _run_cells(args, study_dir, shared is None)
     per_cell_s = (time.monotonic() - started) / len(configs)  # every process of a cell, start-up included
     _update_advice(study_dir, per_cell_s=per_cell_s)  # what a resumed combination is planned with
     _combine(args, study_dir, base, limit, per_cell_s, budget_left_s - per_cell_s * len(configs))
+
+
+def _sharing(args: argparse.Namespace, configs: list[RunConfig], limit: tuple[int, str] | None,
+             seen: Seen) -> str | None:
+    """Why the cells cannot be arms of shared processes (None: they are): --fresh-processes, a pass or device they
+    cannot share, or memory their models together would not fit in."""
+    if args.fresh_processes:
+        return "--fresh-processes"
+    return shareable(configs) or sharing_problem(configs, limit, seen)
+
+
+def _run_cells(args: argparse.Namespace, study_dir: Path, shared: bool) -> None:
+    """The plan's cells not done: each round one shared process measuring all of them, else a fresh process each."""
+    with Progress(args.events).recorded(study_dir) as progress:
+        sweep.run(study_dir, progress.sweep_listener("advise", study_dir), shared=shared)
 
 
 def _seen(diagnosis: Any, base: RunConfig) -> Seen:
@@ -154,9 +178,8 @@ def resume(args: argparse.Namespace, study_dir: Path) -> Path:
     if not args.events:
         Console(stderr=True, highlight=False).print(_resume_budget_line(args.budget, budget_s))
     started = time.monotonic()
-    with Progress(args.events).recorded(study_dir) as progress:
-        sweep.run(study_dir, progress.sweep_listener("advise", study_dir))
     advice = rundir.read_json(study_dir / rundir.ADVICE_PLAN) or {}
+    _run_cells(args, study_dir, bool((advice.get("combination") or advice).get("shared")))
     base = RunConfig.from_dict(advice["baseline"]) if "baseline" in advice else configs[0]
     budget_left_s = budget_s - (time.monotonic() - started)
     if "candidates" not in advice:
@@ -200,16 +223,40 @@ def _budget_typed_s(study_dir: Path) -> float:
 def spent_s(study_dir: Path) -> float:
     """What the study's processes took: each process directory's clean pass window (summary["ran"]; a group's
     summary carries its first process's, the later ones are in repeats/NN), whatever its status (a process cut
-    short spent its time too, until a resume runs it again in its place)."""
-    total = 0.0
+    short spent its time too, until a resume runs it again in its place); a shared process's whole window once
+    (its arms' summaries each carry it)."""
+    total = sum(shared_seconds(folder) for folder in _shared_folders(study_dir))
     for path in (study_dir / rundir.SWEEP_CELLS_DIR).glob(f"**/{rundir.SUMMARY}"):
         try:
-            ran = (rundir.read_json(path) or {}).get("ran") or {}
+            summary = rundir.read_json(path) or {}
         except rundir.RunDirError:
             continue  # a torn summary: that process runs again, and counts then
-        if "start" in ran and "end" in ran:
+        ran = summary.get("ran") or {}
+        if "start" in ran and "end" in ran and "shared_process" not in summary:
             total += ran["end"] - ran["start"]
     return total
+
+
+def _shared_folders(study_dir: Path) -> list[Path]:
+    root = study_dir / sweep.SHARED_DIR
+    return sorted(path for path in root.iterdir() if path.is_dir()) if root.is_dir() else []
+
+
+def shared_start_s(study_dir: Path) -> float | None:
+    """A shared process's seconds beyond its arms' own (imports, the CUDA context, the arms' bookkeeping), the
+    mean over the study's shared processes; None before one ended."""
+    starts = [start for folder in _shared_folders(study_dir) if (start := _start_of(folder)) is not None]
+    return sum(starts) / len(starts) if starts else None
+
+
+def _start_of(folder: Path) -> float | None:
+    wall = shared_seconds(folder)
+    record = rundir.read_json(folder / SHARED_RECORD) or {}
+    own = [((rundir.read_json(Path(arm) / rundir.SUMMARY) or {}).get("shared_process") or {}).get("own_s")
+           for arm in record.get("arms", [])]
+    if not wall or not own or any(value is None for value in own):
+        return None
+    return max(wall - sum(own), 0.0)
 
 
 def _timed_cell_s(study: Study, advice: dict) -> float | None:
@@ -242,10 +289,9 @@ def _cell_costs(study: Study, advice: dict) -> dict[str, CellCost]:
     costs = {}
     for name, cell in zip(names, [baseline, *measured] if baseline is not None else []):
         records = ((cell.summary or {}).get("repeats") or {}).get("processes") or []
-        windows = [record.get("ran") or {} for record in records]
-        if len(records) != cell.config.repeats or not all("start" in w and "end" in w for w in windows):
+        times = [_own_seconds(record) for record in records]
+        if len(records) != cell.config.repeats or any(t is None for t in times):
             continue
-        times = [w["end"] - w["start"] for w in windows]
         step_s = _step_s(cell)
         process_steps_s = 0.0 if step_s is None else _steps_run(cell.config) * step_s / len(times)
         overhead = max(sum(times) - process_steps_s * len(times), 0.0)
@@ -253,6 +299,15 @@ def _cell_costs(study: Study, advice: dict) -> dict[str, CellCost]:
         warm = min(overhead, len(times) * sum(later) / len(later)) if later else overhead
         costs[name] = CellCost(sum(times), overhead, step_s, warm)
     return costs
+
+
+def _own_seconds(record: dict) -> float | None:
+    """A process's seconds: its clean pass's window, or an arm's own share of a shared process."""
+    shared = record.get("shared_process") or {}
+    if "own_s" in shared:
+        return float(shared["own_s"])
+    window = record.get("ran") or {}
+    return window["end"] - window["start"] if "start" in window and "end" in window else None
 
 
 def _step_s(cell: Any) -> float | None:
@@ -304,6 +359,8 @@ def _affordable(study: Study, advice: dict, steps: list[tuple[str, Any]], per_ce
     baseline, _ = advise_tables.candidate_cells(study, advice)
     steps_run = _steps_run(baseline.config) if baseline is not None else 0
     spent = costs["baseline"].total_s if "baseline" in costs else per_cell_s
+    if advice.get("shared") and baseline is not None:  # a shared round's start-up, once for all its arms
+        spent += baseline.config.repeats * (shared_start_s(study.path) or 0.0)
     before: list[str] = []  # the parts of the step before
     affordable = 0
     for name, _ in steps:
@@ -338,10 +395,9 @@ def _combine(args: argparse.Namespace, study_dir: Path, base: Any, limit: tuple[
     advice = rundir.read_json(study_dir / rundir.ADVICE_PLAN) or {}
     baseline, measured = advise_tables.candidate_cells(study, advice)
     rows = [advise_tables.candidate_row(d, baseline, cell) for d, cell in zip(advice["candidates"], measured)]
-    passed = sorted((row["_speedup"] or 0.0, d["name"], d["changes"]) for d, row in zip(advice["candidates"], rows)
-                    if row.get("why") == advise_tables.PASSED and "changes" in d)
+    ranked = _ranked_for_combination(advice, rows)
     diagnosis = study.cells[advice.get("diagnosis_cell", DIAGNOSIS_CELL)]
-    steps = chain(base, [(name, changes) for _, name, changes in reversed(passed)], limit, _seen(diagnosis, base))
+    steps = chain(base, ranked, limit, _seen(diagnosis, base))
     if not steps:
         return
     affordable, all_steps_s = _affordable(study, advice, steps, per_cell_s, budget_left_s)
@@ -351,12 +407,28 @@ def _combine(args: argparse.Namespace, study_dir: Path, base: Any, limit: tuple[
         rundir.write_json(study_dir / rundir.ADVICE_PLAN, advice)
         return
     steps, left_out = steps[:affordable], steps[affordable:]
-    first = sweep.extend(study_dir, [base, *(dataclasses.replace(base, **changes) for _, changes in steps)])
+    configs = [base, *(dataclasses.replace(base, **changes) for _, changes in steps)]
+    shared = _sharing(args, configs, limit, _seen(diagnosis, base))
+    first = sweep.extend(study_dir, configs)
     described = lambda part: [{"name": name, "options": options_text(changes)} for name, changes in part]  # noqa: E731
-    _replace_combination(advice, {"first_cell": first, "steps": described(steps), "left_out": described(left_out)})
+    _replace_combination(advice, {"first_cell": first, "steps": described(steps), "left_out": described(left_out),
+                                  "shared": shared is None})
     rundir.write_json(study_dir / rundir.ADVICE_PLAN, advice)
-    with Progress(args.events).recorded(study_dir) as progress:
-        sweep.run(study_dir, progress.sweep_listener("advise", study_dir))
+    _run_cells(args, study_dir, shared is None)
+
+
+def _ranked_for_combination(advice: dict, rows: list[dict]) -> list[tuple[str, dict[str, Any]]]:
+    """The candidates that passed, best first; then, where the cells share processes (a step costs its steps, not
+    a start-up), those that were within noise alone: a gain the first bottleneck hid shows once a step before it
+    has removed that bottleneck (bf16 on a launch-bound step, measured after CUDA graphs and a larger batch)."""
+    described = [(d, row) for d, row in zip(advice["candidates"], rows) if "changes" in d]
+    passed = sorted(((row["_speedup"] or 0.0, d["name"], d["changes"]) for d, row in described
+                     if row.get("why") == advise_tables.PASSED), key=lambda item: -item[0])
+    ranked = [(name, changes) for _, name, changes in passed]
+    if advice.get("shared"):
+        ranked += [(d["name"], d["changes"]) for d, row in described
+                   if str(row.get("why", "")).startswith(advise_tables.NOT_FASTER)]
+    return ranked
 
 
 def _replace_combination(advice: dict[str, Any], combination: dict[str, Any]) -> None:

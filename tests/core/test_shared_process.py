@@ -1,0 +1,71 @@
+"""Shared processes: several configurations measured as arms of one runner process in interleaved blocks (real
+runners on CPU), a failing arm ending alone at its smoke test, and a sweep whose rounds are shared processes."""
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from sysprof.profiler_core import rundir
+from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.runner.arms import block_ranges
+from sysprof.profiler_core.session.arms import SHARED_RECORD, run_shared, shareable
+from sysprof.profiler_core.session.repeats import process_dir
+from sysprof.profiler_core.studies import sweep
+
+TINY = RunConfig(model="tiny", ctx=16, batch=2, warmup=1, steps=6, device="cpu")
+
+
+def test_blocks_split_the_measured_steps_evenly_and_never_below_two_steps():
+    assert block_ranges(8, 4) == [range(0, 2), range(2, 4), range(4, 6), range(6, 8)]
+    assert block_ranges(6, 4) == [range(0, 2), range(2, 4), range(4, 6)]  # 4 blocks of 6 would leave 1-step blocks
+    assert block_ranges(3, 4) == [range(0, 3)]
+    assert sorted(len(r) for r in block_ranges(10, 4)) == [2, 2, 3, 3]
+
+
+def test_what_cannot_share_a_process_says_why():
+    assert shareable([TINY, dataclasses.replace(TINY, batch=4)]) is None
+    assert "profiled" in shareable([TINY, dataclasses.replace(TINY, profiler="torch")])
+    assert "torchrun" in shareable([TINY, dataclasses.replace(TINY, nproc=2)])
+    assert "devices" in shareable([TINY, dataclasses.replace(TINY, device="auto")])
+
+
+@pytest.mark.slow
+def test_arms_of_one_process_train_their_own_models_and_a_broken_one_ends_alone(tmp_path):
+    """Two identical arms (an A/A pair) see the same losses step for step: each has its own model, optimizer and
+    data from the same seed, so the blocks of the other arms between their steps change nothing they compute. An
+    arm whose optimizer cannot be built ends at its smoke test with the reason; the others are measured."""
+    broken = dataclasses.replace(TINY, optimizer_args=("nosuch=1",))
+    arms = [(TINY, tmp_path / "a"), (broken, tmp_path / "broken"), (TINY, tmp_path / "a_again"),
+            (dataclasses.replace(TINY, batch=4), tmp_path / "batch4")]
+    ended = []
+    summaries = run_shared(arms, tmp_path / "shared", lambda arm, status: ended.append((arm, status)))
+    assert [s["status"] for s in summaries] == ["ok", "failed", "ok", "ok"]
+    assert "nosuch" in summaries[1]["error"]["message"] and not rundir.read_steps(tmp_path / "broken")
+    assert sorted(ended) == [(0, "ok"), (1, "failed"), (2, "ok"), (3, "ok")]
+    first, again = rundir.read_steps(tmp_path / "a"), rundir.read_steps(tmp_path / "a_again")
+    assert [s["loss"] for s in first] == [s["loss"] for s in again]
+    measured = [s for s in first if s["kind"] == "measured"]
+    assert [s["block"] for s in measured] == [0, 0, 1, 1, 2, 2] and [s["index"] for s in measured] == list(range(6))
+    shared = summaries[0]["shared_process"]
+    assert shared["arms"] == 4 and shared["blocks"] == 3 and shared["own_s"] > 0
+    assert summaries[3]["tokens_per_s"] > 0 and summaries[3]["phases"]["step"]["n"] == 6
+    record = json.loads((tmp_path / "shared" / SHARED_RECORD).read_text())
+    assert record["exit_code"] == 1 and record["end"] > record["start"]  # one arm failed: the process says so
+
+
+@pytest.mark.slow
+def test_a_shared_sweep_runs_one_process_a_round_the_order_reversed_every_other(tmp_path):
+    configs = [dataclasses.replace(TINY, repeats=2, steps=4), dataclasses.replace(TINY, repeats=2, steps=4, batch=4)]
+    sweep_dir = sweep.create(tmp_path, "shared", configs, ["batch"])
+    seen = []
+    results = sweep.run(sweep_dir, seen.append, shared=True)
+    assert [r["status"] for r in results] == ["ok", "ok"]
+    assert all(r["repeats"]["ok"] == 2 for r in results)
+    rounds = sorted((sweep_dir / sweep.SHARED_DIR).iterdir())
+    orders = [json.loads((folder / SHARED_RECORD).read_text())["arms"] for folder in rounds]
+    cells = [sweep.cell_dir(sweep_dir, i, cfg) for i, cfg in enumerate(configs)]
+    assert orders == [[str(process_dir(cells[0], 0)), str(process_dir(cells[1], 0))],
+                      [str(process_dir(cells[1], 1)), str(process_dir(cells[0], 1))]]
+    assert [e["event"] for e in seen].count("cell_done") == 4
+    assert results[1]["repeats"]["processes"][1]["shared_process"]["arms"] == 2

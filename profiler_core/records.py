@@ -89,6 +89,9 @@ class StepRecord(TypedDict, total=False):
     memory_before_backward_bytes: int | None
     memory_after_step_bytes: int | None
     cpu_wait_ms: float | None  # the main thread's run-queue delay in the step (runner/run_queue.py); None: unknown
+    # an arm of a shared process (runner/arms.py): the block it ran in, and the other arms' memory taken off its peaks
+    block: int
+    others_resident_bytes: int
     # Steps of a profiled or memory pass also carry "pass" (a keyword, so not declarable here).
 
 

@@ -94,14 +94,15 @@ def _in_arm(arm: Arm, work: Callable[[], None]) -> None:
 
 def _own_memory(arm: Arm, record: StepRecord, others: int) -> StepRecord:
     """The step's peaks less what the other arms held while it ran, so each arm's peak is its own."""
-    if not others and not record.get("peak_allocated_bytes"):
+    if not record.get("peak_allocated_bytes"):
         return record
-    peaks = {phase: value - others for phase, value in (record.get("peak_allocated_bytes") or {}).items()}
-    amended = record | {"peak_allocated_bytes": peaks, "others_resident_bytes": others}
-    for key in ("memory_before_backward_bytes", "memory_after_step_bytes"):
-        if record.get(key) is not None:
-            amended[key] = record[key] - others
-    arm.resident = amended.get("memory_after_step_bytes") or arm.resident
+    amended = StepRecord(**record)
+    amended["peak_allocated_bytes"] = {phase: value - others for phase, value in record["peak_allocated_bytes"].items()}
+    amended["others_resident_bytes"] = others
+    before, after = record.get("memory_before_backward_bytes"), record.get("memory_after_step_bytes")
+    amended["memory_before_backward_bytes"] = None if before is None else before - others
+    amended["memory_after_step_bytes"] = None if after is None else after - others
+    arm.resident = amended["memory_after_step_bytes"] or arm.resident
     return amended
 
 
@@ -131,7 +132,12 @@ def _smoke(arm: Arm) -> None:
 def _measure_block(arm: Arm, steps: range, block: int) -> None:
     arm.blocks.append(block)
     amend = arm.runner.amend_record
-    arm.runner.amend_record = lambda record: (amend(record) if amend else record) | {"block": block}
+
+    def in_block(record: StepRecord) -> StepRecord:
+        amended = StepRecord(**(amend(record) if amend else record))
+        amended["block"] = block
+        return amended
+    arm.runner.amend_record = in_block
     for index in steps:
         with nvtx_range(step_range(index)):
             arm.runner.one_step("measured", index)

@@ -15,6 +15,7 @@ from pathlib import Path
 from sysprof.profiler_core import events, rundir
 from sysprof.profiler_core.config import ConfigError, RunConfig, config_problems, validate
 from sysprof.profiler_core.errors import StudyError
+from sysprof.profiler_core.records import RunSummary
 from sysprof.profiler_core.session.arms import run_shared
 from sysprof.profiler_core.session.backends import choose_backend
 from sysprof.profiler_core.session.repeats import RepeatedRun, clean_only, process_dir
@@ -209,16 +210,16 @@ def shared_rounds(sweep_dir: Path, configs: Sequence[RunConfig], groups: Mapping
             break
 
 
-def _take_round(groups: Mapping[int, RepeatedRun], cells: list[int], summaries: list[dict],
+def _take_round(groups: Mapping[int, RepeatedRun], cells: list[int], summaries: list[RunSummary],
                 on_event: Callable[[dict], None]) -> bool:
     """Each arm's summary into its cell's group; True when the round was stopped (a cancel, a full disk)."""
     stop = False
     for index, summary in zip(cells, summaries):
         group = groups[index]
-        group.summaries.append(summary)  # type: ignore[arg-type]
+        group.summaries.append(summary)
         status = group.write_summary()["status"] if group.complete else summary["status"]
         on_event({"event": events.CELL_DONE, "index": index, "status": status,
-                  "reason": events.cell_reason(summary)})  # type: ignore[arg-type]
+                  "reason": events.cell_reason(summary)})
         error = summary.get("error")
         stop = stop or (error is not None and error["kind"] in (events.CANCELLED, events.DISK_FULL))
     return stop

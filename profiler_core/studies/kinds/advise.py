@@ -256,7 +256,7 @@ def _start_of(folder: Path) -> float | None:
            for arm in record.get("arms", [])]
     if not wall or not own or any(value is None for value in own):
         return None
-    return max(wall - sum(own), 0.0)
+    return max(wall - sum(float(value) for value in own if value is not None), 0.0)
 
 
 def _timed_cell_s(study: Study, advice: dict) -> float | None:
@@ -289,8 +289,9 @@ def _cell_costs(study: Study, advice: dict) -> dict[str, CellCost]:
     costs = {}
     for name, cell in zip(names, [baseline, *measured] if baseline is not None else []):
         records = ((cell.summary or {}).get("repeats") or {}).get("processes") or []
-        times = [_own_seconds(record) for record in records]
-        if len(records) != cell.config.repeats or any(t is None for t in times):
+        timed = [_own_seconds(record) for record in records]
+        times = [t for t in timed if t is not None]
+        if len(records) != cell.config.repeats or len(times) != len(timed):
             continue
         step_s = _step_s(cell)
         process_steps_s = 0.0 if step_s is None else _steps_run(cell.config) * step_s / len(times)

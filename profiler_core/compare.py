@@ -15,8 +15,14 @@ other tenants, allocator and autotuning state). So each process's median is one 
    the larger side's robust CV 0.7413·IQR/median): a gap smaller than what moves between two processes of one
    config is not one a user can act on (for the six medians above the spread is 5.7%).
 
-Otherwise the verdict is "within noise", with the gate that stopped it as the reason. The ratio's 95% interval is a
-percentile bootstrap of median(B)/median(A) with a fixed seed (the same runs give the same interval).
+Otherwise the verdict is "within noise", with the gate that stopped it as the reason, and any process that ran
+FAR_OFF× or more from its own side's others named in it. A reported second stage of an advise on a CPU, 3.24
+[0.03–17.59] with p = 0.34, is reproduced exactly by batch 8 at 205, 25,969, 26,100 and 27,944 tokens/s against a
+baseline at 1,480, 6,974, 9,100 and 10,207 (one process a side far off, as processes on a shared 2-core CPU run 5 to
+100× apart): U = 12 of 16. That is all 4 processes a side can say: 8 processes of one config fall into each of the 70
+splits of 4 and 4 alike, and a rule that called this split (and its mirror, the sides swapped) faster or slower would
+be wrong on 4 of 70 same-config pairs, where the rank test is wrong on the 2 fully separated ones. The ratio's 95%
+interval is a percentile bootstrap of median(B)/median(A) with a fixed seed (the same runs give the same interval).
 
 One process against a group: the group's processes say how far one more process of its config strays, so the lone
 one is tested against that (a t prediction interval on the logarithms, n − 1 degrees of freedom), with the same
@@ -50,6 +56,7 @@ FASTER, SLOWER, WITHIN_NOISE, TOO_FEW_STEPS, MISSING = "faster", "slower", "with
 # one process per side: the steps differ, but nothing says by more than run-to-run noise
 NOISE_UNKNOWN = "noise unknown"
 NOT_INTERLEAVED = "not interleaved"  # a gap that passed both gates, between sides that ran one after the other
+FAR_OFF = 3.0  # a process this many times off its side's others' median ran stalled, or alone on the node
 LARGE_SPEEDUP = 2.0  # from here an effect reads as a ratio: "2.4× faster", not "138% faster"
 THROUGHPUT_ROW = "tokens/s"
 # Config fields that change the passes after the clean one, or how many processes ran, not the steps measured.
@@ -118,6 +125,28 @@ def effect_floor(values_a: list[float], values_b: list[float], min_effect: float
     return (spread, "between-process spread") if spread > min_effect else (min_effect, "--min-effect")
 
 
+def far_off(values: list[float]) -> list[tuple[int, float]]:
+    """(run-order index, value over the median of the others) of each process FAR_OFF× or more from its side's
+    other processes; with fewer than 3 a side none (of two processes, neither is the odd one)."""
+    if len(values) < 3:
+        return []
+    found = []
+    for index, value in enumerate(values):
+        others = statistics.median(values[:index] + values[index + 1:])
+        share = value / others if others > 0 else 1.0
+        if share >= FAR_OFF or share <= 1 / FAR_OFF:
+            found.append((index, share))
+    return found
+
+
+def far_off_note(values_a: list[float], values_b: list[float]) -> str:
+    """"; far from its side's others: A's process 1 6.1× below, B's process 1 127× below" ("" when none is)."""
+    parts = [f"{side}'s process {index + 1} " + (f"{share:.3g}× above" if share > 1 else
+                                                  f"{1 / share:.3g}× below" if share > 0 else "at 0")
+             for side, values in (("A", values_a), ("B", values_b)) for index, share in far_off(values)]
+    return f"; far from its side's others: {', '.join(parts)}" if parts else ""
+
+
 def _direction(ratio: float, higher_is_better: bool) -> str:
     return FASTER if (ratio > 1) == higher_is_better else SLOWER
 
@@ -142,7 +171,8 @@ def verdict(values_a: list[float], values_b: list[float], min_effect: float = MI
     floor, source = effect_floor(values_a, values_b, min_effect)
     answer = _two_gates(ratio, p_value, floor, source, higher_is_better, "not significant")
     ci_low, ci_high = ratio_interval(values_a, values_b)
-    return {"verdict": answer[0], "reason": answer[1], "test": test, "p_value": p_value, "ci_low": ci_low,
+    far = far_off_note(values_a, values_b) if answer[0] == WITHIN_NOISE else ""
+    return {"verdict": answer[0], "reason": answer[1] + far, "test": test, "p_value": p_value, "ci_low": ci_low,
             "ci_high": ci_high, "min_effect": floor}
 
 

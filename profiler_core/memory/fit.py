@@ -22,6 +22,9 @@ def predicted_lower_bound(cfg: RunConfig) -> int:
     return int(predict_run_memory(cfg)["peak_bytes"] * (1 - PREDICTION_MARGIN))
 
 
+HOST_MEMORY = "the host's RAM"
+
+
 def device_memory(device: str) -> tuple[int, str] | None:
     """(bytes, what they are) for the run's device; None where it cannot be told (MPS, no NVML reading)."""
     gpu = device == "cuda" or (device == "auto" and visible_gpu_count() > 0)
@@ -30,7 +33,7 @@ def device_memory(device: str) -> tuple[int, str] | None:
         return (total, "GPU 0's memory") if total else None
     if device in ("cpu", "auto"):
         try:
-            return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), "the host's RAM"
+            return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), HOST_MEMORY
         except (ValueError, OSError):
             return None
     return None

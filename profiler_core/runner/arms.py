@@ -213,6 +213,14 @@ def _arm(position: int, spec: dict) -> Arm:
     return Arm(Runner(cfg, run_dir), position, stream)
 
 
+def _room_to_recompile(arms: int) -> None:
+    """Each compiled arm recompiles the model's frames for its own shapes, dtype and backend: past dynamo's limit
+    per frame (8) a frame would run eager, and a compiled arm would be timed uncompiled."""
+    import torch._dynamo.config as dynamo_config
+
+    dynamo_config.recompile_limit = max(dynamo_config.recompile_limit, 8 * arms)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="sysprof.profiler_core.runner.arms")
     parser.add_argument("--arms-json", required=True, help='[{"run_dir": DIR, "config": {...}}, ...]')
@@ -221,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     on_stop_signals(deferrable(raise_cancelled))
     dump_stacks_on_request()
     arms = [_arm(position, spec) for position, spec in enumerate(json.loads(args.arms_json))]
+    _room_to_recompile(len(arms))
     measure(arms, args.blocks)
     for arm in arms:
         arm.events_file.close()

@@ -12,7 +12,7 @@ from typing import Any
 
 from sysprof.profiler_core.config import ATTENTION_NAMES, DIMENSION_NAMES, RunConfig, config_problems
 from sysprof.profiler_core.memory.accounting import predict_run_memory
-from sysprof.profiler_core.memory.fit import fit_problem, predicted_lower_bound
+from sysprof.profiler_core.memory.fit import HOST_MEMORY, fit_problem, predicted_lower_bound
 from sysprof.profiler_core.options import flag
 from sysprof.profiler_core.units import format_bytes
 
@@ -305,8 +305,8 @@ def sharing_problem(configs: list[RunConfig], limit: tuple[int, str] | None, see
     fit in SHARED_MEMORY_SHARE of the device, since each arm keeps its weights and optimizer state between its
     blocks. Summing peaks overstates it (one arm's activations live at a time): an estimate that errs towards fresh
     processes."""
-    if limit is None:
-        return None  # the CPU: host memory, and the models the CPU measures are small
+    if limit is None or limit[1] == HOST_MEMORY:
+        return None  # the CPU's allocator is not recorded, and the models a CPU measures are small beside its RAM
     if seen.measured_peak is None:
         return "the baseline's peak memory was not measured"
     total = sum(_estimated_peak(cfg, configs[0], seen) for cfg in configs)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import shlex
 from typing import Any
 
@@ -347,10 +348,32 @@ def _recommendation(study: Study, advice: dict, measured: list[dict], combined: 
     if _may_still_hold(combined[1:]):
         return [{"answer": f"not yet: {once}, not when measured again; the steps on top of it have not finished "
                            "(`sysprof advise --resume`)", "command": None}]
-    why = str(combined[1].get("why", ""))
+    return [{"answer": _not_held_answer(once, best, combined[1]), "command": None}]
+
+
+def _not_held_answer(once: str, best: dict, again: dict) -> str:
+    """The answer when the gain measured once did not hold measured again: noise where the second measurement
+    rules it out (slower, or an interval below the first stage's ratio); where its interval still holds that ratio it
+    could not tell, and says so (batch 8 at 2.68× once, then 3.24 [0.03–17.59] with one process a side far off was
+    answered "noise, not a gain")."""
+    why = str(again.get("why", ""))
+    if why.startswith(NOT_FASTER) and _still_holds(best, again):
+        return (f"none confirmed: {once}; measured again {again['× baseline']}, an interval that still holds that "
+                f"gain: {why}; too noisy to tell, not shown to be noise (`sysprof ab` measures it again)")
     if why.startswith((NOT_FASTER, "slower")):
-        return [{"answer": f"none: {once}, and not when measured again: noise, not a gain", "command": None}]
-    return [{"answer": f"none: {once}; measured again: {why}", "command": None}]
+        return f"none: {once}, and not when measured again: noise, not a gain"
+    return f"none: {once}; measured again: {why}"
+
+
+def _still_holds(best: dict, again: dict) -> bool:
+    """Whether the second measurement's interval ("3.24 [0.03–17.59]") holds the first stage's ratio ("2.68 […]")."""
+    first, second = _numbers(best.get("tokens/s ×")), _numbers(again.get("× baseline"))
+    return len(first) == 3 and len(second) == 3 and second[1] <= first[0] <= second[2]
+
+
+def _numbers(ratio: Any) -> list[float]:
+    """The numbers of a ratio cell as ratio_text writes it: "3.24 [0.03–17.59]" → [3.24, 0.03, 17.59]."""
+    return [float(number) for number in re.findall(r"\d+(?:\.\d+)?", str(ratio or ""))]
 
 
 def _may_still_hold(steps: list[dict]) -> bool:

@@ -151,7 +151,7 @@ def _direction(ratio: float, higher_is_better: bool) -> str:
     return FASTER if (ratio > 1) == higher_is_better else SLOWER
 
 
-def _two_gates(ratio: float, p_value: float | None, floor: float, source: str, higher_is_better: bool,
+def two_gates(ratio: float, p_value: float | None, floor: float, source: str, higher_is_better: bool,
                not_significant: str) -> tuple[str, str]:
     """Significance, then the minimum effect: (verdict, reason)."""
     effect = abs(ratio - 1)
@@ -169,7 +169,7 @@ def verdict(values_a: list[float], values_b: list[float], min_effect: float = MI
     ratio = statistics.median(values_b) / statistics.median(values_a)
     test, p_value = significance(values_a, values_b)
     floor, source = effect_floor(values_a, values_b, min_effect)
-    answer = _two_gates(ratio, p_value, floor, source, higher_is_better, "not significant")
+    answer = two_gates(ratio, p_value, floor, source, higher_is_better, "not significant")
     ci_low, ci_high = ratio_interval(values_a, values_b)
     far = far_off_note(values_a, values_b) if answer[0] == WITHIN_NOISE else ""
     return {"verdict": answer[0], "reason": answer[1] + far, "test": test, "p_value": p_value, "ci_low": ci_low,
@@ -218,7 +218,7 @@ def lone_process_verdict(values_a: list[float], values_b: list[float], min_effec
     ratio = statistics.median(values_b) / statistics.median(values_a)
     p_value, (low, high) = prediction(group, lone)
     floor, source = effect_floor(group, group, min_effect)
-    answer = _two_gates(ratio, p_value, floor, source, higher_is_better, "inside the group's spread")
+    answer = two_gates(ratio, p_value, floor, source, higher_is_better, "inside the group's spread")
     ci_low, ci_high = (lone / high, lone / low) if lone_is_b else (low / lone, high / lone)
     return {"verdict": answer[0], "reason": f"1 process in {'B' if lone_is_b else 'A'}: {answer[1]}",
             "test": "t prediction (log)", "p_value": p_value, "ci_low": ci_low, "ci_high": ci_high,
@@ -284,6 +284,25 @@ def _throughput_stats(summary: Mapping[str, Any], throughputs: list[float]) -> d
     return {"median_ms": rate, "std_ms": None if rate is None else rate * relative, "n": step.get("n") or 0}
 
 
+def _paired(row: dict, summary_a: Mapping[str, Any], summary_b: Mapping[str, Any], min_effect: float) -> dict:
+    """A tokens/s row between arms of the same shared processes: the verdict on their blocks paired inside each
+    process (paired.py) takes the place of the one on per-process values, which a slow process would blur."""
+    from sysprof.profiler_core.paired import paired_verdict
+
+    found = paired_verdict(_processes(summary_a), _processes(summary_b), min_effect)
+    if found is None:
+        return row
+    row.update({key: found[key] for key in ("verdict", "reason", "test", "p_value", "detectable_effect")})
+    row.update({key: _rounded(found[key]) for key in ("ci_low", "ci_high", "min_effect")})
+    row["ratio_b_over_a"] = row["speedup_a_over_b"] = _rounded(found["ratio"])
+    row["verdict_text"] = verdict_text(row)
+    return row
+
+
+def _processes(summary: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return list((summary.get("repeats") or {}).get("processes") or [summary])
+
+
 def compare_summaries(summary_a: Mapping[str, Any], summary_b: Mapping[str, Any],
                       min_effect: float = MIN_EFFECT) -> list[dict]:
     """One row per phase present in both (the step row after the phases), then tokens/s when both carry it.
@@ -295,8 +314,9 @@ def compare_summaries(summary_a: Mapping[str, Any], summary_b: Mapping[str, Any]
             for phase in TIMED_PHASES if phase in phases_a and phase in phases_b]
     rates_a, rates_b = process_throughputs(summary_a), process_throughputs(summary_b)
     if rates_a and rates_b:
-        rows.append(compare_values(THROUGHPUT_ROW, _throughput_stats(summary_a, rates_a),
-                                   _throughput_stats(summary_b, rates_b), rates_a, rates_b, min_effect, "tokens/s"))
+        row = compare_values(THROUGHPUT_ROW, _throughput_stats(summary_a, rates_a),
+                             _throughput_stats(summary_b, rates_b), rates_a, rates_b, min_effect, "tokens/s")
+        rows.append(_paired(row, summary_a, summary_b, min_effect))
     together = interleaved(process_windows(summary_a), process_windows(summary_b))
     return [_with_ordering(row, together) for row in rows]
 

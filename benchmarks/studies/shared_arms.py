@@ -28,12 +28,12 @@ from sysprof.profiler_core.session.arms import run_shared
 from sysprof.profiler_core.session.passes import Session
 
 
-def _round(base: RunConfig, compiled: RunConfig, out: Path, index: int, identical: int) -> dict:
+def _round(base: RunConfig, compiled: RunConfig | None, out: Path, index: int, identical: int) -> dict:
     arms = [(base, out / f"shared/{index}/a{k}") for k in range(identical)]
-    arms.append((compiled, out / f"shared/{index}/compiled"))
+    arms += [(compiled, out / f"shared/{index}/compiled")] if compiled else []
     steps = [("shared", lambda: run_shared(arms, out / f"shared/{index}/process")),
              ("fresh", lambda: [_fresh(base, out / f"fresh/{index}")]),
-             ("fresh_compiled", lambda: [_fresh(compiled, out / f"fresh_compiled/{index}")])]
+             ("fresh_compiled", lambda: [_fresh(compiled, out / f"fresh_compiled/{index}")] if compiled else [])]
     found = {}
     for name, run in steps if index % 2 == 0 else steps[::-1]:
         started = time.time()
@@ -69,15 +69,16 @@ def _aa(rounds: list[dict], identical: int) -> dict:
 
 def _agreement(rounds: list[dict], identical: int) -> dict:
     fresh = [_rate(r["fresh"][0]) for r in rounds]
-    fresh_compiled = [_rate(r["fresh_compiled"][0]) for r in rounds]
+    fresh_compiled = [_rate(r["fresh_compiled"][0]) for r in rounds if r["fresh_compiled"]]
     arms = [[_rate(r["shared"][k]) for r in rounds] for k in range(identical)]
-    compiled = [_rate(r["shared"][identical]) for r in rounds]
+    compiled = [_rate(r["shared"][identical]) for r in rounds if len(r["shared"]) > identical]
     return {"fresh_tokens_per_s": fresh, "shared_arms_tokens_per_s": arms,
             "fresh_compiled_tokens_per_s": fresh_compiled, "shared_compiled_tokens_per_s": compiled,
             "arm_medians_over_fresh_median": [_ratio(a, fresh) for a in arms],
             "compiled_over_fresh_compiled": _ratio(compiled, fresh_compiled),
-            "compiled_verdict_vs_fresh": _verdict([r["fresh_compiled"][0] for r in rounds],
-                                                  [r["shared"][identical] for r in rounds])}
+            "compiled_verdict_vs_fresh": _verdict([r["fresh_compiled"][0] for r in rounds if r["fresh_compiled"]],
+                                                  [r["shared"][identical] for r in rounds
+                                                   if len(r["shared"]) > identical])}
 
 
 def _ratio(values: list, against: list) -> float | None:
@@ -98,10 +99,12 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--identical", type=int, default=6)
+    parser.add_argument("--no-compiled-arm", action="store_true", help="the identical arms alone (no inductor in the "
+                        "shared process)")
     add_config_options(parser)
     args = parser.parse_args()
     base = validate(config_from_args(args))
-    compiled = dataclasses.replace(base, compile=True, compile_mode="reduce-overhead")
+    compiled = None if args.no_compiled_arm else dataclasses.replace(base, compile=True, compile_mode="reduce-overhead")
     rounds: list[dict] = []
     for index in range(args.rounds):  # the result so far after every round: a run cut short keeps its rounds
         rounds.append(_round(base, compiled, args.out, index, args.identical))

@@ -20,6 +20,7 @@ import argparse
 import contextlib
 import gc
 import json
+import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -168,13 +169,25 @@ def _record_sharing(arms: list[Arm], started: float, blocks: int) -> None:
             continue
         summary["ran"] = {"start": started, "end": ended}
         summary["shared_process"] = {"arms": len(arms), "position": arm.position, "own_s": round(arm.own_s, 3),
-                                     "blocks": blocks, "measured_in_blocks": arm.blocks}
+                                     "blocks": blocks, "measured_in_blocks": arm.blocks,
+                                     "block_tokens_per_s": _block_rates(arm)}
         error = summary.get("error")
         if error and summary.get("status") == events.OOM and len(arms) > 1:
             error["message"] += f" (in one process with {len(arms) - 1} other configurations)"
         rundir.write_json(path, summary)
         with contextlib.suppress(ReaderGone):
             emit(events.ARM_DONE, arm=arm.position, run_dir=str(arm.runner.run_dir), status=summary.get("status"))
+
+
+def _block_rates(arm: Arm) -> list[float | None]:
+    """tokens/s of each block the arm measured (its steps' median wall time, as a run's tokens/s is of all of them):
+    what paired.py pairs with the other arms' same blocks."""
+    cfg = arm.runner.cfg
+    rates: list[float | None] = []
+    for block in arm.blocks:
+        walls = [s["wall_ms"] for s in arm.runner.steps if s.get("kind") == "measured" and s.get("block") == block]
+        rates.append(cfg.batch * cfg.ctx / (statistics.median(walls) / 1e3) if walls else None)
+    return rates
 
 
 def measure(arms: list[Arm], blocks: int) -> None:

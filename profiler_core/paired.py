@@ -55,6 +55,10 @@ def _block_rates(record: Mapping[str, Any]) -> dict[int, float]:
     return {block: rate for block, rate in pairs if rate}
 
 
+def _phases(records: Sequence[Mapping[str, Any]]) -> set[str]:
+    return {str((r.get("shared_process") or {}).get("phase", "eager")) for r in records}
+
+
 def pooled_error(logs: list[list[float]]) -> tuple[float, float, int, str]:
     """(mean log ratio, its standard error, degrees of freedom, which error): blocks per process made equal (the
     fewest any process has)."""
@@ -95,8 +99,9 @@ def paired_verdict(records_a: Sequence[Mapping[str, Any]], records_b: Sequence[M
         min_effect, "--min-effect")
     verdict, reason = two_gates(ratio, p_value, floor, source, True, "not significant")
     blocks = sum(len(row) for row in logs)
+    apart = " (eager and compiled phases)" if _phases(records_a) != _phases(records_b) else ""
     return {"verdict": verdict, "test": f"paired blocks (t, {kind})", "p_value": p_value,
-            "reason": f"{reason}; {blocks} blocks paired in {len(logs)} shared processes, "
+            "reason": f"{reason}; {blocks} blocks paired in {len(logs)} shared processes{apart}, "
                       f"detectable from {detectable:.1%}",
             "ci_low": math.exp(mean - critical * error), "ci_high": math.exp(mean + critical * error),
             "min_effect": floor, "ratio": ratio, "detectable_effect": detectable, "paired_processes": len(logs),

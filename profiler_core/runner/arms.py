@@ -8,7 +8,8 @@ own run directory written as any runner's (manifest, steps.jsonl, summary.json; 
 arm first builds, compiles and warms up: its smoke test, where one that fails (a compile that breaks, an optimizer
 that cannot be compiled, an OOM) ends with its reason at that cost while the others go on. Then the measured steps
 run in blocks, the arms in order and the order reversed every other block (A B C, C B A, …), so drift inside the
-process (clocks, a neighbour) hits every arm alike.
+process (clocks, a neighbour) hits every arm alike. Arms that compile come after every eager arm, in a phase of their
+own (phases_of_process): a compile in the process slows the eager steps of models of the same code.
 
 One such process is still one process: its allocator, autotuning and clocks are shared by its arms. The launcher
 runs several (session/arms.py) and each arm's median in each process is one observation, as a fresh process's is.
@@ -170,6 +171,7 @@ def _record_sharing(arms: list[Arm], started: float, blocks: int) -> None:
         summary["ran"] = {"start": started, "end": ended}
         summary["shared_process"] = {"arms": len(arms), "position": arm.position, "own_s": round(arm.own_s, 3),
                                      "blocks": blocks, "measured_in_blocks": arm.blocks,
+                                     "phase": "compiled" if arm.runner.cfg.compiles else "eager",
                                      "block_tokens_per_s": _block_rates(arm)}
         error = summary.get("error")
         if error and summary.get("status") == events.OOM and len(arms) > 1:
@@ -190,20 +192,35 @@ def _block_rates(arm: Arm) -> list[float | None]:
     return rates
 
 
+def phases_of_process(arms: list[Arm]) -> list[list[Arm]]:
+    """The eager arms, then the arms that compile: once torch.compile has run in a process, the eager steps of a
+    model of the same code run slower there (a CS336-style model on an H200: 62 ms, then 77 ms after another copy
+    was compiled, 63 ms again after torch._dynamo.reset()), so an eager arm is measured before any compile."""
+    eager = [arm for arm in arms if not arm.runner.cfg.compiles]
+    return [phase for phase in (eager, [arm for arm in arms if arm.runner.cfg.compiles]) if phase]
+
+
+def _measure_phase(arms: list[Arm], plan: list[range]) -> None:
+    """The phase's smoke tests, then its measured steps in interleaved blocks."""
+    for arm in arms:
+        _in_arm(arm, partial(_smoke, arm))
+        if arm.code == CANCELLED_CODE:
+            raise Cancelled("SIGINT")
+    for block, steps in enumerate(plan):
+        for arm in block_order(arms, block):
+            _in_arm(arm, partial(_measure_block, arm, steps, block))
+            if arm.code == CANCELLED_CODE:
+                raise Cancelled("SIGINT")
+
+
 def measure(arms: list[Arm], blocks: int) -> None:
-    """Every arm's smoke test, then its measured steps in interleaved blocks, then its summary."""
+    """Each phase's arms (phases_of_process) smoke-tested and measured, then every arm's summary. Block b of a
+    compiled arm is paired with block b of the eager arms (paired.py): the same process, not the same moment."""
     started = time.time()
     plan = block_ranges(min((arm.runner.cfg.steps for arm in arms if arm.code is None), default=0), blocks)
     try:
-        for arm in arms:
-            _in_arm(arm, partial(_smoke, arm))
-            if arm.code == CANCELLED_CODE:
-                raise Cancelled("SIGINT")
-        for block, steps in enumerate(plan):
-            for arm in block_order(arms, block):
-                _in_arm(arm, partial(_measure_block, arm, steps, block))
-                if arm.code == CANCELLED_CODE:
-                    raise Cancelled("SIGINT")
+        for phase in phases_of_process([arm for arm in arms if arm.code is None]):
+            _measure_phase(phase, plan)
         for arm in [arm for arm in arms if arm.code is None]:
             with _events_to(arm.events_file):
                 _finish(arm)

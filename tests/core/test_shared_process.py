@@ -68,3 +68,16 @@ def test_a_shared_sweep_runs_one_process_a_round_the_order_reversed_every_other(
                       [str(process_dir(cells[1], 1)), str(process_dir(cells[0], 1))]]
     assert [e["event"] for e in seen].count("cell_done") == 4
     assert results[1]["repeats"]["processes"][1]["shared_process"]["arms"] == 2
+
+
+def test_arms_that_compile_are_measured_after_every_eager_arm(tmp_path):
+    """A compile in a process slows the eager steps of models of the same code there (62 → 77 ms on an H200), so
+    the eager arms run first, whatever the order asked, and the compiling ones after them."""
+    from sysprof.profiler_core.runner.arms import Arm, phases_of_process
+    from sysprof.profiler_core.runner.engine import Runner
+
+    configs = [dataclasses.replace(TINY, compile=True), TINY, dataclasses.replace(TINY, optimizer_impl="compiled"),
+               dataclasses.replace(TINY, batch=4)]
+    arms = [Arm(Runner(cfg, tmp_path / str(k)), k, None) for k, cfg in enumerate(configs)]
+    assert [[arm.position for arm in phase] for phase in phases_of_process(arms)] == [[1, 3], [0, 2]]
+    assert [[arm.position for arm in phase] for phase in phases_of_process(arms[1:2])] == [[1]]

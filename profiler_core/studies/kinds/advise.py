@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> Path:
         raise ConfigError(f"the baseline itself: {str(fit_problem(base, limit)).split(' (--force')[0]}")
     device = "cuda" if _on_gpu(base) else "cpu"
     first_look = plan(candidates(base, device == "cuda", limit), args.budget * 60 - PROCESS_S[device], base,
-                      device)  # before the diagnosis orders them: is there anything to measure at all?
+                      device, shared=not args.fresh_processes)  # before the diagnosis: anything to measure at all?
     if not first_look.chosen:
         reasons = "; ".join(f"{c.name}: {why}" for c, why in first_look.skipped)
         raise ConfigError(f"no change the advisor knows applies to this config ({reasons})")

@@ -4,6 +4,7 @@ go to a folder of its own, so a study can say what ran together and what the pro
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -15,7 +16,7 @@ from sysprof.profiler_core.records import RunSummary
 from sysprof.profiler_core.session.process import RunnerProcess, mark_killed
 
 BLOCKS = 4  # measured steps of each arm in this many blocks, the order of the arms reversed in every other one
-SHARED_RECORD = "shared.json"  # in the process's folder: its arms' directories in order, its window
+SHARED_RECORD = "shared.json"  # in the process's folder: its arms' directories (relative to it) in order, its window
 
 
 def arms_argv(arms: list[tuple[RunConfig, Path]], blocks: int = BLOCKS) -> list[str]:
@@ -41,7 +42,8 @@ def run_shared(arms: list[tuple[RunConfig, Path]], folder: Path,
     """One process measuring every arm; each arm's summary, in order (a killed process's arms are marked so, with
     the steps they finished)."""
     folder.mkdir(parents=True, exist_ok=True)
-    record = {"arms": [str(path) for _, path in arms], "start": time.time()}
+    # relative to this folder: a study copied elsewhere still finds its arms
+    record = {"arms": [os.path.relpath(path, folder) for _, path in arms], "start": time.time()}
     rundir.write_json(folder / SHARED_RECORD, record)
     process = RunnerProcess(arms_argv(arms), folder)
     try:

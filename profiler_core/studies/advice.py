@@ -251,7 +251,7 @@ def plan(found: list[Candidate], budget_s: float, base: RunConfig, device: str,
     spent = baseline_s = base.repeats * process_s(base, 1.0)  # the baseline's processes
     chosen, skipped = [], [(c, c.reason) for c in found if c.reason]
     costliest = 0.0
-    for candidate in _alternatives_last([c for c in found if not c.reason]):
+    for candidate in by_expected_gain([c for c in found if not c.reason]):
         cost = base.repeats * process_s(candidate.config or base, max(candidate.prior, 1.0), not shared) + compile_s(
             candidate.config, base.repeats)
         # a gain is recommended only once measured again: the budget keeps room for that (_combine's first step)
@@ -264,7 +264,7 @@ def plan(found: list[Candidate], budget_s: float, base: RunConfig, device: str,
     return Plan(chosen, skipped, spent, baseline_s + costliest if chosen else 0.0)
 
 
-def _alternatives_last(applicable: list[Candidate]) -> list[Candidate]:
+def by_expected_gain(applicable: list[Candidate]) -> list[Candidate]:
     """By expected gain, the best of each group first; a group's second (another compile mode, TF32 beside bf16,
     the other batch) only after every group's first."""
     places: dict[str, int] = {}

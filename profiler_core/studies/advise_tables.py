@@ -78,7 +78,7 @@ def combination_rows(study: Study, combination: dict) -> list[dict]:
     if first is None or len(study.cells) < first + 1 + len(combination["steps"]):
         return []
     baseline = study.cells[first]
-    rows = [_step_row("baseline", baseline, baseline, baseline)]
+    rows = [step_row("baseline", baseline, baseline, baseline)]
     held = ("the baseline", baseline)  # the last step that held: what a step after one that did not is judged by
     blocker = None  # why the steps from here are not judged: they contain a part that was slower, broke the loss…
     same_data = ("the baseline", baseline)  # the first step at this batch: whose loss a step's is checked against
@@ -86,7 +86,7 @@ def combination_rows(study: Study, combination: dict) -> list[dict]:
         cell, before = study.cells[first + 1 + index], study.cells[first + index]
         if cell.config.batch != same_data[1].config.batch:
             same_data = (step["name"], cell)
-        row = _step_row(step["name"], baseline, before, cell, held, blocker, same_data)
+        row = step_row(step["name"], baseline, before, cell, held, blocker, same_data)
         rows.append(row | {"options": step["options"]})
         if held_up(row):
             held = (step["name"], cell)
@@ -112,7 +112,7 @@ def _blocker_text(name: str, row: dict) -> str:
     return f"not judged: it contains {_added_part(name)}, whose own step did not hold ({row.get('why')})"
 
 
-def _step_row(name: str, baseline: Any, before: Any, cell: Any, held: tuple[str, Any] | None = None,
+def step_row(name: str, baseline: Any, before: Any, cell: Any, held: tuple[str, Any] | None = None,
               blocker: str | None = None, same_data: tuple[str, Any] | None = None) -> dict[str, Any]:
     """One step's row. It helps when it is faster than the step before; after a step that was within noise, when it
     is faster than the last one that held: on the 2.7B H200, bf16 + batch 16 was "within noise" over bf16 (p =
@@ -174,7 +174,7 @@ def _step_why(before: Any, cell: Any, step: dict | None, loss: tuple[float | str
     why_not = _why_not(against, *loss)
     if why_not:
         return f"{why_not}, against {name}, the last step that held"
-    return f"{HELPS}: {_times(ratio_text(against or {}))} {name}'s tokens/s, the last step that held"
+    return f"{HELPS}: {times(ratio_text(against or {}))} {name}'s tokens/s, the last step that held"
 
 
 HELPS = "helps"
@@ -332,7 +332,7 @@ def _recommendation(study: Study, advice: dict, measured: list[dict], combined: 
         later += f"; not tried on top of it (over the budget): {', '.join(untried)}" if untried else ""
         later += (f"; not finished on top of it: {', '.join(unfinished)} (`sysprof advise --resume`)"
                   if unfinished else "")
-        return [{"answer": f"{kept[-1]['step']}: tokens/s {_times(kept[-1]['× baseline'])} of the baseline's, measured "
+        return [{"answer": f"{kept[-1]['step']}: tokens/s {times(kept[-1]['× baseline'])} of the baseline's, measured "
                            f"twice{later}", "options": kept[-1]["options"],
                  "command": run_command(baseline.config, kept[-1]["options"])}]
     best = next((row for row in measured if row.get("why") == PASSED), None)
@@ -402,7 +402,7 @@ def run_command(baseline: RunConfig, options: str) -> str:
     return "sysprof run " + shlex.join(config_to_args(config_from_command(f"sysprof run {base} {options}")))
 
 
-def _times(ratio: str) -> str:
+def times(ratio: str) -> str:
     """"7.36 [6.60–8.25]" as "7.36× [6.60–8.25]": the answer reads as a speed-up, the table's column says ×."""
     value, _, interval = ratio.partition(" ")
     return f"{value}× {interval}".rstrip()

@@ -225,7 +225,8 @@ def test_advise_on_the_cpu_diagnoses_then_measures_its_candidates_against_the_ba
     [answer] = tables["recommended"]
     passed = [row for row in measured if row["why"] == "faster: measured again below"]
     again = tables.get("measured again: the best candidate, then each next one added, against the step before")
-    assert bool(passed) == bool(again)  # a candidate that passed is measured again (the budget here allows it)
+    assert again or not passed  # a candidate that passed is measured again (the budget here allows it)
+    assert passed or not again or advice["shared"]  # with none passed, only shared processes try those within noise
     if answer["command"]:  # only a gain that held the second time
         held = advise_tables.helping_steps(again)
         assert held and answer["answer"].startswith(held[-1]["step"] + ": tokens/s ")

@@ -64,8 +64,9 @@ def test_a_shared_sweep_runs_one_process_a_round_the_order_reversed_every_other(
     rounds = sorted((sweep_dir / sweep.SHARED_DIR).iterdir())
     orders = [json.loads((folder / SHARED_RECORD).read_text())["arms"] for folder in rounds]
     cells = [sweep.cell_dir(sweep_dir, i, cfg) for i, cfg in enumerate(configs)]
-    assert orders == [[str(process_dir(cells[0], 0)), str(process_dir(cells[1], 0))],
-                      [str(process_dir(cells[1], 1)), str(process_dir(cells[0], 1))]]
+    found = [[(folder / arm).resolve() for arm in order] for folder, order in zip(rounds, orders)]
+    assert found == [[process_dir(cells[0], 0).resolve(), process_dir(cells[1], 0).resolve()],
+                     [process_dir(cells[1], 1).resolve(), process_dir(cells[0], 1).resolve()]]
     assert [e["event"] for e in seen].count("cell_done") == 4
     assert results[1]["repeats"]["processes"][1]["shared_process"]["arms"] == 2
 

@@ -30,7 +30,7 @@ from sysprof.profiler_core.memory.fit import device_memory, fit_problem
 from sysprof.profiler_core.nvml import visible_gpu_count
 from sysprof.profiler_core.options import add_config_options, config_from_args
 from sysprof.profiler_core.session.arms import SHARED_RECORD, shareable, shared_seconds
-from sysprof.profiler_core.studies import advise_diagnosis, advise_tables, sweep
+from sysprof.profiler_core.studies import advise_diagnosis, advise_refine, advise_tables, sweep
 from sysprof.profiler_core.studies.advice import (
     COMPILE_PREFIX,
     PROCESS_S,
@@ -38,6 +38,7 @@ from sysprof.profiler_core.studies.advice import (
     Candidate,
     Plan,
     Seen,
+    by_expected_gain,
     candidates,
     chain,
     measured_peak_scale,
@@ -135,6 +136,7 @@ def _measure(args: argparse.Namespace, study_dir: Path, base: RunConfig, budget_
     per_cell_s = (time.monotonic() - started) / len(configs)  # every process of a cell, start-up included
     _update_advice(study_dir, per_cell_s=per_cell_s)  # what a resumed combination is planned with
     _combine(args, study_dir, base, limit, per_cell_s, budget_left_s - per_cell_s * len(configs))
+    _refine(args, study_dir, base, limit, budget_left_s - (time.monotonic() - started))
 
 
 def _sharing(args: argparse.Namespace, configs: list[RunConfig], limit: tuple[int, str] | None,
@@ -191,6 +193,7 @@ def resume(args: argparse.Namespace, study_dir: Path) -> Path:
     study = Study.load(study_dir)
     if "combination" not in advice or _cut_by_the_budget(study, advice, per_cell_s, budget_left_s):
         _combine(args, study_dir, base, device_memory(base.device), per_cell_s, budget_left_s)
+    _refine(args, study_dir, base, device_memory(base.device), budget_s - (time.monotonic() - started))
     return study_dir
 
 
@@ -252,7 +255,7 @@ def shared_start_s(study_dir: Path) -> float | None:
 def _start_of(folder: Path) -> float | None:
     wall = shared_seconds(folder)
     record = rundir.read_json(folder / SHARED_RECORD) or {}
-    own = [((rundir.read_json(Path(arm) / rundir.SUMMARY) or {}).get("shared_process") or {}).get("own_s")
+    own = [((rundir.read_json(folder / arm / rundir.SUMMARY) or {}).get("shared_process") or {}).get("own_s")
            for arm in record.get("arms", [])]
     if not wall or not own or any(value is None for value in own):
         return None
@@ -411,7 +414,8 @@ def _combine(args: argparse.Namespace, study_dir: Path, base: Any, limit: tuple[
     configs = [base, *(dataclasses.replace(base, **changes) for _, changes in steps)]
     shared = _sharing(args, configs, limit, _seen(diagnosis, base))
     first = sweep.extend(study_dir, configs)
-    described = lambda part: [{"name": name, "options": options_text(changes)} for name, changes in part]  # noqa: E731
+    described = lambda part: [{"name": name, "options": options_text(changes), "changes": changes}  # noqa: E731
+                              for name, changes in part]
     _replace_combination(advice, {"first_cell": first, "steps": described(steps), "left_out": described(left_out),
                                   "shared": shared is None})
     rundir.write_json(study_dir / rundir.ADVICE_PLAN, advice)
@@ -430,6 +434,46 @@ def _ranked_for_combination(advice: dict, rows: list[dict]) -> list[tuple[str, d
         ranked += [(d["name"], d["changes"]) for d, row in described
                    if str(row.get("why", "")).startswith(advise_tables.NOT_FASTER)]
     return ranked
+
+
+def _refine(args: argparse.Namespace, study_dir: Path, base: RunConfig, limit: tuple[int, str] | None,
+            budget_left_s: float) -> None:
+    """The last stage (studies/advise_refine.py): the candidates not in the combination's answer, each added to it,
+    as far as the budget left affords; once per study (a resume runs its unfinished cells)."""
+    study = Study.load(study_dir)
+    advice = rundir.read_json(study_dir / rundir.ADVICE_PLAN) or {}
+    answer = _answer_of(study, advice)
+    if answer is None or "refine" in advice:
+        return
+    name, changes, step_s = answer
+    diagnosis = study.cells[advice.get("diagnosis_cell", DIAGNOSIS_CELL)]
+    seen = _seen(diagnosis, base)
+    hint = advise_diagnosis.hints(diagnosis.summary, diagnosis.run.analysis(rundir.KERNELS_DIR))
+    ranked = by_expected_gain(advise_diagnosis.weighted(candidates(base, _on_gpu(base), limit, seen), hint))
+    proposed = advise_refine.proposals(base, changes, ranked, limit, seen)
+    start_s = shared_start_s(study_dir) or PROCESS_S["cuda" if _on_gpu(base) else "cpu"]
+    chosen, left_out, _ = advise_refine.affordable(base, step_s, start_s, budget_left_s, proposed)
+    if not chosen:
+        return
+    configs = [base, *(dataclasses.replace(base, **step) for _, step in [(name, changes), *chosen])]
+    shared = _sharing(args, configs, limit, seen) is None
+    advise_refine.run(study_dir, base, (name, changes), chosen, left_out, shared,
+                      lambda shared_cells: _run_cells(args, study_dir, shared_cells))
+
+
+def _answer_of(study: Study, advice: dict) -> tuple[str, dict[str, Any], float] | None:
+    """(name, changes, measured step in seconds) of the combination's answer: its last step that helped."""
+    combination = advice.get("combination") or {}
+    kept = advise_tables.helping_steps(advise_tables.combination_rows(study, combination))
+    steps = combination.get("steps", [])
+    names = [step["name"] for step in steps]
+    if not kept or kept[-1]["step"] not in names:
+        return None
+    index = names.index(kept[-1]["step"])
+    step_s = _step_s(study.cells[combination["first_cell"] + 1 + index])
+    if "changes" not in steps[index] or step_s is None:
+        return None  # a study from before the changes were kept: its answer stands as it is
+    return steps[index]["name"], steps[index]["changes"], step_s
 
 
 def _replace_combination(advice: dict[str, Any], combination: dict[str, Any]) -> None:
@@ -474,7 +518,7 @@ def _described(candidate: Candidate) -> dict[str, Any]:
 
 
 KIND = StudyKind("advise", "which change makes the step faster here: candidates measured against the config",
-                 add_arguments, run, advise_tables.tables, order=5,
+                 add_arguments, run, advise_refine.tables, order=5,
                  templates={"advise: what makes small bf16 faster": "study advise --model small --dtype bf16"},
                  cpu_templates={"advise (CPU)": "study advise --model tiny --device cpu --ctx 64 --steps 5 "
                                                 "--warmup 2 --budget 3"})

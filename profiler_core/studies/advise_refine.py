@@ -1,0 +1,125 @@
+"""The advisor's last stage: each candidate not in the answer, added to it and measured beside it, while the budget
+lasts.
+
+The combination (studies/kinds/advise.py) measures again what passed alone. What the first stage left out for the
+budget (reduce-overhead on a launch-bound step, behind four cheaper candidates) and what a bottleneck hid are then
+tried on top of the answer: an expert's next move once a step has removed one bottleneck. The cells are the
+baseline, the answer, and the answer with each such candidate, in shared processes where they fit; each is judged
+against the answer beside it (blocks paired in the same processes), and the fastest one that helps becomes the answer.
+The plan comes from what the stages before measured: the answer's step, the shared processes' start-up.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from sysprof.profiler_core import rundir
+from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.studies import advise_tables, sweep
+from sysprof.profiler_core.studies.advice import Candidate, Seen, chain, compile_s, group_of, options_text
+from sysprof.profiler_core.studies.document import Study
+from sysprof.profiler_core.studies.kind import Tables
+from sysprof.profiler_core.study_plans import RECOMMENDED_TABLE
+
+REFINE_TABLE = "on top of the answer: each candidate not in it, added, against the answer beside it"
+
+
+def proposals(base: RunConfig, answer: dict[str, Any], ranked: list[Candidate], limit: tuple[int, str] | None,
+              seen: Seen) -> list[tuple[str, dict[str, Any]]]:
+    """(name, changes over the baseline) of each applicable candidate that changes something the answer does not,
+    added to the answer, where that still fits; in the order given (the diagnosis's)."""
+    taken = {group_of({name: value}) for name, value in answer.items()}
+    found = []
+    for candidate in ranked:
+        if candidate.reason or candidate.group in taken or candidate.changes.items() <= answer.items():
+            continue
+        steps = chain(base, [("answer", answer), (candidate.name, candidate.changes)], limit, seen)
+        if len(steps) == 2:
+            found.append((candidate.name, steps[1][1]))
+    return found
+
+
+def affordable(base: RunConfig, answer_step_s: float, start_s: float, budget_s: float,
+               proposed: list[tuple[str, dict[str, Any]]]) -> tuple[list, list, float]:
+    """(proposals the budget affords, those it does not, the estimate): a round's start-up per process, then each
+    cell's steps at the answer's step (a larger batch's grown with it) and its compile as the plan estimates it."""
+    def cell_s(changes: dict[str, Any]) -> float:
+        cfg = dataclasses.replace(base, **changes)
+        steps_s = base.repeats * (cfg.warmup + cfg.steps) * answer_step_s * cfg.batch / answer_batch
+        return steps_s + compile_s(cfg, base.repeats)
+
+    answer_batch = max(base.batch, 1)
+    spent = base.repeats * start_s + 2 * base.repeats * (base.warmup + base.steps) * answer_step_s
+    chosen, left_out = [], []
+    for name, changes in proposed:
+        cost = cell_s(changes)
+        (chosen if spent + cost <= budget_s else left_out).append((name, changes))
+        spent += cost if spent + cost <= budget_s else 0.0
+    return chosen, left_out, spent
+
+
+def run(study_dir: Path, base: RunConfig, answer: tuple[str, dict[str, Any]], chosen: list, left_out: list,
+        shared: bool, run_cells: Callable[[bool], None]) -> None:
+    """The stage's cells (the baseline, the answer, the answer with each chosen candidate), kept and run."""
+    name, changes = answer
+    configs = [base, dataclasses.replace(base, **changes)]
+    configs += [dataclasses.replace(base, **step) for _, step in chosen]
+    first = sweep.extend(study_dir, configs)
+    described = [{"name": f"{name} + {added}", "options": options_text(step), "changes": step}
+                 for added, step in chosen]
+    advice = rundir.read_json(study_dir / rundir.ADVICE_PLAN) or {}
+    advice["refine"] = {"first_cell": first, "answer": {"name": name, "options": options_text(changes)},
+                        "steps": described, "shared": shared,
+                        "left_out": [{"name": f"{name} + {added}", "options": options_text(step)}
+                                     for added, step in left_out]}
+    rundir.write_json(study_dir / rundir.ADVICE_PLAN, advice)
+    run_cells(shared)
+
+
+def rows(study: Study, refine: dict) -> list[dict]:
+    """The baseline, the answer, then each candidate added to it: tokens/s against the baseline beside them and over
+    the answer; loss checked against the answer's where the batch is the same."""
+    first = refine.get("first_cell")
+    if first is None or len(study.cells) < first + 2 + len(refine.get("steps", [])):
+        return []
+    baseline, answer = study.cells[first], study.cells[first + 1]
+    name = refine["answer"]["name"]
+    found = [advise_tables.step_row("baseline", baseline, baseline, baseline),
+             advise_tables.step_row(name, baseline, baseline, answer) | {"options": refine["answer"]["options"]}]
+    for index, step in enumerate(refine["steps"]):
+        cell = study.cells[first + 2 + index]
+        same_data = (name, answer) if cell.config.batch == answer.config.batch else None
+        row = advise_tables.step_row(step["name"], baseline, answer, cell, same_data=same_data)
+        found.append(row | {"options": step["options"]})
+    return found + [{"step": step["name"], "status": "not run", "why": advise_tables.LEFT_OUT,
+                     "options": step["options"]} for step in refine.get("left_out", [])]
+
+
+def tables(study: Study) -> Tables:
+    """The advise study's tables, with this stage's rows, and its answer where a step on top of the answer helped."""
+    found = advise_tables.tables(study)
+    refine = (rundir.read_json(study.path / rundir.ADVICE_PLAN) or {}).get("refine")
+    if not refine:
+        return found
+    refined = rows(study, refine)
+    if not refined:
+        return found
+    found[REFINE_TABLE] = refined
+    better = _best_helping(refined[2:])
+    if better is not None:
+        found[RECOMMENDED_TABLE] = [_answer(study, refine, refined, better)]
+    return found
+
+
+def _best_helping(steps: list[dict]) -> dict | None:
+    helping = [row for row in steps if advise_tables.held_up(row) and row.get("tokens/s")]
+    return max(helping, key=lambda row: row["tokens/s"], default=None)
+
+
+def _answer(study: Study, refine: dict, refined: list[dict], better: dict) -> dict:
+    baseline = study.cells[refine["first_cell"]]
+    return {"answer": f"{better['step']}: tokens/s {advise_tables.times(better['× baseline'])} of the baseline's "
+                      f"measured beside it, {better['over the step before']} than {refine['answer']['name']}",
+            "options": better["options"], "command": advise_tables.run_command(baseline.config, better["options"])}

@@ -1,0 +1,68 @@
+"""The advisor's last stage: candidates not in the answer, each added to it, as far as the budget affords; and the
+answer it makes of a real CPU study (tests/data/studies/advise-refine-cpu: the CS336-style model at d_model 64)."""
+import shutil
+from pathlib import Path
+
+from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.studies import advise_refine, advise_tables
+from sysprof.profiler_core.studies.advice import Seen, by_expected_gain, candidates
+from sysprof.profiler_core.studies.document import Study
+from sysprof.profiler_core.study_plans import RECOMMENDED_TABLE
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "studies"
+SMALL = RunConfig(model="small", ctx=256, batch=4, device="cuda", repeats=4, warmup=2, steps=10)
+H100 = (80 * 2**30, "GPU 0's memory")
+
+
+def _found(cfg: RunConfig = SMALL):
+    return by_expected_gain(candidates(cfg, True, H100, Seen()))
+
+
+def test_proposals_add_to_the_answer_what_it_does_not_change_yet():
+    proposed = dict(advise_refine.proposals(SMALL, {"batch": 16, "dtype": "bf16"}, _found(), H100, Seen()))
+    assert "batch 8" not in proposed and "bf16 autocast" not in proposed  # groups the answer already changed
+    assert "TF32 for fp32 matmuls" not in proposed  # bf16's alternative: no fp32 matmul left to speed up
+    assert proposed["torch.compile reduce-overhead"] == {"batch": 16, "dtype": "bf16", "compile": True,
+                                                         "compile_mode": "reduce-overhead"}
+    assert proposed["fused optimizer step"] == {"batch": 16, "dtype": "bf16", "optimizer_impl": "fused"}
+
+
+def test_the_budget_takes_proposals_in_order_while_their_estimate_fits():
+    proposed = advise_refine.proposals(SMALL, {"batch": 16}, _found(), H100, Seen())
+    names = [name for name, _ in proposed]
+    assert names.index("torch.compile reduce-overhead") < names.index("fused optimizer step")
+    chosen, left_out, spent = advise_refine.affordable(SMALL, 0.05, 15.0, 150.0, proposed)
+    assert chosen and left_out and spent <= 150.0
+    assert {name for name, _ in chosen} | {name for name, _ in left_out} == set(names)
+    everything, none_left, _ = advise_refine.affordable(SMALL, 0.05, 15.0, 1e6, proposed)
+    assert len(everything) == len(proposed) and not none_left
+    nothing, all_left, _ = advise_refine.affordable(SMALL, 0.05, 15.0, 10.0, proposed)
+    assert not nothing and len(all_left) == len(proposed)
+
+
+def test_a_cpu_study_answers_with_a_gain_its_first_bottleneck_hid(tmp_path):
+    """bf16 alone was 15% slower than the baseline at batch 4, so the combination never tried it; on top of the
+    combination's answer (batch 16) it was 13% faster, and it becomes the answer."""
+    study_dir = shutil.copytree(DATA / "advise-refine-cpu", tmp_path / "study")
+    tables = advise_refine.tables(Study.load(study_dir))
+    alone = {row["candidate"]: row for row in tables["advice: each candidate against the baseline, interleaved"]}
+    assert alone["bf16 autocast"]["why"].startswith("slower")
+    combined = tables["measured again: the best candidate, then each next one added, against the step before"]
+    assert [row["step"] for row in combined] == ["baseline", "batch 16", "batch 16 + compiled optimizer step"]
+    rows = {row["step"]: row for row in tables[advise_refine.REFINE_TABLE]}
+    assert list(rows) == ["baseline", "batch 16", "batch 16 + compiled optimizer step", "batch 16 + bf16 autocast",
+                          "batch 16 + torch.compile default"]
+    assert rows["batch 16 + bf16 autocast"]["why"] == "helps"
+    assert rows["batch 16 + torch.compile default"]["why"] == advise_tables.LEFT_OUT
+    [answer] = tables[RECOMMENDED_TABLE]
+    assert answer["answer"] == ("batch 16 + bf16 autocast: tokens/s 1.86× [1.76–1.96] of the baseline's measured "
+                                "beside it, 13% faster than batch 16")
+    assert answer["command"].startswith("sysprof run ") and "--batch 16" in answer["command"]
+    assert "--dtype bf16" in answer["command"]
+
+
+def test_a_study_without_the_stage_keeps_its_answer():
+    study = Study.load(DATA / "advise-tiny-cpu")
+    tables = advise_refine.tables(study)
+    assert advise_refine.REFINE_TABLE not in tables
+    assert tables[RECOMMENDED_TABLE] == advise_tables.tables(study)[RECOMMENDED_TABLE]

@@ -284,11 +284,27 @@ def _throughput_stats(summary: Mapping[str, Any], throughputs: list[float]) -> d
     return {"median_ms": rate, "std_ms": None if rate is None else rate * relative, "n": step.get("n") or 0}
 
 
+def paired_verdict(records_a: list[Mapping[str, Any]], records_b: list[Mapping[str, Any]],
+                   min_effect: float) -> dict[str, Any] | None:
+    """The two-gate verdict on tokens/s from blocks paired inside the processes both sides were arms of (paired.py),
+    the minimum effect at least the spread of the per-process ratios; None without 2 such processes."""
+    from sysprof.profiler_core.paired import paired_statistics
+
+    found = paired_statistics(records_a, records_b, ALPHA)
+    if found is None:
+        return None
+    floor, source = ((found["spread"], "spread of the per-process ratios") if found["spread"] > min_effect
+                     else (min_effect, "--min-effect"))
+    answer, reason = two_gates(found["ratio"], found["p_value"], floor, source, True, "not significant")
+    apart = " (eager and compiled phases)" if found["phases_apart"] else ""
+    rests_on = (f"; {found['paired_blocks']} blocks paired in {found['paired_processes']} shared processes{apart}, "
+                f"detectable from {found['detectable_effect']:.1%}")
+    return found | {"verdict": answer, "reason": reason + rests_on, "min_effect": floor}
+
+
 def _paired(row: dict, summary_a: Mapping[str, Any], summary_b: Mapping[str, Any], min_effect: float) -> dict:
     """A tokens/s row between arms of the same shared processes: the verdict on their blocks paired inside each
-    process (paired.py) takes the place of the one on per-process values, which a slow process would blur."""
-    from sysprof.profiler_core.paired import paired_verdict
-
+    process takes the place of the one on per-process values, which a slow process would blur."""
     found = paired_verdict(_processes(summary_a), _processes(summary_b), min_effect)
     if found is None:
         return row

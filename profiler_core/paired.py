@@ -79,30 +79,22 @@ def pooled_error(logs: list[list[float]]) -> tuple[float, float, int, str]:
     return grand, math.sqrt(between / (processes - 1) / count), processes - 1, "between processes"
 
 
-def paired_verdict(records_a: Sequence[Mapping[str, Any]], records_b: Sequence[Mapping[str, Any]],
-                   min_effect: float) -> dict[str, Any] | None:
-    """The two-gate verdict on tokens/s from blocks paired in shared processes; None without 2 such processes."""
+def paired_statistics(records_a: Sequence[Mapping[str, Any]], records_b: Sequence[Mapping[str, Any]],
+                      alpha: float) -> dict[str, Any] | None:
+    """The paired ratio B/A of tokens/s with its interval at alpha, two-sided p, the smallest effect the design
+    detects (80% of the time at alpha), the spread of the per-process ratios, and what it rests on; None without 2
+    processes both sides were arms of. The verdict's gates are compare.py's (paired_verdict)."""
     from scipy import stats
-
-    from sysprof.profiler_core.compare import ALPHA, two_gates
 
     logs = block_logs(records_a, records_b)
     if len(logs) < 2:
         return None
     mean, error, df, kind = pooled_error(logs)
-    ratio = math.exp(mean)
-    critical = float(stats.t.ppf(1 - ALPHA / 2, df))
+    critical = float(stats.t.ppf(1 - alpha / 2, df))
     p_value = (None if mean == 0 else 0.0) if error == 0 else float(2 * stats.t.sf(abs(mean) / error, df))
-    detectable = math.exp((critical + float(stats.t.ppf(POWER, df))) * error) - 1
     spread = between_process_stats([math.exp(statistics.fmean(row)) for row in logs])["robust_cv_pct"] or 0.0
-    floor, source = (spread / 100, "spread of the per-process ratios") if spread / 100 > min_effect else (
-        min_effect, "--min-effect")
-    verdict, reason = two_gates(ratio, p_value, floor, source, True, "not significant")
-    blocks = sum(len(row) for row in logs)
-    apart = " (eager and compiled phases)" if _phases(records_a) != _phases(records_b) else ""
-    return {"verdict": verdict, "test": f"paired blocks (t, {kind})", "p_value": p_value,
-            "reason": f"{reason}; {blocks} blocks paired in {len(logs)} shared processes{apart}, "
-                      f"detectable from {detectable:.1%}",
+    return {"ratio": math.exp(mean), "p_value": p_value, "test": f"paired blocks (t, {kind})",
             "ci_low": math.exp(mean - critical * error), "ci_high": math.exp(mean + critical * error),
-            "min_effect": floor, "ratio": ratio, "detectable_effect": detectable, "paired_processes": len(logs),
-            "paired_blocks": blocks}
+            "detectable_effect": math.exp((critical + float(stats.t.ppf(POWER, df))) * error) - 1,
+            "spread": spread / 100, "paired_processes": len(logs), "paired_blocks": sum(len(row) for row in logs),
+            "phases_apart": _phases(records_a) != _phases(records_b)}

@@ -41,21 +41,23 @@ def proposals(base: RunConfig, answer: dict[str, Any], ranked: list[Candidate], 
     return found
 
 
-def affordable(base: RunConfig, answer_step_s: float, start_s: float, budget_s: float,
+def affordable(base: RunConfig, answer: tuple[dict[str, Any], float], start_s: float, budget_s: float,
                proposed: list[tuple[str, dict[str, Any]]]) -> tuple[list, list, float]:
     """(proposals the budget affords, those it does not, the estimate): a round's start-up per process, then each
     cell's steps at the answer's step (a larger batch's grown with it) and its compile as the plan estimates it."""
-    def cell_s(changes: dict[str, Any]) -> float:
-        cfg = dataclasses.replace(base, **changes)
+    def cell_s(step: dict[str, Any]) -> float:
+        cfg = dataclasses.replace(base, **step)
         steps_s = base.repeats * (cfg.warmup + cfg.steps) * answer_step_s * cfg.batch / answer_batch
         return steps_s + compile_s(cfg, base.repeats)
 
-    answer_batch = max(base.batch, 1)
+    changes, answer_step_s = answer
+    answer_batch = changes.get("batch", base.batch)
     spent = base.repeats * start_s + 2 * base.repeats * (base.warmup + base.steps) * answer_step_s
-    chosen, left_out = [], []
-    for name, changes in proposed:
-        cost = cell_s(changes)
-        (chosen if spent + cost <= budget_s else left_out).append((name, changes))
+    chosen: list[tuple[str, dict[str, Any]]] = []
+    left_out: list[tuple[str, dict[str, Any]]] = []
+    for name, step in proposed:
+        cost = cell_s(step)
+        (chosen if spent + cost <= budget_s else left_out).append((name, step))
         spent += cost if spent + cost <= budget_s else 0.0
     return chosen, left_out, spent
 

@@ -331,7 +331,7 @@ def test_a_resume_without_budget_continues_the_studys_own(tmp_path, monkeypatch)
     advice = json.loads((study_dir / "advice.json").read_text())
     (study_dir / "advice.json").write_text(json.dumps(advice | {"budget_s": advise_kind.spent_s(study_dir) + 600}))
     budgets, said = [], []
-    monkeypatch.setattr(advise_kind, "_cut_by_the_budget", lambda *args: budgets.append(args[-1]) or False)
+    monkeypatch.setattr(advise_kind, "cut_by_the_budget", lambda *args: budgets.append(args[-1]) or False)
     for extra in ([], ["--budget", "1"], []):
         err = io.StringIO()
         with redirect_stdout(io.StringIO()), redirect_stderr(err):
@@ -347,7 +347,7 @@ def test_what_a_study_spent_counts_every_process_once_and_a_budget_typed_before_
     """A group a cancel ended keeps its summary (the first process's window) and the cancelled process's: both spent
     their time, each counts once. A study saved before its budget was kept resumes with the --budget it was started
     with (advise-small-h100: 5 minutes), not the default 20."""
-    from sysprof.profiler_core.studies.kinds.advise import budget_left_of, spent_s
+    from sysprof.profiler_core.studies.advise_costs import budget_left_of, spent_s
 
     data = Path(__file__).resolve().parents[1] / "data" / "studies"
     assert budget_left_of(data / "advise-small-h100") == pytest.approx(5 * 60 - spent_s(data / "advise-small-h100"))
@@ -539,20 +539,20 @@ def test_resume_runs_a_cut_combination_again_only_when_the_budget_affords_more_s
     counted as _combine counts them (a step of one part at its first-stage cell, a part never timed at the mean
     cell). A step left out after one that did not hold may still hold against the last that did: the 2.7B H200
     study cut before its reduce-overhead step (10.95×) runs again, though its batch 16 step was within noise."""
+    from sysprof.profiler_core.studies.advise_costs import cell_times, cut_by_the_budget
     from sysprof.profiler_core.studies.document import Study
-    from sysprof.profiler_core.studies.kinds.advise import _cell_times, _cut_by_the_budget
 
     study = Study.load(H100_ADVICE)
     advice = json.loads((H100_ADVICE / "advice.json").read_text())
-    times = _cell_times(study, advice)
+    times = cell_times(study, advice)
     [ran] = advice["combination"]["steps"]
     one_step = times["baseline"] + times[ran["name"]]
     cut = advice | {"combination": advice["combination"] | {"left_out": [{"name": "x", "options": "--batch 16"}]}}
-    assert _cut_by_the_budget(study, cut, per_cell_s=30.0, budget_left_s=one_step + 31)
-    assert not _cut_by_the_budget(study, cut, per_cell_s=30.0, budget_left_s=one_step + 29)  # no room for more
+    assert cut_by_the_budget(study, cut, per_cell_s=30.0, budget_left_s=one_step + 31)
+    assert not cut_by_the_budget(study, cut, per_cell_s=30.0, budget_left_s=one_step + 29)  # no room for more
     skipped = advice | {"combination": {"skipped": "over the budget: about 3.0 min more for 2 steps"}}
-    assert _cut_by_the_budget(study, skipped, per_cell_s=30.0, budget_left_s=1.0)  # _combine plans it again
-    assert not _cut_by_the_budget(study, advice, per_cell_s=30.0, budget_left_s=10**6)  # nothing left out
+    assert cut_by_the_budget(study, skipped, per_cell_s=30.0, budget_left_s=1.0)  # _combine plans it again
+    assert not cut_by_the_budget(study, advice, per_cell_s=30.0, budget_left_s=10**6)  # nothing left out
 
     h200 = Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-2p7b-h200-20min"
     study, advice = Study.load(h200), json.loads((h200 / "advice.json").read_text())
@@ -560,7 +560,7 @@ def test_resume_runs_a_cut_combination_again_only_when_the_budget_affords_more_s
     cut = advice | {"combination": advice["combination"] | {"steps": steps[:2], "left_out": steps[2:]}}
     rows = advise_tables.combination_rows(study, cut["combination"])
     assert rows[2]["why"].startswith(advise_tables.NOT_FASTER) and rows[3]["why"] == advise_tables.LEFT_OUT
-    assert _cut_by_the_budget(study, cut, per_cell_s=76.0, budget_left_s=10**6)
+    assert cut_by_the_budget(study, cut, per_cell_s=76.0, budget_left_s=10**6)
 
 
 def test_a_resumed_combination_is_planned_at_the_time_its_first_stage_cells_took(tmp_path, monkeypatch):
@@ -669,24 +669,24 @@ def test_the_combination_costs_each_step_from_its_parts_cells():
     step costs the most start-up and compile of its parts' cells plus its own steps at the step the parts predict
     together; a part never timed (batch 8 ended OOM) makes it cost its costliest part's whole cell, or the mean
     cell."""
+    from sysprof.profiler_core.studies.advise_costs import affordable_steps, cell_costs, cell_times
     from sysprof.profiler_core.studies.document import Study
-    from sysprof.profiler_core.studies.kinds.advise import _affordable, _cell_costs, _cell_times
 
     folder = Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-2p7b-interrupted-h100"
     study, advice = Study.load(folder), json.loads((folder / "advice.json").read_text())
-    times, costs = _cell_times(study, advice), _cell_costs(study, advice)
+    times, costs = cell_times(study, advice), cell_costs(study, advice)
     assert set(times) == {"baseline", "torch.compile reduce-overhead", "bf16 autocast", "TF32 for fp32 matmuls",
                           "torch.compile default"}  # batch 8 ended oom in its first process: not timed
     compiled, bf16, base = (costs[name] for name in ("torch.compile reduce-overhead", "bf16 autocast", "baseline"))
     assert compiled.overhead_s > 4 * bf16.overhead_s  # the compile
     steps = [("bf16 autocast", {}), ("bf16 autocast + torch.compile reduce-overhead", {})]
     one_step = times["baseline"] + times["bf16 autocast"]  # a part alone costs its own cell
-    assert _affordable(study, advice, steps[:1], 180.0, one_step + 1) == (1, pytest.approx(one_step))
+    assert affordable_steps(study, advice, steps[:1], 180.0, one_step + 1) == (1, pytest.approx(one_step))
     steps_run = 4 * (5 + 10)  # its processes' warm-up and measured steps
     both = one_step + compiled.overhead_s + steps_run * bf16.step_s * compiled.step_s / base.step_s
-    assert _affordable(study, advice, steps, 180.0, one_step + 1)[1] == pytest.approx(both)
+    assert affordable_steps(study, advice, steps, 180.0, one_step + 1)[1] == pytest.approx(both)
     untimed = [("bf16 autocast + batch 8", {})]  # its part that was not timed counts at the mean cell
-    assert _affordable(study, advice, untimed, 180.0, 10**6)[1] == pytest.approx(times["baseline"] + 180.0)
+    assert affordable_steps(study, advice, untimed, 180.0, 10**6)[1] == pytest.approx(times["baseline"] + 180.0)
 
 
 @pytest.mark.parametrize("name", ["advise-2p7b-h200", "advise-2p7b-h200-20min", "advise-2p7b-h200-final",
@@ -697,17 +697,17 @@ def test_the_step_costs_come_near_what_the_steps_took(name):
     costliest part's whole cell, 2.7B's "bf16 + batch 16" was 129 s for a step that took 36). A step of one part
     costs its own first-stage cell, so in the studies whose combination had one step this checks that a fresh
     cell of the same config takes about as long; the 2.7B studies' later steps test the costing of several parts."""
-    from sysprof.profiler_core.studies.document import Study
-    from sysprof.profiler_core.studies.kinds.advise import (
-        _cell_costs,
-        _finds_its_graphs_cached,
+    from sysprof.profiler_core.studies.advise_costs import (
         _step_cost_s,
         _steps_run,
+        cell_costs,
+        finds_its_graphs_cached,
     )
+    from sysprof.profiler_core.studies.document import Study
 
     folder = Path(__file__).resolve().parents[1] / "data" / "studies" / name
     study, advice = Study.load(folder), json.loads((folder / "advice.json").read_text())
-    costs, first = _cell_costs(study, advice), advice["combination"]["first_cell"]
+    costs, first = cell_costs(study, advice), advice["combination"]["first_cell"]
     pairs, before = [], []
     for index, step in enumerate(advice["combination"]["steps"]):
         cell = study.cells[first + 1 + index]
@@ -715,7 +715,7 @@ def test_the_step_costs_come_near_what_the_steps_took(name):
         took = sum(w["end"] - w["start"] for w in windows)
         parts = step["name"].split(" + ")
         planned = _step_cost_s(parts, costs, 1e9, _steps_run(study.cells[first].config),
-                               _finds_its_graphs_cached(parts, before))
+                               finds_its_graphs_cached(parts, before))
         pairs.append((planned, took))
         before = parts
         assert 0.75 * took <= planned <= 1.4 * took, (step["name"], planned, took)
@@ -726,14 +726,14 @@ def test_the_step_costs_come_near_what_the_steps_took(name):
 def test_only_a_step_that_keeps_the_compiled_graphs_of_the_step_before_is_costed_warm():
     """Inductor's cache holds the graphs the step before compiled: adding the fused step (outside them) reuses them;
     SDPA changes them, and a step before without a compile part filled no cache."""
-    from sysprof.profiler_core.studies.kinds.advise import _finds_its_graphs_cached
+    from sysprof.profiler_core.studies.advise_costs import finds_its_graphs_cached
 
     compiled = ["bf16 autocast", "torch.compile reduce-overhead"]
-    assert _finds_its_graphs_cached([*compiled, "fused optimizer step"], compiled)
-    assert not _finds_its_graphs_cached([*compiled, "SDPA attention"], compiled)
-    assert not _finds_its_graphs_cached(["bf16 autocast", "fused optimizer step"], ["bf16 autocast"])
-    assert not _finds_its_graphs_cached(compiled, ["bf16 autocast"])  # the compile part is what it adds
-    assert not _finds_its_graphs_cached(compiled, compiled)  # nothing added: not a step of the chain
+    assert finds_its_graphs_cached([*compiled, "fused optimizer step"], compiled)
+    assert not finds_its_graphs_cached([*compiled, "SDPA attention"], compiled)
+    assert not finds_its_graphs_cached(["bf16 autocast", "fused optimizer step"], ["bf16 autocast"])
+    assert not finds_its_graphs_cached(compiled, ["bf16 autocast"])  # the compile part is what it adds
+    assert not finds_its_graphs_cached(compiled, compiled)  # nothing added: not a step of the chain
 
 
 def test_a_gain_within_noise_says_what_the_verdict_rests_on():
@@ -826,7 +826,7 @@ def test_one_uninterrupted_20_minute_advise_of_2p7b_answers_past_40_percent_mfu(
     16" was within noise over bf16 (Welch's t, p = 0.054); reduce-overhead on top of it is judged against bf16,
     the last step that held, and is the answer, with batch 16 said as not shown to help on its own."""
     from sysprof.profiler_core.options import config_from_command
-    from sysprof.profiler_core.studies.kinds.advise import spent_s
+    from sysprof.profiler_core.studies.advise_costs import spent_s
 
     study_dir = Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-2p7b-h200-20min"
     tables = study_tables(study_dir)
@@ -847,8 +847,8 @@ def test_the_final_codes_20_minute_advise_of_2p7b_prints_its_answer_past_40_perc
     step, 11.82× [11.80–11.83] and 48.3% MFU; every step held against the one before, SDPA was left out by the
     budget (a row saying so, named in the answer)."""
     from sysprof.profiler_core.options import config_from_command
+    from sysprof.profiler_core.studies.advise_costs import affordable_steps, spent_s
     from sysprof.profiler_core.studies.document import Study
-    from sysprof.profiler_core.studies.kinds.advise import _affordable, spent_s
 
     study_dir = Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-2p7b-h200-final"
     tables = study_tables(study_dir)
@@ -871,7 +871,7 @@ def test_the_final_codes_20_minute_advise_of_2p7b_prints_its_answer_past_40_perc
     began = min(w["start"] for w in windows if w["cell"] >= combined) - min(w["start"] for w in windows)
     assert began == pytest.approx(660.9, abs=0.1)
     planned = [(step["name"], None) for step in advice["combination"]["steps"] + advice["combination"]["left_out"]]
-    assert _affordable(Study.load(study_dir), advice, planned, advice["per_cell_s"], 20 * 60 - began)[0] == 4
+    assert affordable_steps(Study.load(study_dir), advice, planned, advice["per_cell_s"], 20 * 60 - began)[0] == 4
 
 
 def test_after_a_step_that_was_slower_or_did_not_end_ok_no_step_is_judged(tmp_path):
@@ -998,7 +998,7 @@ def test_a_resume_without_a_budget_takes_what_is_left_of_the_studys_own(tmp_path
     none (and 5 minutes of a 25-minute one)."""
     import shutil
 
-    from sysprof.profiler_core.studies.kinds.advise import budget_left_of, spent_s
+    from sysprof.profiler_core.studies.advise_costs import budget_left_of, spent_s
 
     study_dir = tmp_path / "advise"
     shutil.copytree(Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-2p7b-h200", study_dir)
@@ -1014,8 +1014,8 @@ def test_one_20_minute_budget_would_have_combined_four_steps_up_to_the_fused_one
     diagnosis and first stage took 742 s of process time, and the combination, each step costed from its parts'
     cells, affords four steps in the 458 s left: bf16, + batch 16, + reduce-overhead, + the fused step (measured
     11.94×, 48.7% MFU). Charged at the costliest part's whole cell, the same time afforded three."""
+    from sysprof.profiler_core.studies.advise_costs import affordable_steps
     from sysprof.profiler_core.studies.document import Study
-    from sysprof.profiler_core.studies.kinds.advise import _affordable
 
     study_dir = Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-2p7b-h200"
     advice = json.loads((study_dir / "advice.json").read_text())
@@ -1023,7 +1023,7 @@ def test_one_20_minute_budget_would_have_combined_four_steps_up_to_the_fused_one
     first_stage = sum(w["end"] - w["start"] for w in _windows(study_dir) if w["cell"] < combined)
     assert first_stage == pytest.approx(741.8, abs=0.1)
     steps = [(step["name"], None) for step in advice["combination"]["steps"]]
-    affordable, _ = _affordable(Study.load(study_dir), advice, steps, advice["per_cell_s"], 20 * 60 - first_stage)
+    affordable, _ = affordable_steps(Study.load(study_dir), advice, steps, advice["per_cell_s"], 20 * 60 - first_stage)
     assert affordable == 4
     rows = study_tables(study_dir)[advise_tables.COMBINATION_TABLE]
     assert rows[affordable]["× baseline"].startswith("11.94") and rows[affordable]["MFU %"] > 48

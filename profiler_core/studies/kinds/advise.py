@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import shlex
 import time
 from pathlib import Path
 from typing import Any
@@ -29,12 +28,10 @@ from sysprof.profiler_core.errors import ConfigError, UsageError
 from sysprof.profiler_core.memory.fit import device_memory, fit_problem
 from sysprof.profiler_core.nvml import visible_gpu_count
 from sysprof.profiler_core.options import add_config_options, config_from_args
-from sysprof.profiler_core.session.arms import SHARED_RECORD, shareable, shared_seconds
+from sysprof.profiler_core.session.arms import shareable
 from sysprof.profiler_core.studies import advise_diagnosis, advise_refine, advise_tables, sweep
 from sysprof.profiler_core.studies.advice import (
-    COMPILE_PREFIX,
     PROCESS_S,
-    SAME_COMPILED_GRAPHS,
     Candidate,
     Plan,
     Seen,
@@ -46,13 +43,22 @@ from sysprof.profiler_core.studies.advice import (
     plan,
     sharing_problem,
 )
+from sysprof.profiler_core.studies.advise_costs import (
+    DEFAULT_BUDGET_MIN,
+    affordable_steps,
+    budget_left_of,
+    cut_by_the_budget,
+    shared_start_s,
+    spent_s,
+    step_s_of,
+    timed_cell_s,
+)
 from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kind import StudyKind, run_configs
 from sysprof.profiler_core.studies.progress import Progress
 from sysprof.profiler_core.study_plans import study_kind
 
 DEFAULT_REPEATS = 4  # fresh processes per cell: the fewest a verdict between processes can rest on (Mann–Whitney)
-DEFAULT_BUDGET_MIN = 20.0
 DIAGNOSIS_CELL = 0  # the profiled process of the config as given; the plan's cells come after it
 
 
@@ -188,10 +194,10 @@ def resume(args: argparse.Namespace, study_dir: Path) -> Path:
         _measure(args, study_dir, base, budget_left_s)
         return study_dir
     # the candidates' cells as timed when they ran (compiles and steps included), else the plan's start-up estimate
-    per_cell_s = (advice.get("per_cell_s") or _timed_cell_s(Study.load(study_dir), advice)
+    per_cell_s = (advice.get("per_cell_s") or timed_cell_s(Study.load(study_dir), advice)
                   or PROCESS_S["cuda" if _on_gpu(base) else "cpu"] * base.repeats)
     study = Study.load(study_dir)
-    if "combination" not in advice or _cut_by_the_budget(study, advice, per_cell_s, budget_left_s):
+    if "combination" not in advice or cut_by_the_budget(study, advice, per_cell_s, budget_left_s):
         _combine(args, study_dir, base, device_memory(base.device), per_cell_s, budget_left_s)
     _refine(args, study_dir, base, device_memory(base.device), budget_s - (time.monotonic() - started))
     return study_dir
@@ -203,190 +209,6 @@ def _resume_budget_line(asked_min: float | None, budget_s: float) -> str:
     if budget_s > 0:
         return f"budget: {budget_s / 60:.1f} min left of the study's own (--budget MINUTES for more)"
     return "budget: the study's own is spent: only its unfinished cells run (--budget MINUTES for more)"
-
-
-def budget_left_of(study_dir: Path) -> float:
-    """Seconds left of the study's own budget: it less what its processes took by their own clocks (the
-    diagnosis's profiled pass and the advisor's own work are not counted)."""
-    advice = rundir.read_json(study_dir / rundir.ADVICE_PLAN) or {}
-    return float(advice.get("budget_s") or _budget_typed_s(study_dir)) - spent_s(study_dir)
-
-
-def _budget_typed_s(study_dir: Path) -> float:
-    """The budget a study saved before its budget was kept was started with: its command's --budget, else the
-    default (a study started with --budget 5 must not resume with 15 minutes)."""
-    try:
-        command = str((rundir.read_json(study_dir / rundir.SWEEP_PLAN) or {}).get("command") or "")
-        words = [part for word in shlex.split(command) for part in word.split("=", 1)]  # --budget=5 as --budget 5
-        return float(words[words.index("--budget") + 1]) * 60
-    except (ValueError, IndexError, rundir.RunDirError):
-        return DEFAULT_BUDGET_MIN * 60
-
-
-def spent_s(study_dir: Path) -> float:
-    """What the study's processes took: each process directory's clean pass window (summary["ran"]; a group's
-    summary carries its first process's, the later ones are in repeats/NN), whatever its status (a process cut
-    short spent its time too, until a resume runs it again in its place); a shared process's whole window once
-    (its arms' summaries each carry it)."""
-    total = sum(shared_seconds(folder) for folder in _shared_folders(study_dir))
-    for path in (study_dir / rundir.SWEEP_CELLS_DIR).glob(f"**/{rundir.SUMMARY}"):
-        try:
-            summary = rundir.read_json(path) or {}
-        except rundir.RunDirError:
-            continue  # a torn summary: that process runs again, and counts then
-        ran = summary.get("ran") or {}
-        if "start" in ran and "end" in ran and "shared_process" not in summary:
-            total += ran["end"] - ran["start"]
-    return total
-
-
-def _shared_folders(study_dir: Path) -> list[Path]:
-    root = study_dir / sweep.SHARED_DIR
-    return sorted(path for path in root.iterdir() if path.is_dir()) if root.is_dir() else []
-
-
-def shared_start_s(study_dir: Path) -> float | None:
-    """A shared process's seconds beyond its arms' own (imports, the CUDA context, the arms' bookkeeping), the
-    mean over the study's shared processes; None before one ended."""
-    starts = [start for folder in _shared_folders(study_dir) if (start := _start_of(folder)) is not None]
-    return sum(starts) / len(starts) if starts else None
-
-
-def _start_of(folder: Path) -> float | None:
-    wall = shared_seconds(folder)
-    record = rundir.read_json(folder / SHARED_RECORD) or {}
-    own = [((rundir.read_json(folder / arm / rundir.SUMMARY) or {}).get("shared_process") or {}).get("own_s")
-           for arm in record.get("arms", [])]
-    if not wall or not own or any(value is None for value in own):
-        return None
-    return max(wall - sum(float(value) for value in own if value is not None), 0.0)
-
-
-def _timed_cell_s(study: Study, advice: dict) -> float | None:
-    """The mean time of the first stage's whole cells: what the budget counts a cell at when the stage was stopped
-    before it could time itself (a resumed study). A cell at 2.7B's scale is minutes where the start-up estimate
-    says one: a combination planned with the estimate ran four cells in a budget for one."""
-    times = list(_cell_times(study, advice).values())
-    return sum(times) / len(times) if times else None
-
-
-def _cell_times(study: Study, advice: dict) -> dict[str, float]:
-    """Seconds each first-stage cell took, its baseline's as "baseline": the sum of its processes' own clocks
-    (summary["ran"]); a cell with a process missing or untimed is left out."""
-    return {name: cost.total_s for name, cost in _cell_costs(study, advice).items()}
-
-
-@dataclasses.dataclass(frozen=True)
-class CellCost:
-    """What a first-stage cell took: in all, and the part of it that is not its steps (start-up, compile)."""
-    total_s: float
-    overhead_s: float
-    step_s: float | None  # its step median; None where it has none (the overhead is then the whole cell)
-    # the overhead had every process found its compiled graphs cached, as its later ones did (one process: overhead_s)
-    warm_overhead_s: float
-
-
-def _cell_costs(study: Study, advice: dict) -> dict[str, CellCost]:
-    baseline, measured = advise_tables.candidate_cells(study, advice)
-    names = ["baseline", *(described["name"] for described in advice.get("candidates", []))]
-    costs = {}
-    for name, cell in zip(names, [baseline, *measured] if baseline is not None else []):
-        records = ((cell.summary or {}).get("repeats") or {}).get("processes") or []
-        timed = [_own_seconds(record) for record in records]
-        times = [t for t in timed if t is not None]
-        if len(records) != cell.config.repeats or len(times) != len(timed):
-            continue
-        step_s = _step_s(cell)
-        process_steps_s = 0.0 if step_s is None else _steps_run(cell.config) * step_s / len(times)
-        overhead = max(sum(times) - process_steps_s * len(times), 0.0)
-        later = [max(t - process_steps_s, 0.0) for t in times[1:]]
-        warm = min(overhead, len(times) * sum(later) / len(later)) if later else overhead
-        costs[name] = CellCost(sum(times), overhead, step_s, warm)
-    return costs
-
-
-def _own_seconds(record: dict) -> float | None:
-    """A process's seconds: its clean pass's window, or an arm's own share of a shared process."""
-    shared = record.get("shared_process") or {}
-    if "own_s" in shared:
-        return float(shared["own_s"])
-    window = record.get("ran") or {}
-    return window["end"] - window["start"] if "start" in window and "end" in window else None
-
-
-def _step_s(cell: Any) -> float | None:
-    step = ((cell.summary or {}).get("phases") or {}).get("step") or {}
-    return step["median_ms"] / 1e3 if step.get("median_ms") else None
-
-
-def _steps_run(cfg: RunConfig) -> int:
-    """The steps a cell's processes run, warm-up included (a compiling config's compile pass is counted in its
-    overhead)."""
-    return cfg.repeats * (cfg.warmup + cfg.steps)
-
-
-def _step_cost_s(parts: list[str], costs: dict[str, CellCost], per_cell_s: float, steps_run: int,
-                 warm: bool = False) -> float:
-    """One combination step's cell: the most start-up and compile any of its parts' cells spent (as their later
-    processes spent it, when warm: _finds_its_graphs_cached), plus its own steps at the step the parts predict
-    together (the baseline's × each part's step over the baseline's: bf16 0.22 × batch 16's 3.54). Without every
-    part and the baseline timed, its costliest part's whole cell (the mean cell for a part not timed): "bf16 + batch
-    16" was then charged fp32 batch 16's 129 s and took 36 s."""
-    known = [costs[part] for part in parts if part in costs]
-    base = costs.get("baseline")
-    if len(known) < len(parts) or base is None or base.step_s is None or any(c.step_s is None for c in known):
-        return max((costs[part].total_s if part in costs else per_cell_s) for part in parts)
-    step_s = base.step_s
-    for cost in known:
-        step_s *= (cost.step_s or base.step_s) / base.step_s
-    return max(cost.warm_overhead_s if warm else cost.overhead_s for cost in known) + steps_run * step_s
-
-
-def _finds_its_graphs_cached(parts: list[str], before: list[str]) -> bool:
-    """A compiled step that adds to the step before only parts leaving its compiled graphs as they were: its first
-    process loads them from inductor's cache as later processes do (2.7B on an H200: "+ fused optimizer step" on the
-    reduce-overhead step took 48 and 51 s a process where that step's took 94 and 52; charged cold, 170 s for 99).
-    It rests on the step before's first process running just before this one's, as a sweep's first round does
-    (the advisor runs one cell at a time), and on that step having run; a step before that failed first is the
-    one case it charges too little."""
-    added = [part for part in parts if part not in before]
-    compiled = [part for part in before if part.startswith(COMPILE_PREFIX)]
-    keeps_graphs = all(part in SAME_COMPILED_GRAPHS for part in added)
-    return bool(added) and bool(compiled) and set(before) <= set(parts) and keeps_graphs
-
-
-def _affordable(study: Study, advice: dict, steps: list[tuple[str, Any]], per_cell_s: float,
-                budget_left_s: float) -> tuple[int, float]:
-    """(steps the budget affords after a fresh baseline, seconds all of them would take), each step costed by
-    _step_cost_s from the first stage's cells, warm where it finds the step before's graphs cached."""
-    costs = _cell_costs(study, advice)
-    baseline, _ = advise_tables.candidate_cells(study, advice)
-    steps_run = _steps_run(baseline.config) if baseline is not None else 0
-    spent = costs["baseline"].total_s if "baseline" in costs else per_cell_s
-    if advice.get("shared") and baseline is not None:  # a shared round's start-up, once for all its arms
-        spent += baseline.config.repeats * (shared_start_s(study.path) or 0.0)
-    before: list[str] = []  # the parts of the step before
-    affordable = 0
-    for name, _ in steps:
-        parts = name.split(" + ")
-        spent += _step_cost_s(parts, costs, per_cell_s, steps_run, _finds_its_graphs_cached(parts, before))
-        affordable += spent <= budget_left_s
-        before = parts
-    return affordable, spent
-
-
-def _cut_by_the_budget(study: Study, advice: dict, per_cell_s: float, budget_left_s: float) -> bool:
-    """A combination the budget stopped short (not run, or steps left out) and a budget that affords more steps than
-    it ran (counted as _combine counts them; a step left out may hold against the last that held even where the one
-    before it did not): resumed, it runs again whole, so each step is measured interleaved with the ones before it
-    and a fresh baseline (steps added to the old cells alone would be compared across time). A resume without more
-    budget leaves it as it is. One the budget skipped whole has no steps on record: _combine plans it again, and
-    skips it again where it still cannot pay."""
-    combination = advice["combination"]
-    if "skipped" in combination:
-        return True
-    planned = [(step["name"], None) for step in combination.get("steps", []) + combination.get("left_out", [])]
-    return _affordable(study, advice, planned, per_cell_s, budget_left_s)[0] > len(combination.get("steps", []))
 
 
 def _combine(args: argparse.Namespace, study_dir: Path, base: Any, limit: tuple[int, str] | None,
@@ -404,7 +226,7 @@ def _combine(args: argparse.Namespace, study_dir: Path, base: Any, limit: tuple[
     steps = chain(base, ranked, limit, _seen(diagnosis, base))
     if not steps:
         return
-    affordable, all_steps_s = _affordable(study, advice, steps, per_cell_s, budget_left_s)
+    affordable, all_steps_s = affordable_steps(study, advice, steps, per_cell_s, budget_left_s)
     if affordable < 1:
         _replace_combination(advice, {"skipped": f"over the budget: about {all_steps_s / 60:.1f} min more for "
                                                  f"{len(steps)} steps"})
@@ -452,7 +274,7 @@ def _refine(args: argparse.Namespace, study_dir: Path, base: RunConfig, limit: t
     ranked = by_expected_gain(advise_diagnosis.weighted(candidates(base, _on_gpu(base), limit, seen), hint))
     proposed = advise_refine.proposals(base, changes, ranked, limit, seen)
     start_s = shared_start_s(study_dir) or PROCESS_S["cuda" if _on_gpu(base) else "cpu"]
-    chosen, left_out, _ = advise_refine.affordable(base, step_s, start_s, budget_left_s, proposed)
+    chosen, left_out, _ = advise_refine.affordable(base, (changes, step_s), start_s, budget_left_s, proposed)
     if not chosen:
         return
     configs = [base, *(dataclasses.replace(base, **step) for _, step in [(name, changes), *chosen])]
@@ -470,7 +292,7 @@ def _answer_of(study: Study, advice: dict) -> tuple[str, dict[str, Any], float] 
     if not kept or kept[-1]["step"] not in names:
         return None
     index = names.index(kept[-1]["step"])
-    step_s = _step_s(study.cells[combination["first_cell"] + 1 + index])
+    step_s = step_s_of(study.cells[combination["first_cell"] + 1 + index])
     if "changes" not in steps[index] or step_s is None:
         return None  # a study from before the changes were kept: its answer stands as it is
     return steps[index]["name"], steps[index]["changes"], step_s

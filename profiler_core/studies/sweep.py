@@ -200,9 +200,10 @@ def shared_rounds(sweep_dir: Path, configs: Sequence[RunConfig], groups: Mapping
         cells = live if round_index % 2 == 0 else live[::-1]
         arms = [(clean_only(configs[i]), process_dir(cell_dir(sweep_dir, i, configs[i]), len(groups[i].summaries)))
                 for i in cells]
-        for index in cells:
-            on_event({"event": events.CELL, "index": index, "config": configs[index].to_dict(), "done": done,
-                      "pending": total, "repeat": len(groups[index].summaries) + 1, "eta_s": None})
+        for position, index in enumerate(cells):  # the arms of one process: each its own cell of the pending ones
+            on_event({"event": events.CELL, "index": index, "config": configs[index].to_dict(),
+                      "done": done + position, "pending": total, "repeat": len(groups[index].summaries) + 1,
+                      "eta_s": None})
         summaries = run_shared(arms, _next_shared_dir(sweep_dir))
         stop = _take_round(groups, cells, summaries, on_event)
         done, round_index = done + len(cells), round_index + 1

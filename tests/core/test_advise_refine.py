@@ -1,5 +1,6 @@
 """The advisor's last stage: candidates not in the answer, each added to it, as far as the budget affords; and the
 answer it makes of a real CPU study (tests/data/studies/advise-refine-cpu: the CS336-style model at d_model 64)."""
+import dataclasses
 import shutil
 from pathlib import Path
 
@@ -66,3 +67,23 @@ def test_a_study_without_the_stage_keeps_its_answer():
     tables = advise_refine.tables(study)
     assert advise_refine.REFINE_TABLE not in tables
     assert tables[RECOMMENDED_TABLE] == advise_tables.tables(study)[RECOMMENDED_TABLE]
+
+
+def test_shared_processes_let_a_short_budget_take_the_cheap_arms_beside_a_compile():
+    """The H200 run of the CS336-style model (fp32, ctx 256, batch 4, `--budget 4 --repeats 2`, a 70 ms step, every
+    phase launch-bound) planned reduce-overhead and batch 16 and left bf16, TF32 and batch 8 out "over the budget
+    (about 0.0 min more)": the room kept to measure the compile again was a cold compile's. As an arm it is measured
+    again with its graphs cached, and an eager arm costs its steps: the cheap ones fit beside it now (here the built-in
+    small model, whose SDPA and fused-step candidates apply too)."""
+    from sysprof.profiler_core.studies import advise_diagnosis
+    from sysprof.profiler_core.studies.advice import plan
+
+    base = dataclasses.replace(SMALL, repeats=2, warmup=3, steps=20)
+    hint = advise_diagnosis.Hints(launch_bound=("forward", "backward", "optimizer"))
+    found = advise_diagnosis.weighted(candidates(base, True, H100, Seen()), hint)
+    shared = plan(found, 4 * 60 - 35, base, "cuda", step_s=0.07, shared=True)
+    names = [c.name for c in shared.chosen]
+    assert names[:2] == ["torch.compile reduce-overhead", "batch 16"]
+    assert {"bf16 autocast", "TF32 for fp32 matmuls"} <= set(names) and len(names) >= 5
+    fresh = plan(found, 4 * 60 - 35, base, "cuda", step_s=0.07, shared=False)
+    assert [c.name for c in fresh.chosen] == ["batch 16"]  # four fresh processes a candidate: one fits

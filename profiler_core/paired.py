@@ -86,9 +86,10 @@ def paired_statistics(records_a: Sequence[Mapping[str, Any]], records_b: Sequenc
     processes both sides were arms of. The verdict's gates are compare.py's (paired_verdict)."""
     from scipy import stats
 
-    logs = block_logs(records_a, records_b)
-    if len(logs) < 2:
+    found = block_logs(records_a, records_b)
+    if len(found) < 2:
         return None
+    logs = [row[:min(len(blocks) for blocks in found)] for row in found]  # as many blocks from every process
     mean, error, df, kind = pooled_error(logs)
     critical = float(stats.t.ppf(1 - alpha / 2, df))
     p_value = (None if mean == 0 else 0.0) if error == 0 else float(2 * stats.t.sf(abs(mean) / error, df))

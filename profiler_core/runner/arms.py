@@ -42,7 +42,7 @@ from sysprof.profiler_core.runner.engine import CANCELLED_CODE, Cancelled, Runne
 from sysprof.profiler_core.stop_signals import deferrable, dump_stacks_on_request, on_stop_signals
 
 DEFAULT_BLOCKS = 4
-MIN_BLOCK_STEPS = 2  # a block's median needs more than its first step after a switch of arms
+MIN_BLOCK_STEPS = 3  # a block's median must not rest on its first step after a switch of arms
 
 
 @dataclass
@@ -54,6 +54,16 @@ class Arm:
     code: int | None = None  # the exit code once it failed; None while it is measured
     resident: int = 0  # bytes it holds between its steps (its weights, optimizer state, graphs' pools)
     blocks: list[int] = field(default_factory=list)
+    finished: bool = False  # its summary is written ok: a stop after it leaves it as it is
+    cudagraph_skips: int = 0  # inductor's process-wide count, this arm's share of it
+
+
+class Stopped(Exception):
+    """The process must stop: a stop signal, or nobody reads its events any more."""
+
+    def __init__(self, reason: str, kind: str = events.CANCELLED):
+        super().__init__(reason)
+        self.kind = kind
 
 
 def block_ranges(steps: int, blocks: int) -> list[range]:
@@ -66,7 +76,7 @@ def block_ranges(steps: int, blocks: int) -> list[range]:
 
 def block_order(arms: list[Arm], block: int) -> list[Arm]:
     """The arms still measured, in order in even blocks and reversed in odd ones."""
-    live = [arm for arm in arms if arm.code is None]
+    live = [arm for arm in arms if arm.code is None and not arm.finished]
     return live if block % 2 == 0 else live[::-1]
 
 
@@ -81,17 +91,39 @@ def _events_to(stream: TextIO) -> Iterator[None]:
 
 
 def _in_arm(arm: Arm, work: Callable[[], None]) -> None:
-    """Run an arm's work with its own matmul precision and memory account; a failure ends the arm, not the process."""
+    """Run an arm's work with its own matmul precision and memory account; a failure ends the arm, not the process,
+    and a stop ends them all (Stopped)."""
     torch.set_float32_matmul_precision(arm.runner.cfg.matmul_precision)  # a process-wide setting: each arm's own
     on_cuda = torch.cuda.is_available() and arm.runner.cfg.device != "cpu"
     others = torch.cuda.memory_allocated() - arm.resident if on_cuda else 0
     arm.runner.amend_record = lambda record: _own_memory(arm, record, others)
-    started = time.perf_counter()
+    started, skips = time.perf_counter(), _cudagraph_skips()
     with _events_to(arm.events_file):
         arm.code = guarded(arm.runner, work)
     arm.own_s += time.perf_counter() - started
-    if arm.code is not None:
-        _release(arm)
+    arm.cudagraph_skips += _cudagraph_skips() - skips
+    if arm.code is None:
+        return
+    _release(arm)
+    if arm.code == CANCELLED_CODE:
+        raise Stopped(_error_of(arm) or "stopped")
+    listen_for_stops()  # a failed arm's summary turned stops off while it was written; the others still run
+
+
+def listen_for_stops() -> None:
+    """Ctrl-C, a launcher's stop, a terminal's hang-up: each ends every arm with its summary."""
+    on_stop_signals(deferrable(raise_cancelled))
+
+
+def _error_of(arm: Arm) -> str | None:
+    summary = rundir.read_json(arm.runner.run_dir / rundir.SUMMARY) or {}
+    return (summary.get("error") or {}).get("message")
+
+
+def _cudagraph_skips() -> int:
+    """inductor's count of graphs it could not capture, where inductor is loaded (0 where it is not)."""
+    utils = sys.modules.get("torch._dynamo.utils")
+    return int(utils.counters["inductor"]["cudagraph_skips"]) if utils is not None else 0
 
 
 def _own_memory(arm: Arm, record: StepRecord, others: int) -> StepRecord:
@@ -100,6 +132,7 @@ def _own_memory(arm: Arm, record: StepRecord, others: int) -> StepRecord:
         return record
     amended = StepRecord(**record)
     amended["peak_allocated_bytes"] = {phase: value - others for phase, value in record["peak_allocated_bytes"].items()}
+    amended["peak_reserved_bytes"] = {}  # the allocator's cache is the process's: no arm's own share of it is known
     amended["others_resident_bytes"] = others
     before, after = record.get("memory_before_backward_bytes"), record.get("memory_after_step_bytes")
     amended["memory_before_backward_bytes"] = None if before is None else before - others
@@ -147,17 +180,21 @@ def _measure_block(arm: Arm, steps: range, block: int) -> None:
 
 def _finish(arm: Arm) -> None:
     runner = arm.runner
-    summary = runner.finish(events.OK)
-    with contextlib.suppress(ReaderGone):
-        emit(events.FINISHED, summary_path=str(runner.run_dir / rundir.SUMMARY), summary=summary)
+    with _events_to(arm.events_file):
+        summary = runner.finish(events.OK)
+        with contextlib.suppress(ReaderGone):
+            emit(events.FINISHED, summary_path=str(runner.run_dir / rundir.SUMMARY), summary=summary)
+    arm.finished = True
+    listen_for_stops()  # finish() turned stops off while the summary was written
 
 
-def _stop_all(arms: list[Arm], reason: str) -> None:
-    """A stop reached the process: every arm still measured ends as cancelled, with what it finished."""
+def _stop_all(arms: list[Arm], stop: Stopped) -> None:
+    """The process stops: every arm still measured ends with what it finished (a cancel, or died when nobody reads
+    the events any more); an arm already finished keeps its summary."""
     for arm in arms:
-        if arm.code is None:
+        if arm.code is None and not arm.finished:
             with _events_to(arm.events_file):
-                arm.code = fail(arm.runner, events.CANCELLED, reason, None, None, code=CANCELLED_CODE)
+                arm.code = fail(arm.runner, stop.kind, str(stop), None, None, code=CANCELLED_CODE)
 
 
 def _record_sharing(arms: list[Arm], started: float, blocks: int) -> None:
@@ -173,6 +210,11 @@ def _record_sharing(arms: list[Arm], started: float, blocks: int) -> None:
                                      "blocks": blocks, "measured_in_blocks": arm.blocks,
                                      "phase": "compiled" if arm.runner.cfg.compiles else "eager",
                                      "block_tokens_per_s": _block_rates(arm)}
+        if arm.cudagraph_skips and "cudagraph_skips" in (summary.get("compile") or {}):
+            summary["compile"] |= {"cudagraph_skips": arm.cudagraph_skips, "cuda_graphs": f"skipped for "
+                                   f"{arm.cudagraph_skips} graph(s) (TORCH_LOGS=perf_hints says why)"}
+        elif "cudagraph_skips" in (summary.get("compile") or {}):
+            summary["compile"] |= {"cudagraph_skips": 0, "cuda_graphs": "used"}
         error = summary.get("error")
         if error and summary.get("status") == events.OOM and len(arms) > 1:
             error["message"] += f" (in one process with {len(arms) - 1} other configurations)"
@@ -201,16 +243,19 @@ def phases_of_process(arms: list[Arm]) -> list[list[Arm]]:
 
 
 def _measure_phase(arms: list[Arm], plan: list[range]) -> None:
-    """The phase's smoke tests, then its measured steps in interleaved blocks."""
+    """The phase's smoke tests, then its measured steps in interleaved blocks, then its arms' summaries (a stop
+    during a later phase keeps them)."""
     for arm in arms:
         _in_arm(arm, partial(_smoke, arm))
-        if arm.code == CANCELLED_CODE:
-            raise Cancelled("SIGINT")
     for block, steps in enumerate(plan):
         for arm in block_order(arms, block):
             _in_arm(arm, partial(_measure_block, arm, steps, block))
-            if arm.code == CANCELLED_CODE:
-                raise Cancelled("SIGINT")
+        try:  # one line a block on the process's own stdout: a launcher that went away is noticed here
+            emit(events.STAGE, name="block", block=block, of=len(plan))
+        except ReaderGone:
+            raise Stopped("the process reading its events went away", events.DIED) from None
+    for arm in [arm for arm in arms if arm.code is None]:
+        _finish(arm)
 
 
 def measure(arms: list[Arm], blocks: int) -> None:
@@ -221,11 +266,10 @@ def measure(arms: list[Arm], blocks: int) -> None:
     try:
         for phase in phases_of_process([arm for arm in arms if arm.code is None]):
             _measure_phase(phase, plan)
-        for arm in [arm for arm in arms if arm.code is None]:
-            with _events_to(arm.events_file):
-                _finish(arm)
-    except (Cancelled, KeyboardInterrupt) as exc:
-        _stop_all(arms, f"stopped by {exc or 'SIGINT'}")
+    except Stopped as stop:
+        _stop_all(arms, stop)
+    except (Cancelled, KeyboardInterrupt) as exc:  # a stop between two arms' work
+        _stop_all(arms, Stopped(f"stopped by {exc or 'SIGINT'}"))
     _record_sharing(arms, started, len(plan))
 
 
@@ -243,12 +287,15 @@ def _arm(position: int, spec: dict) -> Arm:
     return Arm(Runner(cfg, run_dir), position, stream)
 
 
-def _room_to_recompile(arms: int) -> None:
+def _room_to_recompile(arms: list[Arm]) -> None:
     """Each compiled arm recompiles the model's frames for its own shapes, dtype and backend: past dynamo's limit
     per frame (8) a frame would run eager, and a compiled arm would be timed uncompiled."""
+    if not any(arm.runner.cfg.compiles for arm in arms):
+        return
     import torch._dynamo.config as dynamo_config
 
-    dynamo_config.recompile_limit = max(dynamo_config.recompile_limit, 8 * arms)
+    name = "recompile_limit" if hasattr(dynamo_config, "recompile_limit") else "cache_size_limit"  # older torch
+    setattr(dynamo_config, name, max(getattr(dynamo_config, name), 8 * len(arms)))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -256,13 +303,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--arms-json", required=True, help='[{"run_dir": DIR, "config": {...}}, ...]')
     parser.add_argument("--blocks", type=int, default=DEFAULT_BLOCKS, help="blocks of measured steps per arm")
     args = parser.parse_args(argv)
-    on_stop_signals(deferrable(raise_cancelled))
+    listen_for_stops()
     dump_stacks_on_request()
     arms = [_arm(position, spec) for position, spec in enumerate(json.loads(args.arms_json))]
-    _room_to_recompile(len(arms))
-    measure(arms, args.blocks)
-    for arm in arms:
-        arm.events_file.close()
+    try:
+        _room_to_recompile(arms)
+        measure(arms, args.blocks)
+    finally:
+        for arm in arms:
+            arm.events_file.close()
     return 0 if all(arm.code is None for arm in arms) else 1
 
 

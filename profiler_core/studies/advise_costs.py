@@ -169,19 +169,23 @@ def finds_its_graphs_cached(parts: list[str], before: list[str]) -> bool:
 
 
 def affordable_steps(study: Study, advice: dict, steps: list[tuple[str, Any]], per_cell_s: float,
-                budget_left_s: float) -> tuple[int, float]:
+                     budget_left_s: float, shared: bool) -> tuple[int, float]:
     """(steps the budget affords after a fresh baseline, seconds all of them would take), each step costed by
-    _step_cost_s from the first stage's cells, warm where it finds the step before's graphs cached."""
+    _step_cost_s from the first stage's cells, warm where it finds the step before's graphs cached. shared: the
+    combination's cells are arms of shared processes (a round's start-up once); a first stage that shared its
+    processes timed its cells without a start-up, which fresh processes each pay again."""
     costs = cell_costs(study, advice)
     baseline, _ = advise_tables.candidate_cells(study, advice)
     steps_run = _steps_run(baseline.config) if baseline is not None else 0
     spent = costs["baseline"].total_s if "baseline" in costs else per_cell_s
-    if advice.get("shared") and baseline is not None:  # a shared round's start-up, once for all its arms
-        spent += baseline.config.repeats * (shared_start_s(study.path) or 0.0)
+    rounds = baseline.config.repeats if baseline is not None else 0
+    start_s = (shared_start_s(study.path) or 0.0) if advice.get("shared") else 0.0
+    spent += rounds * start_s
     before: list[str] = []  # the parts of the step before
     affordable = 0
     for name, _ in steps:
         parts = name.split(" + ")
+        spent += 0.0 if shared else rounds * start_s
         spent += _step_cost_s(parts, costs, per_cell_s, steps_run, finds_its_graphs_cached(parts, before))
         affordable += spent <= budget_left_s
         before = parts
@@ -199,4 +203,5 @@ def cut_by_the_budget(study: Study, advice: dict, per_cell_s: float, budget_left
     if "skipped" in combination:
         return True
     planned = [(step["name"], None) for step in combination.get("steps", []) + combination.get("left_out", [])]
-    return affordable_steps(study, advice, planned, per_cell_s, budget_left_s)[0] > len(combination.get("steps", []))
+    affordable, _ = affordable_steps(study, advice, planned, per_cell_s, budget_left_s, bool(combination.get("shared")))
+    return affordable > len(combination.get("steps", []))

@@ -205,22 +205,30 @@ def shared_rounds(sweep_dir: Path, configs: Sequence[RunConfig], groups: Mapping
                       "done": done + position, "pending": total, "repeat": len(groups[index].summaries) + 1,
                       "eta_s": None})
         summaries = run_shared(arms, _next_shared_dir(sweep_dir))
-        stop = _take_round(groups, cells, summaries, on_event)
+        stop = _take_round(groups, cells, summaries, on_event, total)
         done, round_index = done + len(cells), round_index + 1
         if stop:
             break
 
 
 def _take_round(groups: Mapping[int, RepeatedRun], cells: list[int], summaries: list[RunSummary],
-                on_event: Callable[[dict], None]) -> bool:
-    """Each arm's summary into its cell's group; True when the round was stopped (a cancel, a full disk)."""
+                on_event: Callable[[dict], None], total: int) -> bool:
+    """Each arm's summary into its cell's group; True when the round was stopped (a cancel, a full disk). An arm
+    that ran out of memory beside other arms is measured again alone, in a fresh process, before its OOM is a
+    result: the others' weights may have taken what it lacked."""
     stop = False
     for index, summary in zip(cells, summaries):
         group = groups[index]
-        group.summaries.append(summary)
+        if summary["status"] == events.OOM and (summary.get("shared_process") or {}).get("arms", 1) > 1:
+            process = len(group.summaries)
+            shutil.rmtree(process_dir(group.run_dir, process), ignore_errors=True)
+            process_dir(group.run_dir, process).mkdir(parents=True)
+            summary = group.run_process(process)  # which keeps it among the group's
+        else:
+            group.summaries.append(summary)
         status = group.write_summary()["status"] if group.complete else summary["status"]
         on_event({"event": events.CELL_DONE, "index": index, "status": status,
-                  "reason": events.cell_reason(summary)})
+                  "reason": events.cell_reason(summary), "pending": total})
         error = summary.get("error")
         stop = stop or (error is not None and error["kind"] in (events.CANCELLED, events.DISK_FULL))
     return stop

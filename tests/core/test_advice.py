@@ -529,7 +529,8 @@ def test_resume_with_a_larger_budget_runs_a_cut_combination_again_whole(tmp_path
     assert advice["earlier_combinations"] == [cut]
     assert [step["name"] for step in advice["combination"]["steps"]] == ["batch 16", "batch 16 + SDPA attention"]
     assert advice["combination"]["left_out"] == [] and advice["combination"]["first_cell"] == cells_before
-    assert len(list((study_dir / "cells").iterdir())) == cells_before + 3
+    refined = advice.get("refine", {}).get("steps", [])  # the last stage, on top of the answer, after it
+    assert len(list((study_dir / "cells").iterdir())) == cells_before + 3 + (2 + len(refined) if refined else 0)
     rows = study_tables(study_dir)[advise_tables.COMBINATION_TABLE]
     assert [row["status"] for row in rows] == ["ok"] * 3
 
@@ -681,12 +682,12 @@ def test_the_combination_costs_each_step_from_its_parts_cells():
     assert compiled.overhead_s > 4 * bf16.overhead_s  # the compile
     steps = [("bf16 autocast", {}), ("bf16 autocast + torch.compile reduce-overhead", {})]
     one_step = times["baseline"] + times["bf16 autocast"]  # a part alone costs its own cell
-    assert affordable_steps(study, advice, steps[:1], 180.0, one_step + 1) == (1, pytest.approx(one_step))
+    assert affordable_steps(study, advice, steps[:1], 180.0, one_step + 1, False) == (1, pytest.approx(one_step))
     steps_run = 4 * (5 + 10)  # its processes' warm-up and measured steps
     both = one_step + compiled.overhead_s + steps_run * bf16.step_s * compiled.step_s / base.step_s
-    assert affordable_steps(study, advice, steps, 180.0, one_step + 1)[1] == pytest.approx(both)
+    assert affordable_steps(study, advice, steps, 180.0, one_step + 1, False)[1] == pytest.approx(both)
     untimed = [("bf16 autocast + batch 8", {})]  # its part that was not timed counts at the mean cell
-    assert affordable_steps(study, advice, untimed, 180.0, 10**6)[1] == pytest.approx(times["baseline"] + 180.0)
+    assert affordable_steps(study, advice, untimed, 180.0, 10**6, False)[1] == pytest.approx(times["baseline"] + 180.0)
 
 
 @pytest.mark.parametrize("name", ["advise-2p7b-h200", "advise-2p7b-h200-20min", "advise-2p7b-h200-final",
@@ -871,7 +872,8 @@ def test_the_final_codes_20_minute_advise_of_2p7b_prints_its_answer_past_40_perc
     began = min(w["start"] for w in windows if w["cell"] >= combined) - min(w["start"] for w in windows)
     assert began == pytest.approx(660.9, abs=0.1)
     planned = [(step["name"], None) for step in advice["combination"]["steps"] + advice["combination"]["left_out"]]
-    assert affordable_steps(Study.load(study_dir), advice, planned, advice["per_cell_s"], 20 * 60 - began)[0] == 4
+    study = Study.load(study_dir)
+    assert affordable_steps(study, advice, planned, advice["per_cell_s"], 20 * 60 - began, False)[0] == 4
 
 
 def test_after_a_step_that_was_slower_or_did_not_end_ok_no_step_is_judged(tmp_path):
@@ -1023,7 +1025,8 @@ def test_one_20_minute_budget_would_have_combined_four_steps_up_to_the_fused_one
     first_stage = sum(w["end"] - w["start"] for w in _windows(study_dir) if w["cell"] < combined)
     assert first_stage == pytest.approx(741.8, abs=0.1)
     steps = [(step["name"], None) for step in advice["combination"]["steps"]]
-    affordable, _ = affordable_steps(Study.load(study_dir), advice, steps, advice["per_cell_s"], 20 * 60 - first_stage)
+    affordable, _ = affordable_steps(Study.load(study_dir), advice, steps, advice["per_cell_s"], 20 * 60 - first_stage,
+                                   False)
     assert affordable == 4
     rows = study_tables(study_dir)[advise_tables.COMBINATION_TABLE]
     assert rows[affordable]["× baseline"].startswith("11.94") and rows[affordable]["MFU %"] > 48

@@ -15,11 +15,11 @@ from sysprof.profiler_core.studies import sweep
 TINY = RunConfig(model="tiny", ctx=16, batch=2, warmup=1, steps=6, device="cpu")
 
 
-def test_blocks_split_the_measured_steps_evenly_and_never_below_two_steps():
-    assert block_ranges(8, 4) == [range(0, 2), range(2, 4), range(4, 6), range(6, 8)]
-    assert block_ranges(6, 4) == [range(0, 2), range(2, 4), range(4, 6)]  # 4 blocks of 6 would leave 1-step blocks
-    assert block_ranges(3, 4) == [range(0, 3)]
-    assert sorted(len(r) for r in block_ranges(10, 4)) == [2, 2, 3, 3]
+def test_blocks_split_the_measured_steps_evenly_and_never_below_three_steps():
+    assert block_ranges(20, 4) == [range(0, 5), range(5, 10), range(10, 15), range(15, 20)]
+    assert block_ranges(8, 4) == [range(0, 4), range(4, 8)]  # 4 blocks of 8 would rest on 2 steps each
+    assert block_ranges(5, 4) == [range(0, 5)]
+    assert sorted(len(r) for r in block_ranges(14, 4)) == [3, 3, 4, 4]
 
 
 def test_what_cannot_share_a_process_says_why():
@@ -45,9 +45,9 @@ def test_arms_of_one_process_train_their_own_models_and_a_broken_one_ends_alone(
     first, again = rundir.read_steps(tmp_path / "a"), rundir.read_steps(tmp_path / "a_again")
     assert [s["loss"] for s in first] == [s["loss"] for s in again]
     measured = [s for s in first if s["kind"] == "measured"]
-    assert [s["block"] for s in measured] == [0, 0, 1, 1, 2, 2] and [s["index"] for s in measured] == list(range(6))
+    assert [s["block"] for s in measured] == [0, 0, 0, 1, 1, 1] and [s["index"] for s in measured] == list(range(6))
     shared = summaries[0]["shared_process"]
-    assert shared["arms"] == 4 and shared["blocks"] == 3 and shared["own_s"] > 0
+    assert shared["arms"] == 4 and shared["blocks"] == 2 and shared["own_s"] > 0
     assert summaries[3]["tokens_per_s"] > 0 and summaries[3]["phases"]["step"]["n"] == 6
     record = json.loads((tmp_path / "shared" / SHARED_RECORD).read_text())
     assert record["exit_code"] == 1 and record["end"] > record["start"]  # one arm failed: the process says so
@@ -82,3 +82,29 @@ def test_arms_that_compile_are_measured_after_every_eager_arm(tmp_path):
     arms = [Arm(Runner(cfg, tmp_path / str(k)), k, None) for k, cfg in enumerate(configs)]
     assert [[arm.position for arm in phase] for phase in phases_of_process(arms)] == [[1, 3], [0, 2]]
     assert [[arm.position for arm in phase] for phase in phases_of_process(arms[1:2])] == [[1]]
+
+
+@pytest.mark.slow
+def test_a_stop_after_an_arm_failed_still_ends_every_arm_with_its_summary(tmp_path):
+    """A failed arm's summary is written with stops held off; the process must listen again after it, or a Ctrl-C
+    would wait out the launcher's grace and be killed, every arm left without a summary."""
+    import signal
+    import subprocess
+    import time
+
+    from sysprof.profiler_core.session.arms import arms_argv
+
+    long = dataclasses.replace(TINY, steps=100_000)
+    arms = [(dataclasses.replace(TINY, optimizer_args=("nosuch=1",)), tmp_path / "broken"), (long, tmp_path / "a"),
+            (long, tmp_path / "b")]
+    process = subprocess.Popen(arms_argv(arms), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while len(rundir.read_steps(tmp_path / "b")) < 5 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert (tmp_path / "broken" / "summary.json").is_file()
+    process.send_signal(signal.SIGINT)
+    assert process.wait(timeout=30) == 1
+    for name in ("a", "b"):
+        summary = rundir.read_summary(tmp_path / name)
+        assert summary["error"]["kind"] == "cancelled" and summary["phases"]["step"]["n"] > 0
+        assert summary["shared_process"]["arms"] == 3

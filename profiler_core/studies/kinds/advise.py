@@ -187,7 +187,8 @@ def resume(args: argparse.Namespace, study_dir: Path) -> Path:
         Console(stderr=True, highlight=False).print(_resume_budget_line(args.budget, budget_s))
     started = time.monotonic()
     advice = rundir.read_json(study_dir / rundir.ADVICE_PLAN) or {}
-    _run_cells(args, study_dir, bool((advice.get("combination") or advice).get("shared")))
+    latest = advice.get("refine") or advice.get("combination") or advice  # its cells are the ones left to run
+    _run_cells(args, study_dir, bool(latest.get("shared")) and not args.fresh_processes)
     base = RunConfig.from_dict(advice["baseline"]) if "baseline" in advice else configs[0]
     budget_left_s = budget_s - (time.monotonic() - started)
     if "candidates" not in advice:
@@ -226,16 +227,16 @@ def _combine(args: argparse.Namespace, study_dir: Path, base: Any, limit: tuple[
     steps = chain(base, ranked, limit, _seen(diagnosis, base))
     if not steps:
         return
-    affordable, all_steps_s = affordable_steps(study, advice, steps, per_cell_s, budget_left_s)
+    shared = _sharing(args, [base, *(dataclasses.replace(base, **changes) for _, changes in steps)], limit,
+                      _seen(diagnosis, base))  # decided first: fresh processes cost a start-up each
+    affordable, all_steps_s = affordable_steps(study, advice, steps, per_cell_s, budget_left_s, shared is None)
     if affordable < 1:
         _replace_combination(advice, {"skipped": f"over the budget: about {all_steps_s / 60:.1f} min more for "
                                                  f"{len(steps)} steps"})
         rundir.write_json(study_dir / rundir.ADVICE_PLAN, advice)
         return
     steps, left_out = steps[:affordable], steps[affordable:]
-    configs = [base, *(dataclasses.replace(base, **changes) for _, changes in steps)]
-    shared = _sharing(args, configs, limit, _seen(diagnosis, base))
-    first = sweep.extend(study_dir, configs)
+    first = sweep.extend(study_dir, [base, *(dataclasses.replace(base, **changes) for _, changes in steps)])
     described = lambda part: [{"name": name, "options": options_text(changes), "changes": changes}  # noqa: E731
                               for name, changes in part]
     _replace_combination(advice, {"first_cell": first, "steps": described(steps), "left_out": described(left_out),
@@ -273,12 +274,13 @@ def _refine(args: argparse.Namespace, study_dir: Path, base: RunConfig, limit: t
     hint = advise_diagnosis.hints(diagnosis.summary, diagnosis.run.analysis(rundir.KERNELS_DIR))
     ranked = by_expected_gain(advise_diagnosis.weighted(candidates(base, _on_gpu(base), limit, seen), hint))
     proposed = advise_refine.proposals(base, changes, ranked, limit, seen)
+    configs = [base, *(dataclasses.replace(base, **step) for _, step in [(name, changes), *proposed])]
+    shared = _sharing(args, configs, limit, seen) is None  # decided first: fresh processes cost a start-up each
     start_s = shared_start_s(study_dir) or PROCESS_S["cuda" if _on_gpu(base) else "cpu"]
-    chosen, left_out, _ = advise_refine.affordable(base, (changes, step_s), start_s, budget_left_s, proposed)
+    chosen, left_out, _ = advise_refine.affordable(base, (changes, step_s), (start_s, shared), budget_left_s,
+                                                   proposed)
     if not chosen:
         return
-    configs = [base, *(dataclasses.replace(base, **step) for _, step in [(name, changes), *chosen])]
-    shared = _sharing(args, configs, limit, seen) is None
     advise_refine.run(study_dir, base, (name, changes), chosen, left_out, shared,
                       lambda shared_cells: _run_cells(args, study_dir, shared_cells))
 

@@ -108,3 +108,29 @@ def test_a_stop_after_an_arm_failed_still_ends_every_arm_with_its_summary(tmp_pa
         summary = rundir.read_summary(tmp_path / name)
         assert summary["error"]["kind"] == "cancelled" and summary["phases"]["step"]["n"] > 0
         assert summary["shared_process"]["arms"] == 3
+
+
+def test_an_arm_out_of_memory_beside_others_is_measured_again_alone(tmp_path, monkeypatch):
+    """The other arms' weights may have taken what it lacked: its cell's process runs again in a fresh process, and
+    that one's end is the cell's. An OOM alone in its process stays a result."""
+    from sysprof.profiler_core.session.repeats import RepeatedRun
+
+    ran_alone = []
+
+    def run_process(self, index):
+        ran_alone.append((self.run_dir.name, index, sorted(p.name for p in process_dir(self.run_dir, index).iterdir())))
+        summary = {"status": "ok", "error": None}
+        self.summaries.append(summary)
+        return summary
+
+    monkeypatch.setattr(RepeatedRun, "run_process", run_process)
+    groups = {i: RepeatedRun(TINY, tmp_path / f"cell{i}", lambda event: None) for i in range(2)}
+    for group in groups.values():
+        group.run_dir.mkdir()
+        (group.run_dir / "steps.jsonl").write_text("{}\n")  # what the arm left: not to be mixed into the rerun
+    crowded = {"status": "oom", "error": {"kind": "oom", "message": "CUDA out of memory"},
+               "shared_process": {"arms": 2}}
+    alone = {**crowded, "shared_process": {"arms": 1}}
+    sweep._take_round(groups, [0, 1], [crowded, alone], lambda event: None, 2)
+    assert ran_alone == [("cell0", 0, [])]
+    assert groups[0].summaries[0]["status"] == "ok" and groups[1].summaries == [alone]

@@ -33,7 +33,7 @@ from typing import TextIO
 import torch
 
 from sysprof.models.nvtx import nvtx_range
-from sysprof.models.phases import WARMUP_RANGE, step_range
+from sysprof.models.phases import step_range
 from sysprof.profiler_core import events, rundir
 from sysprof.profiler_core.config import ConfigError, RunConfig, validate
 from sysprof.profiler_core.events import ReaderGone, emit
@@ -153,15 +153,8 @@ def _release(arm: Arm) -> None:
 
 def _smoke(arm: Arm) -> None:
     """Build, compile and warm up: what fails for this model fails here, in seconds."""
-    runner = arm.runner
-    runner.start()
-    if runner.cfg.compiles:
-        runner.compile_pass()
-    emit(events.STAGE, name="warmup", total=runner.cfg.warmup)
-    for index in range(runner.cfg.warmup):
-        with nvtx_range(WARMUP_RANGE):
-            runner.one_step("warmup", index)
-    emit(events.STAGE, name="measured", total=runner.cfg.steps)
+    arm.runner.start()
+    arm.runner.warm_up()
 
 
 def _measure_block(arm: Arm, steps: range, block: int) -> None:

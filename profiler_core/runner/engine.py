@@ -206,7 +206,8 @@ class Runner:
         self.compile_s = time.perf_counter() - started
         emit(events.COMPILE, seconds=self.compile_s)
 
-    def run_steps(self) -> None:
+    def warm_up(self) -> None:
+        """The compile pass where the config compiles, then the warm-up steps; the measured stage is announced."""
         if self.cfg.compiles:
             self.compile_pass()
         emit(events.STAGE, name="warmup", total=self.cfg.warmup)
@@ -214,6 +215,9 @@ class Runner:
             with nvtx_range(WARMUP_RANGE):
                 self.one_step("warmup", index)
         emit(events.STAGE, name="measured", total=self.cfg.steps)
+
+    def run_steps(self) -> None:
+        self.warm_up()
         _profiler_range(self.work, start=True)
         try:
             with measured_capture(self.capture, self.run_dir, self.history):

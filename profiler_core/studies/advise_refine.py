@@ -126,6 +126,8 @@ def _best_helping(steps: list[dict]) -> dict | None:
 
 def _answer(study: Study, refine: dict, refined: list[dict], better: dict) -> dict:
     baseline = study.cells[refine["first_cell"]]
+    caveat = advise_tables.shared_caveat(refine | {"offset": 1}, study, better["step"])  # after the answer's cell
     return {"answer": f"{better['step']}: tokens/s {advise_tables.times(better['× baseline'])} of the baseline's "
-                      f"measured beside it, {better['over the step before']} than {refine['answer']['name']}",
+                      f"measured beside it, {better['over the step before']} than {refine['answer']['name']}"
+                      f"{caveat}",
             "options": better["options"], "command": advise_tables.run_command(baseline.config, better["options"])}

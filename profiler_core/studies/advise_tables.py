@@ -332,8 +332,9 @@ def _recommendation(study: Study, advice: dict, measured: list[dict], combined: 
         later += f"; not tried on top of it (over the budget): {', '.join(untried)}" if untried else ""
         later += (f"; not finished on top of it: {', '.join(unfinished)} (`sysprof advise --resume`)"
                   if unfinished else "")
+        caveat = shared_caveat(advice.get("combination") or {}, study, kept[-1]["step"])
         return [{"answer": f"{kept[-1]['step']}: tokens/s {times(kept[-1]['× baseline'])} of the baseline's, measured "
-                           f"twice{later}", "options": kept[-1]["options"],
+                           f"twice{later}{caveat}", "options": kept[-1]["options"],
                  "command": run_command(baseline.config, kept[-1]["options"])}]
     best = next((row for row in measured if row.get("why") == PASSED), None)
     if best is None:
@@ -349,6 +350,21 @@ def _recommendation(study: Study, advice: dict, measured: list[dict], combined: 
         return [{"answer": f"not yet: {once}, not when measured again; the steps on top of it have not finished "
                            "(`sysprof advise --resume`)", "command": None}]
     return [{"answer": _not_held_answer(once, best, combined[1]), "command": None}]
+
+
+def shared_caveat(stage: dict, study: Study, step: str) -> str:
+    """Said with an answer that compiles, measured against an eager baseline in shared processes: there the eager
+    arms ran slower than in a process of their own (0.86–0.97 of it on an H200, compiled arms measured after them),
+    so its ratio may read high."""
+    names = [described["name"] for described in stage.get("steps", [])]
+    if not stage.get("shared") or step not in names or stage.get("first_cell") is None:
+        return ""
+    first = stage["first_cell"]
+    cell = study.cells[first + 1 + names.index(step) + stage.get("offset", 0)]
+    if not cell.config.compiles or study.cells[first].config.compiles:
+        return ""
+    return ("; measured beside an eager baseline in shared processes, where eager steps ran up to ~15% slow: the "
+            "ratio may read high (`sysprof ab` measures it in fresh processes)")
 
 
 def _not_held_answer(once: str, best: dict, again: dict) -> str:

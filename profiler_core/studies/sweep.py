@@ -195,7 +195,7 @@ def shared_rounds(sweep_dir: Path, configs: Sequence[RunConfig], groups: Mapping
     """Round after round, one process measures the next process of every cell not complete, each cell an arm
     (runner/arms.py), in the plan's order and reversed every other round: a candidate costs its steps, not a
     process's start-up. A cell whose arm did not end ok is complete (as a group of fresh processes is)."""
-    done, round_index = 0, 0
+    done, round_index, started = 0, 0, time.perf_counter()
     while live := [i for i in groups if not groups[i].complete]:
         cells = live if round_index % 2 == 0 else live[::-1]
         arms = [(clean_only(configs[i]), process_dir(cell_dir(sweep_dir, i, configs[i]), len(groups[i].summaries)))
@@ -203,7 +203,7 @@ def shared_rounds(sweep_dir: Path, configs: Sequence[RunConfig], groups: Mapping
         for position, index in enumerate(cells):  # the arms of one process: each its own cell of the pending ones
             on_event({"event": events.CELL, "index": index, "config": configs[index].to_dict(),
                       "done": done + position, "pending": total, "repeat": len(groups[index].summaries) + 1,
-                      "eta_s": None})
+                      "eta_s": _eta(started, done, total)})
         summaries = run_shared(arms, _next_shared_dir(sweep_dir))
         stop = _take_round(groups, cells, summaries, on_event, total)
         done, round_index = done + len(cells), round_index + 1

@@ -87,3 +87,15 @@ def test_shared_processes_let_a_short_budget_take_the_cheap_arms_beside_a_compil
     assert {"bf16 autocast", "TF32 for fp32 matmuls"} <= set(names) and len(names) >= 5
     fresh = plan(found, 4 * 60 - 35, base, "cuda", step_s=0.07, shared=False)
     assert [c.name for c in fresh.chosen] == ["batch 16"]  # four fresh processes a candidate: one fits
+
+
+def test_a_compiled_step_measured_beside_an_eager_baseline_says_its_ratio_may_read_high():
+    """On an H200 eager arms of a shared process ran at 0.86–0.97 of a process of their own while compiled arms
+    ran at theirs: a compiled answer's ratio over an eager baseline may read high, and the answer says so."""
+    import json
+
+    study = Study.load(DATA / "advise-refine-cpu")
+    refine = json.loads((DATA / "advise-refine-cpu" / "advice.json").read_text())["refine"] | {"offset": 1}
+    assert "may read high" in advise_tables.shared_caveat(refine, study, "batch 16 + compiled optimizer step")
+    assert advise_tables.shared_caveat(refine, study, "batch 16 + bf16 autocast") == ""
+    assert advise_tables.shared_caveat(refine | {"shared": False}, study, "batch 16 + compiled optimizer step") == ""

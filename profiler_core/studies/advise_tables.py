@@ -337,6 +337,8 @@ def _recommendation(study: Study, advice: dict, measured: list[dict], combined: 
                            f"twice{later}{caveat}", "options": kept[-1]["options"],
                  "command": run_command(baseline.config, kept[-1]["options"])}]
     best = next((row for row in measured if row.get("why") == PASSED), None)
+    if best is None and any(row.get("status") == events.PENDING for row in measured):
+        return [{"answer": "not yet: the candidates are being measured", "command": None}]
     if best is None:
         return [{"answer": "no candidate beat the baseline beyond noise with the same loss", "command": None}]
     once = f"{best['candidate']} was faster ({best['tokens/s ×']}) once"

@@ -97,13 +97,15 @@ def test_a_stop_after_an_arm_failed_still_ends_every_arm_with_its_summary(tmp_pa
     long = dataclasses.replace(TINY, steps=100_000)
     arms = [(dataclasses.replace(TINY, optimizer_args=("nosuch=1",)), tmp_path / "broken"), (long, tmp_path / "a"),
             (long, tmp_path / "b")]
-    process = subprocess.Popen(arms_argv(arms), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    stderr = (tmp_path / "stderr.log").open("w")
+    process = subprocess.Popen(arms_argv(arms), stdout=subprocess.DEVNULL, stderr=stderr)
     deadline = time.monotonic() + 120
     while len(rundir.read_steps(tmp_path / "b")) < 5 and time.monotonic() < deadline:
         time.sleep(0.2)
     assert (tmp_path / "broken" / "summary.json").is_file()
     process.send_signal(signal.SIGINT)
-    assert process.wait(timeout=30) == 1
+    assert process.wait(timeout=30) == 1, (tmp_path / "stderr.log").read_text()[-3000:]
+    stderr.close()
     for name in ("a", "b"):
         summary = rundir.read_summary(tmp_path / name)
         assert summary["error"]["kind"] == "cancelled" and summary["phases"]["step"]["n"] > 0

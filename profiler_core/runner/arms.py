@@ -299,6 +299,7 @@ def main(argv: list[str] | None = None) -> int:
     listen_for_stops()
     dump_stacks_on_request()
     arms = [_arm(position, spec) for position, spec in enumerate(json.loads(args.arms_json))]
+    listen_for_stops()  # an arm whose config was refused wrote its summary with stops held off
     try:
         _room_to_recompile(arms)
         measure(arms, args.blocks)

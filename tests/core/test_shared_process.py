@@ -86,12 +86,10 @@ def test_arms_that_compile_are_measured_after_every_eager_arm(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason="known defect, not fixed yet: in some environments (a from-scratch CI run; "
-                   "a pytest started with SIGHUP ignored) the shared process's SIGINT is back at its default after "
-                   "an arm failed (/proc shows it neither caught nor ignored) and a stop kills it without summaries")
 def test_a_stop_after_an_arm_failed_still_ends_every_arm_with_its_summary(tmp_path):
     """A failed arm's summary is written with stops held off; the process must listen again after it, or a Ctrl-C
-    would wait out the launcher's grace and be killed, every arm left without a summary."""
+    would wait out the launcher's grace and be killed, every arm left without a summary. Every arm is long: the
+    blocks are planned on the fewest steps of any arm, and a process that has ended cannot be stopped."""
     import signal
     import subprocess
     import time
@@ -99,7 +97,7 @@ def test_a_stop_after_an_arm_failed_still_ends_every_arm_with_its_summary(tmp_pa
     from sysprof.profiler_core.session.arms import arms_argv
 
     long = dataclasses.replace(TINY, steps=100_000)
-    arms = [(dataclasses.replace(TINY, optimizer_args=("nosuch=1",)), tmp_path / "broken"), (long, tmp_path / "a"),
+    arms = [(dataclasses.replace(long, optimizer_args=("nosuch=1",)), tmp_path / "broken"), (long, tmp_path / "a"),
             (long, tmp_path / "b")]
     stderr = (tmp_path / "stderr.log").open("w")
     process = subprocess.Popen(arms_argv(arms), stdout=subprocess.DEVNULL, stderr=stderr)
@@ -107,9 +105,8 @@ def test_a_stop_after_an_arm_failed_still_ends_every_arm_with_its_summary(tmp_pa
     while len(rundir.read_steps(tmp_path / "a")) < 5 and time.monotonic() < deadline:  # a's first block: b waits
         time.sleep(0.2)
     assert (tmp_path / "broken" / "summary.json").is_file()
-    signals = [line for line in Path(f"/proc/{process.pid}/status").read_text().splitlines() if line.startswith("Sig")]
     process.send_signal(signal.SIGINT)
-    assert process.wait(timeout=30) == 1, (signals, (tmp_path / "stderr.log").read_text()[-3000:])
+    assert process.wait(timeout=30) == 1, (tmp_path / "stderr.log").read_text()[-3000:]
     stderr.close()
     summaries = {name: rundir.read_summary(tmp_path / name) for name in ("a", "b")}
     assert all(s["error"]["kind"] == "cancelled" and s["shared_process"]["arms"] == 3 for s in summaries.values())

@@ -42,7 +42,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from sysprof.models.phases import STEP, TIMED_PHASES
-from sysprof.profiler_core.metrics import between_process_stats, process_medians, process_throughputs
+from sysprof.profiler_core.metrics import (
+    between_process_stats,
+    process_medians,
+    process_throughputs,
+    process_tokens_per_joule,
+)
 from sysprof.profiler_core.ordering import drift, interleaved, process_windows
 from sysprof.profiler_core.records import phases_of
 
@@ -59,6 +64,7 @@ NOT_INTERLEAVED = "not interleaved"  # a gap that passed both gates, between sid
 FAR_OFF = 3.0  # a process this many times off its side's others' median ran stalled, or alone on the node
 LARGE_SPEEDUP = 2.0  # from here an effect reads as a ratio: "2.4× faster", not "138% faster"
 THROUGHPUT_ROW = "tokens/s"
+ENERGY_ROW = "tokens/J"
 # Config fields that change the passes after the clean one, or how many processes ran, not the steps measured.
 PASS_FIELDS = ("profiler", "memory", "memory_max_entries", "nvtx_modules", "repeats")
 # What users change to make the same step faster (and how long they measure it): compared without --force. A
@@ -276,8 +282,22 @@ def verdict_text(row: Mapping[str, Any]) -> str:
     return f"{abs(speedup - 1):.0%} {'faster' if speedup > 1 else 'slower'}"
 
 
+def _energy_rows(summary_a: Mapping[str, Any], summary_b: Mapping[str, Any], min_effect: float) -> list[dict]:
+    """tokens per joule, judged as tokens/s is on its per-process values, where both sides read the GPU's energy:
+    "more per joule" where B does more work for the same energy."""
+    values_a, values_b = process_tokens_per_joule(summary_a), process_tokens_per_joule(summary_b)
+    if not values_a or not values_b:
+        return []
+    row = compare_values(ENERGY_ROW, _throughput_stats(summary_a, values_a), _throughput_stats(summary_b, values_b),
+                         values_a, values_b, min_effect, ENERGY_ROW)
+    words = {"faster": "more per joule", "slower": "less per joule"}
+    row["verdict_text"] = " ".join(words.get(word, word) for word in row["verdict_text"].split(" "))
+    return [row]
+
+
 def _throughput_stats(summary: Mapping[str, Any], throughputs: list[float]) -> dict[str, Any]:
-    """tokens/s in PhaseStats' shape for the one-process rule: the step's relative spread carried over."""
+    """A rate (tokens/s, tokens/J) in PhaseStats' shape for the one-process rule: the step's relative spread
+    carried over."""
     step = phases_of(summary).get(STEP) or {}
     rate = statistics.median(throughputs) if throughputs else None
     relative = (step.get("std_ms") or 0.0) / step["median_ms"] if step.get("median_ms") else 0.0
@@ -333,6 +353,7 @@ def compare_summaries(summary_a: Mapping[str, Any], summary_b: Mapping[str, Any]
         row = compare_values(THROUGHPUT_ROW, _throughput_stats(summary_a, rates_a),
                              _throughput_stats(summary_b, rates_b), rates_a, rates_b, min_effect, "tokens/s")
         rows.append(_paired(row, summary_a, summary_b, min_effect))
+    rows += _energy_rows(summary_a, summary_b, min_effect)
     together = interleaved(process_windows(summary_a), process_windows(summary_b))
     return [_with_ordering(row, together) for row in rows]
 

@@ -14,6 +14,7 @@ from typing import Any, Literal
 from sysprof.models.phases import BACKWARD, FORWARD, FORWARD_BACKWARD, PHASES, STEP, TIMED_PHASES
 from sysprof.models.presets import count_params, step_flops
 from sysprof.profiler_core.config import AUTOCAST_DTYPES, FP32_MATMULS, RunConfig
+from sysprof.profiler_core.energy import group_energy, tokens_per_joule
 from sysprof.profiler_core.events import OK, with_state
 from sysprof.profiler_core.records import (
     BetweenStats,
@@ -198,6 +199,8 @@ def process_record(summary: Mapping[str, Any]) -> ProcessRecord:
                            tokens_per_s=summary.get(THROUGHPUT))
     if summary.get("ran"):
         record["ran"] = summary["ran"]
+    if tokens_per_joule(summary) is not None:
+        record["tokens_per_joule"] = tokens_per_joule(summary)
     if summary.get("shared_process"):  # an arm of a process it shared with other configurations (runner/arms.py)
         record["shared_process"] = summary["shared_process"]
     return record
@@ -218,7 +221,12 @@ def aggregate_processes(summaries: list[RunSummary], requested: int | None = Non
             "repeats": {"n": requested or len(summaries), "ok": len(ok), "failed": len(summaries) - len(ok),
                         "processes": [process_record(s) for s in summaries]},
             THROUGHPUT: _median_of(throughputs), "tflops": _median_of([s.get("tflops") for s in ok]),
-            "mfu": _median_of([s.get("mfu") for s in ok])}
+            "mfu": _median_of([s.get("mfu") for s in ok]), **_energy_of(ok)}
+
+
+def _energy_of(ok: list[RunSummary]) -> dict[str, Any]:
+    energy = group_energy(ok)
+    return {"energy": energy} if energy else {}
 
 
 def _ok_processes(summary: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
@@ -241,3 +249,13 @@ def process_throughputs(summary: Mapping[str, Any]) -> list[float]:
     if processes is None:
         return [] if summary.get(THROUGHPUT) is None else [summary[THROUGHPUT]]
     return [p[THROUGHPUT] for p in processes if p.get(THROUGHPUT) is not None]
+
+
+def process_tokens_per_joule(summary: Mapping[str, Any]) -> list[float]:
+    """tokens per joule per process (run order), like process_throughputs; [] where a process has no energy."""
+    processes = _ok_processes(summary)
+    if processes is None:
+        single = tokens_per_joule(summary)
+        return [] if single is None else [single]
+    values = [p.get("tokens_per_joule") for p in processes]
+    return [v for v in values if v is not None] if all(v is not None for v in values) else []

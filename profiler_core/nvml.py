@@ -109,6 +109,12 @@ class NvmlSampler:
             _read(self.pynvml.nvmlShutdown)
         self.pynvml, self.handle = None, None
 
+def visible_gpu_index(local: int = 0) -> int:
+    """NVML counts every GPU; the runner's cuda:N is the N-th one CUDA_VISIBLE_DEVICES names (when numbers)."""
+    named = [d.strip() for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
+    if not named:
+        return local
+    return int(named[local]) if local < len(named) and named[local].isdigit() else local
 
 
 def _with_nvml(query: Callable[[ModuleType], T]) -> T | None:

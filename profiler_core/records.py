@@ -59,6 +59,7 @@ class ProcessRecord(_ProcessRecord, total=False):
 
     ran: RanWindow  # absent in groups saved before it was recorded
     shared_process: dict[str, Any]  # an arm of a shared process: its arms, position, own seconds, blocks
+    tokens_per_joule: float  # where the process read the GPU's energy counter (energy.py)
 
 
 
@@ -89,6 +90,8 @@ class StepRecord(TypedDict, total=False):
     memory_before_backward_bytes: int | None
     memory_after_step_bytes: int | None
     cpu_wait_ms: float | None  # the main thread's run-queue delay in the step (runner/run_queue.py); None: unknown
+    energy_j: float | None  # the GPU's joules across the step, NVML's counter (runner/energy.py); absent off CUDA
+    sm_clock_mhz: int | None  # the SM clock at the step's end
     # an arm of a shared process (runner/arms.py): the block it ran in, and the other arms' memory taken off its peaks
     block: int
     others_resident_bytes: int
@@ -164,6 +167,7 @@ class RunSummary(Throughput, total=False):
     warnings: list[dict[str, Any]]  # stability.warnings_for_summary with the readings taken while the steps ran
     rank: dict[str, int]  # a rank of several: rank, local_rank, world
     ranks: dict[str, Any]  # --nproc > 1, rank 0's summary: world, parallel, per-rank rows and findings (ranks.py)
+    energy: dict[str, Any]  # joules per step, tokens per joule, power cap and SM clock (energy.py)
     shared_process: dict[str, Any]  # one of several configurations measured in one process (runner/arms.py)
 
 

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from sysprof.models.presets import PRESETS, count_params, forward_flops, human_count
 from sysprof.profiler_core.config import DTYPE_BYTES
+from sysprof.profiler_core.energy import energy_line
 from sysprof.profiler_core.events import OK, end_reason, run_state
 from sysprof.profiler_core.metrics import mfu_missing
 from sysprof.profiler_core.records import RunSummary
@@ -202,6 +203,8 @@ def print_headline(console, summary: RunSummary, run_dir: Path) -> None:
     console.print(between_table(summary) if summary.get("repeats") else phase_table(summary))
     print_ranks(console, summary)
     console.print(throughput_line(summary))
+    if energy_line(summary):
+        console.print(energy_line(summary))
     if run_state(summary) != OK:
         console.print(state_line(summary))
     if profile_line(summary):

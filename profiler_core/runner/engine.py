@@ -21,6 +21,7 @@ from sysprof.models.nvtx import nvtx_range
 from sysprof.models.phases import COMPILE_RANGE, WARMUP_RANGE, step_range
 from sysprof.profiler_core import events, rundir
 from sysprof.profiler_core.config import ConfigError, RunConfig, validate
+from sysprof.profiler_core.energy import energy_section
 from sysprof.profiler_core.events import CAPTURES, SCHEMA_VERSION, ReaderGone, emit
 from sysprof.profiler_core.metrics import build_summary
 from sysprof.profiler_core.options import config_to_args
@@ -28,6 +29,7 @@ from sysprof.profiler_core.ranks import all_ranks_throughput, rank_record, ranks
 from sysprof.profiler_core.records import RunError, RunSummary, StepRecord
 from sysprof.profiler_core.runner import distributed
 from sysprof.profiler_core.runner.capture import MemoryHistory, measured_capture
+from sysprof.profiler_core.runner.energy import EnergyMeter, step_energy
 from sysprof.profiler_core.runner.environment import collect_env
 from sysprof.profiler_core.runner.hold import NotNeeded, wait_for_release
 from sysprof.profiler_core.runner.inspect_model import counted_step_flops
@@ -93,6 +95,7 @@ class Runner:
         self.env: dict = {}
         self.compile_s: float | None = None
         self.tools: StepInstruments | None = None
+        self.energy: EnergyMeter | None = None
         self.module_ranges: ModuleRanges | None = None
         # a shared process's arm (runner/arms.py): its block, and its peaks less the other arms' resident memory
         self.amend_record: Callable[[StepRecord], StepRecord] | None = None
@@ -118,6 +121,7 @@ class Runner:
         emit(events.STAGE, name="build")
         self.work = self.build(device)
         self.tools = StepInstruments(device)
+        self.energy = EnergyMeter(device)
         if self.work.model_info:
             if self.capture == "none":  # MFU is the clean pass's: the profiled and memory passes need no count
                 self.count_user_model_flops(self.work.model_info)
@@ -173,8 +177,9 @@ class Runner:
     def one_step(self, kind: str, index: int) -> StepRecord:
         tools = self.tools
         assert tools is not None  # start() builds them before any step runs
+        before_j = self.energy.read_j() if self.energy else None
         try:
-            record = run_step(self.work, tools)
+            record = run_step(self.work, tools) | step_energy(self.energy, before_j)
         except torch.OutOfMemoryError as exc:
             peak = torch.cuda.max_memory_allocated() if self.work.device.type == "cuda" else None
             raise StepFailure(events.OOM, str(exc).splitlines()[0], tools.current_phase, peak) from None
@@ -234,6 +239,9 @@ class Runner:
                                 params=info["params"] if info else None,
                                 flops=info.get("flops_per_step") if info else None)
         work = getattr(self, "work", None)
+        energy = self.energy and energy_section(self.steps, self.cfg.batch * self.cfg.ctx, self.energy.power_limit_w)
+        if energy:
+            summary["energy"] = energy
         if self.rank:
             summary["rank"] = {"rank": self.rank.rank, "local_rank": self.rank.local_rank, "world": self.rank.world}
         compiled = cuda_graph_report(self.cfg, work.device) if work is not None else None

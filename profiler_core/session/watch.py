@@ -17,18 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from sysprof.profiler_core import rundir
-from sysprof.profiler_core.nvml import NvmlSampler
+from sysprof.profiler_core.nvml import NvmlSampler, visible_gpu_index
 from sysprof.profiler_core.stability import warnings_for_summary
 
 PERIOD_S = 0.25  # NVML's clock and reason readings are instantaneous: a few per second catch a dip of a step
-
-
-def visible_gpu_index(local: int = 0) -> int:
-    """NVML counts every GPU; the runner's cuda:N is the N-th one CUDA_VISIBLE_DEVICES names (when numbers)."""
-    named = [d.strip() for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
-    if not named:
-        return local
-    return int(named[local]) if local < len(named) and named[local].isdigit() else local
 
 
 def descends_from(pid: int, ancestors: set[int], depth: int = 6) -> bool:

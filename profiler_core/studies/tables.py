@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from sysprof.models.presets import PRESETS
 from sysprof.profiler_core import events
 from sysprof.profiler_core.config import ConfigError, RunConfig, model_column
+from sysprof.profiler_core.energy import tokens_per_joule
 from sysprof.profiler_core.metrics import summarize_ms
 from sysprof.profiler_core.records import PhaseStats, phases_of
 
@@ -57,6 +58,7 @@ def cell_row(cfg: dict, summary: dict | None, steps: list[dict], profiled: dict 
         row[f"{label} median ms"] = (stats or {}).get("median_ms")
     row["tokens/s"] = summary.get("tokens_per_s")
     row["MFU %"] = round(summary["mfu"] * 100, 2) if summary.get("mfu") is not None else None
+    row["tokens/J"] = tokens_per_joule(summary)
     row["compile s"] = summary.get("compile_s")
     peaks = summary.get("peak_memory_bytes") or {}
     row["peak GiB"] = max(peaks.values()) / 2**30 if peaks else None
@@ -100,8 +102,8 @@ def visible_columns(rows: list[dict], varied: list[str]) -> list[str]:
     keep += ["params"] if len(sizes) > 1 else []  # sizes differ: the x axis of the report's throughput figure
     timing = [c for c in rows[0] if c.endswith(" ms") and not c.endswith(" median ms")
               and any(r[c] is not None for r in rows)] if rows else []
-    extra = [c for c in ("tokens/s", "MFU %", "inflation", "compile s", "peak GiB", "peak reserved GiB", "procs",
-                         "step CV between %")
+    extra = [c for c in ("tokens/s", "MFU %", "tokens/J", "inflation", "compile s", "peak GiB", "peak reserved GiB",
+                         "procs", "step CV between %")
              if rows and any(r[c] is not None for r in rows)]
     extra += ["gpu"] if len({r["gpu"] for r in rows}) > 1 else []
     return list(dict.fromkeys(keep + ["status"] + timing + extra))

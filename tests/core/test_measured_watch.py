@@ -6,8 +6,9 @@ import pytest
 
 from sysprof.profiler_core import rundir
 from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.nvml import visible_gpu_index
 from sysprof.profiler_core.session.passes import Session
-from sysprof.profiler_core.session.watch import MeasuredWatch, visible_gpu_index
+from sysprof.profiler_core.session.watch import MeasuredWatch
 
 pytestmark = pytest.mark.slow  # real processes or the whole app: `pytest -m "not slow"` leaves them out
 

@@ -281,9 +281,10 @@ def test_bad_node_settings_are_one_line(changes, text):
 
 
 def test_each_ranks_gpu_is_read_and_its_children_are_ours(monkeypatch):
+    from sysprof.profiler_core.nvml import visible_gpu_index
     from sysprof.profiler_core.ranks import with_gpu_readings
     from sysprof.profiler_core.render.run_report import gpu_readings_line
-    from sysprof.profiler_core.session.watch import descends_from, visible_gpu_index
+    from sysprof.profiler_core.session.watch import descends_from
 
     rows = rank_table([record(0, 10.0, 20.0), record(1, 10.0, 20.0)])
     ranks = with_gpu_readings({"rows": rows}, {0: {"sm_clock_mhz": 1980.0, "power_w": 512.4},

@@ -2,7 +2,6 @@
 runners on CPU), a failing arm ending alone at its smoke test, and a sweep whose rounds are shared processes."""
 import dataclasses
 import json
-from pathlib import Path
 
 import pytest
 

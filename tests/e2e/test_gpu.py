@@ -226,3 +226,14 @@ def test_attention_study_memory_around_backward_and_autocast_on_cuda(cli_env, tm
     assert "before backward MiB by d × seq" in tables
     forward = tables["fwd mean ms by d × seq"]
     assert {"fp32 compiled speedup", "bf16 sdpa speedup"} <= set(forward[0])
+
+
+def test_a_cuda_run_reads_the_gpus_energy_per_step(cli_env):
+    """NVML's counter around each step: joules per step, tokens per joule at the power the steps drew, which agrees
+    with tokens/s over watts (the two differ only by median against mean step), and the cap and clock in force."""
+    code, summary, stderr = sysprof_json(["--model", "small", "--warmup", "3", "--steps", "30"], cli_env)
+    assert code == 0, stderr
+    energy = summary["energy"]
+    assert 20 < energy["watts"] <= 1.2 * energy["power_limit_w"]
+    assert energy["steps"] == 30 and energy["sm_clock_mhz"] > 100
+    assert energy["tokens_per_joule"] == pytest.approx(summary["tokens_per_s"] / energy["watts"], rel=0.15)

@@ -12,6 +12,7 @@ from typing import Any
 from sysprof.profiler_core import events, rundir
 from sysprof.profiler_core.compare import FASTER, SLOWER, THROUGHPUT_ROW, WITHIN_NOISE, compare_summaries
 from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.energy import tokens_per_joule
 from sysprof.profiler_core.memory.accounting import predict_run_memory
 from sysprof.profiler_core.metrics import THROUGHPUT
 from sysprof.profiler_core.options import config_from_command, config_to_args
@@ -127,7 +128,7 @@ def step_row(name: str, baseline: Any, before: Any, cell: Any, held: tuple[str, 
     summary = cell.summary
     row |= {"status": events.OK, "tokens/s": _rounded(summary.get(THROUGHPUT))}
     if cell is baseline:
-        return row | _mfu(summary) | {"peak GiB": _peak_gib(summary)}
+        return row | _mfu(summary) | _per_joule(summary) | {"peak GiB": _peak_gib(summary)}
     overall = {r["phase"]: r for r in compare_summaries(baseline.summary, summary)}.get(THROUGHPUT_ROW)
     step = {r["phase"]: r for r in compare_summaries(before.summary, summary)}.get(
         THROUGHPUT_ROW) if before.summary is not None else None  # a step before that never ran blocks this one
@@ -135,7 +136,7 @@ def step_row(name: str, baseline: Any, before: Any, cell: Any, held: tuple[str, 
     checked = _loss_checked(loss, cell, same_data)
     return row | {"× baseline": ratio_text(overall) if overall else None,
                   "over the step before": step["verdict_text"] if step else None,
-                  **_mfu(summary), "peak GiB": _peak_gib(summary),
+                  **_mfu(summary), **_per_joule(summary), "peak GiB": _peak_gib(summary),
                   "compile s": summary.get("compile_s"), "loss Δ %": _checked_loss_text(loss, checked, same_data),
                   "why": blocker or _step_why(
                       before, cell, step if before is not baseline else overall, checked, held)}
@@ -201,6 +202,12 @@ def _mfu(summary: dict) -> dict[str, Any]:
 
 def _rounded(value: float | None) -> float | None:
     return None if value is None else round(value)
+
+
+def _per_joule(summary: dict) -> dict[str, Any]:
+    """tokens per joule where the GPU's energy was read (none on a CPU: no column)."""
+    value = tokens_per_joule(summary)
+    return {} if value is None else {"tokens/J": _rounded(value)}
 
 
 def _percent(value: float | None) -> float | None:

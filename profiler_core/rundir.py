@@ -59,6 +59,8 @@ NSYS_EXPORT_LOG, NSYS_STATS_LOG, QDSTRM_IMPORT_LOG = "nsys_export.log", "nsys_st
 SWEEP_PLAN, SWEEP_CELLS_DIR = "sweep.json", "cells"
 ATTENTION_PLAN, ATTENTION_CELLS, PRECISION_LAB = "study.json", "cells.jsonl", "precision_lab.json"
 ADVICE_PLAN = "advice.json"  # `sysprof advise`: its candidates, the ones skipped and why, the estimate
+CEILING = "ceiling.json"  # `sysprof advise`: the answer's matmuls timed alone (runner/ceiling.py)
+CEILING_STDERR = "ceiling-stderr.log"  # beside it: why the ceiling could not be measured
 STUDIES_STDERR = "studies-stderr.log"  # under the runs root: a study's directory does not exist before it starts
 INSPECT_STDERR = "inspect-stderr.log"  # under the runs root: the traceback of a model that failed to inspect
 

@@ -113,13 +113,13 @@ def tables(study: Study) -> Tables:
     if not refined:
         return found
     found[REFINE_TABLE] = refined
-    better = _best_helping(refined[2:])
+    better = best_helping(refined[2:])
     if better is not None:
         found[RECOMMENDED_TABLE] = [_answer(study, refine, refined, better)]
     return found
 
 
-def _best_helping(steps: list[dict]) -> dict | None:
+def best_helping(steps: list[dict]) -> dict | None:
     helping = [row for row in steps if advise_tables.held_up(row) and row.get("tokens/s")]
     return max(helping, key=lambda row: row["tokens/s"], default=None)
 

@@ -29,7 +29,7 @@ from sysprof.profiler_core.memory.fit import device_memory, fit_problem
 from sysprof.profiler_core.nvml import visible_gpu_count
 from sysprof.profiler_core.options import add_config_options, config_from_args
 from sysprof.profiler_core.session.arms import shareable
-from sysprof.profiler_core.studies import advise_diagnosis, advise_refine, advise_tables, sweep
+from sysprof.profiler_core.studies import advise_ceiling, advise_diagnosis, advise_refine, advise_tables, sweep
 from sysprof.profiler_core.studies.advice import (
     PROCESS_S,
     Candidate,
@@ -43,6 +43,7 @@ from sysprof.profiler_core.studies.advice import (
     plan,
     sharing_problem,
 )
+from sysprof.profiler_core.studies.advise_ceiling import CEILING_S
 from sysprof.profiler_core.studies.advise_costs import (
     DEFAULT_BUDGET_MIN,
     affordable_steps,
@@ -104,8 +105,16 @@ def run(args: argparse.Namespace) -> Path:
                             lambda study_dir: rundir.write_json(study_dir / rundir.ADVICE_PLAN, {
                                 "baseline": base.to_dict(), "diagnosis_cell": DIAGNOSIS_CELL,
                                 "budget_s": args.budget * 60}))
-    _measure(args, study_dir, base, args.budget * 60 - (time.monotonic() - started))
+    _measure(args, study_dir, base, args.budget * 60 - (time.monotonic() - started) - CEILING_S[device])
+    _ceiling(args, study_dir)
     return study_dir
+
+
+def _ceiling(args: argparse.Namespace, study_dir: Path) -> None:
+    """The answer's matmuls timed alone (studies/advise_ceiling.py), after every other stage."""
+    err = Console(stderr=True, highlight=False)
+    advise_ceiling.measure(study_dir, lambda name: None if args.events else err.print(
+        f"[bold]ceiling[/]: the matmuls of {escape(name)}, timed alone", soft_wrap=True))
 
 
 def diagnosis_config(base: RunConfig, on_gpu: bool) -> RunConfig:
@@ -171,6 +180,13 @@ def _seen(diagnosis: Any, base: RunConfig) -> Seen:
 
 
 def resume(args: argparse.Namespace, study_dir: Path) -> Path:
+    """The stages left (_resume_stages), then the answer's ceiling where the answer is new."""
+    _resume_stages(args, study_dir)
+    _ceiling(args, study_dir)
+    return study_dir
+
+
+def _resume_stages(args: argparse.Namespace, study_dir: Path) -> None:
     """Run an advise study's cells that did not finish, then the stages that never started (the plan after the
     diagnosis, the combination after the candidates), within --budget more minutes, else what is left of the
     study's own budget."""
@@ -185,6 +201,7 @@ def resume(args: argparse.Namespace, study_dir: Path) -> Path:
     budget_s = budget_left_of(study_dir)
     if not args.events:
         Console(stderr=True, highlight=False).print(_resume_budget_line(args.budget, budget_s))
+    budget_s -= CEILING_S["cuda" if _on_gpu(configs[0]) else "cpu"]
     started = time.monotonic()
     advice = rundir.read_json(study_dir / rundir.ADVICE_PLAN) or {}
     latest = advice.get("refine") or advice.get("combination") or advice  # its cells are the ones left to run
@@ -193,7 +210,7 @@ def resume(args: argparse.Namespace, study_dir: Path) -> Path:
     budget_left_s = budget_s - (time.monotonic() - started)
     if "candidates" not in advice:
         _measure(args, study_dir, base, budget_left_s)
-        return study_dir
+        return
     # the candidates' cells as timed when they ran (compiles and steps included), else the plan's start-up estimate
     per_cell_s = (advice.get("per_cell_s") or timed_cell_s(Study.load(study_dir), advice)
                   or PROCESS_S["cuda" if _on_gpu(base) else "cpu"] * base.repeats)
@@ -201,7 +218,6 @@ def resume(args: argparse.Namespace, study_dir: Path) -> Path:
     if "combination" not in advice or cut_by_the_budget(study, advice, per_cell_s, budget_left_s):
         _combine(args, study_dir, base, device_memory(base.device), per_cell_s, budget_left_s)
     _refine(args, study_dir, base, device_memory(base.device), budget_s - (time.monotonic() - started))
-    return study_dir
 
 
 def _resume_budget_line(asked_min: float | None, budget_s: float) -> str:
@@ -287,17 +303,14 @@ def _refine(args: argparse.Namespace, study_dir: Path, base: RunConfig, limit: t
 
 def _answer_of(study: Study, advice: dict) -> tuple[str, dict[str, Any], float] | None:
     """(name, changes, measured step in seconds) of the combination's answer: its last step that helped."""
-    combination = advice.get("combination") or {}
-    kept = advise_tables.helping_steps(advise_tables.combination_rows(study, combination))
-    steps = combination.get("steps", [])
-    names = [step["name"] for step in steps]
-    if not kept or kept[-1]["step"] not in names:
+    found = advise_ceiling.combination_answer(study, advice.get("combination") or {})
+    if found is None:
         return None
-    index = names.index(kept[-1]["step"])
-    step_s = step_s_of(study.cells[combination["first_cell"] + 1 + index])
-    if "changes" not in steps[index] or step_s is None:
+    index, step = found
+    step_s = step_s_of(study.cells[index])
+    if "changes" not in step or step_s is None:
         return None  # a study from before the changes were kept: its answer stands as it is
-    return steps[index]["name"], steps[index]["changes"], step_s
+    return step["name"], step["changes"], step_s
 
 
 def _replace_combination(advice: dict[str, Any], combination: dict[str, Any]) -> None:
@@ -342,7 +355,7 @@ def _described(candidate: Candidate) -> dict[str, Any]:
 
 
 KIND = StudyKind("advise", "which change makes the step faster here: candidates measured against the config",
-                 add_arguments, run, advise_refine.tables, order=5,
+                 add_arguments, run, advise_ceiling.tables, order=5,
                  templates={"advise: what makes small bf16 faster": "study advise --model small --dtype bf16"},
                  cpu_templates={"advise (CPU)": "study advise --model tiny --device cpu --ctx 64 --steps 5 "
                                                 "--warmup 2 --budget 3"})

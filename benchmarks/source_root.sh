@@ -1,5 +1,5 @@
-# Source this from the project root where the project is not pip-installed (the lent GPU machine, whose env.sh
-# puts the root itself on PYTHONPATH): it lays the three source folders out under their import root, as the
+# Source this from the project root where the project is not pip-installed (a GPU node whose environment puts the
+# root itself on PYTHONPATH): it lays the three source folders out under their import root, as the
 # wheel installs them (setup.py), and puts that first on PYTHONPATH.
 #   source .gpu/env.sh && source benchmarks/source_root.sh && python3 -m pytest -m gpu
 sysprof_root=$(mktemp -d)

@@ -29,7 +29,9 @@ REFINE_TABLE = "on top of the answer: each candidate not in it, added, against t
 def proposals(base: RunConfig, answer: dict[str, Any], ranked: list[Candidate], limit: tuple[int, str] | None,
               seen: Seen) -> list[tuple[str, dict[str, Any]]]:
     """(name, changes over the baseline) of each applicable candidate that changes something the answer does not,
-    added to the answer, where that still fits; in the order given (the diagnosis's)."""
+    added to the answer, where that still fits; in the order given (the diagnosis's). Where the answer took a larger
+    batch, the next doubling of it too: what bf16 or CUDA graphs freed (memory, launch gaps) a larger batch may
+    use."""
     taken = {group_of({name: value}) for name, value in answer.items()}
     found = []
     for candidate in ranked:
@@ -38,7 +40,17 @@ def proposals(base: RunConfig, answer: dict[str, Any], ranked: list[Candidate], 
         steps = chain(base, [("answer", answer), (candidate.name, candidate.changes)], limit, seen)
         if len(steps) == 2:
             found.append((candidate.name, steps[1][1]))
-    return found
+    return _larger_batch(base, answer, limit, seen) + found
+
+
+def _larger_batch(base: RunConfig, answer: dict[str, Any], limit: tuple[int, str] | None,
+                  seen: Seen) -> list[tuple[str, dict[str, Any]]]:
+    """The answer at twice its batch, where the answer grew the batch and twice still fits."""
+    if answer.get("batch", base.batch) <= base.batch:
+        return []
+    larger = answer | {"batch": answer["batch"] * 2}
+    steps = chain(base, [(f"batch {larger['batch']}", larger)], limit, seen)
+    return [(f"batch {larger['batch']}", larger)] if steps else []
 
 
 def affordable(base: RunConfig, answer: tuple[dict[str, Any], float], start: tuple[float, bool], budget_s: float,

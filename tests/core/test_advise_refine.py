@@ -28,6 +28,17 @@ def test_proposals_add_to_the_answer_what_it_does_not_change_yet():
     assert proposed["fused optimizer step"] == {"batch": 16, "dtype": "bf16", "optimizer_impl": "fused"}
 
 
+def test_an_answer_that_grew_the_batch_is_tried_at_twice_that_batch_first():
+    """bf16 halves the activations and CUDA graphs remove the launch gaps a small batch filled: the next doubling
+    may now pay, where the first stage's largest batch was the best one it could see."""
+    proposed = advise_refine.proposals(SMALL, {"batch": 16, "dtype": "bf16"}, _found(), H100, Seen())
+    assert proposed[0] == ("batch 32", {"batch": 32, "dtype": "bf16"})
+    unchanged = dict(advise_refine.proposals(SMALL, {"dtype": "bf16"}, _found(), H100, Seen()))
+    assert "batch 32" not in unchanged and unchanged["batch 16"] == {"dtype": "bf16", "batch": 16}
+    tight = advise_refine.proposals(SMALL, {"batch": 16, "dtype": "bf16"}, _found(), (3 * 2**30, "small"), Seen())
+    assert "batch 32" not in dict(tight)  # it would not fit
+
+
 def test_the_budget_takes_proposals_in_order_while_their_estimate_fits():
     proposed = advise_refine.proposals(SMALL, {"batch": 16}, _found(), H100, Seen())
     names = [name for name, _ in proposed]

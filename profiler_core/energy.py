@@ -1,10 +1,11 @@
-"""Energy of the measured steps, from the joules the runner read off NVML's counter around each step
-(runner/energy.py): joules per step, tokens per joule, the mean power over the steps, and the power cap and SM clock
-in force, which say what the figure depends on.
+"""Energy of the measured steps, from the joules the runner read off NVML's counter where each stretch of steps
+started and ended (runner/energy.py): joules per step, tokens per joule, the mean power over the steps, and the power
+cap and SM clock in force, which say what the figure depends on.
 
-The counter is the whole GPU's: another process on the GPU is counted too, and the section says so. Joules are
-summed over the steps, not a median: energy adds up, and the counter's coarse single readings only telescope over
-a sum. A group of processes carries each process's tokens per joule and their median, as tokens/s does.
+The counter is the whole GPU's: another process on the GPU is counted too, and the section says so. It moves in
+steps of its own (about every 0.1 s on an H200), so a figure needs stretches of a second or more, and carries its
+resolution (the counter's step over the shortest stretch). A group of processes carries each process's tokens per
+joule and their median, as tokens/s does.
 """
 from __future__ import annotations
 
@@ -13,25 +14,33 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 SCOPE = "the whole GPU's counter: other processes on it are counted too"
+COUNTER_STEP_S = 0.1  # how often NVML's counter moved on an H200 (benchmarks/energy/counter.py): a read's coarseness
+MIN_STRETCH_S = 1.0  # the shortest stretch of steps whose joules are kept: the counter's coarseness is then ≤ 10%
 
 
-def energy_section(steps: Sequence[Mapping[str, Any]], tokens_per_step: int,
-                   power_limit_w: float | None) -> dict[str, Any] | None:
-    """The measured steps' energy figures; None where no step carries joules (a CPU run, a GPU without the counter)."""
-    read = [s for s in steps if s.get("kind") == "measured" and s.get("energy_j") is not None]
-    joules = sum(s["energy_j"] for s in read)
-    seconds = sum(s["wall_ms"] for s in read) / 1e3
-    if not read or joules <= 0 or seconds <= 0:
+def energy_section(joules: float, stretches_s: list[float], steps: int, tokens_per_step: int,
+                   power_limit_w: float | None, clocks_mhz: list[int]) -> dict[str, Any] | None:
+    """The measured steps' energy from the counter's joules over their stretches (a run's measured loop, a shared
+    process's blocks); None without readings (a CPU run, a GPU without the counter), a reason where the stretches
+    were too short for the counter to resolve."""
+    if not stretches_s or steps <= 0:
         return None
-    clocks = [s["sm_clock_mhz"] for s in read if s.get("sm_clock_mhz") is not None]
-    return {"joules_per_step": joules / len(read), "tokens_per_joule": tokens_per_step * len(read) / joules,
-            "watts": joules / seconds, "steps": len(read), "power_limit_w": power_limit_w,
-            "sm_clock_mhz": statistics.median(clocks) if clocks else None, "scope": SCOPE}
+    shortest = min(stretches_s)
+    if shortest < MIN_STRETCH_S or joules <= 0:
+        return {"missing": f"the steps ran {shortest:.2f} s at a stretch: NVML's energy counter moves about every "
+                           f"{COUNTER_STEP_S:g} s, so {MIN_STRETCH_S:g} s or more is needed", "scope": SCOPE}
+    seconds = sum(stretches_s)
+    return {"joules_per_step": joules / steps, "tokens_per_joule": tokens_per_step * steps / joules,
+            "watts": joules / seconds, "steps": steps, "power_limit_w": power_limit_w,
+            "sm_clock_mhz": statistics.median(clocks_mhz) if clocks_mhz else None,
+            "resolution_pct": round(100 * COUNTER_STEP_S / shortest, 1), "scope": SCOPE}
 
 
 def group_energy(summaries: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
-    """A group summary's section: each process's tokens per joule (run order) and the medians over them."""
-    sections = [s["energy"] for s in summaries if isinstance(s.get("energy"), Mapping)]
+    """A group summary's section: each process's tokens per joule (run order) and the medians over them; None
+    where no process has a figure."""
+    read = [s["energy"] for s in summaries if isinstance(s.get("energy"), Mapping)]
+    sections = [section for section in read if section.get("tokens_per_joule") is not None]
     if not sections:
         return None
     median = {key: _median([s.get(key) for s in sections])
@@ -52,12 +61,16 @@ def tokens_per_joule(summary: Mapping[str, Any]) -> float | None:
 
 
 def energy_line(summary: Mapping[str, Any]) -> str | None:
-    """One line for a run's report: J/step, tokens/J, mean power against the cap, the SM clock; None without."""
+    """One line for a run's report: J/step, tokens/J, mean power against the cap, the SM clock; why there is no
+    figure where the counter was read but could not resolve the steps; None without readings."""
     energy = summary.get("energy")
-    if not isinstance(energy, Mapping) or energy.get("tokens_per_joule") is None:
+    if not isinstance(energy, Mapping):
         return None
+    if energy.get("tokens_per_joule") is None:
+        return f"energy N/A ({energy['missing']})" if isinstance(energy.get("missing"), str) else None
     cap = energy.get("power_limit_w")
     clock = energy.get("sm_clock_mhz")
     return (f"energy {energy['joules_per_step']:.3g} J/step · {energy['tokens_per_joule']:,.0f} tokens/J · "
             f"{energy['watts']:.0f} W" + (f" of a {cap:.0f} W cap" if cap else "")
-            + (f" · SM {clock:.0f} MHz" if clock else "") + " (whole GPU)")
+            + (f" · SM {clock:.0f} MHz" if clock else "")
+            + (f" (whole GPU; ±{energy['resolution_pct']:g}%)" if energy.get("resolution_pct") else " (whole GPU)"))

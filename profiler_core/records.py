@@ -90,8 +90,6 @@ class StepRecord(TypedDict, total=False):
     memory_before_backward_bytes: int | None
     memory_after_step_bytes: int | None
     cpu_wait_ms: float | None  # the main thread's run-queue delay in the step (runner/run_queue.py); None: unknown
-    energy_j: float | None  # the GPU's joules across the step, NVML's counter (runner/energy.py); absent off CUDA
-    sm_clock_mhz: int | None  # the SM clock at the step's end
     # an arm of a shared process (runner/arms.py): the block it ran in, and the other arms' memory taken off its peaks
     block: int
     others_resident_bytes: int

@@ -32,8 +32,6 @@ from typing import TextIO
 
 import torch
 
-from sysprof.models.nvtx import nvtx_range
-from sysprof.models.phases import step_range
 from sysprof.profiler_core import events, rundir
 from sysprof.profiler_core.config import ConfigError, RunConfig, validate
 from sysprof.profiler_core.events import ReaderGone, emit
@@ -166,9 +164,7 @@ def _measure_block(arm: Arm, steps: range, block: int) -> None:
         amended["block"] = block
         return amended
     arm.runner.amend_record = in_block
-    for index in steps:
-        with nvtx_range(step_range(index)):
-            arm.runner.one_step("measured", index)
+    arm.runner.measured_steps(steps)
 
 
 def _finish(arm: Arm) -> None:

@@ -1,12 +1,14 @@
-"""NVML's energy counter of the runner's GPU, read around each step: joules per step, and the SM clock it ran at.
+"""NVML's energy counter of the runner's GPU, read where a stretch of measured steps starts and ends.
 
 The counter (nvmlDeviceGetTotalEnergyConsumption, millijoules since the driver loaded) is the whole GPU's: another
-process on the same GPU is counted too, which the run says. It is read outside the timed part of a step (before
-run_step starts its clock, after its synchronize), so reading it costs the step's wall time nothing. The counter
-moves in steps of its own (NVML updates it every few milliseconds), so a single short step's joules are coarse;
-summed over contiguous steps they telescope to the counter's difference, which is exact to one update.
+process on the same GPU is counted too, which the run says. On an H200 one read took 4.5 ms under load and the value
+moved about every 100 ms (benchmarks/energy/counter.py), so it is read twice per stretch of steps (a run's measured
+loop, a shared process's block), never per step: a step's own joules would be the counter's coarseness, and reads
+between steps would slow the run. A stretch must last long enough for that coarseness to be small (energy.py).
 """
 from __future__ import annotations
+
+import time
 
 import torch
 
@@ -21,36 +23,59 @@ def _read(call):
 
 
 class EnergyMeter:
-    """The counter of one CUDA device; every reading None off CUDA or where NVML lacks it."""
+    """The counter of one CUDA device, summed over stretches of steps; nothing off CUDA or where NVML lacks it."""
 
     def __init__(self, device: torch.device):
         self.nvml, self.handle = None, None
         self.power_limit_w: float | None = None
-        if device.type != "cuda":
-            return
+        self.joules = 0.0
+        self.spans_s: list[float] = []  # each stretch's wall seconds
+        self.clocks_mhz: list[int] = []  # the SM clock at each stretch's end
+        self._started: tuple[float, float] | None = None
+        if device.type == "cuda":
+            self._open(device)
+
+    def _open(self, device: torch.device) -> None:
         try:
             import pynvml
 
             pynvml.nvmlInit()
             self.nvml, self.handle = pynvml, _handle(pynvml, device)
-        except Exception:  # no library, no driver: the run has no energy figures, and says so
+        except Exception:  # no library, no driver: the run has no energy figures
             self.nvml = None
             return
         limit = _read(lambda: self.nvml.nvmlDeviceGetEnforcedPowerLimit(self.handle))
         self.power_limit_w = None if limit is None else limit / 1000
-        if self.read_j() is None:
+        if self._joules_now() is None:
             self.nvml = None
 
-    def read_j(self) -> float | None:
-        if self.nvml is None:
-            return None
+    @property
+    def available(self) -> bool:
+        return self.nvml is not None
+
+    def _joules_now(self) -> float | None:
         value = _read(lambda: self.nvml.nvmlDeviceGetTotalEnergyConsumption(self.handle))
         return None if value is None else value / 1000
 
-    def sm_clock_mhz(self) -> int | None:
-        if self.nvml is None:
-            return None
-        return _read(lambda: self.nvml.nvmlDeviceGetClockInfo(self.handle, self.nvml.NVML_CLOCK_SM))
+    def start(self) -> None:
+        """A stretch of steps begins (after a synchronize: nothing of an earlier step still runs)."""
+        joules = self._joules_now() if self.available else None
+        self._started = None if joules is None else (time.perf_counter(), joules)
+
+    def stop(self) -> None:
+        """The stretch ends (after its last step's synchronize): its joules and seconds are added."""
+        if self._started is None:
+            return
+        joules = self._joules_now()
+        started_at, started_j = self._started
+        self._started = None
+        if joules is None:
+            return
+        self.spans_s.append(time.perf_counter() - started_at)
+        self.joules += joules - started_j
+        clock = _read(lambda: self.nvml.nvmlDeviceGetClockInfo(self.handle, self.nvml.NVML_CLOCK_SM))
+        if clock is not None:
+            self.clocks_mhz.append(int(clock))
 
 
 def _handle(pynvml, device: torch.device):
@@ -65,11 +90,3 @@ def _handle(pynvml, device: torch.device):
         if handle is not None:
             return handle
     return pynvml.nvmlDeviceGetHandleByIndex(visible_gpu_index(index))
-
-
-def step_energy(meter: EnergyMeter | None, before_j: float | None) -> dict:
-    """The step's fields: its joules (the counter's difference across it) and the SM clock at its end."""
-    if meter is None or before_j is None:
-        return {}
-    after = meter.read_j()
-    return {"energy_j": None if after is None else after - before_j, "sm_clock_mhz": meter.sm_clock_mhz()}

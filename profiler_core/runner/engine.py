@@ -29,7 +29,7 @@ from sysprof.profiler_core.ranks import all_ranks_throughput, rank_record, ranks
 from sysprof.profiler_core.records import RunError, RunSummary, StepRecord
 from sysprof.profiler_core.runner import distributed
 from sysprof.profiler_core.runner.capture import MemoryHistory, measured_capture
-from sysprof.profiler_core.runner.energy import EnergyMeter, step_energy
+from sysprof.profiler_core.runner.energy import EnergyMeter
 from sysprof.profiler_core.runner.environment import collect_env
 from sysprof.profiler_core.runner.hold import NotNeeded, wait_for_release
 from sysprof.profiler_core.runner.inspect_model import counted_step_flops
@@ -177,9 +177,8 @@ class Runner:
     def one_step(self, kind: str, index: int) -> StepRecord:
         tools = self.tools
         assert tools is not None  # start() builds them before any step runs
-        before_j = self.energy.read_j() if self.energy else None
         try:
-            record = run_step(self.work, tools) | step_energy(self.energy, before_j)
+            record = run_step(self.work, tools)
         except torch.OutOfMemoryError as exc:
             peak = torch.cuda.max_memory_allocated() if self.work.device.type == "cuda" else None
             raise StepFailure(events.OOM, str(exc).splitlines()[0], tools.current_phase, peak) from None
@@ -226,11 +225,21 @@ class Runner:
         _profiler_range(self.work, start=True)
         try:
             with measured_capture(self.capture, self.run_dir, self.history):
-                for index in range(self.cfg.steps):
-                    with nvtx_range(step_range(index)):
-                        self.one_step("measured", index)
+                self.measured_steps(range(self.cfg.steps))
         finally:
             _profiler_range(self.work, start=False)
+
+    def measured_steps(self, indices: range) -> None:
+        """A stretch of measured steps, its energy read where it starts and ends."""
+        if self.energy:
+            self.energy.start()
+        try:
+            for index in indices:
+                with nvtx_range(step_range(index)):
+                    self.one_step("measured", index)
+        finally:
+            if self.energy:
+                self.energy.stop()
 
     def finish(self, status: str, error: RunError | None = None) -> RunSummary:
         _ignore_stop_signals()  # failures other than a cancel end here too: no signal may cut the summary short
@@ -239,7 +248,7 @@ class Runner:
                                 params=info["params"] if info else None,
                                 flops=info.get("flops_per_step") if info else None)
         work = getattr(self, "work", None)
-        energy = self.energy and energy_section(self.steps, self.cfg.batch * self.cfg.ctx, self.energy.power_limit_w)
+        energy = self.energy_section()
         if energy:
             summary["energy"] = energy
         if self.rank:
@@ -262,6 +271,14 @@ class Runner:
             if not rundir.is_disk_full(exc):
                 raise  # on a full disk the last event still carries the summary: the session writes it if it can
         return summary
+
+    def energy_section(self) -> dict | None:
+        meter = self.energy
+        if meter is None:
+            return None
+        measured = sum(1 for step in self.steps if step.get("kind") == "measured")
+        return energy_section(meter.joules, meter.spans_s, measured, self.cfg.batch * self.cfg.ctx,
+                              meter.power_limit_w, meter.clocks_mhz)
 
     def gather_ranks(self, summary: RunSummary) -> RunSummary:
         """Every rank's record on rank 0, once all have finished their steps: the per-rank table in its summary."""

@@ -21,6 +21,11 @@ BATCH_FACTORS = (2, 4)  # a larger batch is judged on tokens/s; two doublings co
 # Seconds a fresh process takes beyond its steps (start, import, build) and a compile's extra, for the plan's
 # estimate only; the advisor says "about".
 PROCESS_S = {"cpu": 5.0, "cuda": 20.0}
+# The same for a shared process (runner/arms.py: one python, no session process), and what each arm in it adds
+# beyond its steps (its model's build and its optimizer). From the CS336-style user model (128.6M parameters) on an
+# H200: a shared process of 3 to 5 eager arms took 14 to 20 s, their steps 2 to 6 s of it.
+SHARED_START_S = {"cpu": 2.5, "cuda": 8.0}
+ARM_S = {"cpu": 0.2, "cuda": 2.0}
 # A compile's seconds in the first process of a cell, and in the later ones, which inductor's cache on disk serves
 # in part, as (seconds, seconds per Transformer block): Dynamo traces every block. Measured on H100s: small (12
 # blocks) reduce-overhead 39 s, then 18–19 s; 2.7B (32 blocks) 73–82 s with a cold cache, then 34–48 s.
@@ -242,11 +247,12 @@ def plan(found: list[Candidate], budget_s: float, base: RunConfig, device: str,
     candidate's step as the baseline's × its batch's growth ÷ its expected gain; without it only the processes'
     start-up and compiles count. shared: the candidates are arms of the baseline's processes (one start-up a round
     for all of them, studies/sweep.shared_rounds)."""
-    start_s = PROCESS_S.get(device, PROCESS_S["cuda"])
+    start_s = (SHARED_START_S if shared else PROCESS_S).get(device, PROCESS_S["cuda"])
+    arm_s = ARM_S.get(device, ARM_S["cuda"]) if shared else 0.0
 
     def process_s(cfg: RunConfig, gain: float, starts: bool = True) -> float:
         steps_s = 0.0 if step_s is None else (cfg.warmup + cfg.steps) * step_s * cfg.batch / base.batch / gain
-        return (start_s if starts else 0.0) + steps_s
+        return (start_s if starts else 0.0) + arm_s + steps_s
 
     spent = baseline_s = base.repeats * process_s(base, 1.0)  # the baseline's processes
     chosen, skipped = [], [(c, c.reason) for c in found if c.reason]

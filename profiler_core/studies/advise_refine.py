@@ -53,20 +53,21 @@ def _larger_batch(base: RunConfig, answer: dict[str, Any], limit: tuple[int, str
     return [(f"batch {larger['batch']}", larger)] if steps else []
 
 
-def affordable(base: RunConfig, answer: tuple[dict[str, Any], float], start: tuple[float, bool], budget_s: float,
-               proposed: list[tuple[str, dict[str, Any]]]) -> tuple[list, list, float]:
+def affordable(base: RunConfig, answer: tuple[dict[str, Any], float], start: tuple[float, float, bool],
+               budget_s: float, proposed: list[tuple[str, dict[str, Any]]]) -> tuple[list, list, float]:
     """(proposals the budget affords, those it does not, the estimate). answer: its changes and measured step;
-    start: a process's start-up and whether the cells share processes (one start-up a round) or not (one a cell).
+    start: a process's start-up, what an arm adds to a shared process beyond its steps (its build), and whether the
+    cells share processes (one start-up a round) or not (one a cell).
     Each cell's steps at the answer's step per sample (a batch grown from the answer's grows it), and its compile as
     the plan estimates it; the baseline's at the same rate, which a baseline slower per sample only underestimates."""
     changes, answer_step_s = answer
-    start_s, shared = start
+    start_s, arm_s, shared = start
     per_sample_s = answer_step_s / changes.get("batch", base.batch)
 
     def cell_s(step: dict[str, Any]) -> float:
         cfg = dataclasses.replace(base, **step)
         steps_s = base.repeats * (cfg.warmup + cfg.steps) * per_sample_s * cfg.batch
-        return steps_s + compile_s(cfg, base.repeats) + (0.0 if shared else base.repeats * start_s)
+        return steps_s + compile_s(cfg, base.repeats) + base.repeats * (arm_s if shared else start_s)
 
     spent = (base.repeats * start_s if shared else 0.0) + cell_s({}) + cell_s(changes)
     chosen: list[tuple[str, dict[str, Any]]] = []

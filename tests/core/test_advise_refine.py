@@ -43,12 +43,12 @@ def test_the_budget_takes_proposals_in_order_while_their_estimate_fits():
     proposed = advise_refine.proposals(SMALL, {"batch": 16}, _found(), H100, Seen())
     names = [name for name, _ in proposed]
     assert names.index("torch.compile reduce-overhead") < names.index("fused optimizer step")
-    chosen, left_out, spent = advise_refine.affordable(SMALL, ({"batch": 16}, 0.05), (15.0, True), 150.0, proposed)
+    chosen, left_out, spent = advise_refine.affordable(SMALL, ({"batch": 16}, 0.05), (15.0, 2.0, True), 150.0, proposed)
     assert chosen and left_out and spent <= 150.0
     assert {name for name, _ in chosen} | {name for name, _ in left_out} == set(names)
-    everything, none_left, _ = advise_refine.affordable(SMALL, ({"batch": 16}, 0.05), (15.0, True), 1e6, proposed)
+    everything, none_left, _ = advise_refine.affordable(SMALL, ({"batch": 16}, 0.05), (15.0, 2.0, True), 1e6, proposed)
     assert len(everything) == len(proposed) and not none_left
-    nothing, all_left, _ = advise_refine.affordable(SMALL, ({"batch": 16}, 0.05), (15.0, True), 10.0, proposed)
+    nothing, all_left, _ = advise_refine.affordable(SMALL, ({"batch": 16}, 0.05), (15.0, 2.0, True), 10.0, proposed)
     assert not nothing and len(all_left) == len(proposed)
 
 

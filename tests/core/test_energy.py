@@ -3,28 +3,33 @@ group's per-process tokens per joule, and compare's tokens/J row. The GPU path i
 import pytest
 
 from sysprof.profiler_core.compare import ENERGY_ROW, compare_summaries
-from sysprof.profiler_core.energy import energy_line, energy_section, group_energy
+from sysprof.profiler_core.energy import COUNTER_STEP_S, energy_line, energy_section, group_energy
 from sysprof.profiler_core.metrics import aggregate_processes
 
 
-def steps(joules, wall_ms=100.0, clock=1980):
-    return [{"kind": "measured", "wall_ms": wall_ms, "energy_j": j, "sm_clock_mhz": clock} for j in joules]
+def test_joules_over_the_stretches_give_joules_per_step_tokens_per_joule_and_mean_power():
+    section = energy_section(120.0, [1.5, 1.5], steps=30, tokens_per_step=1000, power_limit_w=700.0,
+                             clocks_mhz=[1980, 1965])
+    assert section["joules_per_step"] == pytest.approx(4.0)
+    assert section["tokens_per_joule"] == pytest.approx(30_000 / 120)
+    assert section["watts"] == pytest.approx(40.0)
+    assert section["resolution_pct"] == pytest.approx(100 * COUNTER_STEP_S / 1.5, abs=0.1)
+    assert section["power_limit_w"] == 700.0 and section["sm_clock_mhz"] == 1972.5 and "whole GPU" in section["scope"]
+    line = energy_line({"energy": section})
+    assert "4 J/step" in line and "700 W cap" in line and "±6.7%" in line
 
 
-def test_joules_are_summed_over_the_steps_not_a_median_of_coarse_readings():
-    """The counter moves in updates of its own: one step reads 0 J, the next twice its share; their sum is exact."""
-    section = energy_section([{"kind": "warmup", "wall_ms": 900.0, "energy_j": 500.0}, *steps([0.0, 80.0, 40.0])],
-                             tokens_per_step=1000, power_limit_w=700.0)
-    assert section["joules_per_step"] == pytest.approx(40.0)  # the warm-up step is not counted
-    assert section["tokens_per_joule"] == pytest.approx(3000 / 120)
-    assert section["watts"] == pytest.approx(120 / 0.3)
-    assert section["power_limit_w"] == 700.0 and section["sm_clock_mhz"] == 1980 and "whole GPU" in section["scope"]
-    assert "40 J/step" in energy_line({"energy": section}) and "700 W cap" in energy_line({"energy": section})
+def test_stretches_shorter_than_the_counter_can_resolve_give_a_reason_not_a_figure():
+    """A shared process's blocks of three 60 ms steps: the counter moves about every 0.1 s, so their joules would be
+    its coarseness. The section says why there is no figure, and nothing reads one from it."""
+    section = energy_section(90.0, [2.0, 0.18], steps=20, tokens_per_step=1000, power_limit_w=700.0, clocks_mhz=[])
+    assert section["missing"].startswith("the steps ran 0.18 s at a stretch") and "tokens_per_joule" not in section
+    assert energy_line({"energy": section}).startswith("energy N/A (the steps ran 0.18 s")
+    assert group_energy([{"energy": section}]) is None
 
 
 def test_a_run_without_readings_has_no_energy_section():
-    assert energy_section([{"kind": "measured", "wall_ms": 10.0}], 100, None) is None  # a CPU run
-    assert energy_section(steps([0.0, 0.0]), 100, 300.0) is None  # a counter that never moved: no figure
+    assert energy_section(0.0, [], steps=10, tokens_per_step=100, power_limit_w=None, clocks_mhz=[]) is None
     assert energy_line({"energy": None}) is None and group_energy([{"status": "ok"}]) is None
 
 

@@ -31,7 +31,9 @@ from sysprof.profiler_core.options import add_config_options, config_from_args
 from sysprof.profiler_core.session.arms import shareable
 from sysprof.profiler_core.studies import advise_ceiling, advise_diagnosis, advise_refine, advise_tables, sweep
 from sysprof.profiler_core.studies.advice import (
+    ARM_S,
     PROCESS_S,
+    SHARED_START_S,
     Candidate,
     Plan,
     Seen,
@@ -292,9 +294,10 @@ def _refine(args: argparse.Namespace, study_dir: Path, base: RunConfig, limit: t
     proposed = advise_refine.proposals(base, changes, ranked, limit, seen)
     configs = [base, *(dataclasses.replace(base, **step) for _, step in [(name, changes), *proposed])]
     shared = _sharing(args, configs, limit, seen) is None  # decided first: fresh processes cost a start-up each
-    start_s = shared_start_s(study_dir) or PROCESS_S["cuda" if _on_gpu(base) else "cpu"]
-    chosen, left_out, _ = advise_refine.affordable(base, (changes, step_s), (start_s, shared), budget_left_s,
-                                                   proposed)
+    device = "cuda" if _on_gpu(base) else "cpu"
+    start_s = (shared_start_s(study_dir) or SHARED_START_S[device]) if shared else PROCESS_S[device]
+    chosen, left_out, _ = advise_refine.affordable(base, (changes, step_s), (start_s, ARM_S[device], shared),
+                                                   budget_left_s, proposed)
     if not chosen:
         return
     advise_refine.run(study_dir, base, (name, changes), chosen, left_out, shared,

@@ -26,6 +26,20 @@ PROCESS_S = {"cpu": 5.0, "cuda": 20.0}
 # H200: a shared process of 3 to 5 eager arms took 14 to 20 s, their steps 2 to 6 s of it.
 SHARED_START_S = {"cpu": 2.5, "cuda": 8.0}
 ARM_S = {"cpu": 0.2, "cuda": 2.0}
+# In shared processes a compiled candidate is an arm of this many of them (at most the baseline's): it compiles in
+# every process it is in (a small model's reduce-overhead about 40 s, then 20–25 s from inductor's cache), and its
+# verdict rests on blocks paired inside those processes (paired.py), which a compile's large gain passes with two.
+COMPILED_PROCESSES = 2
+
+
+def processes_of(cfg: RunConfig, base: RunConfig, shared: bool) -> int:
+    """The processes a candidate's cell runs: the baseline's, or COMPILED_PROCESSES for one that compiles when the
+    cells share processes."""
+    return min(base.repeats, COMPILED_PROCESSES) if shared and cfg.compiles else base.repeats
+
+
+def with_processes(cfg: RunConfig, base: RunConfig, shared: bool) -> RunConfig:
+    return dataclasses.replace(cfg, repeats=processes_of(cfg, base, shared))
 # A compile's seconds in the first process of a cell, and in the later ones, which inductor's cache on disk serves
 # in part, as (seconds, seconds per Transformer block): Dynamo traces every block. Measured on H100s: small (12
 # blocks) reduce-overhead 39 s, then 18–19 s; 2.7B (32 blocks) 73–82 s with a cold cache, then 34–48 s.
@@ -259,11 +273,12 @@ def plan(found: list[Candidate], budget_s: float, base: RunConfig, device: str,
     costliest = 0.0
     for candidate in by_expected_gain([c for c in found if not c.reason]):
         cfg, gain = candidate.config or base, max(candidate.prior, 1.0)
-        cost = base.repeats * process_s(cfg, gain, not shared) + compile_s(candidate.config, base.repeats)
+        processes = processes_of(cfg, base, shared)
+        cost = processes * process_s(cfg, gain, not shared) + compile_s(candidate.config, processes)
         # Measured again as an arm, its graphs are in inductor's cache (the first stage compiled them); a fresh
         # process each still pays its start-up.
-        again = cost if not shared else base.repeats * process_s(cfg, gain, False) + compile_s(
-            candidate.config, base.repeats, cached=True)
+        again = cost if not shared else processes * process_s(cfg, gain, False) + compile_s(
+            candidate.config, processes, cached=True)
         # a gain is recommended only once measured again: the budget keeps room for that (_combine's first step)
         if spent + cost + baseline_s + max(costliest, again) > budget_s:
             skipped.append((candidate, f"over the budget (about {cost / 60:.1f} min more)"))

@@ -18,7 +18,16 @@ from typing import Any
 from sysprof.profiler_core import rundir
 from sysprof.profiler_core.config import RunConfig
 from sysprof.profiler_core.studies import advise_tables, sweep
-from sysprof.profiler_core.studies.advice import Candidate, Seen, chain, compile_s, group_of, options_text
+from sysprof.profiler_core.studies.advice import (
+    Candidate,
+    Seen,
+    chain,
+    compile_s,
+    group_of,
+    options_text,
+    processes_of,
+    with_processes,
+)
 from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kind import Tables
 from sysprof.profiler_core.study_plans import RECOMMENDED_TABLE
@@ -66,8 +75,9 @@ def affordable(base: RunConfig, answer: tuple[dict[str, Any], float], start: tup
 
     def cell_s(step: dict[str, Any]) -> float:
         cfg = dataclasses.replace(base, **step)
-        steps_s = base.repeats * (cfg.warmup + cfg.steps) * per_sample_s * cfg.batch
-        return steps_s + compile_s(cfg, base.repeats) + base.repeats * (arm_s if shared else start_s)
+        processes = processes_of(cfg, base, shared)
+        steps_s = processes * (cfg.warmup + cfg.steps) * per_sample_s * cfg.batch
+        return steps_s + compile_s(cfg, processes) + processes * (arm_s if shared else start_s)
 
     spent = (base.repeats * start_s if shared else 0.0) + cell_s({}) + cell_s(changes)
     chosen: list[tuple[str, dict[str, Any]]] = []
@@ -83,8 +93,8 @@ def run(study_dir: Path, base: RunConfig, answer: tuple[str, dict[str, Any]], ch
         shared: bool, run_cells: Callable[[bool], None]) -> None:
     """The stage's cells (the baseline, the answer, the answer with each chosen candidate), kept and run."""
     name, changes = answer
-    configs = [base, dataclasses.replace(base, **changes)]
-    configs += [dataclasses.replace(base, **step) for _, step in chosen]
+    configs = [base, *(with_processes(dataclasses.replace(base, **step), base, shared)
+                       for step in [changes, *(step for _, step in chosen)])]
     first = sweep.extend(study_dir, configs)
     described = [{"name": f"{name} + {added}", "options": options_text(step), "changes": step}
                  for added, step in chosen]

@@ -44,6 +44,7 @@ from sysprof.profiler_core.studies.advice import (
     options_text,
     plan,
     sharing_problem,
+    with_processes,
 )
 from sysprof.profiler_core.studies.advise_ceiling import CEILING_S
 from sysprof.profiler_core.studies.advise_costs import (
@@ -56,6 +57,7 @@ from sysprof.profiler_core.studies.advise_costs import (
     step_s_of,
     timed_cell_s,
 )
+from sysprof.profiler_core.studies.advise_together import together
 from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kind import StudyKind, run_configs
 from sysprof.profiler_core.studies.progress import Progress
@@ -137,15 +139,16 @@ def _measure(args: argparse.Namespace, study_dir: Path, base: RunConfig, budget_
     step = ((diagnosis.summary or {}).get("phases") or {}).get("step") or {}
     step_s = step["median_ms"] / 1e3 if step.get("median_ms") else None
     seen = _seen(diagnosis, base)
-    found = candidates(base, on_gpu, limit, seen)
+    found = advise_diagnosis.weighted(candidates(base, on_gpu, limit, seen), hint)
+    at_once = together(base, found, limit, seen)
+    found = [at_once, *found] if at_once else found
     shared = _sharing(args, [base, *(c.config for c in found if c.config is not None)], limit, seen)
-    chosen = plan(advise_diagnosis.weighted(found, hint), budget_left_s, base, "cuda" if on_gpu else "cpu", step_s,
-                  shared=shared is None)
+    chosen = plan(found, budget_left_s, base, "cuda" if on_gpu else "cpu", step_s, shared=shared is None)
     if not chosen.chosen:
         _save_plan(study_dir, base, chosen, hint, args, first_cell=None)
         return
     started = time.monotonic()
-    configs = [base, *(c.config for c in chosen.chosen if c.config is not None)]
+    configs = [base, *(with_processes(c.config, base, shared is None) for c in chosen.chosen if c.config is not None)]
     first = sweep.extend(study_dir, configs)
     _save_plan(study_dir, base, chosen, hint, args, first_cell=first)
     _update_advice(study_dir, shared=shared is None, **({"not_shared": shared} if shared else {}))
@@ -254,7 +257,8 @@ def _combine(args: argparse.Namespace, study_dir: Path, base: Any, limit: tuple[
         rundir.write_json(study_dir / rundir.ADVICE_PLAN, advice)
         return
     steps, left_out = steps[:affordable], steps[affordable:]
-    first = sweep.extend(study_dir, [base, *(dataclasses.replace(base, **changes) for _, changes in steps)])
+    first = sweep.extend(study_dir, [base, *(with_processes(dataclasses.replace(base, **changes), base, shared is None)
+                                             for _, changes in steps)])
     described = lambda part: [{"name": name, "options": options_text(changes), "changes": changes}  # noqa: E731
                               for name, changes in part]
     _replace_combination(advice, {"first_cell": first, "steps": described(steps), "left_out": described(left_out),

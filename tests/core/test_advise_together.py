@@ -1,0 +1,48 @@
+"""The candidate of every kind of change at once, and compiled candidates in fewer shared processes: what lets a
+5-minute budget measure CUDA graphs, bf16 and a larger batch together on a launch-bound step (planned here from the
+figures an H200 measured for the CS336-style user model: diagnosis 37 s, an 87 ms step, every phase launch-bound)."""
+import dataclasses
+from pathlib import Path
+
+from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.studies import advise_diagnosis
+from sysprof.profiler_core.studies.advice import Seen, candidates, plan, processes_of
+from sysprof.profiler_core.studies.advise_together import together
+
+ROPE_LM = Path(__file__).resolve().parents[2] / "benchmarks" / "user_models" / "rope_lm"
+USER = RunConfig(model="small", ctx=256, batch=4, device="cuda", repeats=4, model_factory=f"{ROPE_LM}/model.py:build",
+                 optimizer=f"{ROPE_LM}/optim.py:AdamW")
+H200 = (139 * 2**30, "GPU 0's memory")
+LAUNCH_BOUND = advise_diagnosis.Hints(launch_bound=("forward", "backward", "optimizer"), optimizer_share=0.13)
+
+
+def weighted(cfg=USER, limit=H200):
+    return advise_diagnosis.weighted(candidates(cfg, True, limit, Seen()), LAUNCH_BOUND)
+
+
+def test_every_kind_of_change_at_once_leaves_out_what_may_not_apply_or_takes_minutes():
+    at_once = together(USER, weighted(), H200, Seen())
+    assert at_once.changes == {"compile": True, "compile_mode": "reduce-overhead", "batch": 16, "dtype": "bf16"}
+    assert at_once.name == "torch.compile reduce-overhead + batch 16 + bf16 autocast"  # the diagnosis's order
+    assert at_once.config.batch == 16 and at_once.config.compiles and at_once.prior > 3
+
+
+def test_no_candidate_at_once_where_fewer_than_two_kinds_apply():
+    only_batch = dataclasses.replace(USER, dtype="bf16", compile=True, compile_mode="reduce-overhead")
+    assert together(only_batch, weighted(only_batch), H200, Seen()) is None
+
+
+def test_a_five_minute_budget_measures_it_first_and_three_more_beside_it():
+    found = weighted()
+    found = [together(USER, found, H200, Seen()), *found]
+    chosen = plan(found, 300 - 37 - 15, USER, "cuda", 0.087, shared=True).chosen
+    assert chosen[0].name.startswith("torch.compile reduce-overhead + batch 16") and len(chosen) >= 4
+    fresh = plan(found, 300 - 37 - 15, USER, "cuda", 0.087, shared=False).chosen
+    assert len(fresh) < len(chosen)
+
+
+def test_a_compiled_candidate_shares_two_processes_an_eager_one_all_of_them():
+    compiled = dataclasses.replace(USER, compile=True)
+    assert processes_of(compiled, USER, shared=True) == 2 and processes_of(USER, USER, shared=True) == 4
+    assert processes_of(compiled, USER, shared=False) == 4  # fresh processes: each its own, as asked
+    assert processes_of(compiled, dataclasses.replace(USER, repeats=1), shared=True) == 1

@@ -23,9 +23,9 @@ BATCH_FACTORS = (2, 4)  # a larger batch is judged on tokens/s; two doublings co
 PROCESS_S = {"cpu": 5.0, "cuda": 20.0}
 # The same for a shared process (runner/arms.py: one python, no session process), and what each arm in it adds
 # beyond its steps (its model's build and its optimizer). From the CS336-style user model (128.6M parameters) on an
-# H200: a shared process of 3 to 5 eager arms took 14 to 20 s, their steps 2 to 6 s of it.
+# H200: a shared process's own start 6.8 s, an eager arm's build and optimizer 0.3–1.0 s beyond its steps.
 SHARED_START_S = {"cpu": 2.5, "cuda": 8.0}
-ARM_S = {"cpu": 0.2, "cuda": 2.0}
+ARM_S = {"cpu": 0.2, "cuda": 1.0}
 # In shared processes a compiled candidate is an arm of this many of them (at most the baseline's): it compiles in
 # every process it is in (a small model's reduce-overhead about 40 s, then 20–25 s from inductor's cache), and its
 # verdict rests on blocks paired inside those processes (paired.py), which a compile's large gain passes with two.

@@ -49,10 +49,10 @@ def proposals(base: RunConfig, answer: dict[str, Any], ranked: list[Candidate], 
         steps = chain(base, [("answer", answer), (candidate.name, candidate.changes)], limit, seen)
         if len(steps) == 2:
             found.append((candidate.name, steps[1][1]))
-    return _larger_batch(base, answer, limit, seen) + found
+    return larger_batch(base, answer, limit, seen) + found
 
 
-def _larger_batch(base: RunConfig, answer: dict[str, Any], limit: tuple[int, str] | None,
+def larger_batch(base: RunConfig, answer: dict[str, Any], limit: tuple[int, str] | None,
                   seen: Seen) -> list[tuple[str, dict[str, Any]]]:
     """The answer at twice its batch, where the answer grew the batch and twice still fits."""
     if answer.get("batch", base.batch) <= base.batch:

@@ -248,6 +248,8 @@ def _combine(args: argparse.Namespace, study_dir: Path, base: Any, limit: tuple[
     steps = chain(base, ranked, limit, _seen(diagnosis, base))
     if not steps:
         return
+    steps += [(f"{steps[-1][0]} + {name}", changes)  # a batch the steps before freed memory and launch gaps for
+              for name, changes in advise_refine.larger_batch(base, steps[-1][1], limit, _seen(diagnosis, base))]
     shared = _sharing(args, [base, *(dataclasses.replace(base, **changes) for _, changes in steps)], limit,
                       _seen(diagnosis, base))  # decided first: fresh processes cost a start-up each
     affordable, all_steps_s = affordable_steps(study, advice, steps, per_cell_s, budget_left_s, shared is None)

@@ -21,6 +21,7 @@ import argparse
 import contextlib
 import gc
 import json
+import signal
 import statistics
 import sys
 import time
@@ -36,7 +37,15 @@ from sysprof.profiler_core import events, rundir
 from sysprof.profiler_core.config import ConfigError, RunConfig, validate
 from sysprof.profiler_core.events import ReaderGone, emit
 from sysprof.profiler_core.records import StepRecord
-from sysprof.profiler_core.runner.engine import CANCELLED_CODE, Cancelled, Runner, fail, guarded, raise_cancelled
+from sysprof.profiler_core.runner.engine import (
+    CANCELLED_CODE,
+    Cancelled,
+    Runner,
+    StepFailure,
+    fail,
+    guarded,
+    raise_cancelled,
+)
 from sysprof.profiler_core.stop_signals import deferrable, dump_stacks_on_request, on_stop_signals
 
 DEFAULT_BLOCKS = 4
@@ -54,6 +63,7 @@ class Arm:
     blocks: list[int] = field(default_factory=list)
     finished: bool = False  # its summary is written ok: a stop after it leaves it as it is
     cudagraph_skips: int = 0  # inductor's process-wide count, this arm's share of it
+    smoke_s: float | None = None  # the longest its build, compile and warm-up may take (None: no bound)
 
 
 class Stopped(Exception):
@@ -150,9 +160,38 @@ def _release(arm: Arm) -> None:
 
 
 def _smoke(arm: Arm) -> None:
-    """Build, compile and warm up: what fails for this model fails here, in seconds."""
-    arm.runner.start()
-    arm.runner.warm_up()
+    """Build, compile and warm up: what fails for this model fails here, in seconds; what hangs (a compile that never
+    ends, a user's forward that waits forever) fails at the arm's bound, and the other arms go on."""
+    try:
+        with _time_bound(arm.smoke_s):
+            arm.runner.start()
+            arm.runner.warm_up()
+    except SmokeOverrun as exc:
+        raise StepFailure("error", str(exc), None, None) from None
+
+
+class SmokeOverrun(BaseException):
+    """Not an Exception: the `except Exception` of a user's code, or of the tool's own FLOP count, must not swallow
+    it."""
+
+
+@contextlib.contextmanager
+def _time_bound(seconds: float | None) -> Iterator[None]:
+    """SIGALRM after `seconds`, and every 5 s after it, raises in whatever Python code runs then (a compile's, a
+    user's); a wait inside a C call ends when it returns to Python."""
+    if not seconds or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def expired(signum: int, frame: object) -> None:
+        raise SmokeOverrun(f"its smoke test (build, compile, warm-up) ran past {seconds:g} s: stopped there")
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds, 5.0)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def _measure_block(arm: Arm, steps: range, block: int) -> None:
@@ -263,6 +302,12 @@ def measure(arms: list[Arm], blocks: int) -> None:
 
 
 def _arm(position: int, spec: dict) -> Arm:
+    arm = _built_arm(position, spec)
+    arm.smoke_s = spec.get("smoke_s")
+    return arm
+
+
+def _built_arm(position: int, spec: dict) -> Arm:
     run_dir = Path(spec["run_dir"])
     run_dir.mkdir(parents=True, exist_ok=True)
     stream = (run_dir / rundir.EVENTS).open("w", buffering=1)

@@ -19,8 +19,19 @@ BLOCKS = 4  # measured steps of each arm in this many blocks, the order of the a
 SHARED_RECORD = "shared.json"  # in the process's folder: its arms' directories (relative to it) in order, its window
 
 
+# The longest an arm's smoke test (build, compile, warm-up) may take before it fails and the others go on: a 2.7B
+# build and warm-up takes under a minute, a reduce-overhead compile under two, max-autotune's about six.
+SMOKE_BOUND_S = {"eager": 600.0, "compiled": 1200.0, "max-autotune": 2400.0}
+
+
+def smoke_bound_s(cfg: RunConfig) -> float:
+    if not cfg.compiles:
+        return SMOKE_BOUND_S["eager"]
+    return SMOKE_BOUND_S["max-autotune" if cfg.compile_mode.startswith("max-autotune") else "compiled"]
+
+
 def arms_argv(arms: list[tuple[RunConfig, Path]], blocks: int = BLOCKS) -> list[str]:
-    spec = [{"run_dir": str(path), "config": cfg.to_dict()} for cfg, path in arms]
+    spec = [{"run_dir": str(path), "config": cfg.to_dict(), "smoke_s": smoke_bound_s(cfg)} for cfg, path in arms]
     return [sys.executable, "-m", "sysprof.profiler_core.runner.arms", "--arms-json", json.dumps(spec),
             "--blocks", str(blocks)]
 

@@ -199,8 +199,9 @@ def process_record(summary: Mapping[str, Any]) -> ProcessRecord:
                            tokens_per_s=summary.get(THROUGHPUT))
     if summary.get("ran"):
         record["ran"] = summary["ran"]
-    if tokens_per_joule(summary) is not None:
-        record["tokens_per_joule"] = tokens_per_joule(summary)
+    per_joule = tokens_per_joule(summary)
+    if per_joule is not None:
+        record["tokens_per_joule"] = per_joule
     if summary.get("shared_process"):  # an arm of a process it shared with other configurations (runner/arms.py)
         record["shared_process"] = summary["shared_process"]
     return record

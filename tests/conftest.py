@@ -55,7 +55,7 @@ def cuda_available() -> bool:
 def pytest_collection_modifyitems(config, items) -> None:
     if cuda_available():
         return
-    skip_gpu = pytest.mark.skip(reason="needs a CUDA GPU (run on the lent H200)")
+    skip_gpu = pytest.mark.skip(reason="needs a CUDA GPU (run them on a GPU machine)")
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip_gpu)

@@ -9,6 +9,7 @@ between steps would slow the run. A stretch must last long enough for that coars
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import torch
 
@@ -26,7 +27,8 @@ class EnergyMeter:
     """The counter of one CUDA device, summed over stretches of steps; nothing off CUDA or where NVML lacks it."""
 
     def __init__(self, device: torch.device):
-        self.nvml, self.handle = None, None
+        self.nvml: Any = None  # the pynvml module once NVML is open
+        self.handle: Any = None
         self.power_limit_w: float | None = None
         self.joules = 0.0
         self.spans_s: list[float] = []  # each stretch's wall seconds

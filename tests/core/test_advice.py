@@ -528,12 +528,13 @@ def test_resume_with_a_larger_budget_runs_a_cut_combination_again_whole(tmp_path
     assert code == 0, err.getvalue()
     advice = json.loads(plan_path.read_text())
     assert advice["earlier_combinations"] == [cut]
-    assert [step["name"] for step in advice["combination"]["steps"]] == ["batch 16", "batch 16 + SDPA attention"]
+    assert [step["name"] for step in advice["combination"]["steps"]] == [
+        "batch 16", "batch 16 + SDPA attention", "batch 16 + SDPA attention + batch 32"]  # then its batch doubled
     assert advice["combination"]["left_out"] == [] and advice["combination"]["first_cell"] == cells_before
     refined = advice.get("refine", {}).get("steps", [])  # the last stage, on top of the answer, after it
-    assert len(list((study_dir / "cells").iterdir())) == cells_before + 3 + (2 + len(refined) if refined else 0)
+    assert len(list((study_dir / "cells").iterdir())) == cells_before + 4 + (2 + len(refined) if refined else 0)
     rows = study_tables(study_dir)[advise_tables.COMBINATION_TABLE]
-    assert [row["status"] for row in rows] == ["ok"] * 3
+    assert [row["status"] for row in rows] == ["ok"] * 4
 
 
 def test_resume_runs_a_cut_combination_again_only_when_the_budget_affords_more_steps():

@@ -1,4 +1,4 @@
-"""GPU paths, proven on the lent H200 (skipped without CUDA)."""
+"""GPU paths, proven on an H200 (skipped without CUDA)."""
 import json
 import re
 import subprocess

@@ -97,7 +97,8 @@ def chain(base: RunConfig, ranked: list[tuple[str, dict[str, Any]]], limit: tupl
     for name, change in ranked:
         merged = changes | change
         combined = dataclasses.replace(base, **merged)
-        taken = group_of(change) in {group_of({field: value}) for field, value in changes.items()}
+        # any kind it changes already changed: every change at once after one of its parts is an alternative too
+        taken = {group_of({f: v}) for f, v in change.items()} & {group_of({f: v}) for f, v in changes.items()}
         if taken or config_problems(combined) or _fit_problem(combined, limit, seen or Seen()):
             continue
         names.append(name)

@@ -6,8 +6,8 @@ One at a time, each change is judged against the first bottleneck: on a launch-b
 launch gaps and then the matmul time (the CS336-style user model on an H200: batch 16 + bf16 + reduce-overhead 16.7×
 the baseline's tokens/s, reduce-overhead alone 3.2×, bf16 alone within noise). The combination stage measures it
 again and steps on from it; the last stage (advise_refine.py) doubles its batch. Left out of it: a change that may
-not apply to a user's code until tried (the compiled optimizer step) and max-autotune, whose compile alone takes
-minutes.
+not apply to a user's code until tried (the compiled optimizer step), max-autotune, whose compile alone takes
+minutes, and any change expected to gain under 10% (a CPU's torch.compile: minutes of C++ for a few percent).
 """
 from __future__ import annotations
 
@@ -18,13 +18,15 @@ from sysprof.profiler_core.config import RunConfig
 from sysprof.profiler_core.studies.advice import Candidate, Seen, by_expected_gain, chain
 
 LEFT_OUT = frozenset({"compiled optimizer step", "torch.compile max-autotune"})
+MIN_PRIOR = 1.1  # a change expected to gain less is left out of it: a CPU's C++ compile (1.05) costs minutes
 
 
 def together(base: RunConfig, weighted: list[Candidate], limit: tuple[int, str] | None,
              seen: Seen) -> Candidate | None:
     """Each kind's best applicable change (the diagnosis's order) at once, where at least two combine and fit."""
     firsts: dict[str, Candidate] = {}
-    for candidate in by_expected_gain([c for c in weighted if c.config is not None and c.name not in LEFT_OUT]):
+    usable = [c for c in weighted if c.config is not None and c.name not in LEFT_OUT and c.prior >= MIN_PRIOR]
+    for candidate in by_expected_gain(usable):
         firsts.setdefault(candidate.group, candidate)
     steps = chain(base, [(c.name, c.changes) for c in firsts.values()], limit, seen)
     if not steps or " + " not in steps[-1][0]:

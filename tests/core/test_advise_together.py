@@ -46,3 +46,10 @@ def test_a_compiled_candidate_shares_two_processes_an_eager_one_all_of_them():
     assert processes_of(compiled, USER, shared=True) == 2 and processes_of(USER, USER, shared=True) == 4
     assert processes_of(compiled, USER, shared=False) == 4  # fresh processes: each its own, as asked
     assert processes_of(compiled, dataclasses.replace(USER, repeats=1), shared=True) == 1
+
+
+def test_on_a_cpu_it_leaves_out_the_compile_whose_c_plus_plus_takes_minutes():
+    tiny = RunConfig(model="tiny", ctx=64, batch=4, device="cpu", repeats=4)
+    found = advise_diagnosis.weighted(candidates(tiny, False, None, Seen()), advise_diagnosis.Hints())
+    at_once = together(tiny, found, None, Seen())
+    assert "compile" not in at_once.changes and at_once.changes["batch"] == 16 and at_once.changes["dtype"] == "bf16"

@@ -38,11 +38,11 @@ def energy_section(joules: float, stretches_s: list[float], steps: int, tokens_p
 
 def group_energy(summaries: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     """A group summary's section: each process's tokens per joule (run order) and the medians over them; None
-    where no process has a figure."""
-    read = [s["energy"] for s in summaries if isinstance(s.get("energy"), Mapping)]
-    sections = [section for section in read if section.get("tokens_per_joule") is not None]
-    if not sections:
-        return None
+    unless every process has a figure."""
+    sections = [e for e in (s.get("energy") for s in summaries)
+                if isinstance(e, Mapping) and e.get("tokens_per_joule") is not None]
+    if not sections or len(sections) != len(summaries):
+        return None  # a median over some of the processes would not be the group's
     median = {key: _median([s.get(key) for s in sections])
               for key in ("joules_per_step", "tokens_per_joule", "watts", "power_limit_w", "sm_clock_mhz")}
     return median | {"per_process_tokens_per_joule": [s.get("tokens_per_joule") for s in sections],

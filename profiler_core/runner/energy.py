@@ -31,6 +31,7 @@ class EnergyMeter:
         self.handle: Any = None
         self.power_limit_w: float | None = None
         self.joules = 0.0
+        self.steps = 0  # the steps of the stretches whose joules were read: what the joules are divided by
         self.spans_s: list[float] = []  # each stretch's wall seconds
         self.clocks_mhz: list[int] = []  # the SM clock at each stretch's end
         self._started: tuple[float, float] | None = None
@@ -64,8 +65,9 @@ class EnergyMeter:
         joules = self._joules_now() if self.available else None
         self._started = None if joules is None else (time.perf_counter(), joules)
 
-    def stop(self) -> None:
-        """The stretch ends (after its last step's synchronize): its joules and seconds are added."""
+    def stop(self, steps: int) -> None:
+        """The stretch of `steps` finished steps ends (after the last one's synchronize): its joules, seconds and
+        steps are added (a stretch whose read failed adds none of them)."""
         if self._started is None:
             return
         joules = self._joules_now()
@@ -75,6 +77,7 @@ class EnergyMeter:
             return
         self.spans_s.append(time.perf_counter() - started_at)
         self.joules += joules - started_j
+        self.steps += steps
         clock = _read(lambda: self.nvml.nvmlDeviceGetClockInfo(self.handle, self.nvml.NVML_CLOCK_SM))
         if clock is not None:
             self.clocks_mhz.append(int(clock))

@@ -233,13 +233,15 @@ class Runner:
         """A stretch of measured steps, its energy read where it starts and ends."""
         if self.energy:
             self.energy.start()
+        done = 0
         try:
             for index in indices:
                 with nvtx_range(step_range(index)):
                     self.one_step("measured", index)
+                done += 1
         finally:
             if self.energy:
-                self.energy.stop()
+                self.energy.stop(done)
 
     def finish(self, status: str, error: RunError | None = None) -> RunSummary:
         _ignore_stop_signals()  # failures other than a cancel end here too: no signal may cut the summary short
@@ -248,7 +250,7 @@ class Runner:
                                 params=info["params"] if info else None,
                                 flops=info.get("flops_per_step") if info else None)
         work = getattr(self, "work", None)
-        energy = self.energy_section()
+        energy = self.energy_section() if status == events.OK else None  # a failed step's joules: in no step
         if energy:
             summary["energy"] = energy
         if self.rank:
@@ -276,8 +278,7 @@ class Runner:
         meter = self.energy
         if meter is None:
             return None
-        measured = sum(1 for step in self.steps if step.get("kind") == "measured")
-        return energy_section(meter.joules, meter.spans_s, measured, self.cfg.batch * self.cfg.ctx,
+        return energy_section(meter.joules, meter.spans_s, meter.steps, self.cfg.batch * self.cfg.ctx,
                               meter.power_limit_w, meter.clocks_mhz)
 
     def gather_ranks(self, summary: RunSummary) -> RunSummary:

@@ -57,7 +57,8 @@ def measure(study_dir: Path, announce: Callable[[str], None] = lambda name: None
     name, index = answer_cell(study, advice)
     if index >= len(study.cells) or study.cells[index].summary is None:
         return
-    if (rundir.read_json(study_dir / rundir.CEILING) or {}).get("cell") == index:
+    done = rundir.read_json(study_dir / rundir.CEILING) or {}
+    if done.get("cell") == index and "error" not in done:  # a ceiling that failed is tried again on a resume
         return
     announce(name)
     record = measure_ceiling(study.cells[index].config, study_dir / rundir.CEILING_STDERR)

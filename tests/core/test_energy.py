@@ -60,3 +60,11 @@ def test_no_tokens_per_joule_row_unless_every_process_of_both_sides_read_energy(
     a = group([(1000, 50.0), (1010, 51.0)])
     b = {"status": "ok", **aggregate_processes([run_summary(1500, 70.0), {**run_summary(1490, 0.0), "energy": None}])}
     assert ENERGY_ROW not in {r["phase"] for r in compare_summaries(a, b)}
+
+
+def test_a_group_has_a_figure_only_where_every_process_has_one():
+    """A median over the processes that read the counter would speak for the group while compare, which needs every
+    process's, shows no row: neither has a figure then."""
+    figures = [run_summary(1000, 50.0), run_summary(1010, 51.0)]
+    assert group_energy(figures)["tokens_per_joule"] == pytest.approx(50.5)
+    assert group_energy([*figures, {**run_summary(990, 0.0), "energy": None}]) is None

@@ -297,7 +297,9 @@ def _refine(args: argparse.Namespace, study_dir: Path, base: RunConfig, limit: t
     seen = _seen(diagnosis, base)
     hint = advise_diagnosis.hints(diagnosis.summary, diagnosis.run.analysis(rundir.KERNELS_DIR))
     ranked = by_expected_gain(advise_diagnosis.weighted(candidates(base, _on_gpu(base), limit, seen), hint))
-    proposed = advise_refine.proposals(base, changes, ranked, limit, seen)
+    ran = [step.get("changes") for step in (advice.get("combination") or {}).get("steps", [])]
+    proposed = [(added, step) for added, step in advise_refine.proposals(base, changes, ranked, limit, seen)
+                if step not in ran]  # a step the combination measured (its batch doubled that did not help)
     configs = [base, *(dataclasses.replace(base, **step) for _, step in [(name, changes), *proposed])]
     shared = _sharing(args, configs, limit, seen) is None  # decided first: fresh processes cost a start-up each
     device = "cuda" if _on_gpu(base) else "cpu"

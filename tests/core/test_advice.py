@@ -234,8 +234,9 @@ def test_advise_on_the_cpu_diagnoses_then_measures_its_candidates_against_the_ba
         assert _runs_with(answer["command"], answer["options"]) and "measured twice" in answer["answer"]
     elif passed and again[0]["step"] == "combination not run":  # a loaded machine's stages left no budget
         assert answer["answer"].startswith("none confirmed: ")
-    elif passed:
-        assert answer["answer"].startswith(f"none: {again[1]['step']} was faster (")
+    elif passed:  # not held: noise, or too noisy to tell (which one depends on the machine's load)
+        assert answer["answer"].startswith((f"none: {again[1]['step']} was faster (",
+                                            f"none confirmed: {again[1]['step']} was faster ("))
 
 
 def test_the_combination_adds_the_next_candidate_only_where_it_changes_something_else():

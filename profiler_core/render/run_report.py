@@ -203,8 +203,9 @@ def print_headline(console, summary: RunSummary, run_dir: Path) -> None:
     console.print(between_table(summary) if summary.get("repeats") else phase_table(summary))
     print_ranks(console, summary)
     console.print(throughput_line(summary))
-    if energy_line(summary):
-        console.print(energy_line(summary))
+    energy = energy_line(summary)
+    if energy:
+        console.print(energy)
     if run_state(summary) != OK:
         console.print(state_line(summary))
     if profile_line(summary):

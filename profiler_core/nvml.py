@@ -160,3 +160,12 @@ def gpu_name() -> str | None:
     first = (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0].strip()
     index = int(first) if first.isdigit() else 0
     return _with_nvml(lambda nvml: str(nvml.nvmlDeviceGetName(nvml.nvmlDeviceGetHandleByIndex(index))))
+
+
+def gpu_use(index: int) -> tuple[int, int] | None:
+    """(compute processes, bytes of memory in use) on NVML's GPU `index`; None without NVML or that GPU. A container
+    may not see another's processes, but it sees their memory."""
+    def query(nvml: ModuleType) -> tuple[int, int]:
+        handle = nvml.nvmlDeviceGetHandleByIndex(index)
+        return len(nvml.nvmlDeviceGetComputeRunningProcesses(handle)), int(nvml.nvmlDeviceGetMemoryInfo(handle).used)
+    return _with_nvml(query)

@@ -49,14 +49,16 @@ def shareable(configs: list[RunConfig]) -> str | None:
 
 
 def run_shared(arms: list[tuple[RunConfig, Path]], folder: Path,
-               on_arm_done: Callable[[int, str], None] = lambda arm, status: None) -> list[RunSummary]:
+               on_arm_done: Callable[[int, str], None] = lambda arm, status: None,
+               env: dict[str, str] | None = None) -> list[RunSummary]:
     """One process measuring every arm; each arm's summary, in order (a killed process's arms are marked so, with
-    the steps they finished)."""
+    the steps they finished). env: variables the process gets beyond ours (the GPU it runs on)."""
     folder.mkdir(parents=True, exist_ok=True)
     # relative to this folder: a study copied elsewhere still finds its arms
-    record = {"arms": [os.path.relpath(path, folder) for _, path in arms], "start": time.time()}
+    record = {"arms": [os.path.relpath(path, folder) for _, path in arms], "start": time.time()} | (
+        {"env": env} if env else {})
     rundir.write_json(folder / SHARED_RECORD, record)
-    process = RunnerProcess(arms_argv(arms), folder)
+    process = RunnerProcess(arms_argv(arms), folder, env=env)
     try:
         for event in process.events():
             if event["event"] == events.ARM_DONE:
@@ -76,10 +78,19 @@ def _summary_of(path: Path, cfg: RunConfig, code: int | None) -> RunSummary:
     return summary or mark_killed(path, cfg, code)
 
 
-def shared_seconds(folder: Path) -> float:
-    """The wall-clock seconds a shared process took, start-up included (0 for a record without an end)."""
+def shared_window(folder: Path) -> tuple[float, float] | None:
+    """(start, end) on the clock of a shared process, start-up included; None for a record without an end."""
     try:
         record = rundir.read_json(folder / SHARED_RECORD) or {}
     except rundir.RunDirError:
-        return 0.0
-    return max(float(record.get("end", 0.0)) - float(record.get("start", 0.0)), 0.0) if "end" in record else 0.0
+        return None
+    if "end" not in record:
+        return None
+    start = float(record.get("start", 0.0))
+    return start, max(float(record["end"]), start)
+
+
+def shared_seconds(folder: Path) -> float:
+    """The wall-clock seconds a shared process took, start-up included (0 for a record without an end)."""
+    window = shared_window(folder)
+    return window[1] - window[0] if window else 0.0

@@ -82,12 +82,13 @@ def _mark_ended(run_dir: Path, cfg: RunConfig, kind: str, message: str) -> RunSu
 class RunnerProcess:
     """A runner (or nsys wrapping one) in our process group, so a terminal's Ctrl-C reaches it too."""
 
-    def __init__(self, argv: list[str], run_dir: Path, held: bool = False):
+    def __init__(self, argv: list[str], run_dir: Path, held: bool = False, env: dict[str, str] | None = None):
         self.run_dir = run_dir
         self._stderr = (run_dir / rundir.STDERR).open("ab")
-        try:
+        try:  # env: added to ours, never in its place (the NCCL and multicast settings must reach every process)
             self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self._stderr,
-                                         stdin=subprocess.PIPE if held else None)
+                                         stdin=subprocess.PIPE if held else None,
+                                         env={**os.environ, **env} if env else None)
         except OSError:
             self._stderr.close()
             raise

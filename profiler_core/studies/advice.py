@@ -261,7 +261,7 @@ def plan(found: list[Candidate], budget_s: float, base: RunConfig, device: str,
     step_s: the baseline's measured step (the diagnosis), so each process's steps count in the estimate: a
     candidate's step as the baseline's × its batch's growth ÷ its expected gain; without it only the processes'
     start-up and compiles count. shared: the candidates are arms of the baseline's processes (one start-up a round
-    for all of them, studies/sweep.shared_rounds)."""
+    for all of them, studies/shared_rounds.py)."""
     start_s = (SHARED_START_S if shared else PROCESS_S).get(device, PROCESS_S["cuda"])
     arm_s = ARM_S.get(device, ARM_S["cuda"]) if shared else 0.0
 

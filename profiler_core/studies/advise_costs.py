@@ -10,10 +10,12 @@ from typing import Any
 
 from sysprof.profiler_core import rundir
 from sysprof.profiler_core.config import RunConfig
-from sysprof.profiler_core.session.arms import SHARED_RECORD, shared_seconds
-from sysprof.profiler_core.studies import advise_tables, sweep
+from sysprof.profiler_core.session.arms import SHARED_RECORD, shared_seconds, shared_window
+from sysprof.profiler_core.studies import advise_tables
 from sysprof.profiler_core.studies.advice import COMPILE_PREFIX, SAME_COMPILED_GRAPHS
+from sysprof.profiler_core.studies.advise_gpus import union_s
 from sysprof.profiler_core.studies.document import Study
+from sysprof.profiler_core.studies.shared_rounds import SHARED_DIR
 
 DEFAULT_BUDGET_MIN = 20.0
 
@@ -40,8 +42,8 @@ def spent_s(study_dir: Path) -> float:
     """What the study's processes took: each process directory's clean pass window (summary["ran"]; a group's
     summary carries its first process's, the later ones are in repeats/NN), whatever its status (a process cut
     short spent its time too, until a resume runs it again in its place); a shared process's whole window once
-    (its arms' summaries each carry it)."""
-    total = sum(shared_seconds(folder) for folder in _shared_folders(study_dir))
+    (its arms' summaries each carry it), and shared processes side by side on several GPUs as the clock saw them."""
+    total = union_s(window for folder in _shared_folders(study_dir) if (window := shared_window(folder)))
     for path in (study_dir / rundir.SWEEP_CELLS_DIR).glob(f"**/{rundir.SUMMARY}"):
         try:
             summary = rundir.read_json(path) or {}
@@ -54,7 +56,7 @@ def spent_s(study_dir: Path) -> float:
 
 
 def _shared_folders(study_dir: Path) -> list[Path]:
-    root = study_dir / sweep.SHARED_DIR
+    root = study_dir / SHARED_DIR
     return sorted(path for path in root.iterdir() if path.is_dir()) if root.is_dir() else []
 
 

@@ -15,11 +15,10 @@ from pathlib import Path
 from sysprof.profiler_core import events, rundir
 from sysprof.profiler_core.config import ConfigError, RunConfig, config_problems, validate
 from sysprof.profiler_core.errors import StudyError
-from sysprof.profiler_core.records import RunSummary
-from sysprof.profiler_core.session.arms import run_shared
 from sysprof.profiler_core.session.backends import choose_backend
-from sysprof.profiler_core.session.repeats import RepeatedRun, clean_only, process_dir
+from sysprof.profiler_core.session.repeats import RepeatedRun
 from sysprof.profiler_core.studies.gpu_pool import run_on_gpus
+from sysprof.profiler_core.studies.shared_rounds import shared_rounds
 
 
 def expand(grid: dict[str, list]) -> list[RunConfig]:
@@ -99,10 +98,11 @@ def run(sweep_dir: Path, on_event: Callable[[dict], None], nsys: str | None = No
     With repeats, the processes go round-robin over the cells (every cell's first, then every cell's second, …),
     the order reversed every other round (A B, B A, A B, …), so that drift over the sweep (clocks, other tenants)
     hits every cell alike and no cell is always first. With gpus, cells run side by side, one per GPU
-    (gpu_pool.py). shared: each round's processes are one process measuring every cell in it (shared_rounds)."""
+    (gpu_pool.py). shared: each round's processes are one process measuring every cell in it, with gpus as many
+    rounds at once as there are GPUs (shared_rounds.py)."""
     configs, _ = load_plan(sweep_dir)
     pending = [i for i, cfg in enumerate(configs) if not cell_done(sweep_dir, i, cfg)]
-    if gpus:
+    if gpus and not shared:
         run_on_gpus(configs, cell_preparer(sweep_dir, configs, nsys), pending, gpus, on_event, nsys)
         return _results(sweep_dir, configs)
     groups = {index: prepare_cell(sweep_dir, index, configs[index], nsys) for index in pending}
@@ -110,9 +110,9 @@ def run(sweep_dir: Path, on_event: Callable[[dict], None], nsys: str | None = No
         if group.complete:  # every process finished before the sweep stopped; only the group summary is missing
             group.write_summary()
     total = sum(configs[i].repeats - len(groups[i].summaries) for i in pending)
-    on_event({"event": events.STUDY, "cells": len(configs), "pending": total})
+    on_event({"event": events.STUDY, "cells": len(configs), "pending": total} | ({"gpus": list(gpus)} if gpus else {}))
     if shared:
-        shared_rounds(sweep_dir, configs, groups, on_event, total)
+        shared_rounds(sweep_dir, configs, groups, on_event, lambda i: cell_dir(sweep_dir, i, configs[i]), gpus)
         return _results(sweep_dir, configs)
     started, done = time.perf_counter(), 0
     for index in schedule(configs, groups):
@@ -185,56 +185,3 @@ def _eta(started: float, done: int, total: int) -> float | None:
     if done == 0:
         return None
     return (time.perf_counter() - started) / done * (total - done)
-
-
-SHARED_DIR = "shared"  # a sweep's shared processes, one folder each (session/arms.py)
-
-
-def shared_rounds(sweep_dir: Path, configs: Sequence[RunConfig], groups: Mapping[int, RepeatedRun],
-                  on_event: Callable[[dict], None], total: int) -> None:
-    """Round after round, one process measures the next process of every cell not complete, each cell an arm
-    (runner/arms.py), in the plan's order and reversed every other round: a candidate costs its steps, not a
-    process's start-up. A cell whose arm did not end ok is complete (as a group of fresh processes is)."""
-    done, round_index, started = 0, 0, time.perf_counter()
-    while live := [i for i in groups if not groups[i].complete]:
-        cells = live if round_index % 2 == 0 else live[::-1]
-        arms = [(clean_only(configs[i]), process_dir(cell_dir(sweep_dir, i, configs[i]), len(groups[i].summaries)))
-                for i in cells]
-        for position, index in enumerate(cells):  # the arms of one process: each its own cell of the pending ones
-            on_event({"event": events.CELL, "index": index, "config": configs[index].to_dict(),
-                      "done": done + position, "pending": total, "repeat": len(groups[index].summaries) + 1,
-                      "eta_s": _eta(started, done, total)})
-        summaries = run_shared(arms, _next_shared_dir(sweep_dir))
-        stop = _take_round(groups, cells, summaries, on_event, total)
-        done, round_index = done + len(cells), round_index + 1
-        if stop:
-            break
-
-
-def _take_round(groups: Mapping[int, RepeatedRun], cells: list[int], summaries: list[RunSummary],
-                on_event: Callable[[dict], None], total: int) -> bool:
-    """Each arm's summary into its cell's group; True when the round was stopped (a cancel, a full disk). An arm
-    that ran out of memory beside other arms is measured again alone, in a fresh process, before its OOM is a
-    result: the others' weights may have taken what it lacked."""
-    stop = False
-    for index, summary in zip(cells, summaries):
-        group = groups[index]
-        if summary["status"] == events.OOM and (summary.get("shared_process") or {}).get("arms", 1) > 1:
-            process = len(group.summaries)
-            shutil.rmtree(process_dir(group.run_dir, process), ignore_errors=True)
-            process_dir(group.run_dir, process).mkdir(parents=True)
-            summary = group.run_process(process)  # which keeps it among the group's
-        else:
-            group.summaries.append(summary)
-        status = group.write_summary()["status"] if group.complete else summary["status"]
-        on_event({"event": events.CELL_DONE, "index": index, "status": status,
-                  "reason": events.cell_reason(summary), "pending": total})
-        error = summary.get("error")
-        stop = stop or (error is not None and error["kind"] in (events.CANCELLED, events.DISK_FULL))
-    return stop
-
-
-def _next_shared_dir(sweep_dir: Path) -> Path:
-    root = sweep_dir / SHARED_DIR
-    taken = len(list(root.iterdir())) if root.is_dir() else 0
-    return root / f"{taken + 1:03d}"

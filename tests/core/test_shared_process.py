@@ -2,6 +2,7 @@
 runners on CPU), a failing arm ending alone at its smoke test, and a sweep whose rounds are shared processes."""
 import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 
@@ -10,7 +11,7 @@ from sysprof.profiler_core.config import RunConfig
 from sysprof.profiler_core.runner.arms import block_ranges
 from sysprof.profiler_core.session.arms import SHARED_RECORD, run_shared, shareable
 from sysprof.profiler_core.session.repeats import process_dir
-from sysprof.profiler_core.studies import sweep
+from sysprof.profiler_core.studies import shared_rounds, sweep
 
 TINY = RunConfig(model="tiny", ctx=16, batch=2, warmup=1, steps=6, device="cpu")
 
@@ -76,7 +77,7 @@ def test_a_shared_sweep_runs_one_process_a_round_the_order_reversed_every_other(
     results = sweep.run(sweep_dir, seen.append, shared=True)
     assert [r["status"] for r in results] == ["ok", "ok"]
     assert all(r["repeats"]["ok"] == 2 for r in results)
-    rounds = sorted((sweep_dir / sweep.SHARED_DIR).iterdir())
+    rounds = sorted((sweep_dir / shared_rounds.SHARED_DIR).iterdir())
     orders = [json.loads((folder / SHARED_RECORD).read_text())["arms"] for folder in rounds]
     cells = [sweep.cell_dir(sweep_dir, i, cfg) for i, cfg in enumerate(configs)]
     found = [[(folder / arm).resolve() for arm in order] for folder, order in zip(rounds, orders)]
@@ -148,6 +149,50 @@ def test_an_arm_out_of_memory_beside_others_is_measured_again_alone(tmp_path, mo
     crowded = {"status": "oom", "error": {"kind": "oom", "message": "CUDA out of memory"},
                "shared_process": {"arms": 2}}
     alone = {**crowded, "shared_process": {"arms": 1}}
-    sweep._take_round(groups, [0, 1], [crowded, alone], lambda event: None, 2)
+    shared_rounds.take_round(groups, [0, 1], [crowded, alone], lambda event: None, 2)
     assert ran_alone == [("cell0", 0, [])]
     assert groups[0].summaries[0]["status"] == "ok" and groups[1].summaries == [alone]
+
+
+@pytest.mark.slow
+def test_with_two_gpus_two_rounds_run_at_once_one_on_each_and_every_process_keeps_its_place(tmp_path):
+    """Rounds 1 and 2 are one wave: two processes at once, each told its GPU, each measuring every cell (so each
+    GPU carries the baseline's blocks), the second in the reversed order; round 3 comes after them alone. Every
+    cell ends with its three processes in their own places, as one GPU would have left them."""
+    configs = [dataclasses.replace(TINY, repeats=3, steps=3), dataclasses.replace(TINY, repeats=3, steps=3, batch=4)]
+    sweep_dir = sweep.create(tmp_path, "lanes", configs, ["batch"])
+    results = sweep.run(sweep_dir, lambda event: None, gpus=["0", "1"], shared=True)
+    assert [r["repeats"]["ok"] for r in results] == [3, 3]
+    rounds = sorted((sweep_dir / shared_rounds.SHARED_DIR).iterdir())
+    records = [json.loads((folder / SHARED_RECORD).read_text()) for folder in rounds]
+    assert [record["env"]["CUDA_VISIBLE_DEVICES"] for record in records] == ["0", "1", "0"]
+    cells = [sweep.cell_dir(sweep_dir, i, cfg) for i, cfg in enumerate(configs)]
+    found = [[(folder / arm).resolve() for arm in record["arms"]] for folder, record in zip(rounds, records)]
+    assert found == [[process_dir(cells[0], 0).resolve(), process_dir(cells[1], 0).resolve()],
+                     [process_dir(cells[1], 1).resolve(), process_dir(cells[0], 1).resolve()],
+                     [process_dir(cells[0], 2).resolve(), process_dir(cells[1], 2).resolve()]]
+    assert all(rundir.read_summary(process_dir(cells[1], k))["env"]["cuda_visible_devices"] == gpu
+               for k, gpu in enumerate("010"))
+
+
+def test_a_wave_plans_one_round_per_gpu_while_the_cells_have_processes_left():
+    from sysprof.profiler_core.session.repeats import RepeatedRun
+
+    configs = [dataclasses.replace(TINY, repeats=3), dataclasses.replace(TINY, repeats=2)]
+    groups = {i: RepeatedRun(cfg, Path("unused"), lambda event: None)
+              for i, cfg in enumerate(configs)}
+    assert shared_rounds._wave(configs, groups, 0, 4) == [[0, 1], [1, 0], [0]]
+    groups[1].summaries.append({"status": "failed"})  # a failed process ends its cell: no more rounds of it
+    assert shared_rounds._wave(configs, groups, 1, 2) == [[0], [0]]
+
+
+def test_a_cell_a_round_before_ended_drops_its_process_of_a_later_round_of_the_wave(tmp_path):
+    from sysprof.profiler_core.session.repeats import RepeatedRun
+
+    group = RepeatedRun(dataclasses.replace(TINY, repeats=3), tmp_path / "cell", lambda event: None)
+    later = tmp_path / "cell" / "repeats" / "02"
+    later.mkdir(parents=True)
+    failed = {"status": "failed", "error": {"kind": "failed", "message": "boom"}}
+    shared_rounds.take_round({0: group}, [0], [failed], lambda event: None, 3, [tmp_path / "cell"])
+    shared_rounds.take_round({0: group}, [0], [{"status": "ok", "error": None}], lambda event: None, 3, [later])
+    assert group.summaries == [failed] and not later.exists()

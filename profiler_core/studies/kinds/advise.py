@@ -29,7 +29,14 @@ from sysprof.profiler_core.memory.fit import device_memory, fit_problem
 from sysprof.profiler_core.nvml import visible_gpu_count
 from sysprof.profiler_core.options import add_config_options, config_from_args
 from sysprof.profiler_core.session.arms import shareable
-from sysprof.profiler_core.studies import advise_ceiling, advise_diagnosis, advise_refine, advise_tables, sweep
+from sysprof.profiler_core.studies import (
+    advise_ceiling,
+    advise_diagnosis,
+    advise_gpus,
+    advise_refine,
+    advise_tables,
+    sweep,
+)
 from sysprof.profiler_core.studies.advice import (
     ARM_S,
     PROCESS_S,
@@ -80,6 +87,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"candidates in order of their usual gain while the estimate fits (default "
                              f"{DEFAULT_BUDGET_MIN:.0f}); the plan names the ones left out. With --resume: minutes "
                              "more (default: what is left of the study's own budget)")
+    parser.add_argument("--gpus", metavar="IDS", help="idle GPUs to measure on side by side (0,1,2,3, or `idle`: every "
+                        "idle one): each takes a round of the shared processes at once, each round measuring the "
+                        "baseline beside every candidate; the budget stays minutes on the clock. With --resume: "
+                        "in place of the study's own")
 
 
 def run(args: argparse.Namespace) -> Path:
@@ -96,6 +107,7 @@ def run(args: argparse.Namespace) -> Path:
     if fit_problem(base, limit):
         raise ConfigError(f"the baseline itself: {str(fit_problem(base, limit)).split(' (--force')[0]}")
     device = "cuda" if _on_gpu(base) else "cpu"
+    gpus = _gpus_of(args, device)
     first_look = plan(candidates(base, device == "cuda", limit), args.budget * 60 - PROCESS_S[device], base,
                       device, shared=not args.fresh_processes)  # before the diagnosis: anything to measure at all?
     if not first_look.chosen:
@@ -108,10 +120,28 @@ def run(args: argparse.Namespace) -> Path:
     study_dir = run_configs(args, "advise", [diagnosis_config(base, device == "cuda")], [],
                             lambda study_dir: rundir.write_json(study_dir / rundir.ADVICE_PLAN, {
                                 "baseline": base.to_dict(), "diagnosis_cell": DIAGNOSIS_CELL,
-                                "budget_s": args.budget * 60}))
+                                "budget_s": args.budget * 60, "gpus": gpus}))
     _measure(args, study_dir, base, args.budget * 60 - (time.monotonic() - started) - CEILING_S[device])
     _ceiling(args, study_dir)
     return study_dir
+
+
+def _gpus_of(args: argparse.Namespace, device: str, saved: list[str] | None = None) -> list[str]:
+    """The GPUs the rounds run on (advise_gpus.py), checked; the first one runs everything else."""
+    gpus = advise_gpus.chosen(args.gpus) if args.gpus else list(saved or [])
+    if gpus and device != "cuda":
+        raise UsageError("--gpus measures on GPUs; this config runs on the CPU")
+    if gpus and args.fresh_processes:
+        raise UsageError("--gpus runs the rounds of shared processes side by side; --fresh-processes runs a "
+                         "process per cell, one at a time: leave one of them out")
+    advise_gpus.run_diagnosis_on(gpus)
+    return gpus
+
+
+def _wall_share(study_dir: Path, base: RunConfig, shared: bool) -> float:
+    """What a stage's process-seconds take on the clock: all of them on one GPU, a share on several."""
+    gpus = (rundir.read_json(study_dir / rundir.ADVICE_PLAN) or {}).get("gpus") or []
+    return advise_gpus.wall_share(base.repeats, len(gpus) if shared else 1)
 
 
 def _ceiling(args: argparse.Namespace, study_dir: Path) -> None:
@@ -143,7 +173,9 @@ def _measure(args: argparse.Namespace, study_dir: Path, base: RunConfig, budget_
     at_once = together(base, found, limit, seen)
     found = [at_once, *found] if at_once else found
     shared = _sharing(args, [base, *(c.config for c in found if c.config is not None)], limit, seen)
-    chosen = plan(found, budget_left_s, base, "cuda" if on_gpu else "cpu", step_s, shared=shared is None)
+    share = _wall_share(study_dir, base, shared is None)
+    chosen = plan(found, budget_left_s / share, base, "cuda" if on_gpu else "cpu", step_s, shared=shared is None)
+    chosen = dataclasses.replace(chosen, estimate_s=chosen.estimate_s * share, second_s=chosen.second_s * share)
     if not chosen.chosen:
         _save_plan(study_dir, base, chosen, hint, args, first_cell=None)
         return
@@ -170,8 +202,9 @@ def _sharing(args: argparse.Namespace, configs: list[RunConfig], limit: tuple[in
 
 def _run_cells(args: argparse.Namespace, study_dir: Path, shared: bool) -> None:
     """The plan's cells not done: each round one shared process measuring all of them, else a fresh process each."""
+    gpus = (rundir.read_json(study_dir / rundir.ADVICE_PLAN) or {}).get("gpus") or []
     with Progress(args.events).recorded(study_dir) as progress:
-        sweep.run(study_dir, progress.sweep_listener("advise", study_dir), shared=shared)
+        sweep.run(study_dir, progress.sweep_listener("advise", study_dir), shared=shared, gpus=gpus if shared else ())
 
 
 def _seen(diagnosis: Any, base: RunConfig) -> Seen:
@@ -201,6 +234,8 @@ def _resume_stages(args: argparse.Namespace, study_dir: Path) -> None:
     for cfg in configs:  # the plan was read without it: its cells are about to run here
         for problem in code_location_problems(cfg).values():
             raise UsageError(f"{study_dir}: {problem}")
+    saved = (rundir.read_json(study_dir / rundir.ADVICE_PLAN) or {}).get("gpus")
+    _update_advice(study_dir, gpus=_gpus_of(args, "cuda" if _on_gpu(configs[0]) else "cpu", saved))
     if args.budget is not None:  # minutes more: the study's budget grows by them, so a later resume keeps the rest
         _update_advice(study_dir, budget_s=spent_s(study_dir) + args.budget * 60)
     budget_s = budget_left_of(study_dir)
@@ -220,7 +255,8 @@ def _resume_stages(args: argparse.Namespace, study_dir: Path) -> None:
     per_cell_s = (advice.get("per_cell_s") or timed_cell_s(Study.load(study_dir), advice)
                   or PROCESS_S["cuda" if _on_gpu(base) else "cpu"] * base.repeats)
     study = Study.load(study_dir)
-    if "combination" not in advice or cut_by_the_budget(study, advice, per_cell_s, budget_left_s):
+    share = _wall_share(study_dir, base, bool((advice.get("combination") or advice).get("shared")))
+    if "combination" not in advice or cut_by_the_budget(study, advice, per_cell_s, budget_left_s / share):
         _combine(args, study_dir, base, device_memory(base.device), per_cell_s, budget_left_s)
     _refine(args, study_dir, base, device_memory(base.device), budget_s - (time.monotonic() - started))
 
@@ -252,7 +288,9 @@ def _combine(args: argparse.Namespace, study_dir: Path, base: Any, limit: tuple[
               for name, changes in advise_refine.larger_batch(base, steps[-1][1], limit, _seen(diagnosis, base))]
     shared = _sharing(args, [base, *(dataclasses.replace(base, **changes) for _, changes in steps)], limit,
                       _seen(diagnosis, base))  # decided first: fresh processes cost a start-up each
-    affordable, all_steps_s = affordable_steps(study, advice, steps, per_cell_s, budget_left_s, shared is None)
+    share = _wall_share(study_dir, base, shared is None)
+    affordable, all_steps_s = affordable_steps(study, advice, steps, per_cell_s, budget_left_s / share, shared is None)
+    all_steps_s *= share
     if affordable < 1:
         _replace_combination(advice, {"skipped": f"over the budget: about {all_steps_s / 60:.1f} min more for "
                                                  f"{len(steps)} steps"})
@@ -305,7 +343,7 @@ def _refine(args: argparse.Namespace, study_dir: Path, base: RunConfig, limit: t
     device = "cuda" if _on_gpu(base) else "cpu"
     start_s = (shared_start_s(study_dir) or SHARED_START_S[device]) if shared else PROCESS_S[device]
     chosen, left_out, _ = advise_refine.affordable(base, (changes, step_s), (start_s, ARM_S[device], shared),
-                                                   budget_left_s, proposed)
+                                                   budget_left_s / _wall_share(study_dir, base, shared), proposed)
     if not chosen:
         return
     advise_refine.run(study_dir, base, (name, changes), chosen, left_out, shared,

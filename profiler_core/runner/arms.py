@@ -64,6 +64,7 @@ class Arm:
     finished: bool = False  # its summary is written ok: a stop after it leaves it as it is
     cudagraph_skips: int = 0  # inductor's process-wide count, this arm's share of it
     smoke_s: float | None = None  # the longest its build, compile and warm-up may take (None: no bound)
+    measured: int = 0  # its measured steps so far: a block that ran past its steps for time moves the next one on
 
 
 class Stopped(Exception):
@@ -198,7 +199,8 @@ def _time_bound(seconds: float | None) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def _measure_block(arm: Arm, steps: range, block: int) -> None:
+def _measure_block(arm: Arm, steps: range, block: int, min_s: float = 0.0) -> None:
+    """The block's steps of the arm (indices going on from its last block's), for at least min_s seconds."""
     arm.blocks.append(block)
     amend = arm.runner.amend_record
 
@@ -207,7 +209,7 @@ def _measure_block(arm: Arm, steps: range, block: int) -> None:
         amended["block"] = block
         return amended
     arm.runner.amend_record = in_block
-    arm.runner.measured_steps(steps)
+    arm.measured += arm.runner.measured_steps(range(arm.measured, arm.measured + len(steps)), min_s)
 
 
 def _finish(arm: Arm) -> None:
@@ -274,14 +276,14 @@ def phases_of_process(arms: list[Arm]) -> list[list[Arm]]:
     return [phase for phase in (eager, [arm for arm in arms if arm.runner.cfg.compiles]) if phase]
 
 
-def _measure_phase(arms: list[Arm], plan: list[range]) -> None:
-    """The phase's smoke tests, then its measured steps in interleaved blocks, then its arms' summaries (a stop
-    during a later phase keeps them)."""
+def _measure_phase(arms: list[Arm], plan: list[range], min_block_s: float) -> None:
+    """The phase's smoke tests, then its measured steps in interleaved blocks (each an arm's for at least
+    min_block_s), then its arms' summaries (a stop during a later phase keeps them)."""
     for arm in arms:
         _in_arm(arm, partial(_smoke, arm))
     for block, steps in enumerate(plan):
         for arm in block_order(arms, block):
-            _in_arm(arm, partial(_measure_block, arm, steps, block))
+            _in_arm(arm, partial(_measure_block, arm, steps, block, min_block_s))
         try:  # one line a block on the process's own stdout: a launcher that went away is noticed here
             emit(events.STAGE, name="block", block=block, of=len(plan))
         except ReaderGone:
@@ -290,14 +292,14 @@ def _measure_phase(arms: list[Arm], plan: list[range]) -> None:
         _finish(arm)
 
 
-def measure(arms: list[Arm], blocks: int) -> None:
+def measure(arms: list[Arm], blocks: int, min_block_s: float = 0.0) -> None:
     """Each phase's arms (phases_of_process) smoke-tested and measured, then every arm's summary. Block b of a
     compiled arm is paired with block b of the eager arms (paired.py): the same process, not the same moment."""
     started = time.time()
     plan = block_ranges(min((arm.runner.cfg.steps for arm in arms if arm.code is None), default=0), blocks)
     try:
         for phase in phases_of_process([arm for arm in arms if arm.code is None]):
-            _measure_phase(phase, plan)
+            _measure_phase(phase, plan, min_block_s)
     except Stopped as stop:
         _stop_all(arms, stop)
     except (Cancelled, KeyboardInterrupt) as exc:  # a stop between two arms' work
@@ -340,6 +342,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="sysprof.profiler_core.runner.arms")
     parser.add_argument("--arms-json", required=True, help='[{"run_dir": DIR, "config": {...}}, ...]')
     parser.add_argument("--blocks", type=int, default=DEFAULT_BLOCKS, help="blocks of measured steps per arm")
+    parser.add_argument("--min-block-s", type=float, default=0.0,
+                        help="each arm's block goes on past its steps until it has lasted this long (energy)")
     args = parser.parse_args(argv)
     listen_for_stops()
     dump_stacks_on_request()
@@ -347,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
     listen_for_stops()  # an arm whose config was refused wrote its summary with stops held off
     try:
         _room_to_recompile(arms)
-        measure(arms, args.blocks)
+        measure(arms, args.blocks, args.min_block_s)
     finally:
         for arm in arms:
             arm.events_file.close()

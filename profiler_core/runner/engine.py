@@ -229,19 +229,23 @@ class Runner:
         finally:
             _profiler_range(self.work, start=False)
 
-    def measured_steps(self, indices: range) -> None:
-        """A stretch of measured steps, its energy read where it starts and ends."""
+    def measured_steps(self, indices: range, min_s: float = 0.0) -> int:
+        """A stretch of measured steps, its energy read where it starts and ends; the steps it ran. min_s: steps
+        after those until the stretch has lasted that long (each step ends synchronized, so the host's clock is
+        the GPU's): NVML's energy counter needs a second or more to give a figure."""
         if self.energy:
             self.energy.start()
-        done = 0
+        done, started = 0, time.perf_counter()
         try:
-            for index in indices:
+            while done < len(indices) or time.perf_counter() - started < min_s:
+                index = indices.start + done
                 with nvtx_range(step_range(index)):
                     self.one_step("measured", index)
                 done += 1
         finally:
             if self.energy:
                 self.energy.stop(done)
+        return done
 
     def finish(self, status: str, error: RunError | None = None) -> RunSummary:
         _ignore_stop_signals()  # failures other than a cancel end here too: no signal may cut the summary short

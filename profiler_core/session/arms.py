@@ -30,10 +30,10 @@ def smoke_bound_s(cfg: RunConfig) -> float:
     return SMOKE_BOUND_S["max-autotune" if cfg.compile_mode.startswith("max-autotune") else "compiled"]
 
 
-def arms_argv(arms: list[tuple[RunConfig, Path]], blocks: int = BLOCKS) -> list[str]:
+def arms_argv(arms: list[tuple[RunConfig, Path]], blocks: int = BLOCKS, min_block_s: float = 0.0) -> list[str]:
     spec = [{"run_dir": str(path), "config": cfg.to_dict(), "smoke_s": smoke_bound_s(cfg)} for cfg, path in arms]
     return [sys.executable, "-m", "sysprof.profiler_core.runner.arms", "--arms-json", json.dumps(spec),
-            "--blocks", str(blocks)]
+            "--blocks", str(blocks)] + (["--min-block-s", f"{min_block_s:g}"] if min_block_s else [])
 
 
 def shareable(configs: list[RunConfig]) -> str | None:
@@ -50,15 +50,16 @@ def shareable(configs: list[RunConfig]) -> str | None:
 
 def run_shared(arms: list[tuple[RunConfig, Path]], folder: Path,
                on_arm_done: Callable[[int, str], None] = lambda arm, status: None,
-               env: dict[str, str] | None = None) -> list[RunSummary]:
+               env: dict[str, str] | None = None, min_block_s: float = 0.0) -> list[RunSummary]:
     """One process measuring every arm; each arm's summary, in order (a killed process's arms are marked so, with
-    the steps they finished). env: variables the process gets beyond ours (the GPU it runs on)."""
+    the steps they finished). env: variables the process gets beyond ours (the GPU it runs on); min_block_s: the
+    shortest an arm's block may last (runner/arms.py)."""
     folder.mkdir(parents=True, exist_ok=True)
     # relative to this folder: a study copied elsewhere still finds its arms
     record = {"arms": [os.path.relpath(path, folder) for _, path in arms], "start": time.time()} | (
         {"env": env} if env else {})
     rundir.write_json(folder / SHARED_RECORD, record)
-    process = RunnerProcess(arms_argv(arms), folder, env=env)
+    process = RunnerProcess(arms_argv(arms, min_block_s=min_block_s), folder, env=env)
     try:
         for event in process.events():
             if event["event"] == events.ARM_DONE:

@@ -256,17 +256,19 @@ class Plan:
 
 
 def plan(found: list[Candidate], budget_s: float, base: RunConfig, device: str,
-         step_s: float | None = None, shared: bool = False) -> Plan:
+         step_s: float | None = None, shared: bool = False, min_steps_s: float = 0.0) -> Plan:
     """The applicable candidates in order of their expected gain, as many as the budget's estimate allows.
     step_s: the baseline's measured step (the diagnosis), so each process's steps count in the estimate: a
     candidate's step as the baseline's × its batch's growth ÷ its expected gain; without it only the processes'
     start-up and compiles count. shared: the candidates are arms of the baseline's processes (one start-up a round
-    for all of them, studies/shared_rounds.py)."""
+    for all of them, studies/shared_rounds.py). min_steps_s: the least a process's steps of a config take (the energy
+    goal's blocks last seconds however fast the steps are)."""
     start_s = (SHARED_START_S if shared else PROCESS_S).get(device, PROCESS_S["cuda"])
     arm_s = ARM_S.get(device, ARM_S["cuda"]) if shared else 0.0
 
     def process_s(cfg: RunConfig, gain: float, starts: bool = True) -> float:
         steps_s = 0.0 if step_s is None else (cfg.warmup + cfg.steps) * step_s * cfg.batch / base.batch / gain
+        steps_s = max(steps_s, min_steps_s)
         return (start_s if starts else 0.0) + arm_s + steps_s
 
     spent = baseline_s = base.repeats * process_s(base, 1.0)  # the baseline's processes

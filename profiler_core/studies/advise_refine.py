@@ -28,6 +28,7 @@ from sysprof.profiler_core.studies.advice import (
     processes_of,
     with_processes,
 )
+from sysprof.profiler_core.studies.advise_goal import SPEED, Goal, goal_of
 from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kind import Tables
 from sysprof.profiler_core.study_plans import RECOMMENDED_TABLE
@@ -107,7 +108,7 @@ def run(study_dir: Path, base: RunConfig, answer: tuple[str, dict[str, Any]], ch
     run_cells(shared)
 
 
-def rows(study: Study, refine: dict) -> list[dict]:
+def rows(study: Study, refine: dict, goal: Goal = SPEED) -> list[dict]:
     """The baseline, the answer, then each candidate added to it: tokens/s against the baseline beside them and over
     the answer; loss checked against the answer's where the batch is the same."""
     first = refine.get("first_cell")
@@ -115,12 +116,13 @@ def rows(study: Study, refine: dict) -> list[dict]:
         return []
     baseline, answer = study.cells[first], study.cells[first + 1]
     name = refine["answer"]["name"]
-    found = [advise_tables.step_row("baseline", baseline, baseline, baseline),
-             advise_tables.step_row(name, baseline, baseline, answer) | {"options": refine["answer"]["options"]}]
+    found = [advise_tables.step_row("baseline", baseline, baseline, baseline, goal=goal),
+             advise_tables.step_row(name, baseline, baseline, answer, goal=goal)
+             | {"options": refine["answer"]["options"]}]
     for index, step in enumerate(refine["steps"]):
         cell = study.cells[first + 2 + index]
         same_data = (name, answer) if cell.config.batch == answer.config.batch else None
-        row = advise_tables.step_row(step["name"], baseline, answer, cell, same_data=same_data)
+        row = advise_tables.step_row(step["name"], baseline, answer, cell, same_data=same_data, goal=goal)
         found.append(row | {"options": step["options"]})
     return found + [{"step": step["name"], "status": "not run", "why": advise_tables.LEFT_OUT,
                      "options": step["options"]} for step in refine.get("left_out", [])]
@@ -129,28 +131,30 @@ def rows(study: Study, refine: dict) -> list[dict]:
 def tables(study: Study) -> Tables:
     """The advise study's tables, with this stage's rows, and its answer where a step on top of the answer helped."""
     found = advise_tables.tables(study)
-    refine = (rundir.read_json(study.path / rundir.ADVICE_PLAN) or {}).get("refine")
+    advice = rundir.read_json(study.path / rundir.ADVICE_PLAN) or {}
+    refine, goal = advice.get("refine"), goal_of(advice)
     if not refine:
         return found
-    refined = rows(study, refine)
+    refined = rows(study, refine, goal)
     if not refined:
         return found
     found[REFINE_TABLE] = refined
-    better = best_helping(refined[2:])
+    better = best_helping(refined[2:], goal)
     if better is not None:
-        found[RECOMMENDED_TABLE] = [_answer(study, refine, refined, better)]
+        found[RECOMMENDED_TABLE] = [_answer(study, refine, better, goal)]
     return found
 
 
-def best_helping(steps: list[dict]) -> dict | None:
-    helping = [row for row in steps if advise_tables.held_up(row) and row.get("tokens/s")]
-    return max(helping, key=lambda row: row["tokens/s"], default=None)
+def best_helping(steps: list[dict], goal: Goal = SPEED) -> dict | None:
+    """The step on top of the answer that helps most by the goal's measure (tokens/s, tokens/J)."""
+    helping = [row for row in steps if advise_tables.held_up(row) and row.get(goal.row)]
+    return max(helping, key=lambda row: row[goal.row], default=None)
 
 
-def _answer(study: Study, refine: dict, refined: list[dict], better: dict) -> dict:
+def _answer(study: Study, refine: dict, better: dict, goal: Goal) -> dict:
     baseline = study.cells[refine["first_cell"]]
     caveat = advise_tables.shared_caveat(refine | {"offset": 1}, study, better["step"])  # after the answer's cell
-    return {"answer": f"{better['step']}: tokens/s {advise_tables.times(better['× baseline'])} of the baseline's "
+    return {"answer": f"{better['step']}: {goal.row} {advise_tables.times(better['× baseline'])} of the baseline's "
                       f"measured beside it, {better['over the step before']} than {refine['answer']['name']}"
                       f"{caveat}",
             "options": better["options"], "command": advise_tables.run_command(baseline.config, better["options"])}

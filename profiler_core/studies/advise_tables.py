@@ -18,6 +18,7 @@ from sysprof.profiler_core.metrics import THROUGHPUT
 from sysprof.profiler_core.options import config_from_command, config_to_args
 from sysprof.profiler_core.render.compare_report import ratio_text
 from sysprof.profiler_core.studies import advise_diagnosis
+from sysprof.profiler_core.studies.advise_goal import SPEED, Goal, goal_of, not_gained, within_noise
 from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kind import Tables
 from sysprof.profiler_core.study_plans import RECOMMENDED_TABLE
@@ -33,10 +34,11 @@ def tables(study: Study) -> Tables:
     if "candidates" not in advice:
         return found
     baseline, cells = candidate_cells(study, advice)
-    measured = [candidate_row(described, baseline, cell) for described, cell in zip(advice["candidates"], cells)]
+    goal = goal_of(advice)
+    measured = [candidate_row(described, baseline, cell, goal) for described, cell in zip(advice["candidates"], cells)]
     measured.sort(key=lambda row: -(row.pop("_speedup") or 0.0))
     not_run = [{"candidate": s["name"], "status": "not run", "why": s["reason"]} for s in advice["skipped"]]
-    combined = combination_rows(study, advice.get("combination") or {})
+    combined = combination_rows(study, advice.get("combination") or {}, goal)
     return {CANDIDATES_TABLE: measured + not_run, **found,
             **({COMBINATION_TABLE: combined} if combined else {}),
             RECOMMENDED_TABLE: _recommendation(study, advice, measured, combined)}
@@ -71,7 +73,7 @@ def _diagnosis_tables(study: Study, advice: dict) -> Tables:
 DIAGNOSIS_TABLE = "diagnosis: where the baseline's step goes (one profiled process)"
 
 
-def combination_rows(study: Study, combination: dict) -> list[dict]:
+def combination_rows(study: Study, combination: dict, goal: Goal = SPEED) -> list[dict]:
     """The baseline, then each step of the combination: tokens/s against the baseline and over the step before."""
     if "skipped" in combination:
         return [{"step": "combination not run", "why": combination["skipped"]}]
@@ -79,7 +81,7 @@ def combination_rows(study: Study, combination: dict) -> list[dict]:
     if first is None or len(study.cells) < first + 1 + len(combination["steps"]):
         return []
     baseline = study.cells[first]
-    rows = [step_row("baseline", baseline, baseline, baseline)]
+    rows = [step_row("baseline", baseline, baseline, baseline, goal=goal)]
     held = ("the baseline", baseline)  # the last step that held: what a step after one that did not is judged by
     blocker = None  # why the steps from here are not judged: they contain a part that was slower, broke the loss…
     same_data = ("the baseline", baseline)  # the first step at this batch: whose loss a step's is checked against
@@ -87,7 +89,7 @@ def combination_rows(study: Study, combination: dict) -> list[dict]:
         cell, before = study.cells[first + 1 + index], study.cells[first + index]
         if cell.config.batch != same_data[1].config.batch:
             same_data = (step["name"], cell)
-        row = step_row(step["name"], baseline, before, cell, held, blocker, same_data)
+        row = step_row(step["name"], baseline, before, cell, held, blocker, same_data, goal)
         rows.append(row | {"options": step["options"]})
         if held_up(row):
             held = (step["name"], cell)
@@ -103,7 +105,7 @@ LEFT_OUT = "over the budget: not measured on top of the steps above (--resume wi
 def blocks(row: dict) -> bool:
     """Whether a step that did not hold stops the steps after it from being judged: all but one within noise (it
     was slower, changed the loss, did not end ok, could not be judged, or has not finished yet)."""
-    return not held_up(row) and not str(row.get("why", "")).startswith(NOT_FASTER)
+    return not held_up(row) and not within_noise(row.get("why"))
 
 
 def _blocker_text(name: str, row: dict) -> str:
@@ -114,13 +116,14 @@ def _blocker_text(name: str, row: dict) -> str:
 
 
 def step_row(name: str, baseline: Any, before: Any, cell: Any, held: tuple[str, Any] | None = None,
-              blocker: str | None = None, same_data: tuple[str, Any] | None = None) -> dict[str, Any]:
+              blocker: str | None = None, same_data: tuple[str, Any] | None = None,
+              goal: Goal = SPEED) -> dict[str, Any]:
     """One step's row. It helps when it is faster than the step before; after a step that was within noise, when it
     is faster than the last one that held: on the 2.7B H200, bf16 + batch 16 was "within noise" over bf16 (p =
     0.054 with one slow bf16 process, Welch's t on two a side), and reduce-overhead on top of it, 2.6× bf16's
     tokens/s, was left out of the answer with it. After a step that was not within noise (blocks), no step is
     judged: each contains that part. same_data: the first step at this step's batch, whose loss this one's is
-    checked against where the baseline's is other data."""
+    checked against where the baseline's is other data. goal: the row the verdicts rest on (advise_goal.py)."""
     row: dict[str, Any] = {"step": name}
     ended = _not_finished(baseline, "the baseline") or _not_finished(cell, "this step")
     if ended:
@@ -129,9 +132,9 @@ def step_row(name: str, baseline: Any, before: Any, cell: Any, held: tuple[str, 
     row |= {"status": events.OK, "tokens/s": _rounded(summary.get(THROUGHPUT))}
     if cell is baseline:
         return row | _mfu(summary) | _per_joule(summary) | {"peak GiB": _peak_gib(summary)}
-    overall = {r["phase"]: r for r in compare_summaries(baseline.summary, summary)}.get(THROUGHPUT_ROW)
+    overall = {r["phase"]: r for r in compare_summaries(baseline.summary, summary)}.get(goal.row)
     step = {r["phase"]: r for r in compare_summaries(before.summary, summary)}.get(
-        THROUGHPUT_ROW) if before.summary is not None else None  # a step before that never ran blocks this one
+        goal.row) if before.summary is not None else None  # a step before that never ran blocks this one
     loss = loss_change(baseline, cell)
     checked = _loss_checked(loss, cell, same_data)
     return row | {"× baseline": ratio_text(overall) if overall else None,
@@ -139,7 +142,7 @@ def step_row(name: str, baseline: Any, before: Any, cell: Any, held: tuple[str, 
                   **_mfu(summary), **_per_joule(summary), "peak GiB": _peak_gib(summary),
                   "compile s": summary.get("compile_s"), "loss Δ %": _checked_loss_text(loss, checked, same_data),
                   "why": blocker or _step_why(
-                      before, cell, step if before is not baseline else overall, checked, held)}
+                      before, cell, step if before is not baseline else overall, checked, held, goal)}
 
 
 def _loss_checked(loss: float | str | None, cell: Any,
@@ -163,19 +166,19 @@ def _checked_loss_text(loss: float | str | None, checked: tuple[float | str | No
 
 
 def _step_why(before: Any, cell: Any, step: dict | None, loss: tuple[float | str | None, str],
-              held: tuple[str, Any] | None) -> str:
+              held: tuple[str, Any] | None, goal: Goal) -> str:
     """HELPS, or why not: against the step before, or, where that one did not hold, against the last that did."""
     if held is None or held[1] is before:
-        return _why_not(step, *loss) or HELPS
+        return _why_not(step, *loss, goal=goal) or HELPS
     name, last = held
     broken = _why_not({"verdict": FASTER}, *loss)  # the loss is judged as it is on any step
     if broken:
         return broken
-    against = {r["phase"]: r for r in compare_summaries(last.summary, cell.summary)}.get(THROUGHPUT_ROW)
-    why_not = _why_not(against, *loss)
+    against = {r["phase"]: r for r in compare_summaries(last.summary, cell.summary)}.get(goal.row)
+    why_not = _why_not(against, *loss, goal=goal)
     if why_not:
         return f"{why_not}, against {name}, the last step that held"
-    return f"{HELPS}: {times(ratio_text(against or {}))} {name}'s tokens/s, the last step that held"
+    return f"{HELPS}: {times(ratio_text(against or {}))} {name}'s {goal.row}, the last step that held"
 
 
 HELPS = "helps"
@@ -214,23 +217,27 @@ def _percent(value: float | None) -> float | None:
     return None if value is None else round(value * 100, 1)
 
 
-def candidate_row(described: dict, baseline: Any, cell: Any) -> dict[str, Any]:
+def candidate_row(described: dict, baseline: Any, cell: Any, goal: Goal = SPEED) -> dict[str, Any]:
     """One measured candidate: tokens/s ×[interval] and its verdict, the phase it should move, memory, compile,
-    the loss check, and whether it is recommended (and why not)."""
+    the loss check, and whether it is recommended (and why not); with the energy goal, tokens/J beside them, which
+    the verdict and the ranking rest on."""
     row: dict[str, Any] = {"candidate": described["name"], "_speedup": None}
     ended = _not_finished(baseline, "the baseline") or _not_finished(cell, "this candidate")
     if ended:
         return row | {"status": ended[0], "why": ended[1]}
     by_phase = {r["phase"]: r for r in compare_summaries(baseline.summary, cell.summary)}
-    rate, moved = by_phase.get(THROUGHPUT_ROW), by_phase.get(described["moves"])
+    rate, moved, judged = by_phase.get(THROUGHPUT_ROW), by_phase.get(described["moves"]), by_phase.get(goal.row)
     loss = loss_change(baseline, cell)
     row |= {"status": events.OK, "tokens/s ×": ratio_text(rate) if rate else None,
             "tokens/s": rate["verdict_text"] if rate else "missing",
             "its phase": f"{moved['phase']} {moved['verdict_text']}" if moved and moved is not rate else None,
             "peak GiB": _peak_gib(cell.summary), "compile s": cell.summary.get("compile_s"),
             "loss Δ %": _loss_text(loss),
-            "_speedup": rate.get("ratio_b_over_a") if rate else None}
-    return row | {"why": _why_not(rate, loss) or PASSED}
+            "_speedup": judged.get("ratio_b_over_a") if judged else None}
+    if goal is not SPEED:
+        row |= {f"{goal.row} ×": ratio_text(judged) if judged else None,
+                goal.row: judged["verdict_text"] if judged else "missing"}
+    return row | {"why": _why_not(judged, loss, goal=goal) or PASSED}
 
 
 PASSED = "faster: measured again below"  # the first stage's pass; only a gain that holds again is recommended
@@ -259,19 +266,22 @@ def _processes_run(cell: Any) -> int:
     return 1 + sum(1 for _ in cell.path.glob("repeats/*/summary.json"))
 
 
-def _why_not(rate: dict | None, loss: float | str | None, against: str = "the baseline's") -> str | None:
+def _why_not(rate: dict | None, loss: float | str | None, against: str = "the baseline's",
+             goal: Goal = SPEED) -> str | None:
     if loss is None or (isinstance(loss, float) and loss > LOSS_TOLERANCE):
         shown = "not finite" if loss is None else f"{loss:.1%} off"
         return f"its loss is {shown} against {against} (same seed): it changes what is computed"
     if rate is None:
-        return "no tokens/s to compare"
+        return f"no {goal.row} to compare"
     if rate["verdict"] == FASTER:
         return None
-    said = {WITHIN_NOISE: NOT_FASTER, SLOWER: "slower"}.get(rate["verdict"], f"not judged faster: {rate['verdict']}")
+    worse = "slower" if goal is SPEED else "less per joule"
+    said = {WITHIN_NOISE: not_gained(goal), SLOWER: worse}.get(rate["verdict"],
+                                                               f"not judged {goal.better}: {rate['verdict']}")
     return said + _what_it_rests_on(rate)
 
 
-NOT_FASTER = "not faster beyond run-to-run noise"
+NOT_FASTER = not_gained(SPEED)
 
 
 def _what_it_rests_on(rate: dict) -> str:
@@ -330,6 +340,7 @@ def _recommendation(study: Study, advice: dict, measured: list[dict], combined: 
     baseline, _ = candidate_cells(study, advice)
     if baseline is None:
         return [{"answer": "no candidate measured: the budget left none (see the skipped ones)", "command": None}]
+    goal = goal_of(advice)
     kept = helping_steps(combined)
     if kept:
         untried = [row["step"] for row in combined if row.get("why") == LEFT_OUT]
@@ -340,15 +351,15 @@ def _recommendation(study: Study, advice: dict, measured: list[dict], combined: 
         later += (f"; not finished on top of it: {', '.join(unfinished)} (`sysprof advise --resume`)"
                   if unfinished else "")
         caveat = shared_caveat(advice.get("combination") or {}, study, kept[-1]["step"])
-        return [{"answer": f"{kept[-1]['step']}: tokens/s {times(kept[-1]['× baseline'])} of the baseline's, measured "
-                           f"twice{later}{caveat}", "options": kept[-1]["options"],
+        return [{"answer": f"{kept[-1]['step']}: {goal.row} {times(kept[-1]['× baseline'])} of the baseline's, "
+                           f"measured twice{later}{caveat}", "options": kept[-1]["options"],
                  "command": run_command(baseline.config, kept[-1]["options"])}]
     best = next((row for row in measured if row.get("why") == PASSED), None)
     if best is None and any(row.get("status") == events.PENDING for row in measured):
         return [{"answer": "not yet: the candidates are being measured", "command": None}]
     if best is None:
         return [{"answer": "no candidate beat the baseline beyond noise with the same loss", "command": None}]
-    once = f"{best['candidate']} was faster ({best['tokens/s ×']}) once"
+    once = f"{best['candidate']} was {goal.better} ({best[f'{goal.row} ×']}) once"
     if combined and combined[0].get("step") == "combination not run":
         return [{"answer": f"none confirmed: {once}, and the budget left no time to measure it again (a larger "
                            "--budget, or `sysprof ab`)", "command": None}]
@@ -358,7 +369,7 @@ def _recommendation(study: Study, advice: dict, measured: list[dict], combined: 
     if _may_still_hold(combined[1:]):
         return [{"answer": f"not yet: {once}, not when measured again; the steps on top of it have not finished "
                            "(`sysprof advise --resume`)", "command": None}]
-    return [{"answer": _not_held_answer(once, best, combined[1]), "command": None}]
+    return [{"answer": _not_held_answer(once, best, combined[1], goal), "command": None}]
 
 
 def shared_caveat(stage: dict, study: Study, step: str) -> str:
@@ -376,23 +387,23 @@ def shared_caveat(stage: dict, study: Study, step: str) -> str:
             "ratio may read high (`sysprof ab` measures it in fresh processes)")
 
 
-def _not_held_answer(once: str, best: dict, again: dict) -> str:
+def _not_held_answer(once: str, best: dict, again: dict, goal: Goal) -> str:
     """The answer when the gain measured once did not hold measured again: noise where the second measurement
     rules it out (slower, or an interval below the first stage's ratio); where its interval still holds that ratio it
     could not tell, and says so (batch 8 at 2.68× once, then 3.24 [0.03–17.59] with one process a side far off was
     answered "noise, not a gain")."""
     why = str(again.get("why", ""))
-    if why.startswith(NOT_FASTER) and _still_holds(best, again):
+    if within_noise(why) and _still_holds(best.get(f"{goal.row} ×"), again):
         return (f"none confirmed: {once}; measured again {again['× baseline']}, an interval that still holds that "
                 f"gain: {why}; too noisy to tell, not shown to be noise (`sysprof ab` measures it again)")
-    if why.startswith((NOT_FASTER, "slower")):
+    if within_noise(why) or why.startswith(("slower", "less per joule")):
         return f"none: {once}, and not when measured again: noise, not a gain"
     return f"none: {once}; measured again: {why}"
 
 
-def _still_holds(best: dict, again: dict) -> bool:
+def _still_holds(once: Any, again: dict) -> bool:
     """Whether the second measurement's interval ("3.24 [0.03–17.59]") holds the first stage's ratio ("2.68 […]")."""
-    first, second = _numbers(best.get("tokens/s ×")), _numbers(again.get("× baseline"))
+    first, second = _numbers(once), _numbers(again.get("× baseline"))
     return len(first) == 3 and len(second) == 3 and second[1] <= first[0] <= second[2]
 
 

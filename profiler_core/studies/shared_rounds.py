@@ -25,10 +25,12 @@ CellDir = Callable[[int], Path]  # a cell's index → its run directory
 
 
 def shared_rounds(sweep_dir: Path, configs: Sequence[RunConfig], groups: Mapping[int, RepeatedRun],
-                  on_event: Callable[[dict], None], cell_dir: CellDir, gpus: Sequence[str] = ()) -> None:
+                  on_event: Callable[[dict], None], cell_dir: CellDir, gpus: Sequence[str] = (),
+                  min_block_s: float = 0.0) -> None:
     """Round after round (a wave of one round per GPU), one process measures the next process of every cell not
     complete, each cell an arm, in the plan's order and reversed every other round: a candidate costs its steps,
-    not a process's start-up. A cell whose arm did not end ok is complete (as a group of fresh processes is)."""
+    not a process's start-up. A cell whose arm did not end ok is complete (as a group of fresh processes is).
+    min_block_s: the shortest an arm's block may last (an energy figure needs a second or more)."""
     lanes: list[str | None] = list(gpus) or [None]
     total = sum(configs[i].repeats - len(groups[i].summaries) for i in groups)
     done, round_index, started = 0, 0, time.perf_counter()
@@ -40,7 +42,7 @@ def shared_rounds(sweep_dir: Path, configs: Sequence[RunConfig], groups: Mapping
                           + 1, "eta_s": _eta(started, done, total)})
         arms = [[(clean_only(configs[i]), process_dir(cell_dir(i), len(groups[i].summaries) + offset))
                  for i in cells] for offset, cells in enumerate(rounds)]
-        results = _run_wave(arms, next_shared_dirs(sweep_dir, len(rounds)), lanes)
+        results = _run_wave(arms, next_shared_dirs(sweep_dir, len(rounds)), lanes, min_block_s)
         stop = False
         for cells, round_arms, summaries in zip(rounds, arms, results):
             stop = take_round(groups, cells, summaries, on_event, total, [path for _, path in round_arms]) or stop
@@ -66,14 +68,15 @@ def _wave(configs: Sequence[RunConfig], groups: Mapping[int, RepeatedRun], round
 Arms = list[tuple[RunConfig, Path]]
 
 
-def _run_wave(arms: list[Arms], folders: list[Path], lanes: list[str | None]) -> list[list[RunSummary]]:
+def _run_wave(arms: list[Arms], folders: list[Path], lanes: list[str | None],
+              min_block_s: float) -> list[list[RunSummary]]:
     """Each round's process at once, one per GPU (in this thread where there is one round); their summaries."""
     if len(arms) == 1:
-        return [run_shared(arms[0], folders[0], env=_gpu_env(lanes[0]))]
+        return [run_shared(arms[0], folders[0], env=_gpu_env(lanes[0]), min_block_s=min_block_s)]
     results: list[list[RunSummary]] = [[] for _ in arms]
 
     def lane(k: int) -> None:
-        results[k] = run_shared(arms[k], folders[k], env=_gpu_env(lanes[k]))
+        results[k] = run_shared(arms[k], folders[k], env=_gpu_env(lanes[k]), min_block_s=min_block_s)
 
     workers = [threading.Thread(target=lane, args=(k,), name=f"gpu-{lanes[k]}") for k in range(len(arms))]
     for worker in workers:

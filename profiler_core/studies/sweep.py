@@ -92,14 +92,14 @@ def cell_summary(path: Path) -> dict | None:
 
 
 def run(sweep_dir: Path, on_event: Callable[[dict], None], nsys: str | None = None,
-        gpus: Sequence[str] = (), shared: bool = False) -> list[dict]:
+        gpus: Sequence[str] = (), shared: bool = False, min_block_s: float = 0.0) -> list[dict]:
     """Run every cell not yet done; returns one summary per cell, in plan order.
 
     With repeats, the processes go round-robin over the cells (every cell's first, then every cell's second, …),
     the order reversed every other round (A B, B A, A B, …), so that drift over the sweep (clocks, other tenants)
     hits every cell alike and no cell is always first. With gpus, cells run side by side, one per GPU
     (gpu_pool.py). shared: each round's processes are one process measuring every cell in it, with gpus as many
-    rounds at once as there are GPUs (shared_rounds.py)."""
+    rounds at once as there are GPUs (shared_rounds.py), each arm's block lasting at least min_block_s."""
     configs, _ = load_plan(sweep_dir)
     pending = [i for i, cfg in enumerate(configs) if not cell_done(sweep_dir, i, cfg)]
     if gpus and not shared:
@@ -112,7 +112,8 @@ def run(sweep_dir: Path, on_event: Callable[[dict], None], nsys: str | None = No
     total = sum(configs[i].repeats - len(groups[i].summaries) for i in pending)
     on_event({"event": events.STUDY, "cells": len(configs), "pending": total} | ({"gpus": list(gpus)} if gpus else {}))
     if shared:
-        shared_rounds(sweep_dir, configs, groups, on_event, lambda i: cell_dir(sweep_dir, i, configs[i]), gpus)
+        shared_rounds(sweep_dir, configs, groups, on_event, lambda i: cell_dir(sweep_dir, i, configs[i]), gpus,
+                      min_block_s)
         return _results(sweep_dir, configs)
     started, done = time.perf_counter(), 0
     for index in schedule(configs, groups):

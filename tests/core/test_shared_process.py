@@ -196,3 +196,20 @@ def test_a_cell_a_round_before_ended_drops_its_process_of_a_later_round_of_the_w
     shared_rounds.take_round({0: group}, [0], [failed], lambda event: None, 3, [tmp_path / "cell"])
     shared_rounds.take_round({0: group}, [0], [{"status": "ok", "error": None}], lambda event: None, 3, [later])
     assert group.summaries == [failed] and not later.exists()
+
+
+@pytest.mark.slow
+def test_a_block_with_a_least_duration_runs_past_its_steps_and_the_next_block_goes_on_from_there(tmp_path):
+    """The energy goal's blocks: each arm's block lasts min_block_s however fast its steps are (NVML's counter needs
+    a second or more), its step indices going on from the block before, never repeated."""
+    arms = [(TINY, tmp_path / "a"), (dataclasses.replace(TINY, batch=4), tmp_path / "b")]
+    summaries = run_shared(arms, tmp_path / "shared", min_block_s=0.4)
+    assert [s["status"] for s in summaries] == ["ok", "ok"]
+    for name in ("a", "b"):
+        measured = [s for s in rundir.read_steps(tmp_path / name) if s["kind"] == "measured"]
+        assert [s["index"] for s in measured] == list(range(len(measured)))
+        blocks = sorted({s["block"] for s in measured})
+        assert blocks == [0, 1]
+        for block in blocks:
+            walls = [s["wall_ms"] for s in measured if s["block"] == block]
+            assert len(walls) >= 3 and sum(walls) >= 0.4 * 1e3 * 0.95  # the wall of its steps: the stretch less its gaps

@@ -28,7 +28,7 @@ from sysprof.profiler_core.errors import ConfigError, UsageError
 from sysprof.profiler_core.memory.fit import device_memory, fit_problem
 from sysprof.profiler_core.nvml import visible_gpu_count
 from sysprof.profiler_core.options import add_config_options, config_from_args
-from sysprof.profiler_core.session.arms import shareable
+from sysprof.profiler_core.session.arms import BLOCKS, shareable
 from sysprof.profiler_core.studies import (
     advise_ceiling,
     advise_diagnosis,
@@ -64,6 +64,7 @@ from sysprof.profiler_core.studies.advise_costs import (
     step_s_of,
     timed_cell_s,
 )
+from sysprof.profiler_core.studies.advise_goal import GOALS, SPEED, goal_of, goal_problem, within_noise
 from sysprof.profiler_core.studies.advise_together import together
 from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kind import StudyKind, run_configs
@@ -87,6 +88,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"candidates in order of their usual gain while the estimate fits (default "
                              f"{DEFAULT_BUDGET_MIN:.0f}); the plan names the ones left out. With --resume: minutes "
                              "more (default: what is left of the study's own budget)")
+    parser.add_argument("--goal", choices=sorted(GOALS), default=SPEED.name,
+                        help="what the answer is best at: speed (tokens/s, the default) or energy (tokens per joule "
+                             "from NVML's energy counter, on a GPU; each arm's block then lasts 1.5 s or more)")
     parser.add_argument("--gpus", metavar="IDS", help="idle GPUs to measure on side by side (0,1,2,3, or `idle`: every "
                         "idle one): each takes a round of the shared processes at once, each round measuring the "
                         "baseline beside every candidate; the budget stays minutes on the clock. With --resume: "
@@ -107,6 +111,8 @@ def run(args: argparse.Namespace) -> Path:
     if fit_problem(base, limit):
         raise ConfigError(f"the baseline itself: {str(fit_problem(base, limit)).split(' (--force')[0]}")
     device = "cuda" if _on_gpu(base) else "cpu"
+    if goal_problem(GOALS[args.goal], device == "cuda"):
+        raise UsageError(str(goal_problem(GOALS[args.goal], device == "cuda")))
     gpus = _gpus_of(args, device)
     first_look = plan(candidates(base, device == "cuda", limit), args.budget * 60 - PROCESS_S[device], base,
                       device, shared=not args.fresh_processes)  # before the diagnosis: anything to measure at all?
@@ -120,7 +126,7 @@ def run(args: argparse.Namespace) -> Path:
     study_dir = run_configs(args, "advise", [diagnosis_config(base, device == "cuda")], [],
                             lambda study_dir: rundir.write_json(study_dir / rundir.ADVICE_PLAN, {
                                 "baseline": base.to_dict(), "diagnosis_cell": DIAGNOSIS_CELL,
-                                "budget_s": args.budget * 60, "gpus": gpus}))
+                                "budget_s": args.budget * 60, "gpus": gpus, "goal": args.goal}))
     _measure(args, study_dir, base, args.budget * 60 - (time.monotonic() - started) - CEILING_S[device])
     _ceiling(args, study_dir)
     return study_dir
@@ -174,7 +180,9 @@ def _measure(args: argparse.Namespace, study_dir: Path, base: RunConfig, budget_
     found = [at_once, *found] if at_once else found
     shared = _sharing(args, [base, *(c.config for c in found if c.config is not None)], limit, seen)
     share = _wall_share(study_dir, base, shared is None)
-    chosen = plan(found, budget_left_s / share, base, "cuda" if on_gpu else "cpu", step_s, shared=shared is None)
+    goal = goal_of(rundir.read_json(study_dir / rundir.ADVICE_PLAN) or {})
+    chosen = plan(found, budget_left_s / share, base, "cuda" if on_gpu else "cpu", step_s, shared=shared is None,
+                  min_steps_s=BLOCKS * goal.min_block_s)
     chosen = dataclasses.replace(chosen, estimate_s=chosen.estimate_s * share, second_s=chosen.second_s * share)
     if not chosen.chosen:
         _save_plan(study_dir, base, chosen, hint, args, first_cell=None)
@@ -202,9 +210,11 @@ def _sharing(args: argparse.Namespace, configs: list[RunConfig], limit: tuple[in
 
 def _run_cells(args: argparse.Namespace, study_dir: Path, shared: bool) -> None:
     """The plan's cells not done: each round one shared process measuring all of them, else a fresh process each."""
-    gpus = (rundir.read_json(study_dir / rundir.ADVICE_PLAN) or {}).get("gpus") or []
+    advice = rundir.read_json(study_dir / rundir.ADVICE_PLAN) or {}
+    gpus = advice.get("gpus") or []
     with Progress(args.events).recorded(study_dir) as progress:
-        sweep.run(study_dir, progress.sweep_listener("advise", study_dir), shared=shared, gpus=gpus if shared else ())
+        sweep.run(study_dir, progress.sweep_listener("advise", study_dir), shared=shared, gpus=gpus if shared else (),
+                  min_block_s=goal_of(advice).min_block_s)
 
 
 def _seen(diagnosis: Any, base: RunConfig) -> Seen:
@@ -278,7 +288,8 @@ def _combine(args: argparse.Namespace, study_dir: Path, base: Any, limit: tuple[
     study = Study.load(study_dir)
     advice = rundir.read_json(study_dir / rundir.ADVICE_PLAN) or {}
     baseline, measured = advise_tables.candidate_cells(study, advice)
-    rows = [advise_tables.candidate_row(d, baseline, cell) for d, cell in zip(advice["candidates"], measured)]
+    rows = [advise_tables.candidate_row(d, baseline, cell, goal_of(advice))
+            for d, cell in zip(advice["candidates"], measured)]
     ranked = _ranked_for_combination(advice, rows)
     diagnosis = study.cells[advice.get("diagnosis_cell", DIAGNOSIS_CELL)]
     steps = chain(base, ranked, limit, _seen(diagnosis, base))
@@ -317,7 +328,7 @@ def _ranked_for_combination(advice: dict, rows: list[dict]) -> list[tuple[str, d
     ranked = [(name, changes) for _, name, changes in passed]
     if advice.get("shared"):
         ranked += [(d["name"], d["changes"]) for d, row in described
-                   if str(row.get("why", "")).startswith(advise_tables.NOT_FASTER)]
+                   if within_noise(row.get("why"))]
     return ranked
 
 

@@ -21,3 +21,17 @@ def test_each_arms_peak_is_its_own_and_matches_a_fresh_process(tmp_path):
     shared_peak, fresh_peak = max(shared[1]["peak_memory_bytes"].values()), max(fresh["peak_memory_bytes"].values())
     assert abs(shared_peak - fresh_peak) / fresh_peak < 0.1, (shared_peak, fresh_peak)
     assert max(shared[0]["peak_memory_bytes"].values()) < shared_peak  # batch 4's own, below batch 8's
+
+
+def test_blocks_of_a_least_duration_give_each_arm_an_energy_figure(tmp_path):
+    """The energy goal's blocks (1.5 s or more each): every arm of a shared process carries joules per step, tokens
+    per joule and a resolution under 10%; without them the same arms' blocks are too short for the counter."""
+    larger = dataclasses.replace(SMALL, batch=8)
+    arms = [(SMALL, tmp_path / "a"), (larger, tmp_path / "b")]
+    timed = run_shared(arms, tmp_path / "shared", min_block_s=1.5)
+    assert [s["status"] for s in timed] == ["ok", "ok"]
+    for summary in timed:
+        energy = summary["energy"]
+        assert energy["tokens_per_joule"] > 0 and energy["resolution_pct"] < 10, energy
+    quick = run_shared([(SMALL, tmp_path / "c"), (larger, tmp_path / "d")], tmp_path / "shared_quick")
+    assert all("missing" in summary["energy"] for summary in quick)

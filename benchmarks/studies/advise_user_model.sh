@@ -7,11 +7,12 @@ set -uo pipefail
 out=$1 limit=$2
 shift 2
 name=$(echo "$*" | tr -c 'a-z0-9\n' '_' | tr -s '_')
-mkdir -p "$out" runs/user_model
+runs="runs/user_model_${name}"
+mkdir -p "$out" "$runs"
 timeout -k 15 "$limit" python3 -m sysprof.profiler_core advise --model small \
   --model-factory benchmarks/user_models/rope_lm/model.py:build --optimizer benchmarks/user_models/rope_lm/optim.py:AdamW \
-  --ctx 256 --batch 4 --dtype fp32 --runs-dir runs/user_model "$@" > "$out/advise_${name}.txt" 2>&1
+  --ctx 256 --batch 4 --dtype fp32 --runs-dir "$runs" "$@" > "$out/advise_${name}.txt" 2>&1
 echo "exit $? after ${SECONDS} s" >> "$out/advise_${name}.txt"
-study=$(ls -td runs/user_model/*advise* | head -1)
+study=$(ls -td "$runs"/*advise* | head -1)
 tar -C "$(dirname "$study")" --exclude='*.nsys-rep' --exclude='*.sqlite' --exclude='*.qdstrm' --exclude='*.pickle*' \
   -czf "$out/study_${name}.tgz" "$(basename "$study")"

@@ -7,6 +7,7 @@ A candidate is measured, never assumed (studies/kinds/advise.py runs it against 
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -256,13 +257,15 @@ class Plan:
 
 
 def plan(found: list[Candidate], budget_s: float, base: RunConfig, device: str,
-         step_s: float | None = None, shared: bool = False, min_steps_s: float = 0.0) -> Plan:
+         step_s: float | None = None, shared: bool = False, min_steps_s: float = 0.0, lanes: int = 1) -> Plan:
     """The applicable candidates in order of their expected gain, as many as the budget's estimate allows.
     step_s: the baseline's measured step (the diagnosis), so each process's steps count in the estimate: a
     candidate's step as the baseline's × its batch's growth ÷ its expected gain; without it only the processes'
     start-up and compiles count. shared: the candidates are arms of the baseline's processes (one start-up a round
     for all of them, studies/shared_rounds.py). min_steps_s: the least a process's steps of a config take (the energy
-    goal's blocks last seconds however fast the steps are)."""
+    goal's blocks last seconds however fast the steps are). lanes: GPUs whose processes run side by side (a cell's
+    processes then take the clock time of ceil(processes / lanes) of them, and those that compile side by side pay
+    one cold compile at once)."""
     start_s = (SHARED_START_S if shared else PROCESS_S).get(device, PROCESS_S["cuda"])
     arm_s = ARM_S.get(device, ARM_S["cuda"]) if shared else 0.0
 
@@ -271,12 +274,15 @@ def plan(found: list[Candidate], budget_s: float, base: RunConfig, device: str,
         steps_s = max(steps_s, min_steps_s)
         return (start_s if starts else 0.0) + arm_s + steps_s
 
-    spent = baseline_s = base.repeats * process_s(base, 1.0)  # the baseline's processes
+    def waves(processes: int) -> int:
+        return math.ceil(processes / max(lanes, 1))
+
+    spent = baseline_s = waves(base.repeats) * process_s(base, 1.0)  # the baseline's processes
     chosen, skipped = [], [(c, c.reason) for c in found if c.reason]
     costliest = 0.0
     for candidate in by_expected_gain([c for c in found if not c.reason]):
         cfg, gain = candidate.config or base, max(candidate.prior, 1.0)
-        processes = processes_of(cfg, base, shared)
+        processes = waves(processes_of(cfg, base, shared))
         cost = processes * process_s(cfg, gain, not shared) + compile_s(candidate.config, processes)
         # Measured again as an arm, its graphs are in inductor's cache (the first stage compiled them); a fresh
         # process each still pays its start-up.

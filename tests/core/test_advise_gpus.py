@@ -67,13 +67,18 @@ def test_a_study_that_ran_two_rounds_at_once_spent_the_clock_time_of_one(tmp_pat
     assert spent_s(tmp_path) == 100
 
 
-def test_two_gpus_let_a_budget_measure_what_one_gpu_needs_twice_the_time_for():
-    """The plan counts process-seconds; on two GPUs a round's processes take the clock time of half of them."""
+def test_two_gpus_let_a_budget_measure_more_but_never_divide_a_compile():
+    """A cell's processes side by side take the clock time of one wave of them; processes that compile side by side
+    each pay the cold compile at once, so max-autotune's six minutes stay six minutes on any number of GPUs (on four
+    H200s a plan that divided them chose it with a 5-minute budget, and its first wave ran past 400 s)."""
     base = RunConfig(model="small", ctx=256, batch=4, repeats=4)
     found = candidates(base, on_gpu=True, limit=(140 * GIB, "GPU 0's memory"))
     one = plan(found, 150, base, "cuda", 0.1, shared=True)
-    two = plan(found, 150 / advise_gpus.wall_share(base.repeats, 2), base, "cuda", 0.1, shared=True)
+    two = plan(found, 150, base, "cuda", 0.1, shared=True, lanes=2)
     assert len(two.chosen) > len(one.chosen) >= 1
+    four = plan(found, 270, base, "cuda", 0.1, shared=True, lanes=4)
+    assert "torch.compile max-autotune" not in [c.name for c in four.chosen]
+    assert four.estimate_s <= 270
 
 
 def test_gpus_with_fresh_processes_or_on_the_cpu_is_refused_in_one_line(node, monkeypatch):

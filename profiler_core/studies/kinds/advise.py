@@ -39,6 +39,7 @@ from sysprof.profiler_core.studies import (
 )
 from sysprof.profiler_core.studies.advice import (
     ARM_S,
+    COMPILED_PROCESSES,
     PROCESS_S,
     SHARED_START_S,
     Candidate,
@@ -145,9 +146,10 @@ def _gpus_of(args: argparse.Namespace, device: str, saved: list[str] | None = No
 
 
 def _wall_share(study_dir: Path, base: RunConfig, shared: bool) -> float:
-    """What a stage's process-seconds take on the clock: all of them on one GPU, a share on several."""
+    """What a later stage's process-seconds take on the clock: all of them on one GPU; on several, the share of a
+    compiled cell's (its fewer processes gain least from running side by side)."""
     gpus = (rundir.read_json(study_dir / rundir.ADVICE_PLAN) or {}).get("gpus") or []
-    return advise_gpus.wall_share(base.repeats, len(gpus) if shared else 1)
+    return advise_gpus.wall_share(min(base.repeats, COMPILED_PROCESSES), len(gpus) if shared else 1)
 
 
 def _ceiling(args: argparse.Namespace, study_dir: Path) -> None:
@@ -179,11 +181,9 @@ def _measure(args: argparse.Namespace, study_dir: Path, base: RunConfig, budget_
     at_once = together(base, found, limit, seen)
     found = [at_once, *found] if at_once else found
     shared = _sharing(args, [base, *(c.config for c in found if c.config is not None)], limit, seen)
-    share = _wall_share(study_dir, base, shared is None)
-    goal = goal_of(rundir.read_json(study_dir / rundir.ADVICE_PLAN) or {})
-    chosen = plan(found, budget_left_s / share, base, "cuda" if on_gpu else "cpu", step_s, shared=shared is None,
-                  min_steps_s=BLOCKS * goal.min_block_s)
-    chosen = dataclasses.replace(chosen, estimate_s=chosen.estimate_s * share, second_s=chosen.second_s * share)
+    advice = rundir.read_json(study_dir / rundir.ADVICE_PLAN) or {}
+    chosen = plan(found, budget_left_s, base, "cuda" if on_gpu else "cpu", step_s, shared=shared is None,
+                  min_steps_s=BLOCKS * goal_of(advice).min_block_s, lanes=len(advice.get("gpus") or []))
     if not chosen.chosen:
         _save_plan(study_dir, base, chosen, hint, args, first_cell=None)
         return

@@ -263,9 +263,10 @@ def plan(found: list[Candidate], budget_s: float, base: RunConfig, device: str,
     candidate's step as the baseline's × its batch's growth ÷ its expected gain; without it only the processes'
     start-up and compiles count. shared: the candidates are arms of the baseline's processes (one start-up a round
     for all of them, studies/shared_rounds.py). min_steps_s: the least a process's steps of a config take (the energy
-    goal's blocks last seconds however fast the steps are). lanes: GPUs whose processes run side by side (a cell's
-    processes then take the clock time of ceil(processes / lanes) of them, and those that compile side by side pay
-    one cold compile at once)."""
+    goal's blocks last seconds however fast the steps are). lanes: GPUs whose processes run side by side: a cell's
+    steps then take the clock time of ceil(processes / lanes) processes' steps, but its compiles are counted as if
+    one after another: side by side, each is a cold compile sharing the host's CPUs (on two H200s, 44–70 s each
+    against 35–42 s for a first one alone)."""
     start_s = (SHARED_START_S if shared else PROCESS_S).get(device, PROCESS_S["cuda"])
     arm_s = ARM_S.get(device, ARM_S["cuda"]) if shared else 0.0
 
@@ -282,11 +283,11 @@ def plan(found: list[Candidate], budget_s: float, base: RunConfig, device: str,
     costliest = 0.0
     for candidate in by_expected_gain([c for c in found if not c.reason]):
         cfg, gain = candidate.config or base, max(candidate.prior, 1.0)
-        processes = waves(processes_of(cfg, base, shared))
-        cost = processes * process_s(cfg, gain, not shared) + compile_s(candidate.config, processes)
+        processes = processes_of(cfg, base, shared)
+        cost = waves(processes) * process_s(cfg, gain, not shared) + compile_s(candidate.config, processes)
         # Measured again as an arm, its graphs are in inductor's cache (the first stage compiled them); a fresh
         # process each still pays its start-up.
-        again = cost if not shared else processes * process_s(cfg, gain, False) + compile_s(
+        again = cost if not shared else waves(processes) * process_s(cfg, gain, False) + compile_s(
             candidate.config, processes, cached=True)
         # a gain is recommended only once measured again: the budget keeps room for that (_combine's first step)
         if spent + cost + baseline_s + max(costliest, again) > budget_s:

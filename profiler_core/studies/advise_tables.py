@@ -237,10 +237,15 @@ def candidate_row(described: dict, baseline: Any, cell: Any, goal: Goal = SPEED)
     if goal is not SPEED:
         row |= {f"{goal.row} ×": ratio_text(judged) if judged else None,
                 goal.row: judged["verdict_text"] if judged else "missing"}
-    return row | {"why": _why_not(judged, loss, goal=goal) or PASSED}
+    return row | {"why": _why_not(judged, loss, goal=goal) or passed(goal)}
 
 
-PASSED = "faster: measured again below"  # the first stage's pass; only a gain that holds again is recommended
+def passed(goal: Goal = SPEED) -> str:
+    """The first stage's pass: only a gain that holds measured again is recommended."""
+    return f"{goal.better}: measured again below"
+
+
+PASSED = passed(SPEED)
 
 
 def _not_finished(cell: Any, what: str) -> tuple[str, str] | None:
@@ -354,7 +359,7 @@ def _recommendation(study: Study, advice: dict, measured: list[dict], combined: 
         return [{"answer": f"{kept[-1]['step']}: {goal.row} {times(kept[-1]['× baseline'])} of the baseline's, "
                            f"measured twice{later}{caveat}", "options": kept[-1]["options"],
                  "command": run_command(baseline.config, kept[-1]["options"])}]
-    best = next((row for row in measured if row.get("why") == PASSED), None)
+    best = next((row for row in measured if row.get("why") == passed(goal)), None)
     if best is None and any(row.get("status") == events.PENDING for row in measured):
         return [{"answer": "not yet: the candidates are being measured", "command": None}]
     if best is None:

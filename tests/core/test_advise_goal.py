@@ -3,10 +3,14 @@ from __future__ import annotations
 
 import io
 from contextlib import redirect_stderr
+from pathlib import Path
 
 from sysprof.profiler_core.cli import main as cli
 from sysprof.profiler_core.compare import ENERGY_ROW, FASTER, SLOWER, THROUGHPUT_ROW, WITHIN_NOISE
 from sysprof.profiler_core.studies import advise_goal, advise_tables
+from sysprof.profiler_core.studies.document import Study
+from sysprof.profiler_core.studies.results import study_tables
+from sysprof.profiler_core.study_plans import RECOMMENDED_TABLE
 
 
 def said(argv):
@@ -38,3 +42,22 @@ def test_each_goal_rests_on_its_own_row_and_says_it_in_its_words():
     assert advise_tables._why_not({"verdict": SLOWER}, 0.0, goal=advise_goal.ENERGY) == "less per joule"
     assert advise_tables._why_not({"verdict": FASTER}, 0.0, goal=advise_goal.ENERGY) is None
     assert advise_tables._why_not(None, 0.0, goal=advise_goal.ENERGY) == "no tokens/J to compare"
+
+
+ENERGY_STUDY = Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-energy-h200"
+
+
+def test_a_real_energy_study_judges_and_answers_on_tokens_per_joule():
+    """`advise --goal energy --budget 5` on an H200 (the CS336-style user model, fp32): the one candidate the budget
+    afforded, 15.5× the tokens/s with an interval from 3 to 78 (two compiled processes against four), is judged on
+    its tokens per joule, 9.06× [8.72–9.53], in the goal's words; the answer says what it rests on."""
+    tables = study_tables(ENERGY_STUDY)
+    row = tables[advise_tables.CANDIDATES_TABLE][0]
+    assert row["tokens/J ×"] == "9.06 [8.72–9.53]" and row["tokens/J"] == "9.1× more per joule"
+    assert row["why"] == "more per joule: measured again below" and row["tokens/s ×"].startswith("15.47")
+    answer = tables[RECOMMENDED_TABLE][0]["answer"]
+    assert answer.startswith("none confirmed: torch.compile reduce-overhead + batch 16 + bf16 autocast was more per "
+                             "joule (9.06 [8.72–9.53]) once")
+    cells = [Study.load(ENERGY_STUDY).cells[i].summary for i in (1, 2)]
+    assert [len(summary["energy"]["per_process_tokens_per_joule"]) for summary in cells] == [4, 2]  # 1.5 s blocks
+    assert "missing" in Study.load(ENERGY_STUDY).cells[0].summary["energy"]  # the diagnosis: one 0.72 s stretch

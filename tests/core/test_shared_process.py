@@ -212,4 +212,4 @@ def test_a_block_with_a_least_duration_runs_past_its_steps_and_the_next_block_go
         assert blocks == [0, 1]
         for block in blocks:
             walls = [s["wall_ms"] for s in measured if s["block"] == block]
-            assert len(walls) >= 3 and sum(walls) >= 0.4 * 1e3 * 0.95  # the wall of its steps: the stretch less its gaps
+            assert len(walls) >= 3 and sum(walls) >= 0.4 * 1e3 * 0.95  # its steps: the stretch less the gaps

@@ -324,7 +324,7 @@ def _ranked_for_combination(advice: dict, rows: list[dict]) -> list[tuple[str, d
     has removed that bottleneck (bf16 on a launch-bound step, measured after CUDA graphs and a larger batch)."""
     described = [(d, row) for d, row in zip(advice["candidates"], rows) if "changes" in d]
     passed = sorted(((row["_speedup"] or 0.0, d["name"], d["changes"]) for d, row in described
-                     if row.get("why") == advise_tables.PASSED), key=lambda item: -item[0])
+                     if row.get("why") == advise_tables.passed(goal_of(advice))), key=lambda item: -item[0])
     ranked = [(name, changes) for _, name, changes in passed]
     if advice.get("shared"):
         ranked += [(d["name"], d["changes"]) for d, row in described

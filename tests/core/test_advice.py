@@ -280,7 +280,7 @@ def test_the_candidates_that_pass_are_combined_and_measured_again_interleaved(tm
     monkeypatch.setattr(advise, "candidates", lambda *given: [c for c in real_candidates(*given) if not (
         c.changes.get("compile") or c.changes.get("optimizer_impl") == "compiled")])
     monkeypatch.setattr(advise, "together", lambda *given: None)  # the chain of steps is what is tested here
-    monkeypatch.setattr(advise_tables, "candidate_row", lambda described, baseline, cell: (
+    monkeypatch.setattr(advise_tables, "candidate_row", lambda described, baseline, cell, goal=None: (
         row | {"why": advise_tables.PASSED} if (row := real_row(described, baseline, cell)).get("status") == "ok"
         else row))
     out, err = io.StringIO(), io.StringIO()
@@ -519,7 +519,7 @@ def test_resume_with_a_larger_budget_runs_a_cut_combination_again_whole(tmp_path
                                                   "options": "--batch 16 --attention sdpa"}]}
     plan_path.write_text(json.dumps(advice | {"combination": cut}))
     real_row = advise_tables.candidate_row
-    monkeypatch.setattr(advise_tables, "candidate_row", lambda described, baseline, cell: (
+    monkeypatch.setattr(advise_tables, "candidate_row", lambda described, baseline, cell, goal=None: (
         real_row(described, baseline, cell) | ({"why": advise_tables.PASSED}
                                                if described["name"] in ("batch 16", "SDPA attention") else {})))
     cells_before = len(list((study_dir / "cells").iterdir()))

@@ -100,7 +100,8 @@ def take_round(groups: Mapping[int, RepeatedRun], cells: list[int], summaries: l
     for position, (index, summary) in enumerate(zip(cells, summaries)):
         group = groups[index]
         if group.complete:
-            shutil.rmtree(paths[position], ignore_errors=True)
+            if position < len(paths):
+                shutil.rmtree(paths[position], ignore_errors=True)
             continue
         if summary["status"] == events.OOM and (summary.get("shared_process") or {}).get("arms", 1) > 1:
             process = len(group.summaries)

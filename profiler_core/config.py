@@ -11,7 +11,7 @@ from sysprof.profiler_core.code_specs import code_location_problems, optimizer_s
 from sysprof.profiler_core.errors import ConfigError
 
 MODES = ("forward", "forward_backward", "train")
-DTYPES = ("fp32", "bf16", "fp16")
+DTYPES = ("fp32", "bf16", "fp16", "fp8")  # fp8: bf16 autocast, linear layers' matmuls in FP8 (runner/float8.py)
 MATMUL_PRECISIONS = ("highest", "high", "medium")
 ATTENTIONS = ("naive", "sdpa")
 DEVICES = ("auto", "cuda", "cpu", "mps")
@@ -32,7 +32,7 @@ DIM_FIELDS = ("d_model", "d_ff", "layers", "heads", "vocab")
 
 # Dtype facts. Weights (and AdamW's state) stay fp32 under autocast; activations take the autocast dtype.
 PARAM_BYTES = 4
-DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}  # bytes per element of an activation
+DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 2}  # bytes per element of an activation (fp8's: bf16)
 # Where each of the tool's dimensions may appear in a factory's signature: the CS336 names first, then the
 # spellings of other codebases (nanoGPT, Hugging Face, llama-style).
 DIMENSION_NAMES: dict[str, tuple[str, ...]] = {
@@ -50,7 +50,7 @@ DIMENSION_NAMES: dict[str, tuple[str, ...]] = {
 # calls the materialized-scores path "eager" and rejects "naive".
 ATTENTION_NAMES: dict[str, dict[str, str]] = {"attention": {}, "attn_impl": {}, "attention_impl": {},
                                               "attn_implementation": {"naive": "eager"}}
-AUTOCAST_DTYPES = {"bf16": "bfloat16", "fp16": "float16"}  # --dtype → torch dtype name autocast runs in
+AUTOCAST_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp8": "bfloat16"}  # --dtype → the dtype autocast runs in
 # torch.set_float32_matmul_precision → what fp32 matmuls run on the tensor cores ("medium" lets the library
 # pick bf16 or TF32 per matmul: no single peak applies).
 FP32_MATMULS = {"highest": "fp32", "high": "tf32", "medium": "tf32 or bf16"}
@@ -323,6 +323,8 @@ def _capture_problems(cfg: RunConfig) -> dict[str, str]:
         return {}
     if cfg.profiler in ("nsys", "torch"):
         return {"profiler": f"kernel tables need CUDA kernels; device {cfg.device} has none (use --profiler none)"}
+    if cfg.dtype == "fp8":
+        return {"dtype": f"--dtype fp8 needs a CUDA GPU with FP8 tensor cores; device {cfg.device} has none"}
     if cfg.memory:
         return {"memory": f"allocator history is a CUDA feature; device {cfg.device} has none"}
     return {}

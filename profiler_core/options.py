@@ -35,7 +35,8 @@ OPTION_HELP: dict[str, tuple[str, tuple[str, ...] | None]] = {
     "max_ctx": ("context length the model is built for (default: --ctx)", None),
     "batch": ("batch size", None),
     "mode": ("what a step does", MODES),
-    "dtype": ("fp32, or bf16/fp16 autocast (fp16 with a grad scaler)", DTYPES),
+    "dtype": ("fp32, or bf16/fp16 autocast (fp16 with a grad scaler); fp8: bf16 autocast with the linear layers' "
+              "matmuls in FP8 (torchao float8 training; H100/H200-class GPUs)", DTYPES),
     "matmul_precision": ("fp32 matmuls: highest = strict fp32, high = TF32", MATMUL_PRECISIONS),
     "compile": ("torch.compile the model (compile time reported separately)", None),
     "compile_mode": ("torch.compile mode; reduce-overhead and max-autotune ask for CUDA graphs (the summary says "

@@ -126,7 +126,8 @@ class Runner:
             if self.capture == "none":  # MFU is the clean pass's: the profiled and memory passes need no count
                 self.count_user_model_flops(self.work.model_info)
             self.announce_user_model(self.work.model_info)
-        self.record_in_manifest(model=self.work.model_info, optimizer=self.work.optimizer_info)
+        self.record_in_manifest(model=self.work.model_info, optimizer=self.work.optimizer_info,
+                                precision=self.work.precision_info)
         self.install_module_ranges()
 
     def build(self, device: torch.device) -> Workload:

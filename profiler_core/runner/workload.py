@@ -13,6 +13,7 @@ from einops import rearrange
 from sysprof.models.transformer import TransformerLM
 from sysprof.profiler_core.config import AUTOCAST_DTYPES as AUTOCAST_DTYPE_NAMES
 from sysprof.profiler_core.config import COMPILED_STEP, CUDA_GRAPH_MODES, ConfigError, RunConfig
+from sysprof.profiler_core.runner.float8 import check_fp8_support, to_float8
 from sysprof.profiler_core.runner.model_checks import check_placement, check_vocabulary
 from sysprof.profiler_core.runner.user_model import build_optimizer, build_user_model, load_callable, logits_of
 
@@ -32,7 +33,9 @@ def resolve_device(requested: str) -> torch.device:
 
 def check_dtype_support(device: torch.device, dtype: str) -> None:
     """Refuse half precision where the device cannot run it, before building anything."""
-    if device.type == "cuda" and dtype == "bf16" and not torch.cuda.is_bf16_supported():
+    if dtype == "fp8":
+        check_fp8_support(device)
+    if device.type == "cuda" and dtype in ("bf16", "fp8") and not torch.cuda.is_bf16_supported():
         raise ConfigError(f"bf16 is not supported on {torch.cuda.get_device_name(device)}")
     if dtype in AUTOCAST_DTYPES and not _autocast_works(device, AUTOCAST_DTYPES[dtype]):
         raise ConfigError(f"{dtype} autocast is not supported on device {device.type}")
@@ -70,6 +73,7 @@ class Workload:
     optimizer_info: dict[str, Any] | None = None
     compiled_step: Callable[[], Any] | None = None  # --optimizer-impl compiled: torch.compile of optimizer.step
     before_forward: Callable[[], None] | None = None  # a test's delay on one rank (runner/distributed.slow_forward)
+    precision_info: dict[str, int] | None = None  # --dtype fp8: the linear layers swapped to FP8 and those left
 
     def autocast(self) -> contextlib.AbstractContextManager:
         if self.cfg.dtype in AUTOCAST_DTYPES:
@@ -131,6 +135,7 @@ def build_workload(cfg: RunConfig, device: torch.device,
         check_placement(model, device)
         check_vocabulary(model, vocab)
     loss_fn = load_callable(cfg.loss, "--loss")[0] if cfg.loss else None
+    precision = to_float8(model) if cfg.dtype == "fp8" else None  # before DDP/FSDP and the optimizer see it
     if cfg.mode == "forward":
         model.requires_grad_(False)
     if share:
@@ -148,4 +153,4 @@ def build_workload(cfg: RunConfig, device: torch.device,
     tokens = torch.randint(vocab, shape, device=device)
     targets = torch.randint(vocab, shape, device=device)
     return Workload(cfg, device, model, optimizer, scaler, tokens, targets, loss_fn, info, optimizer_info,
-                    compiled_step)
+                    compiled_step, precision_info=precision)

@@ -7,15 +7,14 @@ A candidate is measured, never assumed (studies/kinds/advise.py runs it against 
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from sysprof.profiler_core.config import ATTENTION_NAMES, DIMENSION_NAMES, RunConfig, config_problems
-from sysprof.profiler_core.memory.accounting import predict_run_memory
-from sysprof.profiler_core.memory.fit import HOST_MEMORY, fit_problem, predicted_lower_bound
 from sysprof.profiler_core.options import flag
-from sysprof.profiler_core.units import format_bytes
+from sysprof.profiler_core.studies.advise_memory import Seen, fit_problem_seen
 
 FUSED_OPTIMIZERS = ("torch.optim.Adam", "torch.optim.AdamW", "torch.optim.SGD")
 BATCH_FACTORS = (2, 4)  # a larger batch is judged on tokens/s; two doublings cover where the gain flattens
@@ -47,10 +46,6 @@ def with_processes(cfg: RunConfig, base: RunConfig, shared: bool) -> RunConfig:
 COMPILE_S = (20.0, 1.8)
 CACHED_COMPILE_S = (8.0, 0.9)
 AUTOTUNE_COMPILE_S = 360.0  # max-autotune times kernel variants for every shape before it keeps one (small: 320 s)
-# The share of the device's memory a candidate may be estimated to need once the baseline's peak is measured: the
-# CUDA context and the allocator's fragmentation take the rest. 2.7B fp32 at batch 8 (ctx 512), estimated at 99.4% of
-# an H100's 79.65 GiB, ended OOM in its first process.
-MEASURED_HEADROOM = 0.95
 
 
 # Candidates that change the same thing are alternatives: the plan measures one of each group before a second of any,
@@ -70,6 +65,9 @@ class Candidate:
     moves: str  # the row of the comparison it should move: a phase, or tokens/s for a larger batch
     prior: float  # the usual speed-up of such a change, to order a budget cut
     reason: str | None = None  # why it cannot apply here (None: it applies)
+    # What an answer must have taken for this candidate to be tried on top of it in that change's place (FP8 for
+    # bf16): a change of a group the answer changed is otherwise an alternative, never added
+    refines: dict[str, Any] | None = field(default=None, compare=False)
     config: RunConfig | None = field(default=None, compare=False)
 
     @property
@@ -100,7 +98,7 @@ def chain(base: RunConfig, ranked: list[tuple[str, dict[str, Any]]], limit: tupl
         combined = dataclasses.replace(base, **merged)
         # any kind it changes already changed: every change at once after one of its parts is an alternative too
         taken = {group_of({f: v}) for f, v in change.items()} & {group_of({f: v}) for f, v in changes.items()}
-        if taken or config_problems(combined) or _fit_problem(combined, limit, seen or Seen()):
+        if taken or config_problems(combined) or fit_problem_seen(combined, limit, seen or Seen()):
             continue
         names.append(name)
         changes = merged
@@ -108,30 +106,11 @@ def chain(base: RunConfig, ranked: list[tuple[str, dict[str, Any]]], limit: tupl
     return steps
 
 
-@dataclass(frozen=True)
-class Seen:
-    """What the diagnosis's process showed that decides whether a candidate applies (nothing before it ran)."""
-    peak_scale: float | None = None  # the baseline's measured peak over its predicted one (measured_peak_scale)
-    factory_kwargs: dict[str, Any] | None = None  # the arguments the runner gave a user's factory (its manifest)
-    measured_peak: int | None = None  # bytes: what the baseline needed, and ran with
-
-
 def candidates(cfg: RunConfig, on_gpu: bool, limit: tuple[int, str] | None, seen: Seen = Seen()) -> list[Candidate]:
     """Every change the advisor knows, in order: those that apply carry their config; the others their reason."""
-    found = [*_precision(cfg, on_gpu), _attention(cfg, seen.factory_kwargs), *_compiles(cfg, on_gpu),
+    found = [*_precision(cfg, on_gpu, seen), _attention(cfg, seen.factory_kwargs), *_compiles(cfg, on_gpu),
              *_optimizer(cfg, on_gpu), *_batches(cfg), *_parallel(cfg)]
     return [_checked(cfg, candidate, limit, seen) for candidate in found]
-
-
-def measured_peak_scale(cfg: RunConfig, measured_peak: int | None) -> float | None:
-    """The baseline's measured peak over its predicted one; None where the prediction is not this model's."""
-    if not measured_peak or not _predicted(cfg):
-        return None
-    return measured_peak / predict_run_memory(cfg)["peak_bytes"]
-
-
-def _predicted(cfg: RunConfig) -> bool:
-    return not cfg.model_factory and (cfg.nproc == 1 or cfg.parallel == "ddp")  # the formula: the built-in model's
 
 
 def _checked(cfg: RunConfig, candidate: Candidate, limit: tuple[int, str] | None, seen: Seen) -> Candidate:
@@ -139,41 +118,46 @@ def _checked(cfg: RunConfig, candidate: Candidate, limit: tuple[int, str] | None
     if candidate.reason:
         return candidate
     changed = dataclasses.replace(cfg, **candidate.changes)
-    problem = next(iter(config_problems(changed).values()), None) or _fit_problem(changed, limit, seen)
+    problem = next(iter(config_problems(changed).values()), None) or fit_problem_seen(changed, limit, seen)
     if problem:
         return dataclasses.replace(candidate, reason=problem)
     return dataclasses.replace(candidate, config=changed)
 
 
-def _fit_problem(changed: RunConfig, limit: tuple[int, str] | None, seen: Seen) -> str | None:
-    """Before the diagnosis: the prediction's lower bound is more than the device has. After it: the baseline's
-    measured peak, grown as the prediction grows, leaves less than the headroom free, and is more than the baseline
-    needed (what the baseline ran with is never refused)."""
-    if limit is None:
-        return None
-    if fit_problem(changed, limit):
-        return (f"would need ≥ {format_bytes(predicted_lower_bound(changed))} of {limit[1]} "
-                f"({format_bytes(limit[0])})")
-    if seen.peak_scale is None or not _predicted(changed):
-        return None
-    estimate = int(predict_run_memory(changed)["peak_bytes"] * seen.peak_scale)
-    if estimate <= max(limit[0] * MEASURED_HEADROOM, seen.measured_peak or 0):
-        return None
-    return (f"would need about {format_bytes(estimate)} of {limit[1]} ({format_bytes(limit[0])}): the baseline's "
-            f"measured peak, grown as predicted, leaves under {1 - MEASURED_HEADROOM:.0%} free")
-
-
-def _precision(cfg: RunConfig, on_gpu: bool) -> list[Candidate]:
+def _precision(cfg: RunConfig, on_gpu: bool, seen: Seen) -> list[Candidate]:
     bf16 = Candidate("bf16 autocast", {"dtype": "bf16"}, "step", 2.0)
     tf32 = Candidate("TF32 for fp32 matmuls", {"matmul_precision": "high"}, "step", 1.8)
+    fp8 = _fp8(cfg, on_gpu, seen)
     if cfg.dtype != "fp32":
         return [dataclasses.replace(bf16, reason=f"already {cfg.dtype}"),
-                dataclasses.replace(tf32, reason=f"{cfg.dtype} autocast: its matmuls are not fp32")]
+                dataclasses.replace(tf32, reason=f"{cfg.dtype} autocast: its matmuls are not fp32"), fp8]
     if not on_gpu:
-        return [dataclasses.replace(bf16, prior=1.1), dataclasses.replace(tf32, reason="TF32 is a CUDA matmul mode")]
+        return [dataclasses.replace(bf16, prior=1.1), dataclasses.replace(tf32, reason="TF32 is a CUDA matmul mode"),
+                fp8]
     if cfg.matmul_precision != "highest":
-        return [bf16, dataclasses.replace(tf32, reason=f"already --matmul-precision {cfg.matmul_precision}")]
-    return [bf16, tf32]
+        return [bf16, dataclasses.replace(tf32, reason=f"already --matmul-precision {cfg.matmul_precision}"), fp8]
+    return [bf16, tf32, fp8]
+
+
+FP8_CAPABILITY = (8, 9)  # FP8 tensor cores: Ada and Hopper onwards (runner/float8.py refuses the rest)
+
+
+def _fp8(cfg: RunConfig, on_gpu: bool, seen: Seen) -> Candidate:
+    """FP8 linear layers over bf16 autocast (torchao's float8 training). Its gain grows with the matmuls' size:
+    after bf16 it is tried in bf16's place on top of the answer (advise_refine.py). Whether a user's model has
+    torch.nn.Linear layers to swap is known only once built: its smoke test says."""
+    fp8 = Candidate("FP8 linear layers (torchao)", {"dtype": "fp8"}, "step", 1.9, refines={"dtype": "bf16"})
+    capability = tuple(int(part) for part in (seen.capability or "99.0").split(".")[:2])
+    if cfg.dtype == "fp8":
+        return dataclasses.replace(fp8, reason="already fp8")
+    if not on_gpu:
+        return dataclasses.replace(fp8, reason="FP8 needs a CUDA GPU with FP8 tensor cores")
+    if capability < FP8_CAPABILITY:
+        return dataclasses.replace(fp8, reason=f"this GPU (compute capability {seen.capability}) has no FP8 tensor "
+                                               "cores: they need 8.9 or more (H100, H200, L4)")
+    if importlib.util.find_spec("torchao") is None:
+        return dataclasses.replace(fp8, reason="needs torchao's float8 training: pip install torchao")
+    return fp8
 
 
 def _attention(cfg: RunConfig, factory_kwargs: dict[str, Any] | None) -> Candidate:
@@ -238,8 +222,11 @@ def _optimizer(cfg: RunConfig, on_gpu: bool) -> list[Candidate]:
 
 
 def _batches(cfg: RunConfig) -> list[Candidate]:
-    return [Candidate(f"batch {cfg.batch * factor}", {"batch": cfg.batch * factor}, "tokens/s", 1.0 + factor / 10)
-            for factor in BATCH_FACTORS]
+    return [batch_candidate(cfg, factor) for factor in BATCH_FACTORS]
+
+
+def batch_candidate(cfg: RunConfig, factor: int) -> Candidate:
+    return Candidate(f"batch {cfg.batch * factor}", {"batch": cfg.batch * factor}, "tokens/s", 1.0 + factor / 10)
 
 
 def _parallel(cfg: RunConfig) -> list[Candidate]:
@@ -330,30 +317,3 @@ def _blocks(cfg: RunConfig) -> int:
         if name.strip() in DIMENSION_NAMES["num_layers"] and text.strip().isdigit():
             return int(text)
     return cfg.spec().layers
-
-
-SHARED_MEMORY_SHARE = 0.8  # of the device: every arm's estimated peak together, for arms to share one process
-
-
-def sharing_problem(configs: list[RunConfig], limit: tuple[int, str] | None, seen: Seen) -> str | None:
-    """Why these configurations cannot be arms of one process (None: they can): the sum of their estimated peaks
-    (the baseline's measured peak grown with the batch, or the prediction scaled by what the baseline measured) must
-    fit in SHARED_MEMORY_SHARE of the device, since each arm keeps its weights and optimizer state between its
-    blocks. Summing peaks overstates it (one arm's activations live at a time): an estimate that errs towards fresh
-    processes."""
-    if limit is None or limit[1] == HOST_MEMORY:
-        return None  # the CPU's allocator is not recorded, and the models a CPU measures are small beside its RAM
-    if seen.measured_peak is None:
-        return "the baseline's peak memory was not measured"
-    total = sum(_estimated_peak(cfg, configs[0], seen) for cfg in configs)
-    if total <= limit[0] * SHARED_MEMORY_SHARE:
-        return None
-    return (f"together they would need about {format_bytes(total)} of {limit[1]}'s {format_bytes(limit[0])}: "
-            "one fresh process each")
-
-
-def _estimated_peak(cfg: RunConfig, base: RunConfig, seen: Seen) -> int:
-    assert seen.measured_peak is not None  # sharing_problem checks it
-    if seen.peak_scale is not None and _predicted(cfg):
-        return int(predict_run_memory(cfg)["peak_bytes"] * seen.peak_scale)
-    return int(seen.measured_peak * max(cfg.batch / base.batch, 1.0))

@@ -81,7 +81,8 @@ def ceiling_rows(record: dict, summary: dict) -> list[dict[str, Any]]:
         return [{"of": record.get("name"), "what": "its matmuls alone", "why": record["error"]}]
     step = ((summary.get("phases") or {}).get("step") or {}).get("median_ms")
     alone = record.get("ms_per_step")
-    return [{"of": record.get("name"), "what": "its matmuls alone", "ms/step": _round(alone),
+    alone_in = " (in bf16)" if (summary.get("config") or {}).get("dtype") == "fp8" else ""
+    return [{"of": record.get("name"), "what": f"its matmuls alone{alone_in}", "ms/step": _round(alone),
              "TFLOP/s": _round(record.get("tflops")), "MFU %": _percent(record.get("mfu")),
              "of peak": record.get("precision") if record.get("mfu") is not None else None},
             {"of": record.get("name"), "what": "the step, measured", "ms/step": _round(step),

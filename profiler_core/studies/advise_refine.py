@@ -20,7 +20,6 @@ from sysprof.profiler_core.config import RunConfig
 from sysprof.profiler_core.studies import advise_tables, sweep
 from sysprof.profiler_core.studies.advice import (
     Candidate,
-    Seen,
     chain,
     compile_s,
     group_of,
@@ -29,6 +28,7 @@ from sysprof.profiler_core.studies.advice import (
     with_processes,
 )
 from sysprof.profiler_core.studies.advise_goal import SPEED, Goal, goal_of
+from sysprof.profiler_core.studies.advise_memory import Seen
 from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kind import Tables
 from sysprof.profiler_core.study_plans import RECOMMENDED_TABLE
@@ -45,12 +45,25 @@ def proposals(base: RunConfig, answer: dict[str, Any], ranked: list[Candidate], 
     taken = {group_of({name: value}) for name, value in answer.items()}
     found = []
     for candidate in ranked:
-        if candidate.reason or candidate.group in taken or candidate.changes.items() <= answer.items():
+        if candidate.reason or candidate.changes.items() <= answer.items():
+            continue
+        if candidate.group in taken:
+            found += in_place(base, answer, candidate, limit, seen)
             continue
         steps = chain(base, [("answer", answer), (candidate.name, candidate.changes)], limit, seen)
         if len(steps) == 2:
             found.append((candidate.name, steps[1][1]))
     return larger_batch(base, answer, limit, seen) + found
+
+
+def in_place(base: RunConfig, answer: dict[str, Any], candidate: Candidate, limit: tuple[int, str] | None,
+             seen: Seen) -> list[tuple[str, dict[str, Any]]]:
+    """The candidate in place of the change it refines (FP8 linear layers in bf16's), where the answer took that
+    change and the result still fits; nothing for a mere alternative (TF32 beside bf16, another compile mode)."""
+    if not candidate.refines or not candidate.refines.items() <= answer.items():
+        return []
+    steps = chain(base, [(candidate.name, answer | candidate.changes)], limit, seen)
+    return [(f"{candidate.name}, in place of {options_text(candidate.refines)}", steps[0][1])] if steps else []
 
 
 def larger_batch(base: RunConfig, answer: dict[str, Any], limit: tuple[int, str] | None,

@@ -14,7 +14,8 @@ from sysprof.profiler_core.cli import main as cli
 from sysprof.profiler_core.compare import FASTER, WITHIN_NOISE
 from sysprof.profiler_core.config import RunConfig
 from sysprof.profiler_core.studies import advise_tables
-from sysprof.profiler_core.studies.advice import Seen, candidates, compile_s, plan
+from sysprof.profiler_core.studies.advice import candidates, compile_s, plan
+from sysprof.profiler_core.studies.advise_memory import Seen
 from sysprof.profiler_core.studies.advise_tables import LOSS_TOLERANCE, NOT_COMPARED, _why_not, loss_change
 from sysprof.profiler_core.studies.results import study_tables
 
@@ -602,7 +603,7 @@ def test_a_batch_the_measured_peak_says_cannot_fit_is_not_run():
     """2.7B fp32 (ctx 512, batch 4) on an H100: the prediction's lower bound let batch 8 run, and it ended OOM in
     its first process (saved study). From the diagnosis's measured peak, grown as the prediction grows, it is
     refused before it runs; where the prediction is not the model's (a user's factory), nothing is guessed."""
-    from sysprof.profiler_core.studies.advice import measured_peak_scale
+    from sysprof.profiler_core.studies.advise_memory import measured_peak_scale
     from sysprof.profiler_core.studies.document import Study
 
     study = Study.load(Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-2p7b-interrupted-h100")

@@ -6,7 +6,8 @@ from pathlib import Path
 
 from sysprof.profiler_core.config import RunConfig
 from sysprof.profiler_core.studies import advise_refine, advise_tables
-from sysprof.profiler_core.studies.advice import Seen, by_expected_gain, candidates
+from sysprof.profiler_core.studies.advice import by_expected_gain, candidates
+from sysprof.profiler_core.studies.advise_memory import Seen
 from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.study_plans import RECOMMENDED_TABLE
 

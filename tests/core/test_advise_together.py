@@ -6,7 +6,8 @@ from pathlib import Path
 
 from sysprof.profiler_core.config import RunConfig
 from sysprof.profiler_core.studies import advise_diagnosis
-from sysprof.profiler_core.studies.advice import Seen, candidates, plan, processes_of
+from sysprof.profiler_core.studies.advice import candidates, plan, processes_of
+from sysprof.profiler_core.studies.advise_memory import Seen
 from sysprof.profiler_core.studies.advise_together import together
 
 ROPE_LM = Path(__file__).resolve().parents[2] / "benchmarks" / "user_models" / "rope_lm"
@@ -53,3 +54,45 @@ def test_on_a_cpu_it_leaves_out_the_compile_whose_c_plus_plus_takes_minutes():
     found = advise_diagnosis.weighted(candidates(tiny, False, None, Seen()), advise_diagnosis.Hints())
     at_once = together(tiny, found, None, Seen())
     assert "compile" not in at_once.changes and at_once.changes["batch"] == 16 and at_once.changes["dtype"] == "bf16"
+
+
+def _seen_on_the_h200():
+    """What the diagnosis of the CS336-style user model measured on an H200 (saved study): 3.40 GB at batch 4 in
+    the backward, 2.25 GB in the optimizer step (its weights, gradients and AdamW state)."""
+    from sysprof.profiler_core.studies.document import Study
+    from sysprof.profiler_core.studies.kinds.advise import _seen
+
+    study = Study.load(Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-together-h200")
+    return study.cells[0].config, _seen(study.cells[0], study.cells[0].config)
+
+
+def test_once_the_diagnosis_measured_memory_it_takes_the_largest_batch_half_the_device_holds():
+    """Brute force on that H200: batch 16 + bf16 + reduce-overhead 16.7×, batch 32 30.9×, batch 64 37.5×. The
+    measured split (what stays between steps, what grows with the batch) puts batch 64 at about 21 GB."""
+    from sysprof.profiler_core.studies.advise_memory import estimated_peak
+
+    base, seen = _seen_on_the_h200()
+    assert seen.batch == 4 and 2.2e9 < seen.kept_bytes < 2.3e9 and 3.3e9 < seen.measured_peak < 3.5e9
+    assert 20e9 < estimated_peak(dataclasses.replace(base, batch=64), seen) < 21e9
+    h200 = together(base, weighted(base), H200, seen)
+    assert h200.changes["batch"] == 64 and "batch 64" in h200.name and h200.prior > together(
+        base, weighted(base), H200, Seen()).prior
+    a100 = together(base, weighted(base, (40 * 10**9, "GPU 0's memory")), (40 * 10**9, "GPU 0's memory"), seen)
+    assert a100.changes["batch"] == 32  # batch 64's 21 GB is more than half of 40 GB
+    snug = (8 * 10**9, "GPU 0's memory")  # where not even the ladder's first step fits, the group's own batch stays
+    assert together(base, weighted(base, snug), snug, seen).changes["batch"] == 16
+
+
+def test_a_batch_a_users_model_would_not_fit_is_refused_from_its_measured_split():
+    from sysprof.profiler_core.studies.advise_memory import sharing_problem
+
+    base, seen = _seen_on_the_h200()
+    small_card = (12 * 10**9, "GPU 0's memory")  # batch 16's 6.8 GB fits in 95%, batch 64's 21 GB would not
+    found = {c.name: c for c in candidates(base, True, small_card, seen)}
+    assert found["batch 16"].reason is None
+    assert sharing_problem([base, dataclasses.replace(base, batch=64)], H200, seen) is None
+    too_big = sharing_problem([base, dataclasses.replace(base, batch=64)], small_card, seen)
+    assert too_big.startswith("together they would need about")
+    from sysprof.profiler_core.studies.advise_memory import fit_problem_seen
+
+    assert fit_problem_seen(dataclasses.replace(base, batch=64), small_card, seen).startswith("would need about")

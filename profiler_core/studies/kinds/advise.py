@@ -44,14 +44,11 @@ from sysprof.profiler_core.studies.advice import (
     SHARED_START_S,
     Candidate,
     Plan,
-    Seen,
     by_expected_gain,
     candidates,
     chain,
-    measured_peak_scale,
     options_text,
     plan,
-    sharing_problem,
     with_processes,
 )
 from sysprof.profiler_core.studies.advise_ceiling import CEILING_S
@@ -66,6 +63,7 @@ from sysprof.profiler_core.studies.advise_costs import (
     timed_cell_s,
 )
 from sysprof.profiler_core.studies.advise_goal import GOALS, SPEED, goal_of, goal_problem, within_noise
+from sysprof.profiler_core.studies.advise_memory import Seen, seen_of, sharing_problem
 from sysprof.profiler_core.studies.advise_together import together
 from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kind import StudyKind, run_configs
@@ -221,10 +219,10 @@ def _seen(diagnosis: Any, base: RunConfig) -> Seen:
     """What the diagnosis's process showed: its measured peak (of a process that ended ok: an OOM's peak is not
     what the config needs), the arguments a user's factory was given."""
     summary = diagnosis.summary or {}
-    peaks = (summary.get("peak_memory_bytes") or {}).values() if summary.get("status") == events.OK else ()
-    measured = max(peaks, default=None)
+    peaks = (summary.get("peak_memory_bytes") or {}) if summary.get("status") == events.OK else {}
     kwargs = (diagnosis.run.manifest.get("model") or {}).get("kwargs") if base.model_factory else None
-    return Seen(measured_peak_scale(base, measured), kwargs, measured)
+    capability = (diagnosis.run.manifest.get("env") or {}).get("capability")
+    return seen_of(base, {phase: int(peak) for phase, peak in peaks.items() if peak}, kwargs, capability)
 
 
 def resume(args: argparse.Namespace, study_dir: Path) -> Path:
@@ -345,7 +343,9 @@ def _refine(args: argparse.Namespace, study_dir: Path, base: RunConfig, limit: t
     diagnosis = study.cells[advice.get("diagnosis_cell", DIAGNOSIS_CELL)]
     seen = _seen(diagnosis, base)
     hint = advise_diagnosis.hints(diagnosis.summary, diagnosis.run.analysis(rundir.KERNELS_DIR))
-    ranked = by_expected_gain(advise_diagnosis.weighted(candidates(base, _on_gpu(base), limit, seen), hint))
+    failed = _failed_alone(study, advice)
+    ranked = [candidate for candidate in by_expected_gain(advise_diagnosis.weighted(
+        candidates(base, _on_gpu(base), limit, seen), hint)) if candidate.changes not in failed]
     ran = [step.get("changes") for step in (advice.get("combination") or {}).get("steps", [])]
     proposed = [(added, step) for added, step in advise_refine.proposals(base, changes, ranked, limit, seen)
                 if step not in ran]  # a step the combination measured (its batch doubled that did not help)
@@ -359,6 +359,17 @@ def _refine(args: argparse.Namespace, study_dir: Path, base: RunConfig, limit: t
         return
     advise_refine.run(study_dir, base, (name, changes), chosen, left_out, shared,
                       lambda shared_cells: _run_cells(args, study_dir, shared_cells))
+
+
+def _failed_alone(study: Study, advice: dict) -> list[dict[str, Any]]:
+    """The changes of the first stage's candidates whose cell failed (a smoke test that broke: FP8 on a model with a
+    Linear class of its own, a user optimizer that cannot compile; an OOM): not tried again on top of the answer."""
+    first = advice.get("first_cell")
+    if first is None:
+        return []
+    cells = study.cells[first + 1:]
+    return [candidate.get("changes") for candidate, cell in zip(advice.get("candidates") or [], cells, strict=False)
+            if cell.summary and cell.summary.get("status") != events.OK]
 
 
 def _answer_of(study: Study, advice: dict) -> tuple[str, dict[str, Any], float] | None:

@@ -75,6 +75,9 @@ class RunConfig:
     compile: bool = False
     compile_mode: str = "default"
     attention: str = "naive"
+    # Recompute each repeated block's activations in the backward instead of keeping them (runner/checkpointing.py):
+    # memory for a larger batch, paid in a second forward of every block.
+    activation_checkpointing: bool = False
     warmup: int = 5
     steps: int = 10
     device: str = "auto"
@@ -226,6 +229,9 @@ def _value_problems(cfg: RunConfig) -> dict[str, str]:
     for name, problem in _user_code_problems(cfg).items():  # never over a problem found above (a bad choice)
         found[name] = found.get(name) or problem
     found["nvtx_modules"] = _nvtx_modules_problem(cfg)
+    if cfg.activation_checkpointing and cfg.mode == "forward":
+        found["activation_checkpointing"] = ("--activation-checkpointing recomputes activations for a backward; "
+                                             "mode forward has none")
     found.update(_ranks_problems(cfg))
     problems = {k: v for k, v in found.items() if v}
     if not problems:

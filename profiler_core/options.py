@@ -42,6 +42,8 @@ OPTION_HELP: dict[str, tuple[str, tuple[str, ...] | None]] = {
     "compile_mode": ("torch.compile mode; reduce-overhead and max-autotune ask for CUDA graphs (the summary says "
                      "whether inductor used them)", COMPILE_MODES),
     "attention": ("naive (materialized scores) or sdpa", ATTENTIONS),
+    "activation_checkpointing": ("recompute each Transformer block's activations in the backward instead of keeping "
+                                 "them: less memory, a larger batch, one more forward of every block", None),
     "warmup": ("warm-up steps before measuring", None),
     "steps": ("measured steps", None),
     "device": ("auto picks cuda when present", DEVICES),

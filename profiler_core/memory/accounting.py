@@ -21,6 +21,8 @@ for backward, tensor by tensor, in the built-in model (models/transformer.py), b
   head: the final norm's tensors and cross-entropy's fp32 log-softmax (the logits themselves are not kept).
   allocator: up to 1 MiB of an unsplit block per large tensor (saved activations; weights, gradients, m, v and
     the temporary, one block each), counted as half a MiB each.
+  activation checkpointing: each layer keeps its fp32 input only (4 bytes a residual element); one layer's tensors
+    above are alive again while its backward recomputes them.
 The step peaks at the larger of backward's start (parameters + AdamW state + saved activations) and the optimizer
 step (parameters + gradients + state + foreach AdamW's one parameter-sized temporary, sqrt(v)).
 Checked on an H100 against every preset × ctx 128/256/512 × fp32/bf16 × naive/SDPA (benchmarks/memory/README.md).
@@ -77,7 +79,8 @@ def predict_run_memory(cfg: RunConfig) -> dict:
     return predict_memory(params=count_params(spec), d_model=spec.d_model, d_ff=spec.d_ff, layers=spec.layers,
                           heads=spec.heads, vocab=spec.vocab, ctx=cfg.ctx, batch=cfg.batch, param_bytes=PARAM_BYTES,
                           activation_bytes=DTYPE_BYTES[cfg.dtype], mode=cfg.mode, attention=cfg.attention,
-                          optimizer_temporary=cfg.optimizer_impl not in NO_TEMPORARY_IMPLS)
+                          optimizer_temporary=cfg.optimizer_impl not in NO_TEMPORARY_IMPLS,
+                          checkpointed=cfg.activation_checkpointing)
 
 
 def _check_inputs(mode: str, numbers: dict) -> None:
@@ -90,7 +93,7 @@ def _check_inputs(mode: str, numbers: dict) -> None:
 
 def predict_memory(*, params: int, d_model: int, d_ff: int, layers: int, heads: int, vocab: int, ctx: int,
                    batch: int, param_bytes: int = 4, activation_bytes: int = 4, mode: str = "train",
-                   attention: str = "naive", optimizer_temporary: bool = True) -> dict:
+                   attention: str = "naive", optimizer_temporary: bool = True, checkpointed: bool = False) -> dict:
     """Predicted bytes per item for one step of a Transformer LM (keys end in _bytes; MiB where asked)."""
     _check_inputs(mode, dict(params=params, d_model=d_model, d_ff=d_ff, layers=layers, heads=heads,
                              vocab=vocab, ctx=ctx, batch=batch))
@@ -99,7 +102,8 @@ def predict_memory(*, params: int, d_model: int, d_ff: int, layers: int, heads: 
     scores_per_layer = batch * heads * ctx * ctx * activation_bytes
     saved = saved_activations(batch=batch, ctx=ctx, d_model=d_model, d_ff=d_ff, layers=layers, heads=heads,
                               vocab=vocab, autocast=activation_bytes < 4, attention=attention,
-                              linear_params=params - vocab * d_model - (2 * layers + 1) * d_model) if trains else {}
+                              linear_params=params - vocab * d_model - (2 * layers + 1) * d_model,
+                              checkpointed=checkpointed) if trains else {}
     predicted = {
         "mode": mode,
         "parameters_bytes": params * param_bytes,
@@ -121,7 +125,7 @@ def predict_memory(*, params: int, d_model: int, d_ff: int, layers: int, heads: 
 
 
 def saved_activations(*, batch: int, ctx: int, d_model: int, d_ff: int, layers: int, heads: int, vocab: int,
-                      autocast: bool, attention: str, linear_params: int) -> dict[str, int]:
+                      autocast: bool, attention: str, linear_params: int, checkpointed: bool = False) -> dict[str, int]:
     """Bytes autograd holds at the end of the forward, by term (the module docstring counts the tensors)."""
     residual, hidden, rows = batch * ctx * d_model, batch * ctx * d_ff, batch * ctx
     scores = batch * heads * ctx * ctx
@@ -135,8 +139,10 @@ def saved_activations(*, batch: int, ctx: int, d_model: int, d_ff: int, layers: 
         per_layer_hidden, per_layer_scores = 16 * hidden, (4 * scores if naive else 4 * batch * heads * ctx)
         head = 12 * residual + 4 * rows * vocab
     large_blocks = (LARGE_BLOCKS_PER_LAYER[autocast, naive] * layers) if residual * 2 >= MIB else 0
-    return {"layer_residual": layers * per_layer_residual, "layer_ffn": layers * per_layer_hidden,
-            "layer_attention": layers * per_layer_scores, "weight_copies": 2 * linear_params if autocast else 0,
+    kept = 1 if checkpointed else layers  # layers whose tensors are alive at once
+    inputs = layers * 4 * residual if checkpointed else 0  # each checkpointed layer's fp32 input
+    return {"layer_residual": inputs + kept * per_layer_residual, "layer_ffn": kept * per_layer_hidden,
+            "layer_attention": kept * per_layer_scores, "weight_copies": 2 * linear_params if autocast else 0,
             "head_and_loss": head, "allocator_slack": large_blocks * SLACK_PER_LARGE_BLOCK}
 
 

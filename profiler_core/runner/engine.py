@@ -127,7 +127,8 @@ class Runner:
                 self.count_user_model_flops(self.work.model_info)
             self.announce_user_model(self.work.model_info)
         self.record_in_manifest(model=self.work.model_info, optimizer=self.work.optimizer_info,
-                                precision=self.work.precision_info)
+                                precision=self.work.precision_info,
+                                activation_checkpointing=self.work.checkpointing_info)
         self.install_module_ranges()
 
     def build(self, device: torch.device) -> Workload:

@@ -13,6 +13,7 @@ from einops import rearrange
 from sysprof.models.transformer import TransformerLM
 from sysprof.profiler_core.config import AUTOCAST_DTYPES as AUTOCAST_DTYPE_NAMES
 from sysprof.profiler_core.config import COMPILED_STEP, CUDA_GRAPH_MODES, ConfigError, RunConfig
+from sysprof.profiler_core.runner.checkpointing import checkpoint_blocks
 from sysprof.profiler_core.runner.float8 import check_fp8_support, to_float8
 from sysprof.profiler_core.runner.model_checks import check_placement, check_vocabulary
 from sysprof.profiler_core.runner.user_model import build_optimizer, build_user_model, load_callable, logits_of
@@ -74,6 +75,7 @@ class Workload:
     compiled_step: Callable[[], Any] | None = None  # --optimizer-impl compiled: torch.compile of optimizer.step
     before_forward: Callable[[], None] | None = None  # a test's delay on one rank (runner/distributed.slow_forward)
     precision_info: dict[str, int] | None = None  # --dtype fp8: the linear layers swapped to FP8 and those left
+    checkpointing_info: dict[str, object] | None = None  # --activation-checkpointing: the blocks it wrapped
 
     def autocast(self) -> contextlib.AbstractContextManager:
         if self.cfg.dtype in AUTOCAST_DTYPES:
@@ -136,6 +138,7 @@ def build_workload(cfg: RunConfig, device: torch.device,
         check_vocabulary(model, vocab)
     loss_fn = load_callable(cfg.loss, "--loss")[0] if cfg.loss else None
     precision = to_float8(model) if cfg.dtype == "fp8" else None  # before DDP/FSDP and the optimizer see it
+    checkpointed = checkpoint_blocks(model) if cfg.activation_checkpointing else None
     if cfg.mode == "forward":
         model.requires_grad_(False)
     if share:
@@ -153,4 +156,4 @@ def build_workload(cfg: RunConfig, device: torch.device,
     tokens = torch.randint(vocab, shape, device=device)
     targets = torch.randint(vocab, shape, device=device)
     return Workload(cfg, device, model, optimizer, scaler, tokens, targets, loss_fn, info, optimizer_info,
-                    compiled_step, precision_info=precision)
+                    compiled_step, precision_info=precision, checkpointing_info=checkpointed)

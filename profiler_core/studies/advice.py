@@ -109,7 +109,7 @@ def chain(base: RunConfig, ranked: list[tuple[str, dict[str, Any]]], limit: tupl
 def candidates(cfg: RunConfig, on_gpu: bool, limit: tuple[int, str] | None, seen: Seen = Seen()) -> list[Candidate]:
     """Every change the advisor knows, in order: those that apply carry their config; the others their reason."""
     found = [*_precision(cfg, on_gpu, seen), _attention(cfg, seen.factory_kwargs), *_compiles(cfg, on_gpu),
-             *_optimizer(cfg, on_gpu), *_batches(cfg), *_parallel(cfg)]
+             *_optimizer(cfg, on_gpu), *_batches(cfg), _checkpointed_batch(cfg, limit, seen), *_parallel(cfg)]
     return [_checked(cfg, candidate, limit, seen) for candidate in found]
 
 
@@ -223,6 +223,24 @@ def _optimizer(cfg: RunConfig, on_gpu: bool) -> list[Candidate]:
 
 def _batches(cfg: RunConfig) -> list[Candidate]:
     return [batch_candidate(cfg, factor) for factor in BATCH_FACTORS]
+
+
+def _checkpointed_batch(cfg: RunConfig, limit: tuple[int, str] | None, seen: Seen) -> Candidate:
+    """The largest batch of BATCH_FACTORS that does not fit as it is but fits with activation checkpointing: memory
+    bought with a second forward of every block, worth it only where a larger batch needs it."""
+    found = Candidate("activation checkpointing", {"activation_checkpointing": True}, "tokens/s", 1.0)
+    if cfg.mode == "forward" or cfg.activation_checkpointing:
+        return dataclasses.replace(found, reason="already on" if cfg.activation_checkpointing else
+                                   "no backward in mode forward")
+    for factor in sorted(BATCH_FACTORS, reverse=True):
+        larger = dataclasses.replace(cfg, batch=cfg.batch * factor)
+        if fit_problem_seen(larger, limit, seen) and not fit_problem_seen(
+                dataclasses.replace(larger, activation_checkpointing=True), limit, seen):
+            return Candidate(f"batch {larger.batch} with activation checkpointing",
+                             {"batch": larger.batch, "activation_checkpointing": True}, "tokens/s",
+                             1.0 + factor / 20)  # half a plain batch's: every block's forward runs twice
+    return dataclasses.replace(found, reason="every larger batch fits without it (or not even with it): it would "
+                                             "only add a forward")
 
 
 def batch_candidate(cfg: RunConfig, factor: int) -> Candidate:

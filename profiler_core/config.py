@@ -25,6 +25,8 @@ COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-
 CUDA_GRAPH_MODES = ("reduce-overhead", "max-autotune")
 # How --nproc ranks share the model: DDP replicas with gradients all-reduced, or FSDP2's fully_shard.
 PARALLELS = ("ddp", "fsdp")
+DDP_COMM_HOOKS = ("none", "fp16", "bf16")  # torch's default_hooks: gradients cast for the all-reduce, then back
+DDP_FIELDS = ("ddp_bucket_mb", "ddp_static_graph", "ddp_bucket_view", "ddp_comm_hook")
 MAX_NPROC = 64  # ranks per node torchrun starts here; more is a typo, not a node
 DEFAULT_OPTIMIZER = "torch.optim.AdamW"
 CUSTOM = "custom"
@@ -101,6 +103,11 @@ class RunConfig:
     # Ranks on this node, started by torchrun (one GPU each; gloo on CPU); batch is per rank.
     nproc: int = 1
     parallel: str = "ddp"
+    # DDP's own settings (several ranks, --parallel ddp); None, False, "none": torch's defaults.
+    ddp_bucket_mb: int | None = None  # gradient bucket size (torch: 25 MB)
+    ddp_static_graph: bool = False  # the same parameters used every step: DDP may skip its per-step search
+    ddp_bucket_view: bool = False  # gradients as views into the buckets: no copy, less memory
+    ddp_comm_hook: str = "none"  # gradients compressed to fp16 or bf16 for their all-reduce
     # Several nodes: the same `sysprof run` on each, meeting at one c10d rendezvous endpoint (HOST:PORT).
     nnodes: int = 1
     rdzv_endpoint: str | None = None
@@ -233,6 +240,7 @@ def _value_problems(cfg: RunConfig) -> dict[str, str]:
         found["activation_checkpointing"] = ("--activation-checkpointing recomputes activations for a backward; "
                                              "mode forward has none")
     found.update(_ranks_problems(cfg))
+    found.update(_ddp_problems(cfg))
     problems = {k: v for k, v in found.items() if v}
     if not problems:
         problems.update(_shape_problems(cfg) or _capture_problems(cfg))
@@ -246,7 +254,7 @@ def _choice_problems(cfg: RunConfig) -> dict[str, str | None]:
     found = {name: _choice(name, getattr(cfg, name), allowed) for name, allowed in (
         ("mode", MODES), ("dtype", DTYPES), ("matmul_precision", MATMUL_PRECISIONS), ("attention", ATTENTIONS),
         ("device", DEVICES), ("profiler", PROFILERS), ("optimizer_impl", OPTIMIZER_IMPLS),
-        ("compile_mode", COMPILE_MODES))}
+        ("compile_mode", COMPILE_MODES), ("ddp_comm_hook", DDP_COMM_HOOKS))}
     if cfg.compile_mode != "default" and not cfg.compile and not found["compile_mode"]:
         found["compile_mode"] = f"--compile-mode {cfg.compile_mode} needs --compile"
     return found
@@ -297,6 +305,24 @@ def _ranks_problems(cfg: RunConfig) -> dict[str, str | None]:
         problems["parallel"] = (f"--parallel {cfg.parallel} shards over ranks: give --nproc 2 or more (one process "
                                 "would run the plain model)")
     return problems
+
+
+MAX_BUCKET_MB = 10_000
+
+
+def _ddp_problems(cfg: RunConfig) -> dict[str, str | None]:
+    """DDP's settings: only where DDP runs, a bucket size in range, bf16 compression where NCCL runs it."""
+    changed = [name for name in DDP_FIELDS if getattr(cfg, name) != getattr(RunConfig, name)]
+    if changed and not (cfg.distributed and cfg.parallel == "ddp"):
+        return {changed[0]: f"--{changed[0].replace('_', '-')} is a DDP setting: give --nproc 2 or more with "
+                            "--parallel ddp"}
+    size = cfg.ddp_bucket_mb
+    if size is not None and (not isinstance(size, int) or isinstance(size, bool) or not 1 <= size <= MAX_BUCKET_MB):
+        return {"ddp_bucket_mb": f"ddp_bucket_mb must be 1 to {MAX_BUCKET_MB} MB; got {size!r}"}
+    if cfg.ddp_comm_hook == "bf16" and cfg.device == "cpu":
+        return {"ddp_comm_hook": "bf16 gradient compression needs NCCL (CUDA GPUs); gloo on the CPU takes "
+                                 "--ddp-comm-hook fp16"}
+    return {}
 
 
 def _nodes_problem(cfg: RunConfig) -> str | None:

@@ -11,6 +11,7 @@ from typing import NoReturn
 from sysprof.profiler_core.config import (
     ATTENTIONS,
     COMPILE_MODES,
+    DDP_COMM_HOOKS,
     DEVICES,
     DTYPES,
     MATMUL_PRECISIONS,
@@ -66,6 +67,10 @@ OPTION_HELP: dict[str, tuple[str, tuple[str, ...] | None]] = {
               "rank", None),
     "parallel": ("how the ranks share the model: ddp (replicas, gradients all-reduced) or fsdp (FSDP2 fully_shard)",
                  PARALLELS),
+    "ddp_bucket_mb": ("DDP's gradient bucket size in MB (torch's default: 25)", None),
+    "ddp_static_graph": ("tell DDP the same parameters take part every step (static_graph)", None),
+    "ddp_bucket_view": ("DDP's gradients as views into its buckets: no copy (gradient_as_bucket_view)", None),
+    "ddp_comm_hook": ("compress DDP's gradients for the all-reduce: none, fp16, or bf16 (NCCL)", DDP_COMM_HOOKS),
     "nnodes": ("nodes in the job: run the same command on each, with one --rdzv-endpoint", None),
     "rdzv_endpoint": ("HOST:PORT of torchrun's c10d rendezvous (a node of the job) for --nnodes > 1", None),
     "loss": ("package.module:fn computing the loss from (model output, targets); default: cross-entropy of "

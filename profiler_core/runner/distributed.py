@@ -73,12 +73,35 @@ def wrapper(cfg: RunConfig, device: torch.device) -> Callable[[torch.nn.Module],
         takes = inspect.signature(DistributedDataParallel.__init__).parameters
         no_sync: dict[str, Any] = {
             "forward_sync_buffers" if "forward_sync_buffers" in takes else "broadcast_buffers": False}
-        return lambda model: DistributedDataParallel(model, device_ids=ids, **no_sync)
+        return lambda model: _with_hook(DistributedDataParallel(model, device_ids=ids, **no_sync, **ddp_settings(cfg)),
+                                        cfg.ddp_comm_hook)
     try:
         from torch.distributed.fsdp import fully_shard
     except ImportError:
         raise ConfigError(f"--parallel fsdp needs FSDP2 (fully_shard); torch {torch.__version__} has none") from None
     return lambda model: _shard(model, fully_shard)
+
+
+def ddp_settings(cfg: RunConfig) -> dict[str, Any]:
+    """DistributedDataParallel's keyword arguments for the DDP options given (torch's defaults for the others)."""
+    found: dict[str, Any] = {"static_graph": cfg.ddp_static_graph, "gradient_as_bucket_view": cfg.ddp_bucket_view}
+    if cfg.ddp_bucket_mb is not None:
+        found["bucket_cap_mb"] = cfg.ddp_bucket_mb
+    return found
+
+
+def _with_hook(model: Any, hook_name: str) -> Any:
+    """The DDP model with its gradients compressed for the all-reduce (torch's default hooks), where asked."""
+    if hook_name == "none":
+        return model
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+    hook = {"fp16": default_hooks.fp16_compress_hook, "bf16": default_hooks.bf16_compress_hook}[hook_name]
+    try:
+        model.register_comm_hook(None, hook)
+    except TypeError as exc:  # bf16 on gloo: "BF16 all reduce communication hook required … NCCL 2.10+"
+        raise ConfigError(f"--ddp-comm-hook {hook_name}: {exc}") from None
+    return model
 
 
 def _shard(model: torch.nn.Module, fully_shard: Callable[..., Any]) -> torch.nn.Module:

@@ -109,7 +109,8 @@ def chain(base: RunConfig, ranked: list[tuple[str, dict[str, Any]]], limit: tupl
 def candidates(cfg: RunConfig, on_gpu: bool, limit: tuple[int, str] | None, seen: Seen = Seen()) -> list[Candidate]:
     """Every change the advisor knows, in order: those that apply carry their config; the others their reason."""
     found = [*_precision(cfg, on_gpu, seen), _attention(cfg, seen.factory_kwargs), *_compiles(cfg, on_gpu),
-             *_optimizer(cfg, on_gpu), *_batches(cfg), _checkpointed_batch(cfg, limit, seen), *_parallel(cfg)]
+             *_optimizer(cfg, on_gpu), *_batches(cfg), _checkpointed_batch(cfg, limit, seen),
+             *_parallel(cfg, on_gpu)]
     return [_checked(cfg, candidate, limit, seen) for candidate in found]
 
 
@@ -247,10 +248,19 @@ def batch_candidate(cfg: RunConfig, factor: int) -> Candidate:
     return Candidate(f"batch {cfg.batch * factor}", {"batch": cfg.batch * factor}, "tokens/s", 1.0 + factor / 10)
 
 
-def _parallel(cfg: RunConfig) -> list[Candidate]:
+def _parallel(cfg: RunConfig, on_gpu: bool) -> list[Candidate]:
+    """FSDP beside DDP, and DDP's own settings: larger buckets (fewer all-reduces), gradients as bucket views (no
+    copy), a static graph, gradients compressed for the all-reduce (bf16 where NCCL runs it, fp16 on gloo)."""
     if cfg.nproc < 2 or cfg.parallel != "ddp":
         return []
-    return [Candidate("FSDP instead of DDP", {"parallel": "fsdp"}, "step", 1.05)]
+    hook = "bf16" if on_gpu else "fp16"
+    found = [Candidate("FSDP instead of DDP", {"parallel": "fsdp"}, "step", 1.05),
+             Candidate("DDP buckets of 100 MB", {"ddp_bucket_mb": 100}, "step", 1.03),
+             Candidate("DDP gradients as bucket views", {"ddp_bucket_view": True}, "step", 1.03),
+             Candidate("DDP static graph", {"ddp_static_graph": True}, "step", 1.02),
+             Candidate(f"DDP {hook} gradient compression", {"ddp_comm_hook": hook}, "step", 1.05)]
+    return [candidate if all(getattr(cfg, name) == getattr(RunConfig, name) for name in candidate.changes)
+            else dataclasses.replace(candidate, reason="already set") for candidate in found]
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ def test_every_change_applies_to_a_plain_fp32_config_on_a_gpu_except_what_cannot
     applying = sorted(name for name, c in found.items() if c.reason is None)
     assert applying == sorted(["bf16 autocast", "TF32 for fp32 matmuls", "SDPA attention", "torch.compile default",
                                "torch.compile reduce-overhead", "torch.compile max-autotune", "fused optimizer step",
-                               "compiled optimizer step", "batch 8"])
+                               "compiled optimizer step", "batch 8", "batch 16 with activation checkpointing"])
     assert found["batch 16"].reason.startswith("would need ≥ 108.") and "of GPU 0's memory (80.00 GiB)" in \
         found["batch 16"].reason
     assert found["torch.compile reduce-overhead"].options == "--compile --compile-mode reduce-overhead"

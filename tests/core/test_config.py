@@ -16,7 +16,7 @@ from sysprof.profiler_core.options import OneLineParser, add_config_options, con
     ({"d_model": 0}, "d_model", "d_model must be a positive integer"),
     ({"layers": -2}, "layers", "layers must be a positive integer"),
     ({"warmup": -1}, "warmup", "warmup must be 0 or more"),
-    ({"dtype": "fp8"}, "dtype", "dtype must be one of fp32, bf16, fp16"),
+    ({"dtype": "int4"}, "dtype", "dtype must be one of fp32, bf16, fp16, fp8"),
     ({"device": "tpu"}, "device", "device must be one of auto, cuda, cpu, mps"),
     ({"mode": "eval"}, "mode", "mode must be one of forward, forward_backward, train"),
     ({"attention": "flash"}, "attention", "attention must be one of naive, sdpa"),

@@ -61,7 +61,9 @@ def test_human_table_has_units(cli_env):
 @pytest.mark.parametrize("args, reason", [
     (["run", "--model", "tiny", "--heads", "5"], "heads (5) must divide d_model (128)"),
     (["run", "--ctx", "0"], "ctx must be a positive integer"),
-    (["run", "--dtype", "fp8"], "invalid choice: 'fp8'"),
+    (["run", "--dtype", "int4"], "invalid choice: 'int4'"),
+    (["run", "--device", "cpu", "--dtype", "fp8"], "--dtype fp8 needs a CUDA GPU with FP8 tensor cores"),
+    (["run", "--device", "cpu", "--ddp-static-graph"], "--ddp-static-graph is a DDP setting"),
     (["run", "--steps", "ten"], "invalid int value: 'ten'"),
     (["run", "--runs-dir", "/proc/not-writable"], "cannot create a directory"),
     (["run", "--profiler", "nsys", "--nsys", "/nonexistent/nsys"], "not an executable nsys"),

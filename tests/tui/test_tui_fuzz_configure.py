@@ -74,3 +74,11 @@ async def test_configure_refuses_a_config_that_cannot_fit_before_run(tmp_path):
         app.query_one("#ctx").value = "32"
         await settle(app, pilot)
         assert not app.query_one("#run").disabled
+
+
+def test_the_checkpointing_box_reaches_the_config_and_a_forward_step_is_refused_on_it():
+    base = {"model": "tiny", "device": "cpu", "mode": "train", "activation_checkpointing": True}
+    cfg, problems = checked_config(base, 0)
+    assert cfg is not None and cfg.activation_checkpointing and not problems
+    _, refused = checked_config(base | {"mode": "forward"}, 0)
+    assert refused["activation_checkpointing"].startswith("--activation-checkpointing recomputes activations")

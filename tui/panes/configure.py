@@ -59,7 +59,8 @@ CHOICES = {"mode": MODES, "dtype": DTYPES, "matmul_precision": MATMUL_PRECISIONS
            "device": DEVICES, "profiler": PROFILERS, "optimizer_impl": OPTIMIZER_IMPLS, "compile_mode": COMPILE_MODES,
            "parallel": PARALLELS}
 INTEGERS = ("ctx", "batch", "warmup", "steps", "repeats", "nproc")
-CHECKBOXES = {"compile": "torch.compile", "memory": "memory capture (CUDA)"}
+CHECKBOXES = {"compile": "torch.compile", "memory": "memory capture (CUDA)",
+              "activation_checkpointing": "recompute blocks in backward"}
 
 
 def model_text(cfg: RunConfig | None) -> str:

@@ -52,6 +52,7 @@ DIMENSION_NAMES: dict[str, tuple[str, ...]] = {
 # calls the materialized-scores path "eager" and rejects "naive".
 ATTENTION_NAMES: dict[str, dict[str, str]] = {"attention": {}, "attn_impl": {}, "attention_impl": {},
                                               "attn_implementation": {"naive": "eager"}}
+FP8_MIN_CAPABILITY = (8, 9)  # --dtype fp8's tensor cores: compute capability 8.9 (Ada) and 9.0 (Hopper) onwards
 AUTOCAST_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp8": "bfloat16"}  # --dtype → the dtype autocast runs in
 # torch.set_float32_matmul_precision → what fp32 matmuls run on the tensor cores ("medium" lets the library
 # pick bf16 or TF32 per matmul: no single peak applies).

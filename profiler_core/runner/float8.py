@@ -14,9 +14,9 @@ import torch
 from torch import nn
 
 from sysprof.models.transformer import Linear as BuiltInLinear
+from sysprof.profiler_core.config import FP8_MIN_CAPABILITY
 from sysprof.profiler_core.errors import ConfigError
 
-MIN_CAPABILITY = (8, 9)  # FP8 tensor cores: Ada (8.9) and Hopper (9.0) onwards
 TILE = 16
 
 
@@ -25,7 +25,7 @@ def check_fp8_support(device: torch.device) -> None:
     if device.type != "cuda":
         raise ConfigError(f"--dtype fp8 needs a CUDA GPU with FP8 tensor cores; device {device.type} has none")
     capability = torch.cuda.get_device_capability(device)
-    if capability < MIN_CAPABILITY:
+    if capability < FP8_MIN_CAPABILITY:
         raise ConfigError(f"--dtype fp8 needs FP8 tensor cores (compute capability 8.9 or more: H100, H200, L4, "
                           f"RTX 40xx); {torch.cuda.get_device_name(device)} is {capability[0]}.{capability[1]}")
     if importlib.util.find_spec("torchao") is None:

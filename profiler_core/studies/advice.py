@@ -12,7 +12,13 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from sysprof.profiler_core.config import ATTENTION_NAMES, DIMENSION_NAMES, RunConfig, config_problems
+from sysprof.profiler_core.config import (
+    ATTENTION_NAMES,
+    DIMENSION_NAMES,
+    FP8_MIN_CAPABILITY,
+    RunConfig,
+    config_problems,
+)
 from sysprof.profiler_core.options import flag
 from sysprof.profiler_core.studies.advise_memory import Seen, fit_problem_seen
 
@@ -143,20 +149,17 @@ def _precision(cfg: RunConfig, on_gpu: bool, seen: Seen) -> list[Candidate]:
     return [bf16, tf32, fp8]
 
 
-FP8_CAPABILITY = (8, 9)  # FP8 tensor cores: Ada and Hopper onwards (runner/float8.py refuses the rest)
-
-
 def _fp8(cfg: RunConfig, on_gpu: bool, seen: Seen) -> Candidate:
     """FP8 linear layers over bf16 autocast (torchao's float8 training). Its gain grows with the matmuls' size:
     after bf16 it is tried in bf16's place on top of the answer (advise_refine.py). Whether a user's model has
     torch.nn.Linear layers to swap is known only once built: its smoke test says."""
-    fp8 = Candidate("FP8 linear layers (torchao)", {"dtype": "fp8"}, "step", 1.9, refines={"dtype": "bf16"})
+    fp8 = Candidate(FP8_LINEARS, {"dtype": "fp8"}, "step", 1.9, refines={"dtype": "bf16"})
     capability = tuple(int(part) for part in (seen.capability or "99.0").split(".")[:2])
     if cfg.dtype == "fp8":
         return dataclasses.replace(fp8, reason="already fp8")
     if not on_gpu:
         return dataclasses.replace(fp8, reason="FP8 needs a CUDA GPU with FP8 tensor cores")
-    if capability < FP8_CAPABILITY:
+    if capability < FP8_MIN_CAPABILITY:
         return dataclasses.replace(fp8, reason=f"this GPU (compute capability {seen.capability}) has no FP8 tensor "
                                                "cores: they need 8.9 or more (H100, H200, L4)")
     if importlib.util.find_spec("torchao") is None:
@@ -188,6 +191,7 @@ def _attention(cfg: RunConfig, factory_kwargs: dict[str, Any] | None) -> Candida
 
 
 FUSED_STEP = "fused optimizer step"
+FP8_LINEARS = "FP8 linear layers (torchao)"
 COMPILE_PREFIX = "torch.compile "
 # Candidates that leave the compiled model's graphs as they are (the fused step runs outside them): a combination
 # step that adds one to a compiled step finds its graphs in inductor's on-disk cache, which the step before

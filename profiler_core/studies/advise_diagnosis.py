@@ -13,14 +13,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from sysprof.profiler_core.kernels.launch_verdict import LAUNCH_BOUND
-from sysprof.profiler_core.studies.advice import Candidate
+from sysprof.profiler_core.studies.advice import FP8_LINEARS, Candidate
 from sysprof.profiler_core.units import format_bytes
 
 PHASES = ("forward", "backward", "optimizer")
 NO_PROFILE = {"cpu": "no profile: kernel tables need CUDA", "none": "no profile: the profiled pass left none"}
 # "bf16 will not help" a GPU that waits for launches; FP8 adds scaling kernels to every linear layer's launches
 LAUNCH_BOUND_WEIGHT = {"torch.compile reduce-overhead": 1.5, "batch": 1.3, "bf16 autocast": 0.6,
-                       "TF32 for fp32 matmuls": 0.6, "FP8 linear layers (torchao)": 0.5}
+                       "TF32 for fp32 matmuls": 0.6, FP8_LINEARS: 0.5}
 
 
 @dataclass(frozen=True)

@@ -20,10 +20,10 @@ import math
 
 from sysprof.profiler_core.config import RunConfig
 from sysprof.profiler_core.memory.fit import HOST_MEMORY
-from sysprof.profiler_core.studies.advice import Candidate, batch_candidate, by_expected_gain, chain
+from sysprof.profiler_core.studies.advice import FP8_LINEARS, Candidate, batch_candidate, by_expected_gain, chain
 from sysprof.profiler_core.studies.advise_memory import Seen, estimated_peak
 
-LEFT_OUT = frozenset({"compiled optimizer step", "FP8 linear layers (torchao)", "torch.compile max-autotune"})
+LEFT_OUT = frozenset({"compiled optimizer step", FP8_LINEARS, "torch.compile max-autotune"})
 MIN_PRIOR = 1.1  # a change expected to gain less is left out of it: a CPU's C++ compile (1.05) costs minutes
 LADDER = (4, 8, 16)  # the batches it may take, × the baseline's
 # Of the device's memory, the most its larger batch may be estimated to need: the other arms of its shared processes

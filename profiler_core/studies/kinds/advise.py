@@ -216,8 +216,8 @@ def _run_cells(args: argparse.Namespace, study_dir: Path, shared: bool) -> None:
 
 
 def _seen(diagnosis: Any, base: RunConfig) -> Seen:
-    """What the diagnosis's process showed: its measured peak (of a process that ended ok: an OOM's peak is not
-    what the config needs), the arguments a user's factory was given."""
+    """What the diagnosis's process showed: its measured peak per phase (of a process that ended ok: an OOM's peak
+    is not what the config needs), the arguments a user's factory was given, the GPU's compute capability."""
     summary = diagnosis.summary or {}
     peaks = (summary.get("peak_memory_bytes") or {}) if summary.get("status") == events.OK else {}
     kwargs = (diagnosis.run.manifest.get("model") or {}).get("kwargs") if base.model_factory else None

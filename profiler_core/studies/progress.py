@@ -36,6 +36,8 @@ class Progress:
         self.as_events = as_events
         self.console = Console(stderr=True, highlight=False)
         self.started, self.done, self.pending, self.label = time.perf_counter(), 0, 0, ""
+        # each started cell's label: a shared process starts every cell of its round before any ends
+        self.labels: dict[int, str] = {}
         self.log = EventLog(to_stdout=as_events)  # and to the study's event file once recorded() opens it
 
     @contextmanager
@@ -66,7 +68,7 @@ class Progress:
                    f"{study_dir}: {cells} cells, {pending} to run")
 
     def cell_started(self, index: int, label: str) -> None:
-        self.label = label
+        self.label = self.labels[index] = label
         eta = self.eta_s()
         self._emit({"event": events.CELL, "index": index, "label": label, "done": self.done, "pending": self.pending,
                     "eta_s": eta},
@@ -76,7 +78,7 @@ class Progress:
                   pending: int | None = None) -> None:
         self.done += 1
         self.pending = self.pending if pending is None else pending  # a group an OOM ended runs no more processes
-        label = label or self.label
+        label = label or self.labels.get(index, self.label)
         self._emit({"event": events.CELL_DONE, "index": index, "label": label, "status": status, "reason": reason,
                     "done": self.done, "pending": self.pending, "eta_s": self.eta_s()},
                    escape(events.cell_outcome(label, status, reason)), "dim" if status == events.OK else "yellow")

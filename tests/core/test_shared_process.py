@@ -213,3 +213,22 @@ def test_a_block_with_a_least_duration_runs_past_its_steps_and_the_next_block_go
         for block in blocks:
             walls = [s["wall_ms"] for s in measured if s["block"] == block]
             assert len(walls) >= 3 and sum(walls) >= 0.4 * 1e3 * 0.95  # its steps: the stretch less the gaps
+
+
+def test_each_arm_of_a_round_ends_under_its_own_name(capsys):
+    """A shared round starts every cell before any ends: on an H200 the advisor printed the FP8 arm's failure under
+    the change at once's name (the last cell started), and every cell's end under FP8's."""
+    from sysprof.profiler_core import events
+    from sysprof.profiler_core.studies.progress import Progress, config_label
+
+    progress = Progress(True)
+    listener = progress.sweep_listener("advise", Path("study"))
+    configs = {1: TINY, 2: dataclasses.replace(TINY, batch=4), 3: dataclasses.replace(TINY, dtype="bf16")}
+    for index, cfg in configs.items():
+        listener({"event": events.CELL, "index": index, "config": cfg.to_dict(), "repeat": 1})
+    for index, status in ((1, events.OK), (3, events.FAILED_STATUS), (2, events.OK)):
+        listener({"event": events.CELL_DONE, "index": index, "status": status, "reason": "", "pending": 3})
+    ended = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"cell_done"' in line]
+    labels = {index: config_label(cfg.to_dict()) for index, cfg in configs.items()}
+    assert len(set(labels.values())) == 3 and "dtype=bf16" in labels[3]
+    assert [(e["index"], e["label"]) for e in ended] == [(1, labels[1]), (3, labels[3]), (2, labels[2])]

@@ -19,7 +19,7 @@ from sysprof.profiler_core.config import validate
 from sysprof.profiler_core.energy import tokens_per_joule
 from sysprof.profiler_core.options import add_config_options, config_from_args
 from sysprof.profiler_core.session.passes import Session
-from sysprof.profiler_core.studies.advice import options_text
+from sysprof.profiler_core.studies.kinds.advise.candidates import options_text
 
 
 def _figures(summary: dict) -> dict:

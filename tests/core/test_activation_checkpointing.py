@@ -15,9 +15,9 @@ from sysprof.profiler_core.errors import ConfigError
 from sysprof.profiler_core.memory.accounting import predict_run_memory
 from sysprof.profiler_core.runner.checkpointing import checkpoint_blocks, repeated_blocks
 from sysprof.profiler_core.session.passes import Session
-from sysprof.profiler_core.studies.advice import candidates
-from sysprof.profiler_core.studies.advise_memory import Seen, measured_peak_scale
 from sysprof.profiler_core.studies.document import Study
+from sysprof.profiler_core.studies.kinds.advise.candidates import candidates
+from sysprof.profiler_core.studies.kinds.advise.memory import Seen, measured_peak_scale
 
 ROOT = Path(__file__).resolve().parents[2]
 GPT = ROOT / "tests" / "data" / "models" / "nanogpt_style" / "gpt.py"

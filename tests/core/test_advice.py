@@ -13,10 +13,10 @@ import pytest
 from sysprof.profiler_core.cli import main as cli
 from sysprof.profiler_core.compare import FASTER, WITHIN_NOISE
 from sysprof.profiler_core.config import RunConfig
-from sysprof.profiler_core.studies import advise_tables
-from sysprof.profiler_core.studies.advice import candidates, compile_s, plan
-from sysprof.profiler_core.studies.advise_memory import Seen
-from sysprof.profiler_core.studies.advise_tables import LOSS_TOLERANCE, NOT_COMPARED, _why_not, loss_change
+from sysprof.profiler_core.studies.kinds.advise import tables as advise_tables
+from sysprof.profiler_core.studies.kinds.advise.candidates import candidates, compile_s, plan
+from sysprof.profiler_core.studies.kinds.advise.memory import Seen
+from sysprof.profiler_core.studies.kinds.advise.tables import LOSS_TOLERANCE, NOT_COMPARED, _why_not, loss_change
 from sysprof.profiler_core.studies.results import study_tables
 
 H100 = (80 * 2**30, "GPU 0's memory")
@@ -87,7 +87,7 @@ def test_alternatives_are_measured_after_every_other_change_and_never_added_to_e
     """TF32 beside bf16, a second compile mode, the other batch, the other optimizer implementation: each after
     the first of every group. The 2.7B fp32 advise on an H100 measured both compile modes and TF32 before the fused
     optimizer (cut by the budget), then combined TF32 on top of bf16 (3.80 against 4.02 without it)."""
-    from sysprof.profiler_core.studies.advice import chain
+    from sysprof.profiler_core.studies.kinds.advise.candidates import chain
 
     base = RunConfig(model="small", repeats=4)
     order = [c.name for c in plan(candidates(base, on_gpu=True, limit=H100), 10**6, base, "cuda").chosen]
@@ -241,7 +241,7 @@ def test_advise_on_the_cpu_diagnoses_then_measures_its_candidates_against_the_ba
 
 
 def test_the_combination_adds_the_next_candidate_only_where_it_changes_something_else():
-    from sysprof.profiler_core.studies.advice import chain
+    from sysprof.profiler_core.studies.kinds.advise.candidates import chain
 
     base = RunConfig(model="small")
     ranked = [("torch.compile reduce-overhead", {"compile": True, "compile_mode": "reduce-overhead"}),
@@ -258,7 +258,7 @@ def test_the_combination_adds_the_next_candidate_only_where_it_changes_something
 
 
 def test_the_answer_is_the_last_step_that_held_and_says_which_parts_did_not_on_their_own():
-    from sysprof.profiler_core.studies.advise_tables import _not_held_in, helping_steps
+    from sysprof.profiler_core.studies.kinds.advise.tables import _not_held_in, helping_steps
 
     rows = [{"step": "baseline"}, {"step": "a", "why": "helps"}, {"step": "a + b", "why": "helps"},
             {"step": "a + b + c", "why": "not faster beyond run-to-run noise"},
@@ -274,7 +274,7 @@ def test_the_answer_is_the_last_step_that_held_and_says_which_parts_did_not_on_t
 def test_the_candidates_that_pass_are_combined_and_measured_again_interleaved(tmp_path, monkeypatch):
     """The statistics are the compare module's (tested there); here every measured candidate is taken as passed, so
     the second stage runs for real: the chain, new cells with a fresh baseline, their table and the answer."""
-    from sysprof.profiler_core.studies.kinds import advise
+    from sysprof.profiler_core.studies.kinds.advise import study as advise
 
     real_candidates, real_row = advise.candidates, advise_tables.candidate_row
     # no compiling candidate (minutes on a CPU), and a budget no loaded machine runs out of: the stages, not the clock
@@ -326,7 +326,7 @@ def test_a_resume_without_budget_continues_the_studys_own(tmp_path, monkeypatch)
     study's budget keeps for the next plain resume."""
     import shutil
 
-    from sysprof.profiler_core.studies.kinds import advise as advise_kind
+    from sysprof.profiler_core.studies.kinds.advise import study as advise_kind
 
     study_dir = tmp_path / "advise"
     shutil.copytree(Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-tiny-cpu", study_dir)
@@ -350,7 +350,7 @@ def test_what_a_study_spent_counts_every_process_once_and_a_budget_typed_before_
     """A group a cancel ended keeps its summary (the first process's window) and the cancelled process's: both spent
     their time, each counts once. A study saved before its budget was kept resumes with the --budget it was started
     with (advise-small-h100: 5 minutes), not the default 20."""
-    from sysprof.profiler_core.studies.advise_costs import budget_left_of, spent_s
+    from sysprof.profiler_core.studies.kinds.advise.costs import budget_left_of, spent_s
 
     data = Path(__file__).resolve().parents[1] / "data" / "studies"
     assert budget_left_of(data / "advise-small-h100") == pytest.approx(5 * 60 - spent_s(data / "advise-small-h100"))
@@ -381,7 +381,7 @@ def real_gpu_run() -> tuple[dict, dict]:
 
 
 def test_the_diagnosis_reads_a_real_profile_per_phase():
-    from sysprof.profiler_core.studies import advise_diagnosis
+    from sysprof.profiler_core.studies.kinds.advise import diagnosis as advise_diagnosis
 
     summary, analysis = real_gpu_run()
     rows = {row["phase"]: row for row in advise_diagnosis.phase_rows(summary, analysis)}
@@ -397,7 +397,7 @@ def test_the_diagnosis_reads_a_real_profile_per_phase():
 
 
 def test_a_launch_bound_diagnosis_puts_cuda_graphs_and_a_larger_batch_before_bf16():
-    from sysprof.profiler_core.studies import advise_diagnosis
+    from sysprof.profiler_core.studies.kinds.advise import diagnosis as advise_diagnosis
 
     summary, analysis = real_gpu_run()
     hint = advise_diagnosis.hints(summary, analysis)
@@ -544,8 +544,8 @@ def test_resume_runs_a_cut_combination_again_only_when_the_budget_affords_more_s
     counted as _combine counts them (a step of one part at its first-stage cell, a part never timed at the mean
     cell). A step left out after one that did not hold may still hold against the last that did: the 2.7B H200
     study cut before its reduce-overhead step (10.95×) runs again, though its batch 16 step was within noise."""
-    from sysprof.profiler_core.studies.advise_costs import cell_times, cut_by_the_budget
     from sysprof.profiler_core.studies.document import Study
+    from sysprof.profiler_core.studies.kinds.advise.costs import cell_times, cut_by_the_budget
 
     study = Study.load(H100_ADVICE)
     advice = json.loads((H100_ADVICE / "advice.json").read_text())
@@ -576,7 +576,7 @@ def test_a_resumed_combination_is_planned_at_the_time_its_first_stage_cells_took
 
     from sysprof.profiler_core.studies import sweep
     from sysprof.profiler_core.studies.document import Study
-    from sysprof.profiler_core.studies.kinds import advise
+    from sysprof.profiler_core.studies.kinds.advise import study as advise
 
     study_dir = tmp_path / "advise"
     shutil.copytree(Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-2p7b-interrupted-h100",
@@ -603,8 +603,8 @@ def test_a_batch_the_measured_peak_says_cannot_fit_is_not_run():
     """2.7B fp32 (ctx 512, batch 4) on an H100: the prediction's lower bound let batch 8 run, and it ended OOM in
     its first process (saved study). From the diagnosis's measured peak, grown as the prediction grows, it is
     refused before it runs; where the prediction is not the model's (a user's factory), nothing is guessed."""
-    from sysprof.profiler_core.studies.advise_memory import measured_peak_scale
     from sysprof.profiler_core.studies.document import Study
+    from sysprof.profiler_core.studies.kinds.advise.memory import measured_peak_scale
 
     study = Study.load(Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-2p7b-interrupted-h100")
     diagnosis, oom = study.cells[0], study.cells[6]
@@ -633,7 +633,7 @@ def test_sdpa_is_a_candidate_for_a_users_factory_that_takes_an_attention_paramet
     shows the runner filled its `attention` parameter, so --attention sdpa reaches the model and is measured; the
     first run said "its code must change" of a model whose switch the tool already drives."""
     from sysprof.profiler_core.studies.document import Study
-    from sysprof.profiler_core.studies.kinds.advise import _seen
+    from sysprof.profiler_core.studies.kinds.advise.study import _seen
 
     study = Study.load(Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-user-model-h100")
     base = study.cells[0].config
@@ -656,8 +656,8 @@ def test_sdpa_is_a_candidate_for_a_users_factory_that_takes_an_attention_paramet
 def test_a_profile_without_attention_ranges_has_no_attention_share():
     """The user's model on the H100 marks no attention ranges: the diagnosis said "naive: 0.0% of the step's kernel
     time" and weighted SDPA as worth nothing. Its share is unknown, and said so."""
-    from sysprof.profiler_core.studies import advise_diagnosis
     from sysprof.profiler_core.studies.document import Study
+    from sysprof.profiler_core.studies.kinds.advise import diagnosis as advise_diagnosis
 
     cell = Study.load(Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-user-model-h100").cells[0]
     analysis = cell.run.analysis("kernels")
@@ -674,8 +674,8 @@ def test_the_combination_costs_each_step_from_its_parts_cells():
     step costs the most start-up and compile of its parts' cells plus its own steps at the step the parts predict
     together; a part never timed (batch 8 ended OOM) makes it cost its costliest part's whole cell, or the mean
     cell."""
-    from sysprof.profiler_core.studies.advise_costs import affordable_steps, cell_costs, cell_times
     from sysprof.profiler_core.studies.document import Study
+    from sysprof.profiler_core.studies.kinds.advise.costs import affordable_steps, cell_costs, cell_times
 
     folder = Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-2p7b-interrupted-h100"
     study, advice = Study.load(folder), json.loads((folder / "advice.json").read_text())
@@ -702,13 +702,13 @@ def test_the_step_costs_come_near_what_the_steps_took(name):
     costliest part's whole cell, 2.7B's "bf16 + batch 16" was 129 s for a step that took 36). A step of one part
     costs its own first-stage cell, so in the studies whose combination had one step this checks that a fresh
     cell of the same config takes about as long; the 2.7B studies' later steps test the costing of several parts."""
-    from sysprof.profiler_core.studies.advise_costs import (
+    from sysprof.profiler_core.studies.document import Study
+    from sysprof.profiler_core.studies.kinds.advise.costs import (
         _step_cost_s,
         _steps_run,
         cell_costs,
         finds_its_graphs_cached,
     )
-    from sysprof.profiler_core.studies.document import Study
 
     folder = Path(__file__).resolve().parents[1] / "data" / "studies" / name
     study, advice = Study.load(folder), json.loads((folder / "advice.json").read_text())
@@ -731,7 +731,7 @@ def test_the_step_costs_come_near_what_the_steps_took(name):
 def test_only_a_step_that_keeps_the_compiled_graphs_of_the_step_before_is_costed_warm():
     """Inductor's cache holds the graphs the step before compiled: adding the fused step (outside them) reuses them;
     SDPA changes them, and a step before without a compile part filled no cache."""
-    from sysprof.profiler_core.studies.advise_costs import finds_its_graphs_cached
+    from sysprof.profiler_core.studies.kinds.advise.costs import finds_its_graphs_cached
 
     compiled = ["bf16 autocast", "torch.compile reduce-overhead"]
     assert finds_its_graphs_cached([*compiled, "fused optimizer step"], compiled)
@@ -790,7 +790,7 @@ def test_a_skipped_combination_is_not_kept_and_an_oom_diagnosis_gives_no_peak():
     """A combination the budget skipped has no cells: replaced, it leaves nothing on record. A diagnosis that ended
     OOM measured the peak of a failure, not what the config needs: the memory check takes no scale from it."""
     from sysprof.profiler_core.studies.document import Study
-    from sysprof.profiler_core.studies.kinds.advise import _replace_combination, _seen
+    from sysprof.profiler_core.studies.kinds.advise.study import _replace_combination, _seen
 
     advice = {"combination": {"skipped": "over the budget: about 3.0 min more for 2 steps"}}
     _replace_combination(advice, {"first_cell": 9, "steps": [], "left_out": []})
@@ -831,7 +831,7 @@ def test_one_uninterrupted_20_minute_advise_of_2p7b_answers_past_40_percent_mfu(
     16" was within noise over bf16 (Welch's t, p = 0.054); reduce-overhead on top of it is judged against bf16,
     the last step that held, and is the answer, with batch 16 said as not shown to help on its own."""
     from sysprof.profiler_core.options import config_from_command
-    from sysprof.profiler_core.studies.advise_costs import spent_s
+    from sysprof.profiler_core.studies.kinds.advise.costs import spent_s
 
     study_dir = Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-2p7b-h200-20min"
     tables = study_tables(study_dir)
@@ -852,8 +852,8 @@ def test_the_final_codes_20_minute_advise_of_2p7b_prints_its_answer_past_40_perc
     step, 11.82× [11.80–11.83] and 48.3% MFU; every step held against the one before, SDPA was left out by the
     budget (a row saying so, named in the answer)."""
     from sysprof.profiler_core.options import config_from_command
-    from sysprof.profiler_core.studies.advise_costs import affordable_steps, spent_s
     from sysprof.profiler_core.studies.document import Study
+    from sysprof.profiler_core.studies.kinds.advise.costs import affordable_steps, spent_s
 
     study_dir = Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-2p7b-h200-final"
     tables = study_tables(study_dir)
@@ -1004,7 +1004,7 @@ def test_a_resume_without_a_budget_takes_what_is_left_of_the_studys_own(tmp_path
     none (and 5 minutes of a 25-minute one)."""
     import shutil
 
-    from sysprof.profiler_core.studies.advise_costs import budget_left_of, spent_s
+    from sysprof.profiler_core.studies.kinds.advise.costs import budget_left_of, spent_s
 
     study_dir = tmp_path / "advise"
     shutil.copytree(Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-2p7b-h200", study_dir)
@@ -1020,8 +1020,8 @@ def test_one_20_minute_budget_would_have_combined_four_steps_up_to_the_fused_one
     diagnosis and first stage took 742 s of process time, and the combination, each step costed from its parts'
     cells, affords four steps in the 458 s left: bf16, + batch 16, + reduce-overhead, + the fused step (measured
     11.94×, 48.7% MFU). Charged at the costliest part's whole cell, the same time afforded three."""
-    from sysprof.profiler_core.studies.advise_costs import affordable_steps
     from sysprof.profiler_core.studies.document import Study
+    from sysprof.profiler_core.studies.kinds.advise.costs import affordable_steps
 
     study_dir = Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-2p7b-h200"
     advice = json.loads((study_dir / "advice.json").read_text())

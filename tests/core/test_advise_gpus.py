@@ -12,8 +12,8 @@ import pytest
 from sysprof.profiler_core.cli import main as cli
 from sysprof.profiler_core.config import RunConfig
 from sysprof.profiler_core.errors import UsageError
-from sysprof.profiler_core.studies import advise_gpus
-from sysprof.profiler_core.studies.advice import candidates, compile_s, plan
+from sysprof.profiler_core.studies.kinds.advise import gpus as advise_gpus
+from sysprof.profiler_core.studies.kinds.advise.candidates import candidates, compile_s, plan
 
 GIB = 1024**3
 
@@ -59,7 +59,7 @@ def test_processes_side_by_side_count_once_on_the_clock():
 
 def test_a_study_that_ran_two_rounds_at_once_spent_the_clock_time_of_one(tmp_path):
     from sysprof.profiler_core.session.arms import SHARED_RECORD
-    from sysprof.profiler_core.studies.advise_costs import spent_s
+    from sysprof.profiler_core.studies.kinds.advise.costs import spent_s
 
     for name, window in (("001", (100, 160)), ("002", (101, 170)), ("003", (170, 200))):
         (tmp_path / "shared" / name).mkdir(parents=True)
@@ -72,7 +72,7 @@ def test_two_gpus_take_a_cells_steps_in_half_the_time_but_never_divide_a_compile
     each cold and share the host's CPUs (on two H200s 44–70 s each against 35–42 s alone), so the plan counts
     them as one after another, and max-autotune's six minutes stay six minutes on any number of GPUs (a plan that
     divided them chose it with a 5-minute budget on four H200s, and its first wave ran past 400 s)."""
-    from sysprof.profiler_core.studies.advice import processes_of
+    from sysprof.profiler_core.studies.kinds.advise.candidates import processes_of
 
     base = RunConfig(model="small", ctx=256, batch=4, repeats=4)
     found = candidates(base, on_gpu=True, limit=(140 * GIB, "GPU 0's memory"))

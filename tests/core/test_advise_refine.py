@@ -5,10 +5,11 @@ import shutil
 from pathlib import Path
 
 from sysprof.profiler_core.config import RunConfig
-from sysprof.profiler_core.studies import advise_refine, advise_tables
-from sysprof.profiler_core.studies.advice import by_expected_gain, candidates
-from sysprof.profiler_core.studies.advise_memory import Seen
 from sysprof.profiler_core.studies.document import Study
+from sysprof.profiler_core.studies.kinds.advise import refine as advise_refine
+from sysprof.profiler_core.studies.kinds.advise import tables as advise_tables
+from sysprof.profiler_core.studies.kinds.advise.candidates import by_expected_gain, candidates
+from sysprof.profiler_core.studies.kinds.advise.memory import Seen
 from sysprof.profiler_core.study_plans import RECOMMENDED_TABLE
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "studies"
@@ -87,8 +88,8 @@ def test_shared_processes_let_a_short_budget_take_the_cheap_arms_beside_a_compil
     (about 0.0 min more)": the room kept to measure the compile again was a cold compile's. As an arm it is measured
     again with its graphs cached, and an eager arm costs its steps: the cheap ones fit beside it now (here the built-in
     small model, whose SDPA and fused-step candidates apply too)."""
-    from sysprof.profiler_core.studies import advise_diagnosis
-    from sysprof.profiler_core.studies.advice import plan
+    from sysprof.profiler_core.studies.kinds.advise import diagnosis as advise_diagnosis
+    from sysprof.profiler_core.studies.kinds.advise.candidates import plan
 
     base = dataclasses.replace(SMALL, repeats=2, warmup=3, steps=20)
     hint = advise_diagnosis.Hints(launch_bound=("forward", "backward", "optimizer"))

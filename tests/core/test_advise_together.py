@@ -5,10 +5,10 @@ import dataclasses
 from pathlib import Path
 
 from sysprof.profiler_core.config import RunConfig
-from sysprof.profiler_core.studies import advise_diagnosis
-from sysprof.profiler_core.studies.advice import candidates, plan, processes_of
-from sysprof.profiler_core.studies.advise_memory import Seen
-from sysprof.profiler_core.studies.advise_together import together
+from sysprof.profiler_core.studies.kinds.advise import diagnosis as advise_diagnosis
+from sysprof.profiler_core.studies.kinds.advise.candidates import candidates, plan, processes_of
+from sysprof.profiler_core.studies.kinds.advise.memory import Seen
+from sysprof.profiler_core.studies.kinds.advise.together import together
 
 ROPE_LM = Path(__file__).resolve().parents[2] / "benchmarks" / "user_models" / "rope_lm"
 USER = RunConfig(model="small", ctx=256, batch=4, device="cuda", repeats=4, model_factory=f"{ROPE_LM}/model.py:build",
@@ -60,7 +60,7 @@ def _seen_on_the_h200():
     """What the diagnosis of the CS336-style user model measured on an H200 (saved study): 3.40 GB at batch 4 in
     the backward, 2.25 GB in the optimizer step (its weights, gradients and AdamW state)."""
     from sysprof.profiler_core.studies.document import Study
-    from sysprof.profiler_core.studies.kinds.advise import _seen
+    from sysprof.profiler_core.studies.kinds.advise.study import _seen
 
     study = Study.load(Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-together-h200")
     return study.cells[0].config, _seen(study.cells[0], study.cells[0].config)
@@ -69,7 +69,7 @@ def _seen_on_the_h200():
 def test_once_the_diagnosis_measured_memory_it_takes_the_largest_batch_half_the_device_holds():
     """Brute force on that H200: batch 16 + bf16 + reduce-overhead 16.7×, batch 32 30.9×, batch 64 37.5×. The
     measured split (what stays between steps, what grows with the batch) puts batch 64 at about 21 GB."""
-    from sysprof.profiler_core.studies.advise_memory import estimated_peak
+    from sysprof.profiler_core.studies.kinds.advise.memory import estimated_peak
 
     base, seen = _seen_on_the_h200()
     assert seen.batch == 4 and 2.2e9 < seen.kept_bytes < 2.3e9 and 3.3e9 < seen.measured_peak < 3.5e9
@@ -84,7 +84,7 @@ def test_once_the_diagnosis_measured_memory_it_takes_the_largest_batch_half_the_
 
 
 def test_a_batch_a_users_model_would_not_fit_is_refused_from_its_measured_split():
-    from sysprof.profiler_core.studies.advise_memory import sharing_problem
+    from sysprof.profiler_core.studies.kinds.advise.memory import sharing_problem
 
     base, seen = _seen_on_the_h200()
     small_card = (12 * 10**9, "GPU 0's memory")  # batch 16's 6.8 GB fits in 95%, batch 64's 21 GB would not
@@ -93,6 +93,6 @@ def test_a_batch_a_users_model_would_not_fit_is_refused_from_its_measured_split(
     assert sharing_problem([base, dataclasses.replace(base, batch=64)], H200, seen) is None
     too_big = sharing_problem([base, dataclasses.replace(base, batch=64)], small_card, seen)
     assert too_big.startswith("together they would need about")
-    from sysprof.profiler_core.studies.advise_memory import fit_problem_seen
+    from sysprof.profiler_core.studies.kinds.advise.memory import fit_problem_seen
 
     assert fit_problem_seen(dataclasses.replace(base, batch=64), small_card, seen).startswith("would need about")

@@ -10,7 +10,7 @@ from sysprof.models.presets import step_flops
 from sysprof.profiler_core.config import RunConfig
 from sysprof.profiler_core.runner.ceiling import ceiling_record, step_matmuls
 from sysprof.profiler_core.session.ceiling import ceiling_argv, measure_ceiling
-from sysprof.profiler_core.studies.advise_ceiling import ceiling_rows
+from sysprof.profiler_core.studies.kinds.advise.ceiling import ceiling_rows
 
 TINY = RunConfig(model="tiny", ctx=32, batch=2, device="cpu")
 

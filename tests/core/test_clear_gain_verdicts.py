@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from sysprof.profiler_core.compare import FASTER, SLOWER, WITHIN_NOISE, verdict
-from sysprof.profiler_core.studies import advise_tables
+from sysprof.profiler_core.studies.kinds.advise import tables as advise_tables
 from sysprof.profiler_core.studies.results import study_tables
 
 BASELINE = [1480.0, 6974.0, 9100.0, 10207.0]  # tokens/s per process, run order: the first one far off

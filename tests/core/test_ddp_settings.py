@@ -13,7 +13,7 @@ import pytest
 
 from sysprof.profiler_core.config import RunConfig, config_problems
 from sysprof.profiler_core.runner.distributed import ddp_settings
-from sysprof.profiler_core.studies.advice import candidates
+from sysprof.profiler_core.studies.kinds.advise.candidates import candidates
 
 ROOT = Path(__file__).resolve().parents[2]
 TWO_RANKS = RunConfig(model="tiny", ctx=32, batch=2, warmup=1, steps=3, device="cpu", nproc=2)

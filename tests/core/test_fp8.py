@@ -14,9 +14,9 @@ from sysprof.profiler_core.config import RunConfig, config_problems
 from sysprof.profiler_core.errors import ConfigError
 from sysprof.profiler_core.metrics import throughput
 from sysprof.profiler_core.runner import float8
-from sysprof.profiler_core.studies import advise_refine
-from sysprof.profiler_core.studies.advice import by_expected_gain, candidates
-from sysprof.profiler_core.studies.advise_memory import Seen
+from sysprof.profiler_core.studies.kinds.advise import refine as advise_refine
+from sysprof.profiler_core.studies.kinds.advise.candidates import by_expected_gain, candidates
+from sysprof.profiler_core.studies.kinds.advise.memory import Seen
 
 SMALL = RunConfig(model="small", ctx=256, batch=4, device="cuda", repeats=4)
 H100 = (80 * 2**30, "GPU 0's memory")
@@ -94,8 +94,8 @@ def test_a_model_whose_linear_layers_are_its_own_class_is_refused_in_one_line():
 def test_fp8_stays_out_of_every_change_at_once_and_behind_bf16_on_a_launch_bound_step(torchao_installed):
     """On an H200 the CS336-style user model (a Linear class of its own) took FP8 into its change at once, ahead
     of the launch-bound bf16: FP8 failed its smoke test and took the whole candidate with it."""
-    from sysprof.profiler_core.studies import advise_diagnosis
-    from sysprof.profiler_core.studies.advise_together import together
+    from sysprof.profiler_core.studies.kinds.advise import diagnosis as advise_diagnosis
+    from sysprof.profiler_core.studies.kinds.advise.together import together
 
     launch_bound = advise_diagnosis.Hints(launch_bound=("forward", "backward", "optimizer"))
     found = advise_diagnosis.weighted(candidates(SMALL, True, H100, HOPPER), launch_bound)
@@ -107,7 +107,7 @@ def test_fp8_stays_out_of_every_change_at_once_and_behind_bf16_on_a_launch_bound
 
 def test_the_plan_counts_fp8s_longer_compile():
     """2.7B reduce-overhead on an H200: FP8 compiled in 192 s cold, bf16 in 82 s."""
-    from sysprof.profiler_core.studies.advice import compile_s
+    from sysprof.profiler_core.studies.kinds.advise.candidates import compile_s
 
     compiled = RunConfig(model="2.7B", ctx=256, batch=16, device="cuda", dtype="bf16", compile=True,
                          compile_mode="reduce-overhead")

@@ -291,7 +291,7 @@ def test_advise_from_configure_runs_to_its_answer_on_the_studies_screen(tmp_path
 
 def study_answer(study: Path) -> tuple[dict, list[dict]]:
     """The advise study's answer and its candidates that ran."""
-    from sysprof.profiler_core.studies.advise_tables import CANDIDATES_TABLE
+    from sysprof.profiler_core.studies.kinds.advise.tables import CANDIDATES_TABLE
     from sysprof.profiler_core.studies.results import study_tables
     from sysprof.profiler_core.study_plans import RECOMMENDED_TABLE
 

@@ -5,10 +5,10 @@ and its answer stands against brute force on the same model and card (results/20
 import json
 from pathlib import Path
 
-from sysprof.profiler_core.studies.advise_ceiling import CEILING_TABLE, tables
-from sysprof.profiler_core.studies.advise_tables import CANDIDATES_TABLE, COMBINATION_TABLE
 from sysprof.profiler_core.studies.document import Study
-from sysprof.profiler_core.studies.kinds.advise import _failed_alone
+from sysprof.profiler_core.studies.kinds.advise.ceiling import CEILING_TABLE, tables
+from sysprof.profiler_core.studies.kinds.advise.study import _failed_alone
+from sysprof.profiler_core.studies.kinds.advise.tables import CANDIDATES_TABLE, COMBINATION_TABLE
 from sysprof.profiler_core.study_plans import RECOMMENDED_TABLE
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,7 +1,7 @@
 """The advisor's candidates: the changes the tool can make to a config, each with why it applies or why not, and
 the plan a budget allows (pure: no torch, nothing run).
 
-A candidate is measured, never assumed (studies/kinds/advise.py runs it against the baseline, interleaved). The
+A candidate is measured, never assumed (study.py runs it against the baseline, interleaved). The
 `prior` below only orders candidates for a budget cut: the gains these changes usually give, not a claim.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ from sysprof.profiler_core.config import (
     config_problems,
 )
 from sysprof.profiler_core.options import flag
-from sysprof.profiler_core.studies.advise_memory import Seen, fit_problem_seen
+from sysprof.profiler_core.studies.kinds.advise.memory import Seen, fit_problem_seen
 
 FUSED_OPTIMIZERS = ("torch.optim.Adam", "torch.optim.AdamW", "torch.optim.SGD")
 BATCH_FACTORS = (2, 4)  # a larger batch is judged on tokens/s; two doublings cover where the gain flattens
@@ -151,7 +151,7 @@ def _precision(cfg: RunConfig, on_gpu: bool, seen: Seen) -> list[Candidate]:
 
 def _fp8(cfg: RunConfig, on_gpu: bool, seen: Seen) -> Candidate:
     """FP8 linear layers over bf16 autocast (torchao's float8 training). Its gain grows with the matmuls' size:
-    after bf16 it is tried in bf16's place on top of the answer (advise_refine.py). Whether a user's model has
+    after bf16 it is tried in bf16's place on top of the answer (refine.py). Whether a user's model has
     torch.nn.Linear layers to swap is known only once built: its smoke test says."""
     fp8 = Candidate(FP8_LINEARS, {"dtype": "fp8"}, "step", 1.9, refines={"dtype": "bf16"})
     capability = tuple(int(part) for part in (seen.capability or "99.0").split(".")[:2])

@@ -1,6 +1,6 @@
 """The advise study's tables, rebuilt from its directory: each candidate against the baseline (tokens/s with its
 interval and verdict, the phase it should move, memory, compile time, the loss check), the combination's steps, and
-the answer as a command line. studies/kinds/advise.py runs the study."""
+the answer as a command line. study.py runs the study."""
 from __future__ import annotations
 
 import dataclasses
@@ -17,10 +17,10 @@ from sysprof.profiler_core.memory.accounting import predict_run_memory
 from sysprof.profiler_core.metrics import THROUGHPUT
 from sysprof.profiler_core.options import config_from_command, config_to_args
 from sysprof.profiler_core.render.compare_report import ratio_text
-from sysprof.profiler_core.studies import advise_diagnosis
-from sysprof.profiler_core.studies.advise_goal import SPEED, Goal, goal_of, not_gained, within_noise
 from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kind import Tables
+from sysprof.profiler_core.studies.kinds.advise import diagnosis as advise_diagnosis
+from sysprof.profiler_core.studies.kinds.advise.goal import SPEED, Goal, goal_of, not_gained, within_noise
 from sysprof.profiler_core.study_plans import RECOMMENDED_TABLE
 
 LOSS_TOLERANCE = 0.05  # relative: bf16 or a compile moves the loss by far less; a broken change by far more
@@ -123,7 +123,7 @@ def step_row(name: str, baseline: Any, before: Any, cell: Any, held: tuple[str, 
     0.054 with one slow bf16 process, Welch's t on two a side), and reduce-overhead on top of it, 2.6× bf16's
     tokens/s, was left out of the answer with it. After a step that was not within noise (blocks), no step is
     judged: each contains that part. same_data: the first step at this step's batch, whose loss this one's is
-    checked against where the baseline's is other data. goal: the row the verdicts rest on (advise_goal.py)."""
+    checked against where the baseline's is other data. goal: the row the verdicts rest on (goal.py)."""
     row: dict[str, Any] = {"step": name}
     ended = _not_finished(baseline, "the baseline") or _not_finished(cell, "this step")
     if ended:

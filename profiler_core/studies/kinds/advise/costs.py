@@ -1,6 +1,6 @@
 """What an advise study's stages cost and have spent: its budget left, its processes' seconds (a shared process's
 start-up once, its arms' own shares), each first-stage cell's cost, and what a combination's steps will cost, planned
-from those (studies/kinds/advise.py plans and runs the stages)."""
+from those (study.py plans and runs the stages)."""
 from __future__ import annotations
 
 import dataclasses
@@ -11,10 +11,10 @@ from typing import Any
 from sysprof.profiler_core import rundir
 from sysprof.profiler_core.config import RunConfig
 from sysprof.profiler_core.session.arms import SHARED_RECORD, shared_seconds, shared_window
-from sysprof.profiler_core.studies import advise_tables
-from sysprof.profiler_core.studies.advice import COMPILE_PREFIX, SAME_COMPILED_GRAPHS
-from sysprof.profiler_core.studies.advise_gpus import union_s
 from sysprof.profiler_core.studies.document import Study
+from sysprof.profiler_core.studies.kinds.advise import tables as advise_tables
+from sysprof.profiler_core.studies.kinds.advise.candidates import COMPILE_PREFIX, SAME_COMPILED_GRAPHS
+from sysprof.profiler_core.studies.kinds.advise.gpus import union_s
 from sysprof.profiler_core.studies.shared_rounds import SHARED_DIR
 
 DEFAULT_BUDGET_MIN = 20.0

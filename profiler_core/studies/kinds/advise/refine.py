@@ -1,7 +1,7 @@
 """The advisor's last stage: each candidate not in the answer, added to it and measured beside it, while the budget
 lasts.
 
-The combination (studies/kinds/advise.py) measures again what passed alone. What the first stage left out for the
+The combination (study.py) measures again what passed alone. What the first stage left out for the
 budget (reduce-overhead on a launch-bound step, behind four cheaper candidates) and what a bottleneck hid are then
 tried on top of the answer: an expert's next move once a step has removed one bottleneck. The cells are the
 baseline, the answer, and the answer with each such candidate, in shared processes where they fit; each is judged
@@ -17,8 +17,11 @@ from typing import Any
 
 from sysprof.profiler_core import rundir
 from sysprof.profiler_core.config import RunConfig
-from sysprof.profiler_core.studies import advise_tables, sweep
-from sysprof.profiler_core.studies.advice import (
+from sysprof.profiler_core.studies import sweep
+from sysprof.profiler_core.studies.document import Study
+from sysprof.profiler_core.studies.kind import Tables
+from sysprof.profiler_core.studies.kinds.advise import tables as advise_tables
+from sysprof.profiler_core.studies.kinds.advise.candidates import (
     Candidate,
     chain,
     compile_s,
@@ -27,10 +30,8 @@ from sysprof.profiler_core.studies.advice import (
     processes_of,
     with_processes,
 )
-from sysprof.profiler_core.studies.advise_goal import SPEED, Goal, goal_of
-from sysprof.profiler_core.studies.advise_memory import Seen
-from sysprof.profiler_core.studies.document import Study
-from sysprof.profiler_core.studies.kind import Tables
+from sysprof.profiler_core.studies.kinds.advise.goal import SPEED, Goal, goal_of
+from sysprof.profiler_core.studies.kinds.advise.memory import Seen
 from sysprof.profiler_core.study_plans import RECOMMENDED_TABLE
 
 REFINE_TABLE = "on top of the answer: each candidate not in it, added, against the answer beside it"

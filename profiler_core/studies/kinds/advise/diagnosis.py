@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sysprof.profiler_core.kernels.launch_verdict import LAUNCH_BOUND
-from sysprof.profiler_core.studies.advice import FP8_LINEARS, Candidate
+from sysprof.profiler_core.studies.kinds.advise.candidates import FP8_LINEARS, Candidate
 from sysprof.profiler_core.units import format_bytes
 
 PHASES = ("forward", "backward", "optimizer")

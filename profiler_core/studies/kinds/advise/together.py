@@ -7,7 +7,7 @@ launch gaps and then the matmul time (the CS336-style user model on an H200: bat
 the baseline's tokens/s, reduce-overhead alone 3.2×, bf16 alone within noise). Once the launch gaps are gone the
 batch is what is left to grow (the same at batch 32 30.9×, at batch 64 37.5×): together takes the largest batch of
 up to 16× the baseline's that the diagnosis's measured memory says fits in half the device. The combination stage
-measures it again and steps on from it; the last stage (advise_refine.py) doubles its batch. Left out of it: a change
+measures it again and steps on from it; the last stage (refine.py) doubles its batch. Left out of it: a change
 that may not apply to a user's code until tried (the compiled optimizer step; FP8, which needs torch.nn.Linear
 layers: on the CS336-style user model, whose Linear is its own, it failed and took the whole candidate with it,
 on an H200), max-autotune, whose compile alone
@@ -20,14 +20,20 @@ import math
 
 from sysprof.profiler_core.config import RunConfig
 from sysprof.profiler_core.memory.fit import HOST_MEMORY
-from sysprof.profiler_core.studies.advice import FP8_LINEARS, Candidate, batch_candidate, by_expected_gain, chain
-from sysprof.profiler_core.studies.advise_memory import Seen, estimated_peak
+from sysprof.profiler_core.studies.kinds.advise.candidates import (
+    FP8_LINEARS,
+    Candidate,
+    batch_candidate,
+    by_expected_gain,
+    chain,
+)
+from sysprof.profiler_core.studies.kinds.advise.memory import Seen, estimated_peak
 
 LEFT_OUT = frozenset({"compiled optimizer step", FP8_LINEARS, "torch.compile max-autotune"})
 MIN_PRIOR = 1.1  # a change expected to gain less is left out of it: a CPU's C++ compile (1.05) costs minutes
 LADDER = (4, 8, 16)  # the batches it may take, × the baseline's
 # Of the device's memory, the most its larger batch may be estimated to need: the other arms of its shared processes
-# need the rest, and the estimate (advise_memory.py) is of a config not yet run.
+# need the rest, and the estimate (memory.py) is of a config not yet run.
 LADDER_SHARE = 0.5
 
 

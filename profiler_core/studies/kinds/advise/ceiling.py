@@ -14,9 +14,10 @@ from typing import Any
 
 from sysprof.profiler_core import rundir
 from sysprof.profiler_core.session.ceiling import measure_ceiling
-from sysprof.profiler_core.studies import advise_refine, advise_tables
 from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kind import Tables
+from sysprof.profiler_core.studies.kinds.advise import refine as advise_refine
+from sysprof.profiler_core.studies.kinds.advise import tables as advise_tables
 
 CEILING_TABLE = "ceiling: the answer's matmuls timed alone on this device"
 CEILING_S = {"cpu": 5.0, "cuda": 25.0}  # its process's start-up, one pass on the meta device, a few s of matmuls

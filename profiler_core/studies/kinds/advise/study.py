@@ -1,8 +1,8 @@
 """`sysprof advise`: which change makes this config's step faster on this node, answered by running it.
 
-First the diagnosis: one process of the config as given, profiled on a GPU (studies/advise_diagnosis.py), whose
+First the diagnosis: one process of the config as given, profiled on a GPU (diagnosis.py), whose
 launch verdicts and kernel shares order the plan a budget cuts. Then the baseline and every candidate that applies
-(studies/advice.py) are the cells of one sweep, so their fresh processes run round-robin, every other round
+(candidates.py) are the cells of one sweep, so their fresh processes run round-robin, every other round
 reversed: each candidate is interleaved with the baseline, and drift on a shared node hits all alike. Each candidate
 is then compared with the baseline as `sysprof compare` does (the two-gate verdict on tokens/s and on the phase it
 should move), with its memory, its compile time and a numerics check: its loss against the baseline's after as many
@@ -29,15 +29,15 @@ from sysprof.profiler_core.memory.fit import device_memory, fit_problem
 from sysprof.profiler_core.nvml import visible_gpu_count
 from sysprof.profiler_core.options import add_config_options, config_from_args
 from sysprof.profiler_core.session.arms import BLOCKS, shareable
-from sysprof.profiler_core.studies import (
-    advise_ceiling,
-    advise_diagnosis,
-    advise_gpus,
-    advise_refine,
-    advise_tables,
-    sweep,
-)
-from sysprof.profiler_core.studies.advice import (
+from sysprof.profiler_core.studies import sweep
+from sysprof.profiler_core.studies.document import Study
+from sysprof.profiler_core.studies.kind import StudyKind, run_configs
+from sysprof.profiler_core.studies.kinds.advise import ceiling as advise_ceiling
+from sysprof.profiler_core.studies.kinds.advise import diagnosis as advise_diagnosis
+from sysprof.profiler_core.studies.kinds.advise import gpus as advise_gpus
+from sysprof.profiler_core.studies.kinds.advise import refine as advise_refine
+from sysprof.profiler_core.studies.kinds.advise import tables as advise_tables
+from sysprof.profiler_core.studies.kinds.advise.candidates import (
     ARM_S,
     COMPILED_PROCESSES,
     PROCESS_S,
@@ -51,8 +51,8 @@ from sysprof.profiler_core.studies.advice import (
     plan,
     with_processes,
 )
-from sysprof.profiler_core.studies.advise_ceiling import CEILING_S
-from sysprof.profiler_core.studies.advise_costs import (
+from sysprof.profiler_core.studies.kinds.advise.ceiling import CEILING_S
+from sysprof.profiler_core.studies.kinds.advise.costs import (
     DEFAULT_BUDGET_MIN,
     affordable_steps,
     budget_left_of,
@@ -62,11 +62,9 @@ from sysprof.profiler_core.studies.advise_costs import (
     step_s_of,
     timed_cell_s,
 )
-from sysprof.profiler_core.studies.advise_goal import GOALS, SPEED, goal_of, goal_problem, within_noise
-from sysprof.profiler_core.studies.advise_memory import Seen, seen_of, sharing_problem
-from sysprof.profiler_core.studies.advise_together import together
-from sysprof.profiler_core.studies.document import Study
-from sysprof.profiler_core.studies.kind import StudyKind, run_configs
+from sysprof.profiler_core.studies.kinds.advise.goal import GOALS, SPEED, goal_of, goal_problem, within_noise
+from sysprof.profiler_core.studies.kinds.advise.memory import Seen, seen_of, sharing_problem
+from sysprof.profiler_core.studies.kinds.advise.together import together
 from sysprof.profiler_core.studies.progress import Progress
 from sysprof.profiler_core.study_plans import study_kind
 
@@ -132,7 +130,7 @@ def run(args: argparse.Namespace) -> Path:
 
 
 def _gpus_of(args: argparse.Namespace, device: str, saved: list[str] | None = None) -> list[str]:
-    """The GPUs the rounds run on (advise_gpus.py), checked; the first one runs everything else."""
+    """The GPUs the rounds run on (gpus.py), checked; the first one runs everything else."""
     gpus = advise_gpus.chosen(args.gpus) if args.gpus else list(saved or [])
     if gpus and device != "cuda":
         raise UsageError("--gpus measures on GPUs; this config runs on the CPU")
@@ -151,7 +149,7 @@ def _wall_share(study_dir: Path, base: RunConfig, shared: bool) -> float:
 
 
 def _ceiling(args: argparse.Namespace, study_dir: Path) -> None:
-    """The answer's matmuls timed alone (studies/advise_ceiling.py), after every other stage."""
+    """The answer's matmuls timed alone (ceiling.py), after every other stage."""
     err = Console(stderr=True, highlight=False)
     advise_ceiling.measure(study_dir, lambda name: None if args.events else err.print(
         f"[bold]ceiling[/]: the matmuls of {escape(name)}, timed alone", soft_wrap=True))
@@ -332,7 +330,7 @@ def _ranked_for_combination(advice: dict, rows: list[dict]) -> list[tuple[str, d
 
 def _refine(args: argparse.Namespace, study_dir: Path, base: RunConfig, limit: tuple[int, str] | None,
             budget_left_s: float) -> None:
-    """The last stage (studies/advise_refine.py): the candidates not in the combination's answer, each added to it,
+    """The last stage (refine.py): the candidates not in the combination's answer, each added to it,
     as far as the budget left affords; once per study (a resume runs its unfinished cells)."""
     study = Study.load(study_dir)
     advice = rundir.read_json(study_dir / rundir.ADVICE_PLAN) or {}

@@ -13,6 +13,7 @@ import pytest
 from sysprof.profiler_core.cli import main as cli
 from sysprof.profiler_core.compare import FASTER, WITHIN_NOISE
 from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.studies.kinds.advise import refine as advise_refine
 from sysprof.profiler_core.studies.kinds.advise import tables as advise_tables
 from sysprof.profiler_core.studies.kinds.advise.candidates import candidates, compile_s, plan
 from sysprof.profiler_core.studies.kinds.advise.memory import Seen
@@ -297,8 +298,11 @@ def test_the_candidates_that_pass_are_combined_and_measured_again_interleaved(tm
     assert all(row["× baseline"] and row["over the step before"] and row["why"] for row in combined[1:])
     [answer] = tables["recommended"]
     helped = advise_tables.helping_steps(combined)
-    if helped:
-        assert answer["answer"].startswith(helped[-1]["step"]) and _runs_with(answer["command"], helped[-1]["options"])
+    # the last stage's step on top of the answer, where one helped (batch 32 on top of batch 16, on a CPU's noise)
+    on_top = advise_refine.best_helping(tables.get(advise_refine.REFINE_TABLE, [])[2:])
+    answered = on_top or (helped[-1] if helped else None)
+    if answered:
+        assert answer["answer"].startswith(answered["step"]) and _runs_with(answer["command"], answered["options"])
 
 
 @pytest.mark.slow

@@ -13,8 +13,9 @@ import pytest
 from sysprof.profiler_core import rundir
 from sysprof.profiler_core.cli import main as cli
 from sysprof.profiler_core.config import RunConfig, config_problems
-from sysprof.profiler_core.studies import attention, sweep
+from sysprof.profiler_core.studies import sweep
 from sysprof.profiler_core.studies.kinds import precision as precision_study
+from sysprof.profiler_core.studies.kinds.attention import cells as attention
 
 GPT = Path(__file__).resolve().parents[1] / "data" / "models" / "nanogpt_style" / "gpt.py"
 

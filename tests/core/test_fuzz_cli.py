@@ -20,8 +20,9 @@ from hypothesis import strategies as st
 
 from sysprof.profiler_core.cli import main as cli
 from sysprof.profiler_core.config import ConfigError, RunConfig, validate
-from sysprof.profiler_core.studies import attention, sweep
+from sysprof.profiler_core.studies import sweep
 from sysprof.profiler_core.studies.kinds import precision as precision_study
+from sysprof.profiler_core.studies.kinds.attention import cells as attention
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 EXAMPLES = 60  # per subcommand: 11 subcommands → 660 cases

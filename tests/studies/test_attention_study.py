@@ -9,8 +9,8 @@ import pytest
 
 from sysprof.profiler_core.cli.main import main
 from sysprof.profiler_core.kernels.attention_flops import attention_flops
-from sysprof.profiler_core.studies.attention_memory import TITLE as TENSOR_TITLE
-from sysprof.profiler_core.studies.attention_memory import predicted_saved
+from sysprof.profiler_core.studies.kinds.attention.memory import TITLE as TENSOR_TITLE
+from sysprof.profiler_core.studies.kinds.attention.memory import predicted_saved
 from sysprof.profiler_core.studies.results import study_tables
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "studies"
@@ -93,7 +93,7 @@ def test_bad_attention_options_are_one_line_errors(tmp_path, capsys, extra, reas
 
 
 def test_cuda_without_a_gpu_is_refused(tmp_path, capsys, monkeypatch):
-    from sysprof.profiler_core.studies.kinds import attention as attention_study
+    from sysprof.profiler_core.studies.kinds.attention import study as attention_study
 
     monkeypatch.setattr(attention_study, "gpu_count", lambda: 0)
     assert main(["study", "attention", "--device", "cuda", "--runs-dir", str(tmp_path)]) == 2
@@ -102,7 +102,7 @@ def test_cuda_without_a_gpu_is_refused(tmp_path, capsys, monkeypatch):
 
 def test_the_cpu_default_grid_is_small_and_leaves_out_torch_compile(tmp_path, monkeypatch):
     """Only the plan is checked here (no cell runs): the CPU grid the help text promises."""
-    from sysprof.profiler_core.studies import attention
+    from sysprof.profiler_core.studies.kinds.attention import cells as attention
 
     monkeypatch.setattr(attention, "run_study", lambda study_dir, groups, batch, iters, device, on_cell:
                         attention.write_plan(study_dir, groups, batch, iters, device))
@@ -226,7 +226,7 @@ def test_under_bf16_autocast_the_h100_measured_what_the_shapes_predict():
 
 
 def test_pivot_headers_name_a_users_attention_by_file_unless_two_files_share_a_name():
-    from sysprof.profiler_core.studies.attention_tables import _attention_pivots
+    from sysprof.profiler_core.studies.kinds.attention.tables import _attention_pivots
 
     def cells(*impls):
         return [{"impl": impl, "dtype": "fp32", "d": 16, "seq": 32, "fwd mean ms": 1.0 + i} for i, impl in

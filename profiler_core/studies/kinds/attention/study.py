@@ -9,9 +9,9 @@ from sysprof.profiler_core import rundir
 from sysprof.profiler_core.config import ConfigError
 from sysprof.profiler_core.memory.fit import device_memory
 from sysprof.profiler_core.nvml import gpu_count
-from sysprof.profiler_core.studies import attention
 from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kind import StudyKind, Tables, choices, positive, positive_ints
+from sysprof.profiler_core.studies.kinds.attention import cells as attention
 from sysprof.profiler_core.studies.progress import Progress
 
 OPTIONS: tuple[tuple[str, str | None, str | None], ...] = (
@@ -74,7 +74,7 @@ def _device(requested: str) -> str:
 
 
 def tables(study: Study) -> Tables:
-    from sysprof.profiler_core.studies.attention_tables import attention_tables
+    from sysprof.profiler_core.studies.kinds.attention.tables import attention_tables
 
     return attention_tables(study.path)
 

@@ -94,3 +94,15 @@ def test_a_run_with_it_records_the_blocks_it_wrapped_and_keeps_the_loss(tmp_path
     assert manifest["activation_checkpointing"]["checkpointed_blocks"] == TINY.spec().layers
     losses = [rundir.read_steps(tmp_path / name)[-1]["loss"] for name in ("plain", "wrapped")]
     assert losses[0] == pytest.approx(losses[1], rel=1e-4)  # the same seed, the same data, the same updates
+
+
+def test_a_baseline_measured_with_checkpointing_on_is_not_halved_again():
+    from sysprof.profiler_core.studies.kinds.advise.memory import estimated_peak, seen_of
+
+    user = RunConfig(model_factory="tests/data/models/nanogpt_style/gpt.py:build", batch=4)
+    peaks = {"forward": 3 * 10**9, "backward": 3 * 10**9, "optimizer": 2 * 10**9}
+    plain = seen_of(user, peaks, None)
+    assert estimated_peak(dataclasses.replace(user, batch=8), plain) == 4 * 10**9  # 2 kept + 1 × 2
+    assert estimated_peak(dataclasses.replace(user, batch=8, activation_checkpointing=True), plain) == 3 * 10**9
+    on = dataclasses.replace(user, activation_checkpointing=True)
+    assert estimated_peak(dataclasses.replace(on, batch=8), seen_of(on, peaks, None)) == 4 * 10**9

@@ -34,6 +34,7 @@ class Seen:
     kept_bytes: int | None = None  # bytes: its lowest phase peak of several (what stays between steps), else None
     batch: int | None = None  # the batch those peaks were measured at
     capability: str | None = None  # the GPU's compute capability ("9.0"), None before the diagnosis or on a CPU
+    checkpointed: bool = False  # whether those peaks were measured with activation checkpointing on
 
 
 def seen_of(base: RunConfig, phase_peaks: dict[str, int], factory_kwargs: dict[str, Any] | None,
@@ -41,7 +42,8 @@ def seen_of(base: RunConfig, phase_peaks: dict[str, int], factory_kwargs: dict[s
     """Seen from the baseline's measured peak per phase ({} where its process did not end ok)."""
     measured = max(phase_peaks.values(), default=None)
     kept = min(phase_peaks.values()) if len(phase_peaks) > 1 else None
-    return Seen(measured_peak_scale(base, measured), factory_kwargs, measured, kept, base.batch, capability)
+    return Seen(measured_peak_scale(base, measured), factory_kwargs, measured, kept, base.batch, capability,
+                base.activation_checkpointing)
 
 
 def measured_peak_scale(cfg: RunConfig, measured_peak: int | None) -> float | None:
@@ -65,7 +67,7 @@ def estimated_peak(cfg: RunConfig, seen: Seen) -> int | None:
         return None
     kept = seen.kept_bytes or 0
     growth = max(cfg.batch / (seen.batch or cfg.batch), 1.0)
-    if cfg.activation_checkpointing:
+    if cfg.activation_checkpointing and not seen.checkpointed:
         growth *= CHECKPOINTED_SHARE
     return int(kept + (seen.measured_peak - kept) * growth)
 

@@ -60,7 +60,8 @@ CHOICES = {"mode": MODES, "dtype": DTYPES, "matmul_precision": MATMUL_PRECISIONS
            "parallel": PARALLELS}
 INTEGERS = ("ctx", "batch", "warmup", "steps", "repeats", "nproc")
 CHECKBOXES = {"compile": "torch.compile", "memory": "memory capture (CUDA)",
-              "activation_checkpointing": "recompute blocks in backward"}
+              "activation_checkpointing": "recompute blocks"}
+LABELS = {"activation_checkpointing": "checkpointing"}  # a field name too wide for the form's label column
 
 
 def model_text(cfg: RunConfig | None) -> str:
@@ -255,7 +256,7 @@ class ConfigurePane(Pane):
             yield Select([(c, c) for c in choices], value=getattr(cfg, name), allow_blank=False, id=name,
                          compact=True)
         for name, label in CHECKBOXES.items():
-            yield Label(name)
+            yield Label(LABELS.get(name, name))
             yield Checkbox(label, getattr(cfg, name), id=name, compact=True)
         yield from code_rows(cfg, CODE_FIELDS)
 

@@ -154,12 +154,11 @@ def _fp8(cfg: RunConfig, on_gpu: bool, seen: Seen) -> Candidate:
     after bf16 it is tried in bf16's place on top of the answer (refine.py). Whether a user's model has
     torch.nn.Linear layers to swap is known only once built: its smoke test says."""
     fp8 = Candidate(FP8_LINEARS, {"dtype": "fp8"}, "step", 1.9, refines={"dtype": "bf16"})
-    capability = tuple(int(part) for part in (seen.capability or "99.0").split(".")[:2])
     if cfg.dtype == "fp8":
         return dataclasses.replace(fp8, reason="already fp8")
     if not on_gpu:
         return dataclasses.replace(fp8, reason="FP8 needs a CUDA GPU with FP8 tensor cores")
-    if capability < FP8_MIN_CAPABILITY:
+    if seen.capability and tuple(map(int, seen.capability.split(".")[:2])) < FP8_MIN_CAPABILITY:  # once known
         return dataclasses.replace(fp8, reason=f"this GPU (compute capability {seen.capability}) has no FP8 tensor "
                                                "cores: they need 8.9 or more (H100, H200, L4)")
     if importlib.util.find_spec("torchao") is None:

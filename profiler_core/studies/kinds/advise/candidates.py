@@ -32,16 +32,18 @@ PROCESS_S = {"cpu": 5.0, "cuda": 20.0}
 # H200: a shared process's own start 6.8 s, an eager arm's build and optimizer 0.3–1.0 s beyond its steps.
 SHARED_START_S = {"cpu": 2.5, "cuda": 8.0}
 ARM_S = {"cpu": 0.2, "cuda": 1.0}
-# In shared processes a compiled candidate is an arm of this many of them (at most the baseline's): it compiles in
-# every process it is in (a small model's reduce-overhead about 40 s, then 20–25 s from inductor's cache), and its
-# verdict rests on blocks paired inside those processes (paired.py), which a compile's large gain passes with two.
+# A compiled candidate runs in this many processes (at most the baseline's): it compiles in every process it is in (a
+# small model's reduce-overhead about 40 s, then 20–25 s from inductor's cache; 2.7B's 82 s, FP8's 192 s), and a
+# compile's gain is large. In shared processes its verdict rests on blocks paired inside them (paired.py); in fresh
+# ones (models too large to share a process) on Welch's t between the processes' medians, which calls 2.7B's compiled
+# gains at p < 0.01 with two processes (the baseline's four vary by 0.03%).
 COMPILED_PROCESSES = 2
 
 
 def processes_of(cfg: RunConfig, base: RunConfig, shared: bool) -> int:
-    """The processes a candidate's cell runs: the baseline's, or COMPILED_PROCESSES for one that compiles when the
-    cells share processes."""
-    return min(base.repeats, COMPILED_PROCESSES) if shared and cfg.compiles else base.repeats
+    """The processes a candidate's cell runs: the baseline's, or COMPILED_PROCESSES for one that compiles."""
+    del shared  # the same either way: what a compile costs does not depend on it
+    return min(base.repeats, COMPILED_PROCESSES) if cfg.compiles else base.repeats
 
 
 def with_processes(cfg: RunConfig, base: RunConfig, shared: bool) -> RunConfig:
@@ -274,7 +276,8 @@ class Plan:
     chosen: list[Candidate]
     skipped: list[tuple[Candidate, str]]  # each with why: it cannot apply, or the budget
     estimate_s: float  # the baseline and the chosen candidates, every process
-    second_s: float = 0.0  # kept for the second stage: a fresh baseline and the costliest chosen candidate again
+    # kept for the second stage: a fresh baseline and the costliest chosen candidate again (none for a lone one)
+    second_s: float = 0.0
 
 
 def plan(found: list[Candidate], budget_s: float, base: RunConfig, device: str,
@@ -300,7 +303,8 @@ def plan(found: list[Candidate], budget_s: float, base: RunConfig, device: str,
         return math.ceil(processes / max(lanes, 1))
 
     spent = baseline_s = waves(base.repeats) * process_s(base, 1.0)  # the baseline's processes
-    chosen, skipped = [], [(c, c.reason) for c in found if c.reason]
+    chosen: list[Candidate] = []
+    skipped = [(c, c.reason) for c in found if c.reason]
     costliest = 0.0
     for candidate in by_expected_gain([c for c in found if not c.reason]):
         cfg, gain = candidate.config or base, max(candidate.prior, 1.0)
@@ -310,14 +314,16 @@ def plan(found: list[Candidate], budget_s: float, base: RunConfig, device: str,
         # process each still pays its start-up.
         again = cost if not shared else waves(processes) * process_s(cfg, gain, False) + compile_s(
             candidate.config, processes, cached=True)
-        # a gain is recommended only once measured again: the budget keeps room for that (_combine's first step)
-        if spent + cost + baseline_s + max(costliest, again) > budget_s:
+        # Chosen among others, a gain is recommended only once measured again: the budget keeps room for that
+        # (_combine's first step). A lone candidate was chosen among none: its first measurement is its answer.
+        reserve = baseline_s + max(costliest, again) if chosen else 0.0
+        if spent + cost + reserve > budget_s:
             skipped.append((candidate, f"over the budget (about {cost / 60:.1f} min more)"))
             continue
         chosen.append(candidate)
         spent += cost
         costliest = max(costliest, again)
-    return Plan(chosen, skipped, spent, baseline_s + costliest if chosen else 0.0)
+    return Plan(chosen, skipped, spent, baseline_s + costliest if len(chosen) > 1 else 0.0)
 
 
 def by_expected_gain(applicable: list[Candidate]) -> list[Candidate]:

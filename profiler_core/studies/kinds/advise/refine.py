@@ -122,6 +122,18 @@ def run(study_dir: Path, base: RunConfig, answer: tuple[str, dict[str, Any]], ch
     run_cells(shared)
 
 
+def record_unaffordable(study_dir: Path, name: str, left_out: list, all_s: float) -> None:
+    """No step on top of the answer fits in the budget left: which ones and what measuring them would take (a
+    fresh baseline, the answer again and each step), said with the answer; a resume with a larger budget tries
+    them."""
+    advice = rundir.read_json(study_dir / rundir.ADVICE_PLAN) or {}
+    advice["refine"] = {"skipped": f"over the budget: about {all_s / 60:.1f} min for the baseline, the answer and "
+                                   f"{len(left_out)} step{'s' if len(left_out) > 1 else ''} on top of it",
+                        "left_out": [{"name": f"{name} + {added}", "options": options_text(step)}
+                                     for added, step in left_out]}
+    rundir.write_json(study_dir / rundir.ADVICE_PLAN, advice)
+
+
 def rows(study: Study, refine: dict, goal: Goal = SPEED) -> list[dict]:
     """The baseline, the answer, then each candidate added to it: tokens/s against the baseline beside them and over
     the answer; loss checked against the answer's where the batch is the same."""
@@ -147,6 +159,8 @@ def tables(study: Study) -> Tables:
     found = advise_tables.tables(study)
     advice = rundir.read_json(study.path / rundir.ADVICE_PLAN) or {}
     refine, goal = advice.get("refine"), goal_of(advice)
+    if refine and "skipped" in refine:
+        return _with_unaffordable(found, refine)
     if not refine:
         return found
     refined = rows(study, refine, goal)
@@ -157,6 +171,16 @@ def tables(study: Study) -> Tables:
     if better is not None:
         found[RECOMMENDED_TABLE] = [_answer(study, refine, better, goal)]
     return found
+
+
+def _with_unaffordable(found: Tables, refine: dict) -> Tables:
+    """The answer, with the steps on top of it the budget left no time for and what they would have cost."""
+    answers = found.get(RECOMMENDED_TABLE) or []
+    if len(answers) != 1 or not answers[0].get("command"):
+        return found
+    added = ", ".join(step["name"].rpartition(" + ")[2] for step in refine["left_out"])
+    said = f"; not tried on top of it ({refine['skipped']}): {added}"
+    return found | {RECOMMENDED_TABLE: [answers[0] | {"answer": answers[0]["answer"] + said}]}
 
 
 def best_helping(steps: list[dict], goal: Goal = SPEED) -> dict | None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import time
 from pathlib import Path
 from typing import Any
@@ -191,7 +192,10 @@ def _measure(args: argparse.Namespace, study_dir: Path, base: RunConfig, budget_
     _run_cells(args, study_dir, shared is None)
     per_cell_s = (time.monotonic() - started) / len(configs)  # every process of a cell, start-up included
     _update_advice(study_dir, per_cell_s=per_cell_s)  # what a resumed combination is planned with
-    _combine(args, study_dir, base, limit, per_cell_s, budget_left_s - per_cell_s * len(configs))
+    if len(chosen.chosen) == 1:
+        _adopt_the_lone_candidate(study_dir, shared is None)
+    else:
+        _combine(args, study_dir, base, limit, per_cell_s, budget_left_s - per_cell_s * len(configs))
     _refine(args, study_dir, base, limit, budget_left_s - (time.monotonic() - started))
 
 
@@ -262,7 +266,9 @@ def _resume_stages(args: argparse.Namespace, study_dir: Path) -> None:
                   or PROCESS_S["cuda" if _on_gpu(base) else "cpu"] * base.repeats)
     study = Study.load(study_dir)
     share = _wall_share(study_dir, base, bool((advice.get("combination") or advice).get("shared")))
-    if "combination" not in advice or cut_by_the_budget(study, advice, per_cell_s, budget_left_s / share):
+    if "combination" not in advice and len(advice["candidates"]) == 1:
+        _adopt_the_lone_candidate(study_dir, bool(advice.get("shared")))
+    elif "combination" not in advice or cut_by_the_budget(study, advice, per_cell_s, budget_left_s / share):
         _combine(args, study_dir, base, device_memory(base.device), per_cell_s, budget_left_s)
     _refine(args, study_dir, base, device_memory(base.device), budget_s - (time.monotonic() - started))
 
@@ -314,6 +320,18 @@ def _combine(args: argparse.Namespace, study_dir: Path, base: Any, limit: tuple[
     _run_cells(args, study_dir, shared is None)
 
 
+def _adopt_the_lone_candidate(study_dir: Path, shared: bool) -> None:
+    """A plan of one candidate (2.7B's change at once, whose compile leaves a 10-minute budget room for nothing
+    else) was chosen among none: no winner's curse to measure away, so its cells beside the baseline are the
+    combination's one step, judged as any step is, and the budget goes to the steps on top of it (_refine)."""
+    advice = rundir.read_json(study_dir / rundir.ADVICE_PLAN) or {}
+    lone = advice["candidates"][0]
+    _replace_combination(advice, {"first_cell": advice["first_cell"], "adopted": True, "shared": shared,
+                                  "steps": [{key: lone[key] for key in ("name", "options", "changes")}],
+                                  "left_out": []})
+    rundir.write_json(study_dir / rundir.ADVICE_PLAN, advice)
+
+
 def _ranked_for_combination(advice: dict, rows: list[dict]) -> list[tuple[str, dict[str, Any]]]:
     """The candidates that passed, best first; then, where the cells share processes (a step costs its steps, not
     a start-up), those that were within noise alone: a gain the first bottleneck hid shows once a step before it
@@ -335,7 +353,7 @@ def _refine(args: argparse.Namespace, study_dir: Path, base: RunConfig, limit: t
     study = Study.load(study_dir)
     advice = rundir.read_json(study_dir / rundir.ADVICE_PLAN) or {}
     answer = _answer_of(study, advice)
-    if answer is None or "refine" in advice:
+    if answer is None or ("refine" in advice and "skipped" not in advice["refine"]):
         return
     name, changes, step_s = answer
     diagnosis = study.cells[advice.get("diagnosis_cell", DIAGNOSIS_CELL)]
@@ -351,9 +369,13 @@ def _refine(args: argparse.Namespace, study_dir: Path, base: RunConfig, limit: t
     shared = _sharing(args, configs, limit, seen) is None  # decided first: fresh processes cost a start-up each
     device = "cuda" if _on_gpu(base) else "cpu"
     start_s = (shared_start_s(study_dir) or SHARED_START_S[device]) if shared else PROCESS_S[device]
-    chosen, left_out, _ = advise_refine.affordable(base, (changes, step_s), (start_s, ARM_S[device], shared),
-                                                   budget_left_s / _wall_share(study_dir, base, shared), proposed)
+    share = _wall_share(study_dir, base, shared)
+    costs = (base, (changes, step_s), (start_s, ARM_S[device], shared))
+    chosen, left_out, _ = advise_refine.affordable(*costs, budget_left_s / share, proposed)
     if not chosen:
+        if left_out:  # the answer says what trying them would have cost
+            advise_refine.record_unaffordable(study_dir, name, left_out,
+                                              advise_refine.affordable(*costs, math.inf, proposed)[2] * share)
         return
     advise_refine.run(study_dir, base, (name, changes), chosen, left_out, shared,
                       lambda shared_cells: _run_cells(args, study_dir, shared_cells))
@@ -396,9 +418,10 @@ def _update_advice(study_dir: Path, **fields: Any) -> None:
 
 def _print_plan(chosen: Plan) -> None:
     err = Console(stderr=True, highlight=False)
+    then = (f"then at least {chosen.second_s / 60:.1f} min to measure the best again" if chosen.second_s else
+            "a lone candidate's measurement is its answer (nothing chosen among others to measure again)")
     err.print(f"[bold]plan[/]: the baseline and {len(chosen.chosen)} candidates, interleaved; about "
-              f"{chosen.estimate_s / 60:.1f} min, then at least {chosen.second_s / 60:.1f} min to measure the best "
-              "again", soft_wrap=True)
+              f"{chosen.estimate_s / 60:.1f} min; {then}", soft_wrap=True)
     for candidate in chosen.chosen:
         err.print(f"  try   {escape(candidate.name)} ({escape(candidate.options)})", soft_wrap=True)
     for candidate, why in chosen.skipped:

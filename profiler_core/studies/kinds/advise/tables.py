@@ -40,12 +40,17 @@ def tables(study: Study) -> Tables:
     not_run = [{"candidate": s["name"], "status": "not run", "why": s["reason"]} for s in advice["skipped"]]
     combined = combination_rows(study, advice.get("combination") or {}, goal)
     return {CANDIDATES_TABLE: measured + not_run, **found,
-            **({COMBINATION_TABLE: combined} if combined else {}),
+            **({_combination_title(advice): combined} if combined else {}),
             RECOMMENDED_TABLE: _recommendation(study, advice, measured, combined)}
 
 
 CANDIDATES_TABLE = "advice: each candidate against the baseline, interleaved"
 COMBINATION_TABLE = "measured again: the best candidate, then each next one added, against the step before"
+ADOPTED_TABLE = "the lone candidate: chosen among none, its measurement beside the baseline is the answer's"
+
+
+def _combination_title(advice: dict) -> str:
+    return ADOPTED_TABLE if (advice.get("combination") or {}).get("adopted") else COMBINATION_TABLE
 
 
 def candidate_cells(study: Study, advice: dict) -> tuple[Any, list[Any]]:
@@ -357,8 +362,10 @@ def _recommendation(study: Study, advice: dict, measured: list[dict], combined: 
         later += (f"; not finished on top of it: {', '.join(unfinished)} (`sysprof advise --resume`)"
                   if unfinished else "")
         caveat = shared_caveat(advice.get("combination") or {}, study, kept[-1]["step"])
+        how = ("measured once, the lone candidate" if (advice.get("combination") or {}).get("adopted")
+               else "measured twice")
         return [{"answer": f"{kept[-1]['step']}: {goal.row} {times(kept[-1]['× baseline'])} of the baseline's, "
-                           f"measured twice{later}{caveat}", "options": kept[-1]["options"],
+                           f"{how}{later}{caveat}", "options": kept[-1]["options"],
                  "command": run_command(baseline.config, kept[-1]["options"])}]
     best = next((row for row in measured if row.get("why") == passed(goal)), None)
     if best is None and any(row.get("status") == events.PENDING for row in measured):

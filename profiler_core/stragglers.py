@@ -2,7 +2,7 @@
 
 Why per step and not by a ratio of medians: on a shared node a neighbour job, host load or a lower clock slows one
 rank in most steps, while noise moves any rank in a few; a ratio of medians cannot tell a lasting 8% from one bad
-stretch, and a fixed phase ratio misses a wait that is 22% of a long backward (issue 31: a neighbour on one GPU took
+stretch, and a fixed phase ratio misses a wait that is 22% of a long backward (a neighbour on one GPU once took
 the step from 215 to 302 ms and no finding named it).
 
 With DDP every rank waits for the slowest in the gradient all-reduce, so the wait lands in the others' backward.

@@ -17,7 +17,7 @@ def test_every_stored_launch_counts_once_and_every_causeless_line_is_counted_on_
     stored = [run for path in RESULTS.glob("*/stragglers*.json") for run in json.loads(path.read_text())["runs"]
               if len(run.get("rows") or []) >= 2]
     named = {run["run_dir"]: run for run in stored if run.get("run_dir")}
-    unnamed = [run for run in stored if not run.get("run_dir")]  # the first sessions' files kept no run directory
+    unnamed = [run for run in stored if not run.get("run_dir")]  # the earliest files kept no run directory
     assert len(found) == len(named) + len(unnamed) >= 180
     on_rank: Counter[int] = Counter()
     slowed = 0
@@ -52,7 +52,7 @@ def test_a_causeless_line_on_the_slowed_rank_is_counted_apart_and_a_forced_one_c
 
 
 def test_a_launch_copied_into_a_second_file_is_not_a_second_launch(tmp_path):
-    source = next(RESULTS.glob("*/stragglers_small_4ranks_session28.json"))
+    source = next(RESULTS.glob("*/stragglers_small_4ranks_3.json"))
     for name in ("a", "b"):
         (tmp_path / name).mkdir()
         shutil.copy(source, tmp_path / name / "stragglers_copy.json")

@@ -10,7 +10,7 @@ spread between processes that makes app-vs-CLI runs in fresh processes need hund
 What it cannot see: anything the app changes for the whole run (the runner's thread count when the app launches
 it, stated in the run's record); `app_vs_cli` measures those. The runner writes its events to the app's pipe
 while the app is stopped; a window of --window steps is far below the pipe's 64 KiB, so the runner never waits.
-Needs tmux. Issue 32's target on the GPU: app/CLI ≤ 1.02.
+Needs tmux. The target on the GPU: app/CLI ≤ 1.02.
 """
 from __future__ import annotations
 

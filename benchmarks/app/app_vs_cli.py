@@ -8,7 +8,7 @@ step medians per side, their spread, the ratio of medians and the app's own CPU 
 --before: also the app of another checkout (a git worktree of an older commit) as a third side, in the same
 rounds, so a change to the app is measured against the code before it on the same machine at the same time.
 
-Needs tmux. Issue 18's target: app/CLI step median ≤ 1.05.
+Needs tmux. The target: app/CLI step median ≤ 1.05.
 """
 from __future__ import annotations
 

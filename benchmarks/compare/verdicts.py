@@ -19,7 +19,7 @@ groups apart and change nothing that is timed). Then, with profiler_core.compare
   (and on the phase the change acts on: forward for the batch, optimizer for fused AdamW) has the expected sign,
   and whether the ratio's interval covers the effect measured over all processes of both.
 
-Resumable: a sweep directory stopped part-way (a device call's time limit) continues with --resume; the report of
+Resumable: a sweep directory stopped part-way (a call's time limit) continues with --resume; the report of
 a finished sweep is recomputed with --resume and --report-only (no process runs).
 """
 from __future__ import annotations

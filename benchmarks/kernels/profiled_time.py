@@ -1,4 +1,4 @@
-"""Command → kernel tables: how long `sysprof run --profiler nsys` takes, and where the time goes (issue 17 item 7).
+"""Command → kernel tables: how long `sysprof run --profiler nsys` takes, and where the time goes.
 
 Each build (a checkout: benchmarks/harness.py makes it the code that runs) runs the same config twice
 per round, interleaved with the other builds and in fresh processes: once with `--profiler nsys` and once without

@@ -1,4 +1,4 @@
-"""Predicted against measured peak memory, every preset × ctx × dtype × attention (issue 17 item 8; GPU).
+"""Predicted against measured peak memory, every preset × ctx × dtype × attention (GPU).
 
 Each config is built with the tool's own workload (build_workload) and stepped with its own instruments (run_step):
 the first step allocates AdamW's state, the second is the one measured. Measured: the per-phase peaks of

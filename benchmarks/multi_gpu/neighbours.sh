@@ -1,7 +1,7 @@
 # Another job on one rank's GPU, as users meet it: a bf16 matmul loop on GPU 1 while `sysprof run --nproc 2` runs,
 # and the same run without it. Prints each run's findings and other-process warnings.
 # On a 2-GPU machine, from the repository root:  bash benchmarks/multi_gpu/neighbours.sh OUT_DIR [MODELS] [LAUNCHES]
-# The 4-GPU case (the neighbour on GPU 2, every rank under nsys):
+# The 4-GPU case (the neighbour on GPU 2, every rank under nsys):
 #   NPROC=4 NEIGHBOUR_GPU=2 NEIGHBOUR_S=400 RUN_OPTIONS="--profiler nsys" bash benchmarks/multi_gpu/neighbours.sh OUT_DIR xl 1
 set -u
 out=${1:?usage: neighbours.sh OUT_DIR [MODELS] [LAUNCHES]} models=${2:-"xl small"} launches=${3:-1}

@@ -3,9 +3,9 @@ asks whether rank 0 is slower than the ranks nothing slowed, launch by launch.
 
     python3 -m benchmarks.multi_gpu.rank_bias [--results DIR]
 
-Why: the findings' cause-less line ("rank N ran slower in this launch … the node shows no cause"; before session 17's
-final rule, "rank N is the straggler: no cause seen on the node") fell on rank 0 more often than chance would put it
-(11 of 18 lines by session 27), and rank 0 is the one rank whose events go to the launcher through a pipe.
+Why: the findings' cause-less line ("rank N ran slower in this launch … the node shows no cause"; before the final
+rule of 2026-11-26, "rank N is the straggler: no cause seen on the node") fell on rank 0 more often than chance would
+put it (11 of 18 lines by 2026-11-27), and rank 0 is the one rank whose events go to the launcher through a pipe.
 Counting lines picked after the fact proves little; the forward time and the per-step excess of every launch are
 continuous measures of the same question, with far more power:
 
@@ -14,7 +14,7 @@ continuous measures of the same question, with far more power:
   Wilcoxon signed-rank test on the logs;
 - the share gap: rank 0's per-step excess (the straggler test's share of the step) less the others' median.
 
-Each launch counts once (by its run directory, or by its whole record where the first sessions kept none: a JSON
+Each launch counts once (by its run directory, or by its whole record where the earliest files kept none: a JSON
 copied into two files is not two launches). A cause-less line on the slowed rank (the hook before the test delay
 counted as a cause) says nothing about rank 0 and is counted apart.
 """

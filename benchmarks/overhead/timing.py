@@ -38,7 +38,7 @@ from benchmarks.harness import judge
 
 PHASES = ("step", "forward", "backward", "optimizer")
 LIMITS = {"step": 0.01, "forward": 0.02, "backward": 0.02, "optimizer": 0.02}
-DDP_STEP_LIMIT = 0.02  # the multi-GPU issue's figure: per rank, against a bare DDP loop
+DDP_STEP_LIMIT = 0.02  # the multi-GPU target: per rank, against a bare DDP loop
 
 
 def bare_step(model, optimizer, tokens, targets, dtype) -> dict:

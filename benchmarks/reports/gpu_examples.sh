@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The directories behind the example reports (issue 35), made on the GPU machine in one call:
+# The directories behind the example reports, made on the GPU machine in one call:
 #   bash benchmarks/reports/gpu_examples.sh OUT_DIR
 # a profiled run with its memory pass, the attention study (built-in eager and SDPA beside a user's attention
 # function and a user's attention layer, bf16 autocast) and the precision study (forward and train step). Each

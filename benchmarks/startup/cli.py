@@ -1,4 +1,4 @@
-"""Wall time of short `sysprof` commands, each in a fresh interpreter (issue 19 item 6).
+"""Wall time of short `sysprof` commands, each in a fresh interpreter.
 
     .venv/bin/python -m benchmarks.startup.cli [--repeat 10] [--root CHECKOUT] [--fixture STATS_DIR]
 

@@ -1,4 +1,4 @@
-"""`sysprof inspect` wall time in fresh processes (the issue's figure: 2.7B under 3 s on CPU, no weights).
+"""`sysprof inspect` wall time in fresh processes (the target: 2.7B under 3 s on CPU, no weights).
 
     python3 -m benchmarks.startup.inspect_model [--model 2.7B] [--ctx 512] [--repeats 5]
 

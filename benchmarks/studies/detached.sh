@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Run one long command (a 20-minute advise) across several 10-minute device calls without cutting it: the first
-# call starts it in its own process session (the lent machine keeps such a process while it stays warm), each
-# call then watches it for up to SECONDS and copies its log and status to OUT; the next call must follow within
-# the machine's idle release. Run from the project root, after `source .gpu/env.sh && source
+# Run one long command (a 20-minute advise) across several 10-minute calls without cutting it: the first
+# call starts it in its own process session (the machine keeps such a process while it stays up), each
+# call then watches it for up to SECONDS and copies its log and status to OUT; the next call must follow while
+# the machine is still up. Run from the project root, after `source .gpu/env.sh && source
 # benchmarks/source_root.sh` (the detached process keeps that environment, NVLink multicast off included).
 #   bash benchmarks/studies/detached.sh start DIR -- timeout -k 15 1500 python3 -m sysprof.profiler_core advise ...
 #   bash benchmarks/studies/detached.sh watch DIR SECONDS "$OUT"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The issue's MFU figure: 2.7B, ctx 512, batch 4, bf16, SDPA, compiled, train; each a fresh `sysprof run`
+# The MFU figure: 2.7B, ctx 512, batch 4, bf16, SDPA, compiled, train; each a fresh `sysprof run`
 # (5 warm-up + 20 measured steps), the settings interleaved round by round. One JSON line per run: optimizer impl,
 # compile mode, step median and spread, optimizer phase median, MFU as the tool shows it, whether CUDA graphs ran.
 #   IMPLS="fused foreach" MODES="default" ROUNDS=3 bash benchmarks/studies/mfu_2p7b.sh      (the defaults)

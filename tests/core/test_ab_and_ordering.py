@@ -1,4 +1,4 @@
-"""Drift cannot pose as a change (issue 31 item 2): `sysprof ab` runs A and B interleaved in fresh processes;
+"""Drift cannot pose as a change: `sysprof ab` runs A and B interleaved in fresh processes;
 compare says whether two sides interleaved, withholds a verdict between sides that ran one after the other, and
 names a side whose processes drift. Real tiny CPU processes; fused against foreach AdamW is a real change."""
 from __future__ import annotations

@@ -817,7 +817,7 @@ def test_a_skipped_combination_is_not_kept_and_an_oom_diagnosis_gives_no_peak():
 
 
 def test_the_2p7b_advise_on_an_h200_answers_past_40_percent_mfu_in_one_command():
-    """The issue's figure, as the real study gave it (2.7B from fp32, naive attention, foreach AdamW, --budget 20
+    """The MFU figure, as the real study gave it (2.7B from fp32, naive attention, foreach AdamW, --budget 20
     --repeats 2, three calls): bf16 + batch 16 + reduce-overhead + the fused step. Its command says each option
     once (the step's --optimizer-impl fused came after the baseline's foreach), and the MFU of an fp32 step names
     the peak it is a share of."""
@@ -838,8 +838,8 @@ def test_the_2p7b_advise_on_an_h200_answers_past_40_percent_mfu_in_one_command()
 
 
 def test_one_uninterrupted_20_minute_advise_of_2p7b_answers_past_40_percent_mfu():
-    """The issue's figure from one advise that ran whole (2.7B from fp32, --budget 20 --repeats 2, session 26 on an
-    H200: 980 s, started detached across three device calls). One of bf16's two processes ran 9% slow, so "+ batch
+    """The MFU figure from one advise that ran whole (2.7B from fp32, --budget 20 --repeats 2, on an H200,
+    2026-11-27: 980 s, started detached across three calls). One of bf16's two processes ran 9% slow, so "+ batch
     16" was within noise over bf16 (Welch's t, p = 0.054); reduce-overhead on top of it is judged against bf16,
     the last step that held, and is the answer, with batch 16 said as not shown to help on its own."""
     from sysprof.profiler_core.options import config_from_command
@@ -859,7 +859,7 @@ def test_one_uninterrupted_20_minute_advise_of_2p7b_answers_past_40_percent_mfu(
 
 
 def test_the_final_codes_20_minute_advise_of_2p7b_prints_its_answer_past_40_percent_mfu():
-    """The confirming run of the final code (session 27, one H200, one uninterrupted process: 1,025 s): its printed
+    """The confirming run of the final code (2026-11-27, one H200, one uninterrupted process: 1,025 s): its printed
     answer, which the tables rebuilt from the saved study repeat, is bf16 + batch 16 + reduce-overhead + the fused
     step, 11.82× [11.80–11.83] and 48.3% MFU; every step held against the one before, SDPA was left out by the
     budget (a row saying so, named in the answer)."""
@@ -1028,10 +1028,11 @@ def test_a_resume_without_a_budget_takes_what_is_left_of_the_studys_own(tmp_path
 
 
 def test_one_20_minute_budget_would_have_combined_four_steps_up_to_the_fused_one():
-    """What the session-25 H200 study's own timing says one uninterrupted `--budget 20` would have done: its
-    diagnosis and first stage took 742 s of process time, and the combination, each step costed from its parts'
-    cells, affords four steps in the 458 s left: bf16, + batch 16, + reduce-overhead, + the fused step (measured
-    11.94×, 48.7% MFU). Charged at the costliest part's whole cell, the same time afforded three."""
+    """What the H200 study run over three resumed calls says, by its own timing, one uninterrupted `--budget 20`
+    would have done: its diagnosis and first stage took 742 s of process time, and the combination, each step
+    costed from its parts' cells, affords four steps in the 458 s left: bf16, + batch 16, + reduce-overhead, + the
+    fused step (measured 11.94×, 48.7% MFU). Charged at the costliest part's whole cell, the same time afforded
+    three."""
     from sysprof.profiler_core.studies.document import Study
     from sysprof.profiler_core.studies.kinds.advise.costs import affordable_steps
 

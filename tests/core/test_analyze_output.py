@@ -1,4 +1,4 @@
-"""`sysprof analyze` as printed (issue 19 item 4): text that is not ours reaches the terminal as it is. Real kernel
+"""`sysprof analyze` as printed: text that is not ours reaches the terminal as it is. Real kernel
 names of the H200 fixture hold `[lambda() (instance 3)]`, which Rich markup would take for a tag and drop; so may a
 path, a user's range name or a note that quotes a name. Rendered through a real rich Console, as the CLI does with and
 without --full-names (print_analysis's full_names)."""

@@ -16,20 +16,20 @@ from sysprof.profiler_core.metrics import (
 )
 
 RUNS = Path(__file__).resolve().parents[1] / "data" / "runs"
-# Step medians of one config run in six fresh processes on a shared 2×H200 host (issue 14).
-ISSUE_MEDIANS = [36.2, 39.2, 50.4, 38.3, 36.6, 40.3]
+# Step medians of one config run in six fresh processes on a shared 2×H200 host.
+SHARED_HOST_MEDIANS = [36.2, 39.2, 50.4, 38.3, 36.6, 40.3]
 
 
-def test_between_stats_of_the_issue_six_processes():
-    stats = between_process_stats(ISSUE_MEDIANS)
-    assert stats["n"] == 6 and stats["values"] == ISSUE_MEDIANS  # run order kept
+def test_between_stats_of_six_processes_on_a_shared_host():
+    stats = between_process_stats(SHARED_HOST_MEDIANS)
+    assert stats["n"] == 6 and stats["values"] == SHARED_HOST_MEDIANS  # run order kept
     assert (stats["median"], stats["min"], stats["max"]) == (38.75, 36.2, 50.4)
     # Quartiles by linear interpolation (numpy's default): sorted 36.2 36.6 38.3 39.2 40.3 50.4.
     assert stats["q1"] == pytest.approx(36.6 + 0.25 * 1.7) and stats["q3"] == pytest.approx(39.2 + 0.75 * 1.1)
     assert stats["iqr"] == pytest.approx(3.0)
     assert stats["robust_cv_pct"] == pytest.approx(0.7413 * 3.0 / 38.75 * 100)  # 5.74%: the outlier barely moves it
-    mean = sum(ISSUE_MEDIANS) / 6
-    std = math.sqrt(sum((v - mean) ** 2 for v in ISSUE_MEDIANS) / 5)
+    mean = sum(SHARED_HOST_MEDIANS) / 6
+    std = math.sqrt(sum((v - mean) ** 2 for v in SHARED_HOST_MEDIANS) / 5)
     assert stats["cv_pct"] == pytest.approx(std / mean * 100) and stats["cv_pct"] > 13  # 50.4 inflates the plain CV
 
 
@@ -57,7 +57,7 @@ def process_summary(step_ms: float, status: str = "ok", jitter=(0.98, 1.0, 1.02,
 
 
 def test_group_summary_takes_medians_over_the_processes_that_finished():
-    processes = [process_summary(ms) for ms in ISSUE_MEDIANS] + [process_summary(99.0, status="oom")]
+    processes = [process_summary(ms) for ms in SHARED_HOST_MEDIANS] + [process_summary(99.0, status="oom")]
     group = aggregate_processes(processes, requested=8)
     assert group["repeats"]["n"] == 8 and group["repeats"]["ok"] == 6 and group["repeats"]["failed"] == 1
     assert [p["status"] for p in group["repeats"]["processes"]] == ["ok"] * 6 + ["oom"]
@@ -67,7 +67,7 @@ def test_group_summary_takes_medians_over_the_processes_that_finished():
     assert step["n"] == 30  # measured steps of the six processes
     stds = sorted(p["phases"]["step"]["std_ms"] for p in processes[:6])
     assert step["std_ms"] == pytest.approx((stds[2] + stds[3]) / 2)  # median within-run std
-    assert group["between"]["step"]["values"] == pytest.approx(ISSUE_MEDIANS)
+    assert group["between"]["step"]["values"] == pytest.approx(SHARED_HOST_MEDIANS)
     assert group["between"]["step"]["robust_cv_pct"] == pytest.approx(5.739, abs=1e-3)
     rates = [p["tokens_per_s"] for p in processes[:6]]
     assert group["between"]["tokens_per_s"]["values"] == pytest.approx(rates)

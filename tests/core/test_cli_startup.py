@@ -1,4 +1,4 @@
-"""Issue 19 item 6: the short `sysprof` commands import only what their work needs (no timings here: see
+"""The short `sysprof` commands import only what their work needs (no timings here: see
 benchmarks/startup/cli.py). Each command runs through main() in a fresh interpreter, which then reports what it
 loaded."""
 import json

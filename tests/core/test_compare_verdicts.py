@@ -14,7 +14,7 @@ from sysprof.profiler_core.config import RunConfig
 from sysprof.profiler_core.metrics import aggregate_processes, build_summary
 
 RUNS = Path(__file__).resolve().parents[1] / "data" / "runs"
-ISSUE_MEDIANS = [36.2, 39.2, 50.4, 38.3, 36.6, 40.3]  # one config, six fresh processes (issue 14)
+SHARED_HOST_MEDIANS = [36.2, 39.2, 50.4, 38.3, 36.6, 40.3]  # one config, six fresh processes on a shared host
 
 
 def draws(seed: int, median: float, sigma: float, n: int = 6) -> list[float]:
@@ -24,10 +24,10 @@ def draws(seed: int, median: float, sigma: float, n: int = 6) -> list[float]:
 
 def test_same_distribution_is_within_noise():
     verdicts = [verdict(draws(2 * i, 40.0, 0.05), draws(2 * i + 1, 40.0, 0.05))["verdict"] for i in range(30)]
-    assert verdicts.count("within noise") >= 29  # the issue's bar: at most 1 of 30 same-config pairs
-    for picked in itertools.combinations(range(6), 3):  # the issue's own processes, split every way
-        a = [ISSUE_MEDIANS[i] for i in picked]
-        b = [ISSUE_MEDIANS[i] for i in range(6) if i not in picked]
+    assert verdicts.count("within noise") >= 29  # the target: at most 1 of 30 same-config pairs
+    for picked in itertools.combinations(range(6), 3):  # the shared host's own processes, split every way
+        a = [SHARED_HOST_MEDIANS[i] for i in picked]
+        b = [SHARED_HOST_MEDIANS[i] for i in range(6) if i not in picked]
         assert verdict(a, b)["verdict"] == "within noise"
 
 
@@ -45,7 +45,7 @@ def test_a_25_percent_change_is_found_with_its_sign_and_interval():
 def test_welch_on_logs_with_three_processes_per_side():
     result = verdict([10.0, 10.1, 10.2], [10.3, 10.4, 10.35])
     assert result["test"] == "Welch t (log)" and result["verdict"] == "slower" and result["p_value"] < 0.05
-    assert verdict(ISSUE_MEDIANS[:3], ISSUE_MEDIANS[3:])["reason"] == "not significant, p=0.52"
+    assert verdict(SHARED_HOST_MEDIANS[:3], SHARED_HOST_MEDIANS[3:])["reason"] == "not significant, p=0.52"
 
 
 def test_an_effect_below_the_between_process_spread_is_within_noise():
@@ -109,17 +109,17 @@ def test_one_process_against_a_group_is_tested_against_the_groups_spread():
 
 
 def test_a_lone_process_inside_a_noisy_groups_spread_is_within_noise():
-    """The issue's six processes of one config as the group, and a seventh at 45 ms: 11% off their median, but a
+    """The shared host's six processes of one config as the group, and a seventh at 45 ms: 11% off their median, but a
     process of that config can land there (one did at 50.4)."""
-    rows = compare_summaries(group_summary(ISSUE_MEDIANS), process_summary(45.0))
+    rows = compare_summaries(group_summary(SHARED_HOST_MEDIANS), process_summary(45.0))
     step = next(row for row in rows if row["phase"] == "step")
     assert step["verdict"] == "within noise" and "inside the group's spread" in step["reason"]
 
 
 def test_one_process_per_side_never_says_faster():
-    """Same-config pairs of single processes from the issue's six: the steps' 2σ would call most of them, but no
+    """Same-config pairs of single processes from the shared host's six: the steps' 2σ would call most of them, but no
     verdict may claim a direction without run-to-run noise."""
-    for a, b in itertools.combinations(ISSUE_MEDIANS, 2):
+    for a, b in itertools.combinations(SHARED_HOST_MEDIANS, 2):
         [row] = [r for r in compare_summaries(process_summary(a), process_summary(b)) if r["phase"] == "step"]
         assert row["verdict"] in ("noise unknown", "within noise") and row["n_a"] == row["n_b"] == 1
 

@@ -1,5 +1,5 @@
 """`sysprof run`'s progress lines: the runner's banner waits until the run has started for real, so a config the
-runner refuses after its hello is the one error line alone (issue 32)."""
+runner refuses after its hello is the one error line alone."""
 from sysprof.profiler_core import events
 from sysprof.profiler_core.cli.event_lines import RunEventPrinter
 

@@ -1,5 +1,5 @@
 """Where a profiled run's time goes: the pass clock, the breakdown, the stats job running beside the analysis, and
-the line `sysprof run` prints (issue 17 item 7)."""
+the line `sysprof run` prints."""
 from __future__ import annotations
 
 import time

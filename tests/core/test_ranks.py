@@ -50,8 +50,8 @@ def with_noise(rec, spread_ms, seed):
     return {**rec, "steps": steps}
 
 
-def test_the_issues_slowed_rank_is_named_with_its_victim_and_what_the_verdict_rests_on():
-    """The issue's 2×H200 figures (rank 1's forward delayed by the test switch): rank 1's forward 68.5 ms, rank 0's
+def test_the_2xh200_slowed_rank_is_named_with_its_victim_and_what_the_verdict_rests_on():
+    """The 2×H200 figures (rank 1's forward delayed by the test switch): rank 1's forward 68.5 ms, rank 0's
     backward 62 ms waiting in all-reduce, both steps 80 ms, so no step score can tell them apart; every step says
     it, and the delay is the cause."""
     section = ranks_section([record(0, 14.0, 62.0, 4.0), record(1, 68.5, 8.0, 3.5) | {"test_delay_ms": 50.0}])

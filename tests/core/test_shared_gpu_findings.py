@@ -1,4 +1,4 @@
-"""A neighbour job on one rank's GPU is named with its rank, its GPU and the process (issue 31 item 1's evidence).
+"""A neighbour job on one rank's GPU is named with its rank, its GPU and the process.
 The rank rows are a real 2×H100 run's (xl bf16, --nproc 2, another process doing bf16 matmuls on GPU 1:
 benchmarks/multi_gpu/results/2026-11-26_h100x2); the NVML readings are what the session's watch hands over."""
 from __future__ import annotations
@@ -71,8 +71,8 @@ def test_a_forward_only_run_names_the_shared_rank_by_the_phases_it_has():
 FOUR_RANKS = RESULTS.parent / "2026-11-27_h100x4" / "neighbour_4ranks_nsys" / "xl-neighbour-gpu2.json"
 
 
-def test_the_issues_own_case_on_four_gpus_names_rank_2_with_the_process_the_clock_and_nsys_wait():
-    """xl bf16 --nproc 4 --profiler nsys on 4×H100, a bf16 matmul loop on GPU 2 (the case the issue saw unnamed)."""
+def test_the_four_gpu_case_names_rank_2_with_the_process_the_clock_and_nsys_wait():
+    """xl bf16 --nproc 4 --profiler nsys on 4×H100, a bf16 matmul loop on GPU 2 (the case once seen unnamed)."""
     ranks = json.loads(FOUR_RANKS.read_text())["ranks"]
     [finding] = with_findings(dict(ranks))["findings"]
     assert finding == ranks["findings"][0]  # the stored run's finding, rebuilt by the code of today

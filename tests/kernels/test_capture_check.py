@@ -1,4 +1,4 @@
-"""Phase tables that cannot exceed their capture (issue 31 item 3), on a real nsys capture of a user's loop whose
+"""Phase tables that cannot exceed their capture, on a real nsys capture of a user's loop whose
 `fwd` range is pushed every step and never popped (tests/data/user_scripts/unpopped_fwd.py, 8 steps on an H100):
 nvtx_kern_sum counts forward's kernels once per enclosing `fwd`, 48.1 ms of a 15.8 ms capture."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`sysprof analyze SNAPSHOT` as a person reads it (issue 19 item 5): both peaks with units, the peak's phase and
+"""`sysprof analyze SNAPSHOT` as a person reads it: both peaks with units, the peak's phase and
 recorded step, which peak torch.cuda.max_memory_allocated() reads, and `before recording` instead of None. Rendered
 through a real rich Console from the real snapshot (../shared/fixtures/h200_small_fp32)."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The app must not take the CPU its runs need (issue 32 item 1): while a real tiny CPU run measures its steps,
+"""The app must not take the CPU its runs need: while a real tiny CPU run measures its steps,
 Live redraws at most once per STEPS_REDRAW_S, the screen is laid out again only when a size changes (a layout
 re-renders every widget: one per read of the events had the app at 47% of a core; the step rows are made before the
 steps come and the stage line keeps its length, so after the first redraw with steps no size changes), and the

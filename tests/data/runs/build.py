@@ -36,7 +36,7 @@ RUNS = {  # saved name -> sysprof run options
     "small-h200-analyses": ["--model", "small", "--device", "cpu", "--ctx", "256", "--batch", "4",
                             "--warmup", "1", "--steps", "3"],
 }
-# DESIGN.md §3, measured on the lent H200: bare CUDA-event loop, CS336 small, batch 4, ctx 256, fp32 train.
+# DESIGN.md §3, measured on an H200: bare CUDA-event loop, CS336 small, batch 4, ctx 256, fp32 train.
 
 
 def real_run(options: list[str], runs_dir: Path) -> Path:

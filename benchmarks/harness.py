@@ -138,6 +138,7 @@ def markdown_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | N
 
 
 def results_dir(topic: str, machine: str | None = None, day: datetime.date | None = None) -> Path:
-    """benchmarks/TOPIC/results/YYYY-MM-DD_MACHINE/: results filed by what they measure and when."""
+    """benchmarks/TOPIC/results/YYYY-MM-DD_MACHINE/: results filed by what they measure and when (git ignores
+    results/; the stored ones are packed in benchmarks/TOPIC/results.tar.xz)."""
     machine = machine or os.environ.get("SYSPROF_BENCH_MACHINE") or socket.gethostname().split(".")[0]
     return BENCHMARKS / topic / "results" / f"{(day or datetime.date.today()).isoformat()}_{machine}"

@@ -1,19 +1,23 @@
 """benchmarks/multi_gpu/rank_bias.py: the stored straggler launches read once each, their cause-less lines counted
-as the findings wrote them, and the chance of a count computed right."""
+as the findings wrote them, and the chance of a count computed right. The stored `stragglers*.json` are read from
+tests/data/benchmarks/multi_gpu/results (the same files as in benchmarks/multi_gpu/results.tar.xz)."""
 from __future__ import annotations
 
 import json
 import re
 import shutil
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
-from benchmarks.multi_gpu.rank_bias import RESULTS, at_least, causeless_counts, compared, launches, report
+from benchmarks.multi_gpu.rank_bias import at_least, causeless_counts, compared, launches, report
+
+RESULTS = Path(__file__).resolve().parent / "data" / "benchmarks" / "multi_gpu" / "results"
 
 
 def test_every_stored_launch_counts_once_and_every_causeless_line_is_counted_on_its_rank():
-    found = launches()
+    found = launches(RESULTS)
     stored = [run for path in RESULTS.glob("*/stragglers*.json") for run in json.loads(path.read_text())["runs"]
               if len(run.get("rows") or []) >= 2]
     named = {run["run_dir"]: run for run in stored if run.get("run_dir")}
@@ -60,7 +64,7 @@ def test_a_launch_copied_into_a_second_file_is_not_a_second_launch(tmp_path):
 
 
 def test_rank_1_is_left_out_of_the_comparison_where_it_was_slowed():
-    found = launches()
+    found = launches(RESULTS)
     two_rank_slowed = [launch for launch in found if len(launch.forward_ms) == 2 and launch.condition != "plain"]
     assert two_rank_slowed and not list(compared(two_rank_slowed))  # rank 0 has no unslowed rank to compare with
     assert all(launch.unslowed() == [0, 2, 3] for launch in found
@@ -75,7 +79,7 @@ def test_the_chance_of_so_many_lines_on_rank_0_is_the_poisson_binomial_tail(coun
 
 
 def test_the_report_gives_each_measure_its_interval_or_test():
-    text = report(launches())
+    text = report(launches(RESULTS))
     assert len(text) == 5 and all(len(line) <= 120 for line in text)
     assert re.search(r"geometric mean \d\.\d{3} \[\d\.\d{3}–\d\.\d{3}\], above 1 in \d+ of \d+, Wilcoxon p", text[1])
     assert re.search(r"rank 0 \d+ of \d+, chance \d+\.\d, \d+ or more with p 0\.\d{3}$", text[4])

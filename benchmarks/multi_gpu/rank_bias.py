@@ -3,6 +3,10 @@ asks whether rank 0 is slower than the ranks nothing slowed, launch by launch.
 
     python3 -m benchmarks.multi_gpu.rank_bias [--results DIR]
 
+The stored launches are packed in benchmarks/multi_gpu/results.tar.xz (`tar -xJf results.tar.xz` in that folder
+unpacks them into results/); the same `stragglers*.json` are in tests/data/benchmarks/multi_gpu/results, which
+`--results` can name instead.
+
 Why: the findings' cause-less line ("rank N ran slower in this launch … the node shows no cause"; before the final
 rule of 2026-11-26, "rank N is the straggler: no cause seen on the node") fell on rank 0 more often than chance would
 put it (11 of 18 lines by 2026-11-27), and rank 0 is the one rank whose events go to the launcher through a pipe.
@@ -145,7 +149,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--results", type=Path, default=RESULTS, help="folder of DATE_MACHINE/stragglers*.json")
     args = parser.parse_args()
-    print("\n".join(report(launches(args.results))))
+    found = launches(args.results)
+    if not found:
+        parser.error(f"no DATE_MACHINE/stragglers*.json in {args.results} (unpack results.tar.xz beside it first)")
+    print("\n".join(report(found)))
 
 
 if __name__ == "__main__":

@@ -195,7 +195,7 @@ def test_two_app_reports_in_one_second_get_two_files(tmp_path, monkeypatch):
 
 
 EXAMPLES = ROOT / "benchmarks" / "reports"
-H100 = "benchmarks/reports/data/h100_2026-11-26"
+H100 = "tests/data/benchmarks/reports/data/h100_2026-11-26"
 EXAMPLE_SOURCES = {
     "h100_profiled_run.md": [f"{H100}/20261126-230217-small-ctx256-b4-train-bf16-sdpa"],
     "h100_attention_study.md": [f"{H100}/20261126-230302-attention"],

@@ -1,6 +1,7 @@
 """A neighbour job on one rank's GPU is named with its rank, its GPU and the process.
 The rank rows are a real 2×H100 run's (xl bf16, --nproc 2, another process doing bf16 matmuls on GPU 1:
-benchmarks/multi_gpu/results/2026-11-26_h100x2); the NVML readings are what the session's watch hands over."""
+tests/data/benchmarks/multi_gpu/results/2026-11-26_h100x2); the NVML readings are what the session's watch hands
+over."""
 from __future__ import annotations
 
 import json
@@ -14,7 +15,7 @@ from sysprof.profiler_core.ranks import with_findings, with_gpu_readings
 from sysprof.profiler_core.session.watch import process_name
 from sysprof.profiler_core.stability import gpu_process_warnings
 
-RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "multi_gpu" / "results" / "2026-11-26_h100x2"
+RESULTS = Path(__file__).resolve().parents[1] / "data" / "benchmarks" / "multi_gpu" / "results" / "2026-11-26_h100x2"
 NEIGHBOUR = {"pid": 1083, "name": "python3", "used_bytes": 1288490188, "gpu": 1}  # pid from that run's warning
 
 

@@ -125,7 +125,10 @@ def test_a_stop_after_an_arm_failed_still_ends_every_arm_with_its_summary(tmp_pa
     stderr.close()
     summaries = {name: rundir.read_summary(tmp_path / name) for name in ("a", "b")}
     assert all(s["error"]["kind"] == "cancelled" and s["shared_process"]["arms"] == 3 for s in summaries.values())
-    assert summaries["a"]["phases"]["step"]["n"] >= 5  # the steps it finished are kept
+    # the steps it finished are kept: every measured one on disk (at least the 4 after its warm-up step awaited
+    # above; how many more ran before the stop landed depends on the machine's load)
+    measured = [s for s in rundir.read_steps(tmp_path / "a") if s["kind"] == "measured"]
+    assert summaries["a"]["phases"]["step"]["n"] == len(measured) >= 4
 
 
 def test_an_arm_out_of_memory_beside_others_is_measured_again_alone(tmp_path, monkeypatch):

@@ -14,7 +14,8 @@ from sysprof.profiler_core.run_document import KERNELS, Run
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN = ROOT / "tests" / "data" / "runs" / "small-h200-analyses"  # real nsys analysis, small fp32 on an H200
-XL_RANKS = ROOT / "benchmarks" / "multi_gpu" / "results" / "2026-11-23_h200x2" / "comm_xl_summary.json"  # 2×H200 DDP
+XL_RANKS = ROOT / "tests" / "data" / "benchmarks" / "multi_gpu" / "results" / "2026-11-23_h200x2" \
+    / "comm_xl_summary.json"  # 2×H200 DDP
 
 
 def painted(model, compact: bool, width: int = 80) -> str:

@@ -1,7 +1,8 @@
 """A real `sysprof advise --budget 5` of the CS336-style user model (benchmarks/user_models/rope_lm, fp32, batch 4)
 on an H200 (tests/data/studies/advise-ladder-h200), the change at once taking the largest batch its measured memory
 allows (batch 64): the tables rebuilt from its directory say what the README and benchmarks/studies/README.md quote,
-and its answer stands against brute force on the same model and card (results/2026-11-28_h200/brute_force.json)."""
+and its answer stands against brute force on the same model and card (brute_force.json of
+benchmarks/studies/results.tar.xz's results/2026-11-28_h200/, kept in tests/data/benchmarks)."""
 import json
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from sysprof.profiler_core.study_plans import RECOMMENDED_TABLE
 
 ROOT = Path(__file__).resolve().parents[2]
 STUDY = ROOT / "tests" / "data" / "studies" / "advise-ladder-h200"
-BRUTE_FORCE = ROOT / "benchmarks" / "studies" / "results" / "2026-11-28_h200" / "brute_force.json"
+BRUTE_FORCE = ROOT / "tests" / "data" / "benchmarks" / "studies" / "results" / "2026-11-28_h200" / "brute_force.json"
 AT_ONCE = "torch.compile reduce-overhead + batch 64 + bf16 autocast"
 
 

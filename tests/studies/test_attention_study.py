@@ -204,7 +204,7 @@ def test_under_autocast_the_matmuls_keep_bf16_copies_too():
     assert predicted_saved("mine.py:attention", 2, 64, 16, "fp32") is None
 
 
-H100_BF16 = Path(__file__).resolve().parents[2] / "benchmarks" / "reports" / "data" / "h100_2026-11-26" \
+H100_BF16 = Path(__file__).resolve().parents[1] / "data" / "benchmarks" / "reports" / "data" / "h100_2026-11-26" \
     / "20261126-230302-attention"
 
 

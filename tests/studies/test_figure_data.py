@@ -45,7 +45,7 @@ def test_the_warmup_curve_carries_its_spread_and_a_study_without_a_figure_has_no
 def test_a_users_attention_is_named_by_its_file_and_function_in_the_figure():
     """The H100 study ran tests/data/attention/mine.py:attention beside eager and SDPA: the legend keeps the
     file and the function, not the folders."""
-    study = Path(__file__).resolve().parents[2] / "benchmarks" / "reports" / "data" / "h100_2026-11-26" \
+    study = Path(__file__).resolve().parents[1] / "data" / "benchmarks" / "reports" / "data" / "h100_2026-11-26" \
         / "20261126-230302-attention"
     title, rows = next(iter(study_tables(study).items()))
     [(_, panels)] = [found for found in table_figures(title, rows) if found[0] == "attention"]

@@ -13,7 +13,8 @@ from sysprof.profiler_core.config import RunConfig
 from sysprof.profiler_core.studies.kinds import scaling
 
 ROOT = Path(__file__).resolve().parents[2]
-XL_SUMMARY = ROOT / "benchmarks" / "multi_gpu" / "results" / "2026-11-23_h200x2" / "comm_xl_summary.json"
+XL_SUMMARY = ROOT / "tests" / "data" / "benchmarks" / "multi_gpu" / "results" / "2026-11-23_h200x2" \
+    / "comm_xl_summary.json"
 MAIN = "scaling: step, tokens/s and efficiency per GPU count"
 COMMUNICATION = "communication per rank (the first process of each cell, under nsys)"
 

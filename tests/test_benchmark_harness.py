@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from benchmarks.harness import (
     BENCHMARKS,
     add_config_flags,
@@ -70,6 +72,7 @@ def test_results_are_filed_by_topic_and_date():
     assert path == BENCHMARKS / "overhead" / "results" / "2026-11-26_h200"
 
 
+@pytest.mark.slow
 def test_every_benchmark_script_starts_as_a_module_from_the_root():
     """Each script answers --help as `python -m benchmarks.TOPIC.SCRIPT` (the README's way to run one), so a move
     or a broken import is caught here, not on a GPU machine."""

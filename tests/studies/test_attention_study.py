@@ -44,6 +44,7 @@ def test_attention_study_runs_on_the_cpu_with_both_dtypes(cpu_study):
     assert memory[3]["one T×T tensor MiB"] == 2 * 64 * 64 * 2 / 2**20  # bf16's T×T tensor is half the size
 
 
+@pytest.mark.slow  # its fixture runs the study in real processes
 def test_eager_parts_are_timed_next_to_their_flops(cpu_study):
     flops = next(rows for title, rows in cpu_study.items() if title.startswith("attention FLOPs vs time"))
     assert [(r["dtype"], r["seq"]) for r in flops] == [("fp32", 32), ("fp32", 64), ("bf16", 32), ("bf16", 64)]

@@ -39,6 +39,7 @@ def test_events_say_where_the_study_is_and_how_far(warmup_study):
     assert "warmup=1" in events[3]["label"] and events[3]["eta_s"] > 0
 
 
+@pytest.mark.slow  # its fixture runs the study in a real process
 def test_warmup_tables_come_from_the_directory(warmup_study):
     events, root = warmup_study
     tables = study_tables(root / events[0]["dir"].rsplit("/", 1)[1])
@@ -50,6 +51,7 @@ def test_warmup_tables_come_from_the_directory(warmup_study):
     assert all_cells_done(tables)
 
 
+@pytest.mark.slow  # its fixture runs the study in a real process
 def test_catalog_lists_the_study_with_its_progress(warmup_study):
     _, root = warmup_study
     (root / "not-a-study").mkdir(exist_ok=True)

@@ -84,3 +84,27 @@ def test_steps_the_budget_left_no_room_for_are_said_with_the_answer(tmp_path):
     assert found["recommended"][0]["answer"].endswith(
         "; not tried on top of it (over the budget: about 6.1 min for the baseline, the answer and 1 step on top of "
         "it): batch 128")
+
+
+def test_a_resume_adopts_a_lone_candidate_its_stop_left_without_a_combination(tmp_path, monkeypatch):
+    """Stopped after its cells and before the combination was written, the 2.7B study resumes into the same answer
+    without measuring anything again."""
+    import io
+    import shutil
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from sysprof.profiler_core.cli import main as cli
+    from sysprof.profiler_core.studies import sweep
+    from sysprof.profiler_core.studies.kinds.advise import study as advise
+
+    study_dir = tmp_path / "advise"
+    shutil.copytree(STUDY, study_dir)
+    advice = json.loads((study_dir / "advice.json").read_text())
+    (study_dir / "advice.json").write_text(json.dumps({k: v for k, v in advice.items() if k != "combination"}))
+    ran = []
+    monkeypatch.setattr(sweep, "run", lambda *args, **kwargs: ran.append(args))  # every cell is done: nothing to run
+    monkeypatch.setattr(advise, "_combine", lambda *args: pytest.fail("a lone candidate is not measured again"))
+    monkeypatch.setattr(advise, "_ceiling", lambda args, study_dir: None)
+    with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
+        cli.main(["advise", "--resume", str(study_dir), "--budget", "1"])
+    assert json.loads((study_dir / "advice.json").read_text())["combination"] == advice["combination"]

@@ -48,27 +48,33 @@ def documented_flags(parser: argparse.ArgumentParser) -> set[str]:
 
 
 README = (ROOT / "README.md").read_text()
+DOC_PAGES = sorted((ROOT / "docs").glob("*.md"))
+# What the user reads: the README, a front page, and the pages under docs/ it links for the details.
+DOCUMENTED = "\n".join([README, *(page.read_text() for page in DOC_PAGES)])
 
 
-def test_every_flag_in_help_is_in_the_readme_and_every_readme_flag_exists():
+def test_every_flag_in_help_is_documented_and_every_documented_flag_exists():
+    """Every flag of every command is named in the README or a docs/ page, and every flag they name exists."""
     from sysprof.tui.cli import parse_args  # noqa: F401  (sysprof-tui's flags are a subset of sysprof's)
 
     parsers = cli_parsers()
-    undocumented = {words: sorted(flag for flag in documented_flags(parser) if flag not in README)
+    undocumented = {words: sorted(flag for flag in documented_flags(parser) if flag not in DOCUMENTED)
                     for words, parser in parsers.items()}
     assert {words: flags for words, flags in undocumented.items() if flags} == {}
     known = {option for parser in parsers.values() for action in parser._actions for option in action.option_strings}
-    unknown = set(re.findall(r"(?<![\w/-])--[a-z][a-z0-9-]*", README)) - known - NOT_SYSPROF_FLAGS
+    unknown = set(re.findall(r"(?<![\w/-])--[a-z][a-z0-9-]*", DOCUMENTED)) - known - NOT_SYSPROF_FLAGS
     assert unknown == set()
 
 
-NOT_SYSPROF_FLAGS = {"--nodes", "--ntasks-per-node", "--no-python", "--standalone"}  # torchrun's and srun's, quoted
+NOT_SYSPROF_FLAGS = {"--nodes", "--ntasks-per-node", "--no-python", "--standalone",  # torchrun's and srun's, quoted
+                     "--config-json"}  # the ceiling runner's own (docs/contract.md), started by the advisor
 
 
 def readme_examples() -> list[str]:
-    """The `sysprof …` lines of the README's code blocks, continuation lines joined, comments dropped."""
+    """The `sysprof …` lines of the code blocks of the README and docs/, continuation lines joined, comments
+    dropped."""
     lines = []
-    for block in README.split("```bash\n")[1:]:
+    for block in DOCUMENTED.split("```bash\n")[1:]:
         text = block.split("```", 1)[0].replace("\\\n", " ")
         lines += [line.split("  #")[0].strip() for line in text.splitlines() if line.startswith("sysprof ")]
     return lines
@@ -89,7 +95,7 @@ def test_each_readme_example_parses(example):
     try:
         build_parser().parse_args(argv)
     except SystemExit as exc:
-        raise AssertionError(f"README example does not parse: {example} → {argv}") from exc
+        raise AssertionError(f"documented example does not parse: {example} → {argv}") from exc
 
 
 def test_the_readme_points_only_inside_the_repository():
@@ -99,14 +105,45 @@ def test_the_readme_points_only_inside_the_repository():
             assert (ROOT / link).exists(), link
 
 
+MARKDOWN_LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def test_the_readme_is_a_front_page_with_a_picture_of_the_app():
+    """At most 250 lines (the details live in docs/), with an image of one of the app's SVG snapshots."""
+    assert len(README.splitlines()) <= 250
+    images = re.findall(r"!\[[^\]]*\]\((snapshots/[^)\s]+\.svg)\)", README)
+    assert images, "no image link to a snapshot under snapshots/"
+    assert all((ROOT / image).is_file() for image in images), images
+
+
+@pytest.mark.parametrize("page", ["README.md", *(f"docs/{page.name}" for page in DOC_PAGES)])
+def test_every_relative_link_points_at_a_file(page):
+    """A link relative to its page (web links and anchors aside) names a file or folder of the repository."""
+    text = (ROOT / page).read_text()
+    broken = []
+    for link in MARKDOWN_LINK.findall(text):
+        target = link.split("#", 1)[0]
+        if link.startswith(("http://", "https://", "mailto:")) or not target:
+            continue
+        if not ((ROOT / page).parent / target).exists():
+            broken.append(link)
+    assert broken == []
+
+
+def test_docs_pages_open_with_a_title_and_a_summary():
+    for page in DOC_PAGES:
+        title, blank, summary = page.read_text().splitlines()[:3]
+        assert title.startswith("# ") and blank == "" and summary and not summary.startswith("#"), page.name
+
+
 def test_every_choice_list_in_the_readme_is_the_options_whole_list():
-    """`--dtype fp32|bf16|fp16` in the README names every value the option takes, and only those: a list that
+    """`--dtype fp32|bf16|fp16` in the README or docs/ names every value the option takes, and only those: a list that
     drifts from the code (`--matmul-precision highest|high` once, without medium) is a promise broken either way."""
     from sysprof.profiler_core.config import RunConfig, validate
     from sysprof.profiler_core.errors import ConfigError
 
     drifted = {}
-    for flag, listed in re.findall(r"`(--[a-z][a-z0-9-]*) ([\w.-]+(?:\|[\w.-]+)+)`", README):
+    for flag, listed in re.findall(r"`(--[a-z][a-z0-9-]*) ([\w.-]+(?:\|[\w.-]+)+)`", DOCUMENTED):
         field = flag[2:].replace("-", "_")
         if field not in {f for f in RunConfig.__dataclass_fields__}:
             continue

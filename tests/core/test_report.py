@@ -207,8 +207,8 @@ EXAMPLE_SOURCES = {
 
 @pytest.mark.parametrize("name", sorted(EXAMPLE_SOURCES))
 def test_the_example_reports_are_what_report_writes_today(name, tmp_path):
-    """The README links these as what `sysprof report` writes: a change to the report shows here, and the examples
-    are regenerated with it (benchmarks/reports/README.md), never left to drift."""
+    """docs/runs-and-analysis.md links these as what `sysprof report` writes: a change to the report shows here,
+    and the examples are regenerated with it (benchmarks/reports/README.md), never left to drift."""
     done = report(*EXAMPLE_SOURCES[name], "-o", tmp_path / name, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     made, kept = ((path / name).read_text().splitlines() for path in (tmp_path, EXAMPLES))

@@ -1,7 +1,8 @@
 """A real `sysprof advise --budget 10` of the 2.7B preset from fp32 (ctx 512, batch 4, naive attention, foreach
 AdamW) on an H200 (tests/data/studies/advise-2p7b-fp8-h200): one candidate, every kind of change at once with FP8 in
 bf16's place, measured beside the baseline and adopted as the answer without a second measurement (it was chosen
-among none). The tables rebuilt from its directory say what the README and benchmarks/studies/README.md quote."""
+among none). The tables rebuilt from its directory say what the README, docs/advisor.md and
+benchmarks/studies/README.md quote."""
 from pathlib import Path
 
 from sysprof.profiler_core.studies.document import Study

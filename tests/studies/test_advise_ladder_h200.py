@@ -1,7 +1,7 @@
 """A real `sysprof advise --budget 5` of the CS336-style user model (benchmarks/user_models/rope_lm, fp32, batch 4)
 on an H200 (tests/data/studies/advise-ladder-h200), the change at once taking the largest batch its measured memory
-allows (batch 64): the tables rebuilt from its directory say what the README and benchmarks/studies/README.md quote,
-and its answer stands against brute force on the same model and card (brute_force.json of
+allows (batch 64): the tables rebuilt from its directory say what docs/advisor.md and benchmarks/studies/README.md
+quote, and its answer stands against brute force on the same model and card (brute_force.json of
 benchmarks/studies/results.tar.xz's results/2026-11-28_h200/, kept in tests/data/benchmarks)."""
 import json
 from pathlib import Path

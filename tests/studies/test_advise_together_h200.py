@@ -1,5 +1,5 @@
 """A real `sysprof advise --budget 5` of the CS336-style user model (benchmarks/user_models/rope_lm, fp32, batch 4)
-on an H200 (tests/data/studies/advise-together-h200): the tables rebuilt from its directory say what the README and
+on an H200 (tests/data/studies/advise-together-h200): the tables rebuilt from its directory say what docs/advisor.md and
 benchmarks/studies/README.md quote, so a change to the statistics or the tables that moves them is seen here."""
 from pathlib import Path
 

@@ -2,7 +2,7 @@
 Live redraws at most once per STEPS_REDRAW_S, the screen is laid out again only when a size changes (a layout
 re-renders every widget: one per read of the events had the app at 47% of a core; the step rows are made before the
 steps come and the stage line keeps its length, so after the first redraw with steps no size changes), and the
-app's own CPU over the measured steps stays within the budget the README states."""
+app's own CPU over the measured steps stays within the budget docs/performance.md states."""
 from __future__ import annotations
 
 import json
@@ -18,7 +18,7 @@ from sysprof.profiler_core.config import RunConfig
 from sysprof.tui.app import build_app
 from sysprof.tui.panes.live import LivePane
 
-APP_CPU_BUDGET_PCT = 15  # of one core, over the measured steps (README: "The app while it measures")
+APP_CPU_BUDGET_PCT = 15  # of one core, over the measured steps (docs/performance.md: "The app stays out of the way")
 REDRAWS_PER_S = 1  # Live's redraws while only steps arrive (the app's STEPS_REDRAW_S: a change must be meant)
 MEASURED = RunConfig(model="tiny", ctx=32, batch=2, warmup=2, steps=300, device="cpu")
 

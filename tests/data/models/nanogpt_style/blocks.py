@@ -39,7 +39,7 @@ class CausalSelfAttention(nn.Module):
 
 
 def nvtx_range(name: str) -> contextlib.AbstractContextManager:
-    """The user's own NVTX range (README, "Your own ranges"); a CPU-only build of torch has no NVTX to call."""
+    """The user's own NVTX range (docs/your-model.md, "Your own ranges"); a CPU-only build of torch has no NVTX."""
     return torch.cuda.nvtx.range(name) if torch.cuda.is_available() else contextlib.nullcontext()
 
 

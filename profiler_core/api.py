@@ -8,8 +8,7 @@ from pathlib import Path
 
 from sysprof.models.phases import attention_part_labels
 from sysprof.models.presets import PRESETS, count_params, human_count
-from sysprof.profiler_core import events, rundir
-from sysprof.profiler_core.compare import (
+from sysprof.profiler_core.analysis.compare import (
     ALPHA,
     MIN_EFFECT,
     NOISE_SIGMAS,
@@ -18,7 +17,10 @@ from sysprof.profiler_core.compare import (
     config_differences,
     other_step_fields,
 )
-from sysprof.profiler_core.config import (
+from sysprof.profiler_core.analysis.metrics import mfu_missing, phase_stats, throughput
+from sysprof.profiler_core.analysis.stability import warnings_for_summary
+from sysprof.profiler_core.base import events, rundir
+from sysprof.profiler_core.base.config import (
     ATTENTIONS,
     COMPILE_MODES,
     CUSTOM,
@@ -37,18 +39,25 @@ from sysprof.profiler_core.config import (
     model_label,
     type_problems,
 )
-from sysprof.profiler_core.errors import DAMAGED_DATA, ConfigError, ExportError, RunDirError, StudyError, SysprofError
-from sysprof.profiler_core.events import RUN_STATES, decode_line, end_reason, finish_event, run_state
+from sysprof.profiler_core.base.errors import (
+    DAMAGED_DATA,
+    ConfigError,
+    ExportError,
+    RunDirError,
+    StudyError,
+    SysprofError,
+)
+from sysprof.profiler_core.base.events import RUN_STATES, decode_line, end_reason, finish_event, run_state
+from sysprof.profiler_core.base.nvml import GpuTelemetry, NvmlSampler, gpu_count, visible_gpu_count
+from sysprof.profiler_core.base.options import OneLineParser, config_from_command, config_to_args
+from sysprof.profiler_core.base.records import PhaseStats, RunError, RunSummary, StepRecord, median_ms, phases_of
+from sysprof.profiler_core.documents.liveness import RUN, STUDY, LiveProcess, in_progress, live_process
+from sysprof.profiler_core.documents.run_document import KERNELS, MEMORY, Run
+from sysprof.profiler_core.documents.study_plans import RECOMMENDED_TABLE, study_kind
 from sysprof.profiler_core.kernels.names import short_kernel_name
 from sysprof.profiler_core.kernels.whole_step import whole_step
-from sysprof.profiler_core.liveness import RUN, STUDY, LiveProcess, in_progress, live_process
 from sysprof.profiler_core.memory.accounting import PEAK_ITEMS, predict_run_memory
 from sysprof.profiler_core.memory.fit import device_memory, fit_problem
-from sysprof.profiler_core.metrics import mfu_missing, phase_stats, throughput
-from sysprof.profiler_core.nvml import GpuTelemetry, NvmlSampler, gpu_count, visible_gpu_count
-from sysprof.profiler_core.options import OneLineParser, config_from_command, config_to_args
-from sysprof.profiler_core.records import PhaseStats, RunError, RunSummary, StepRecord, median_ms, phases_of
-from sysprof.profiler_core.run_document import KERNELS, MEMORY, Run
 from sysprof.profiler_core.session.control import POLL_S, ProcessControl
 from sysprof.profiler_core.session.inspecting import (
     INSPECT_TIMEOUT_S,
@@ -59,9 +68,7 @@ from sysprof.profiler_core.session.inspecting import (
 from sysprof.profiler_core.session.live import EventFollower, settle_died
 from sysprof.profiler_core.session.process import CANCEL_GRACE_S, mark_killed, session_argv, signal_group
 from sysprof.profiler_core.session.rank_checks import gpus_problem
-from sysprof.profiler_core.stability import warnings_for_summary
 from sysprof.profiler_core.studies.catalog import list_studies, study_record
-from sysprof.profiler_core.study_plans import RECOMMENDED_TABLE, study_kind
 
 
 def study_argv(words: list[str], runs_root: Path) -> list[str]:

@@ -22,7 +22,7 @@ class SqliteBackend:
         pass
 
     def attribute(self, pass_dir: Path):
-        from sysprof.profiler_core.errors import KernelReportError
+        from sysprof.profiler_core.base.errors import KernelReportError
         from sysprof.profiler_core.kernels.attribution import attribute_kernels
 
         if not (pass_dir / "profile.sqlite").is_file():

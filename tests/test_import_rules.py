@@ -22,25 +22,26 @@ PACKAGES = ("models", "profiler_core", "tui")
 ROOT_PACKAGE = "sysprof"
 CORE, RUNNER = f"{ROOT_PACKAGE}.profiler_core", f"{ROOT_PACKAGE}.profiler_core.runner"
 
-# The floors, lowest first. A module imports from its own floor or those below it; cli and api share a floor.
-LAYERS = ("models", "foundation", "analyzers", "render", "session", "studies", "cli", "tui")
+# The floors, lowest first: one per folder, no exceptions. A module imports from its own floor or those below it.
+# The core's top level holds only its package, its `python -m` entry and the door (api): they are the cli floor.
+LAYERS = ("models", "base", "analyzers", "documents", "render", "session", "studies", "cli", "tui")
 FLOOR_OF_FOLDER = {f"{ROOT_PACKAGE}.models": "models", f"{ROOT_PACKAGE}.tui": "tui",
-                   f"{CORE}.kernels": "analyzers", f"{CORE}.memory": "analyzers", f"{CORE}.readers": "analyzers",
-                   f"{CORE}.render": "render",
+                   f"{CORE}.base": "base",
+                   f"{CORE}.analysis": "analyzers", f"{CORE}.kernels": "analyzers", f"{CORE}.memory": "analyzers",
+                   f"{CORE}.readers": "analyzers",
+                   f"{CORE}.documents": "documents", f"{CORE}.render": "render",
                    f"{CORE}.session": "session", f"{CORE}.studies": "studies", f"{CORE}.cli": "cli",
                    # the runner may use what a run's files are made of, never what orchestrates or shows them
                    RUNNER: "analyzers"}
-# The core's loose modules are its foundation, except these.
-FLOOR_OF_MODULE = {f"{CORE}.analyze": "analyzers", f"{CORE}.ranks": "analyzers", f"{CORE}.api": "cli",
-                   f"{CORE}.__main__": "cli"}
+TOP_LEVEL = {CORE, f"{CORE}.api", f"{CORE}.__main__"}
 
 
 def floor(module: str) -> str:
-    for prefix, name in {**FLOOR_OF_MODULE, **FLOOR_OF_FOLDER}.items():
+    for prefix, name in FLOOR_OF_FOLDER.items():
         if module == prefix or module.startswith(prefix + "."):
             return name
-    assert module.startswith(CORE), module
-    return "foundation"
+    assert module in TOP_LEVEL, f"{module} is loose in the core: put it in a floor's folder"
+    return "cli"
 
 
 def module_name(path: Path) -> str:
@@ -164,7 +165,7 @@ def test_the_apps_models_load_no_textual():
 
 
 def test_the_app_enters_the_core_through_api_and_render():
-    allowed = (f"{CORE}.api", f"{CORE}.render", f"{CORE}.units")
+    allowed = (f"{CORE}.api", f"{CORE}.render", f"{CORE}.base.units")
     offenders = {name: sorted(n for n in imported_names(path, top_level_only=False)
                               if n.startswith(("sysprof.profiler_core", "sysprof.models"))
                               and not n.startswith(allowed))
@@ -205,3 +206,9 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 def test_the_cycle_finder_finds_a_cycle():
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_the_cores_top_level_holds_only_its_entry_and_door():
+    """Everything else lives in a floor's folder, so where a module sits says what it may import."""
+    loose = sorted(path.name for path in (ROOT / "profiler_core").glob("*.py"))
+    assert loose == ["__init__.py", "__main__.py", "api.py"]

@@ -10,7 +10,7 @@ import asyncio
 import time
 from pathlib import Path
 
-from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.base.config import RunConfig
 from sysprof.tui.app import build_app
 from sysprof.tui.screen_text import screen_lines
 

@@ -8,7 +8,7 @@ all bf16 train steps with SDPA: a launch-bound one (small, batch 4; --no-launch-
 one (xl, batch 4, torch's default foreach AdamW) and the GPU-bound one with a real change of known sign: batch 5
 (25% more tokens per step: slower) or a fused AdamW (--change fused: faster). Each config is measured as --groups
 groups of --repeats fresh processes (a group is what `sysprof run --repeats N` makes; seeds 0..groups-1 tell the
-groups apart and change nothing that is timed). Then, with profiler_core.compare as `sysprof compare` uses it:
+groups apart and change nothing that is timed). Then, with profiler_core.analysis.compare as `sysprof compare` uses it:
 
 - false verdicts: every pair of groups of one config (15 pairs per config with 6 groups) — any "faster"/"slower"
   on the step is false;
@@ -31,9 +31,9 @@ import statistics
 import time
 from pathlib import Path
 
-from sysprof.profiler_core import rundir
-from sysprof.profiler_core.compare import compare_summaries
-from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.analysis.compare import compare_summaries
+from sysprof.profiler_core.base import rundir
+from sysprof.profiler_core.base.config import RunConfig
 from sysprof.profiler_core.studies import sweep
 from sysprof.profiler_core.studies.progress import Progress
 

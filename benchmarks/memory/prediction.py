@@ -19,7 +19,7 @@ import sys
 
 import torch
 
-from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.base.config import RunConfig
 from sysprof.profiler_core.memory.accounting import predict_run_memory
 from sysprof.profiler_core.runner.timing import StepInstruments, run_step
 from sysprof.profiler_core.runner.workload import build_workload

@@ -12,7 +12,7 @@ import argparse
 import time
 
 from benchmarks.harness import run_json
-from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.base.config import RunConfig
 from sysprof.profiler_core.memory.accounting import predict_run_memory as memory_prediction
 
 GIB = 2**30

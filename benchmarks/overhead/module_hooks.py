@@ -24,7 +24,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # runnable as a plain script from anywhere
 
-from sysprof.profiler_core.config import RunConfig  # noqa: E402
+from sysprof.profiler_core.base.config import RunConfig  # noqa: E402
 from sysprof.profiler_core.runner.module_ranges import hooked_modules, install_module_ranges  # noqa: E402
 from sysprof.profiler_core.runner.timing import StepInstruments, run_step  # noqa: E402
 from sysprof.profiler_core.runner.workload import build_workload  # noqa: E402

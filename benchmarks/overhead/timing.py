@@ -88,7 +88,7 @@ def one_process(model_name: str, dtype: str, rounds: int, steps: int, factory: s
     """This process's medians per path and phase, the two paths interleaved round by round, order alternating."""
     import torch
 
-    from sysprof.profiler_core.config import RunConfig
+    from sysprof.profiler_core.base.config import RunConfig
     from sysprof.profiler_core.runner.timing import StepInstruments, run_step
 
     cfg = RunConfig(model=model_name, dtype=dtype, device="cuda", mode="train", model_factory=factory)

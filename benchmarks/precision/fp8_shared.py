@@ -10,7 +10,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.base.config import RunConfig
 from sysprof.profiler_core.session.arms import run_shared
 
 

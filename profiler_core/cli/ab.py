@@ -14,19 +14,19 @@ import shlex
 import time
 from typing import cast
 
-from sysprof.profiler_core import events, rundir
+from sysprof.profiler_core.analysis.compare import compare_summaries, config_differences
+from sysprof.profiler_core.base import events, rundir
+from sysprof.profiler_core.base.config import RunConfig, validate
+from sysprof.profiler_core.base.errors import ConfigError, UsageError
+from sysprof.profiler_core.base.options import OneLineParser, add_config_options, config_from_args
+from sysprof.profiler_core.base.records import RunSummary
 from sysprof.profiler_core.cli.compare import add_min_effect_option, print_comparison
-from sysprof.profiler_core.compare import compare_summaries, config_differences
-from sysprof.profiler_core.config import RunConfig, validate
-from sysprof.profiler_core.errors import ConfigError, UsageError
-from sysprof.profiler_core.options import OneLineParser, add_config_options, config_from_args
-from sysprof.profiler_core.records import RunSummary
+from sysprof.profiler_core.documents.study_plans import AB_STUDY
 from sysprof.profiler_core.render.whole_tables import add_format_option
 from sysprof.profiler_core.session.backends import choose_backend
 from sysprof.profiler_core.session.rank_checks import gpus_problem
 from sysprof.profiler_core.studies import sweep
 from sysprof.profiler_core.studies.progress import Progress
-from sysprof.profiler_core.study_plans import AB_STUDY
 
 DEFAULT_REPEATS = 4  # two rounds of A B B A: the fewest that pair every process of A with one of B on each side
 

@@ -6,8 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from sysprof.profiler_core import events
-from sysprof.profiler_core.compare import (
+from sysprof.profiler_core.analysis.compare import (
     ALPHA,
     MIN_EFFECT,
     compare_summaries,
@@ -16,12 +15,13 @@ from sysprof.profiler_core.compare import (
     ordering_notes,
     other_step_fields,
 )
-from sysprof.profiler_core.config import model_column
-from sysprof.profiler_core.errors import UsageError
-from sysprof.profiler_core.records import RunSummary
+from sysprof.profiler_core.base import events
+from sysprof.profiler_core.base.config import model_column
+from sysprof.profiler_core.base.errors import UsageError
+from sysprof.profiler_core.base.records import RunSummary
+from sysprof.profiler_core.documents.run_document import Run
 from sysprof.profiler_core.render.compare_report import print_compare
 from sysprof.profiler_core.render.whole_tables import add_format_option, output_console
-from sysprof.profiler_core.run_document import Run
 
 
 def min_effect_fraction(text: str) -> float:

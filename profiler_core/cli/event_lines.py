@@ -6,8 +6,8 @@ from collections.abc import Callable
 from rich.console import Console
 from rich.markup import escape
 
-from sysprof.profiler_core import events
-from sysprof.profiler_core.units import format_ms
+from sysprof.profiler_core.base import events
+from sysprof.profiler_core.base.units import format_ms
 
 stderr_console = Console(stderr=True, highlight=False)
 

@@ -7,17 +7,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from sysprof.profiler_core import rundir
-from sysprof.profiler_core.config import ConfigError
+from sysprof.profiler_core.base import rundir
+from sysprof.profiler_core.base.config import ConfigError
+from sysprof.profiler_core.base.records import phases_of
+from sysprof.profiler_core.documents.run_document import KERNELS, MEMORY, Run
+from sysprof.profiler_core.documents.study_plans import study_kind
 from sysprof.profiler_core.kernels.attention_flops import sub_range_rows
-from sysprof.profiler_core.records import phases_of
 from sysprof.profiler_core.render import export
 from sysprof.profiler_core.render.analysis_report import category_rows
 from sysprof.profiler_core.render.module_tables import kernel_module_rows, memory_module_rows
 from sysprof.profiler_core.render.table_model import TableModel, export_tables
 from sysprof.profiler_core.render.table_models import phase_kernel_model, ranks_model
-from sysprof.profiler_core.run_document import KERNELS, MEMORY, Run
-from sysprof.profiler_core.study_plans import study_kind
 
 FORMATS = {"md": "markdown", "csv": "csv", "json": "json", "tex": "latex"}
 

@@ -10,10 +10,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from sysprof.profiler_core import events, rundir
+from sysprof.profiler_core.base import events, rundir
+from sysprof.profiler_core.base.errors import UsageError
 from sysprof.profiler_core.cli.event_lines import event_printer
-from sysprof.profiler_core.errors import UsageError
-from sysprof.profiler_core.liveness import RUN, LiveProcess, in_progress, live_process
+from sysprof.profiler_core.documents.liveness import RUN, LiveProcess, in_progress, live_process
 from sysprof.profiler_core.render.whole_tables import add_format_option, output_console
 from sysprof.profiler_core.session.control import POLL_S, Attached, drain
 from sysprof.profiler_core.session.live import EventFollower, settle_died

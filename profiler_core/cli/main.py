@@ -11,7 +11,13 @@ from pathlib import Path
 from rich.console import Console
 
 from sysprof.models.phases import phase_option
-from sysprof.profiler_core import events, rundir
+from sysprof.profiler_core.base import events, rundir
+from sysprof.profiler_core.base.config import DTYPES, RunConfig, validate
+from sysprof.profiler_core.base.errors import SysprofError, UsageError
+from sysprof.profiler_core.base.events import finish_event
+from sysprof.profiler_core.base.options import OneLineParser, add_config_options, config_from_args
+from sysprof.profiler_core.base.records import RunSummary
+from sysprof.profiler_core.base.stop_signals import dump_stacks_on_request, on_stop_signals
 from sysprof.profiler_core.cli.ab import add_ab_options, command_ab
 from sysprof.profiler_core.cli.compare import add_compare_options, command_compare
 from sysprof.profiler_core.cli.event_lines import RunEventPrinter
@@ -20,13 +26,8 @@ from sysprof.profiler_core.cli.live import add_live_parsers, command_attach, com
 from sysprof.profiler_core.cli.report import add_report_options, command_report
 from sysprof.profiler_core.cli.studies import add_advise_parser, add_study_parsers, command_study
 from sysprof.profiler_core.cli.sweep import add_sweep_options, command_sweep
-from sysprof.profiler_core.config import DTYPES, RunConfig, validate
-from sysprof.profiler_core.errors import SysprofError, UsageError
-from sysprof.profiler_core.events import finish_event
-from sysprof.profiler_core.liveness import RUN
+from sysprof.profiler_core.documents.liveness import RUN
 from sysprof.profiler_core.memory.fit import device_memory, fit_problem
-from sysprof.profiler_core.options import OneLineParser, add_config_options, config_from_args
-from sysprof.profiler_core.records import RunSummary
 from sysprof.profiler_core.render import run_report as report
 from sysprof.profiler_core.render.analysis_report import print_analysis
 from sysprof.profiler_core.render.inspect_report import print_inspect
@@ -37,7 +38,6 @@ from sysprof.profiler_core.session.inspecting import inspect_model
 from sysprof.profiler_core.session.live import recorded
 from sysprof.profiler_core.session.rank_checks import gpus_problem
 from sysprof.profiler_core.session.repeats import RepeatedRun
-from sysprof.profiler_core.stop_signals import dump_stacks_on_request, on_stop_signals
 from sysprof.profiler_core.studies.kind import positive_ints
 
 stderr_console = Console(stderr=True, highlight=False)
@@ -147,7 +147,7 @@ def command_run(args) -> int:
 
 def command_analyze(args) -> int:
     # Here, not at the top: the analyzers import pandas (and numpy), ~0.15 s that --help and models never need.
-    from sysprof.profiler_core.analyze import analyze_path
+    from sysprof.profiler_core.readers.analyze import analyze_path
 
     analysis = analyze_path(args.path, args.nsys, args.prefix, args.phase)
     if args.json:

@@ -14,19 +14,25 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from sysprof.profiler_core import events, rundir
+from sysprof.profiler_core.analysis.compare import (
+    MIN_EFFECT,
+    compare_summaries,
+    config_differences,
+    ordering,
+    other_step_fields,
+)
+from sysprof.profiler_core.base import events, rundir
+from sysprof.profiler_core.base.errors import ExportError, UsageError
 from sysprof.profiler_core.cli.compare import comparison_notes
 from sysprof.profiler_core.cli.export import directory_tables
-from sysprof.profiler_core.compare import MIN_EFFECT, compare_summaries, config_differences, ordering, other_step_fields
-from sysprof.profiler_core.errors import ExportError, UsageError
+from sysprof.profiler_core.documents.run_document import MEMORY, Run
+from sysprof.profiler_core.documents.study_plans import study_kind
 from sysprof.profiler_core.render import report_figures as figures
 from sysprof.profiler_core.render import report_writers as blocks
 from sysprof.profiler_core.render.compare_report import COLUMNS, row_cells
 from sysprof.profiler_core.render.export import check_folder_writable
 from sysprof.profiler_core.render.figure_data import table_figures
 from sysprof.profiler_core.render.report_writers import Block
-from sysprof.profiler_core.run_document import MEMORY, Run
-from sysprof.profiler_core.study_plans import study_kind
 
 SUFFIXES, DEFAULT_OUTPUT = (".md", ".html"), "report.md"
 DIGITS = 4  # significant digits of a report's table cells (an export keeps 6): a document is read, not parsed

@@ -11,12 +11,12 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from sysprof.profiler_core import events, rundir
-from sysprof.profiler_core.code_specs import code_location_problems
-from sysprof.profiler_core.config import ConfigError, RunConfig
-from sysprof.profiler_core.errors import UsageError
+from sysprof.profiler_core.base import events, rundir
+from sysprof.profiler_core.base.code_specs import code_location_problems
+from sysprof.profiler_core.base.config import ConfigError, RunConfig
+from sysprof.profiler_core.base.errors import UsageError
+from sysprof.profiler_core.base.options import OPTION_HELP, add_model_args_file_option, flag, model_args
 from sysprof.profiler_core.memory.fit import cells_fit_problem
-from sysprof.profiler_core.options import OPTION_HELP, add_model_args_file_option, flag, model_args
 from sysprof.profiler_core.render import export
 from sysprof.profiler_core.render.rows import print_rows
 from sysprof.profiler_core.render.whole_tables import add_format_option, output_console

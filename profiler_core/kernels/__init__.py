@@ -10,7 +10,7 @@
 
 Names load on first use, so importing the package (the session does, to name a backend) costs no pandas.
 """
-from sysprof.profiler_core.lazy import lazy_exports
+from sysprof.profiler_core.base.lazy import lazy_exports
 
 _EXPORTS = {
     "KernelAttribution": "attribution", "attribute_kernels": "attribution", "containing_range": "intervals",

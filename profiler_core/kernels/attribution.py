@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from sysprof.models.phases import ATTENTION_PARTS, ATTENTION_RANGE, ATTRIBUTED_PHASES, OTHER, PHASE_OF_RANGE, STEP_RANGE
-from sysprof.profiler_core.errors import KernelReportError
+from sysprof.profiler_core.base.errors import KernelReportError
 from sysprof.profiler_core.kernels.classify import classify_kernel
 from sysprof.profiler_core.kernels.intervals import NO_RANGE, containing_range
 from sysprof.profiler_core.kernels.module_attribution import label_modules

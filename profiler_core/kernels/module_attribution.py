@@ -3,7 +3,7 @@
 The runner opens a range per module on the thread that runs it: forward on the main thread (push/pop), backward
 on the autograd thread (start/end). So, unlike phases, a kernel's module is looked up among the ranges of its
 *launching* thread: the innermost module range there holding the start of its launch call. Its category is that
-of the deepest module on the path that has one (profiler_core.module_types): the Linear inside `attn` counts as
+of the deepest module on the path that has one (profiler_core.base.module_types): the Linear inside `attn` counts as
 attention. Any other range on that thread, not one sysprof opens itself, is the user's own (`with
 torch.cuda.nvtx.range("softmax"):`): the innermost one around the launch becomes the kernel's `sub_range` when it
 lies inside the model (within the kernel's outermost module range), so a range in the training loop around the
@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 
 from sysprof.models.phases import is_tool_range, parse_module_range
+from sysprof.profiler_core.base.module_types import NO_MODULE, module_category
 from sysprof.profiler_core.kernels.intervals import NO_RANGE, innermost_range, outermost_range
-from sysprof.profiler_core.module_types import NO_MODULE, module_category
 
 Lookup = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 import pandas as pd
 
 from sysprof.models.phases import ATTRIBUTED_PHASES, BACKWARD, FORWARD
+from sysprof.profiler_core.base.module_types import CATEGORIES, NO_MODULE
 from sysprof.profiler_core.kernels.attribution import KernelAttribution
 from sysprof.profiler_core.kernels.intervals import NO_RANGE
-from sysprof.profiler_core.module_types import CATEGORIES, NO_MODULE
 
 TOP_MODULES = 15
 ROW_CATEGORIES = (*CATEGORIES, NO_MODULE)

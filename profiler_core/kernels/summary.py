@@ -26,7 +26,7 @@ from pathlib import Path
 import pandas as pd
 
 from sysprof.models.phases import ATTRIBUTED_PHASES, OTHER
-from sysprof.profiler_core.errors import KernelReportError, StatsSetError
+from sysprof.profiler_core.base.errors import KernelReportError, StatsSetError
 from sysprof.profiler_core.kernels.attribution import KernelAttribution, attribute_kernels
 from sysprof.profiler_core.kernels.capture_check import fit_to_capture
 from sysprof.profiler_core.kernels.classify import classify_kernels

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sysprof.profiler_core.errors import KernelReportError
+from sysprof.profiler_core.base.errors import KernelReportError
 from sysprof.profiler_core.kernels.attribution import KernelAttribution, _classes, _label_kernels, find_main_thread
 from sysprof.profiler_core.kernels.intervals import NO_RANGE
 from sysprof.profiler_core.kernels.module_attribution import label_modules

@@ -4,7 +4,7 @@ Pure stdlib + numpy: a run directory copied to a laptop opens here. Never import
 Names load on first use, so `profiler_core.memory.accounting` (pure arithmetic, used by the app's Configure
 screen) does not pay numpy's import time.
 """
-from sysprof.profiler_core.lazy import lazy_exports
+from sysprof.profiler_core.base.lazy import lazy_exports
 
 _EXPORTS = {
     "compare_predicted": "accounting", "predict_memory": "accounting", "predict_run_memory": "accounting",

@@ -31,7 +31,7 @@ Checked on an H100 against every preset × ctx 128/256/512 × fp32/bf16 × naive
 from __future__ import annotations
 
 from sysprof.models.presets import count_params
-from sysprof.profiler_core.config import DTYPE_BYTES, PARAM_BYTES, RunConfig
+from sysprof.profiler_core.base.config import DTYPE_BYTES, PARAM_BYTES, RunConfig
 
 MIB = 1024 * 1024
 MODES = ("forward", "forward_backward", "train")

@@ -8,10 +8,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 
-from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.base.config import RunConfig
+from sysprof.profiler_core.base.nvml import gpu_memory_total, visible_gpu_count
+from sysprof.profiler_core.base.units import format_bytes
 from sysprof.profiler_core.memory.accounting import predict_run_memory
-from sysprof.profiler_core.nvml import gpu_memory_total, visible_gpu_count
-from sysprof.profiler_core.units import format_bytes
 
 # How far below its prediction a peak has been seen to fall, and then some: the margin a refusal leaves.
 PREDICTION_MARGIN = 0.10

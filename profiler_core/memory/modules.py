@@ -1,7 +1,7 @@
 """Memory by module type (`--nvtx-modules` with `--memory`): the memory pass tags every allocation with the range
 name of the innermost module running (torch.cuda.memory._set_memory_metadata); the snapshot keeps that text per
 trace entry as `user_metadata`. A tag's module type is that of the deepest module on its path that has one
-(profiler_core.module_types), with class names from the tags themselves and the pass's modules.json.
+(profiler_core.base.module_types), with class names from the tags themselves and the pass's modules.json.
 
 An extra grouping beside the categories (parameters, activations, …), which it leaves untouched. Allocations made
 before recording (the weights, the optimizer's state) or outside every module (the loss, the optimizer step) carry
@@ -13,9 +13,9 @@ import os
 from pathlib import Path
 
 from sysprof.models.phases import parse_module_range
-from sysprof.profiler_core import rundir
-from sysprof.profiler_core.errors import RunDirError
-from sysprof.profiler_core.module_types import CATEGORIES, NO_MODULE, module_category
+from sysprof.profiler_core.base import rundir
+from sysprof.profiler_core.base.errors import RunDirError
+from sysprof.profiler_core.base.module_types import CATEGORIES, NO_MODULE, module_category
 
 from .categories import bytes_by_category, max_by_category
 from .replay import Allocation, Replay

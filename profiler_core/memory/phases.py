@@ -21,7 +21,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 
-from sysprof.profiler_core.units import ordinal
+from sysprof.profiler_core.base.units import ordinal
 
 from .frames import StackCache
 

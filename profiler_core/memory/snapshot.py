@@ -21,7 +21,7 @@ import os
 import pickle
 from typing import Any
 
-from sysprof.profiler_core.errors import SnapshotError
+from sysprof.profiler_core.base.errors import SnapshotError
 
 _MAGIC_DECOMPRESSORS = (
     (b"\xfd7zXZ\x00", lzma.decompress),

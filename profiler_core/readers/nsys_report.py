@@ -4,7 +4,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from sysprof.profiler_core.errors import AnalyzeError
+from sysprof.profiler_core.base.errors import AnalyzeError
 from sysprof.profiler_core.kernels.nsys.commands import export_sqlite_argv
 from sysprof.profiler_core.kernels.nsys.locate import find_nsys
 from sysprof.profiler_core.readers.base import ReadOptions

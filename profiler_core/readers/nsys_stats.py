@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sysprof.profiler_core import rundir
+from sysprof.profiler_core.base import rundir
 from sysprof.profiler_core.readers.base import ReadOptions
 
 

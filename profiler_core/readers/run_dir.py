@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sysprof.profiler_core import rundir
-from sysprof.profiler_core.errors import AnalyzeError
+from sysprof.profiler_core.base import rundir
+from sysprof.profiler_core.base.errors import AnalyzeError
 from sysprof.profiler_core.readers.base import ReadOptions
 
 

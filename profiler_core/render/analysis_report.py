@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from sysprof.profiler_core.base.units import NA, exact_bytes, format_bytes, format_ms, ns_to_ms
 from sysprof.profiler_core.kernels.attention_flops import sub_range_rows
 from sysprof.profiler_core.kernels.names import short_kernel_name
 from sysprof.profiler_core.memory.phases import BEFORE_RECORDING, step_words
@@ -17,7 +18,6 @@ from sysprof.profiler_core.render.launch_report import print_launch_analysis
 from sysprof.profiler_core.render.module_tables import print_module_tables
 from sysprof.profiler_core.render.rows import paint_model, print_rows
 from sysprof.profiler_core.render.table_models import phase_kernel_model
-from sysprof.profiler_core.units import NA, exact_bytes, format_bytes, format_ms, ns_to_ms
 
 TOP_CLASSES = "top classes, GPU ms"  # the unit of the numbers in its cells
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sysprof.profiler_core.units import NA, format_ms
+from sysprof.profiler_core.base.units import NA, format_ms
 
 COLUMNS = ("phase", "A", "B", "B/A [95% CI]", "n A/B", "verdict", "reason")
 REASON_INDENT = "    "

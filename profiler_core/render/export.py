@@ -13,8 +13,8 @@ import math
 import tempfile
 from pathlib import Path
 
-from sysprof.profiler_core.errors import ExportError
-from sysprof.profiler_core.units import significant
+from sysprof.profiler_core.base.errors import ExportError
+from sysprof.profiler_core.base.units import significant
 
 FORMAT_BY_SUFFIX = {".csv": "csv", ".md": "markdown", ".json": "json", ".tex": "latex"}
 SUFFIX_BY_FORMAT = {fmt: suffix for suffix, fmt in FORMAT_BY_SUFFIX.items()}

@@ -11,8 +11,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sysprof.profiler_core.code_specs import short_specs
-from sysprof.profiler_core.events import OK, OOM
+from sysprof.profiler_core.base.code_specs import short_specs
+from sysprof.profiler_core.base.events import OK, OOM
 
 Rows = Sequence[dict[str, Any]]
 NAMING = ("model", "ctx", "batch", "mode", "measured", "impl", "dtype", "d", "seq", "candidate", "GPUs")

@@ -5,8 +5,8 @@ from rich.console import Console
 from rich.table import Table
 
 from sysprof.models.presets import human_count
-from sysprof.profiler_core.records import InspectReport
-from sysprof.profiler_core.units import format_bytes
+from sysprof.profiler_core.base.records import InspectReport
+from sysprof.profiler_core.base.units import format_bytes
 
 MEMORY_ITEMS = (("weights", "weights_bytes"), ("gradients", "gradients_bytes"),
                 ("optimizer state", "optimizer_state_bytes"), ("activations (saved for backward)", "activations_bytes"))

@@ -11,8 +11,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from sysprof.models.phases import PHASES
-from sysprof.profiler_core.records import phases_of
-from sysprof.profiler_core.units import optional
+from sysprof.profiler_core.base.records import phases_of
+from sysprof.profiler_core.base.units import optional
 
 # Two-line headers keep the table within 80 columns; "other" idle (the rest of the span) is in the JSON.
 COLUMNS = ("phase", "busy %", "host-\nwait %", "kernel-\nwait %", "launch\nµs", "kernels <\nlaunch %", "verdict")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from rich.markup import escape
 from rich.table import Table
 
-from sysprof.profiler_core.units import format_bytes, ns_to_ms
+from sysprof.profiler_core.base.units import format_bytes, ns_to_ms
 
 SUB_ROW = "  └ "
 KERNEL_ROW_FIELDS = ("phase", "category", "sub_range", "gpu_ns", "gpu_ms_per_step", "kernels", "share")

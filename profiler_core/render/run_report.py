@@ -10,14 +10,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from sysprof.models.presets import PRESETS, count_params, forward_flops, human_count
-from sysprof.profiler_core.config import DTYPE_BYTES
-from sysprof.profiler_core.energy import energy_line
-from sysprof.profiler_core.events import OK, end_reason, run_state
-from sysprof.profiler_core.metrics import mfu_missing
-from sysprof.profiler_core.records import RunSummary
+from sysprof.profiler_core.analysis.energy import energy_line
+from sysprof.profiler_core.analysis.metrics import mfu_missing
+from sysprof.profiler_core.base.config import DTYPE_BYTES
+from sysprof.profiler_core.base.events import OK, end_reason, run_state
+from sysprof.profiler_core.base.records import RunSummary
+from sysprof.profiler_core.base.units import format_bytes, format_ms, optional
 from sysprof.profiler_core.render.rows import paint_model
 from sysprof.profiler_core.render.table_models import phase_model, ranks_model, run_title
-from sysprof.profiler_core.units import format_bytes, format_ms, optional
 
 
 def phase_table(summary: RunSummary) -> Table:
@@ -164,7 +164,7 @@ def profiled_time_line(summary: RunSummary) -> str | None:
 
 
 def print_warnings(console, warnings: Sequence[dict[str, Any]]) -> None:
-    """Instability warnings (profiler_core.stability) under a run's numbers, one line each: cause and remedy."""
+    """Instability warnings (analysis/stability.py) under a run's numbers, one line each: cause and remedy."""
     for warning in warnings:
         console.print(f"[yellow]warning:[/] {escape(warning['message'])}")
 
@@ -197,8 +197,8 @@ def print_headline(console, summary: RunSummary, run_dir: Path) -> None:
 
     Warnings: those the run stored (with the host and GPU readings taken while it ran), else those its summary and
     steps alone show."""
-    from sysprof.profiler_core.rundir import read_steps
-    from sysprof.profiler_core.stability import warnings_for_summary
+    from sysprof.profiler_core.analysis.stability import warnings_for_summary
+    from sysprof.profiler_core.base.rundir import read_steps
 
     console.print(between_table(summary) if summary.get("repeats") else phase_table(summary))
     print_ranks(console, summary)
@@ -218,8 +218,8 @@ def print_headline(console, summary: RunSummary, run_dir: Path) -> None:
 
 def print_run(console, summary: RunSummary, full_names: bool = False) -> None:
     """The human report of `sysprof run`: the headline (print_headline), then what the extra passes produced."""
+    from sysprof.profiler_core.base.rundir import read_json
     from sysprof.profiler_core.render.analysis_report import print_kernel_analysis, print_memory_analysis
-    from sysprof.profiler_core.rundir import read_json
 
     run_dir = Path(summary["run_dir"])
     print_headline(console, summary, run_dir)

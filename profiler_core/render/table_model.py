@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sysprof.profiler_core.units import NA
+from sysprof.profiler_core.base.units import NA
 
 
 def plain(value: Any) -> str:

@@ -8,14 +8,14 @@ from typing import Any
 
 from sysprof.models.phases import attention_part_labels
 from sysprof.models.presets import human_count
-from sysprof.profiler_core.config import model_label
+from sysprof.profiler_core.analysis.ranks import STRAGGLER_SCORE
+from sysprof.profiler_core.base.config import model_label
+from sysprof.profiler_core.base.records import phases_of
+from sysprof.profiler_core.base.units import NA, format_bytes
 from sysprof.profiler_core.kernels.capture_check import WITHHELD
 from sysprof.profiler_core.kernels.whole_step import whole_step
-from sysprof.profiler_core.ranks import STRAGGLER_SCORE
-from sysprof.profiler_core.records import phases_of
 from sysprof.profiler_core.render.launch_report import short_verdict
 from sysprof.profiler_core.render.table_model import Column, TableModel, fixed_or_na, plain
-from sysprof.profiler_core.units import NA, format_bytes
 
 
 def run_title(summary: Mapping[str, Any]) -> str:

@@ -33,10 +33,11 @@ from typing import TextIO
 
 import torch
 
-from sysprof.profiler_core import events, rundir
-from sysprof.profiler_core.config import ConfigError, RunConfig, validate
-from sysprof.profiler_core.events import ReaderGone, emit
-from sysprof.profiler_core.records import StepRecord
+from sysprof.profiler_core.base import events, rundir
+from sysprof.profiler_core.base.config import ConfigError, RunConfig, validate
+from sysprof.profiler_core.base.events import ReaderGone, emit
+from sysprof.profiler_core.base.records import StepRecord
+from sysprof.profiler_core.base.stop_signals import deferrable, dump_stacks_on_request, on_stop_signals
 from sysprof.profiler_core.runner.engine import (
     CANCELLED_CODE,
     Cancelled,
@@ -46,7 +47,6 @@ from sysprof.profiler_core.runner.engine import (
     guarded,
     raise_cancelled,
 )
-from sysprof.profiler_core.stop_signals import deferrable, dump_stacks_on_request, on_stop_signals
 
 DEFAULT_BLOCKS = 4
 MIN_BLOCK_STEPS = 3  # a block's median must not rest on its first step after a switch of arms

@@ -30,8 +30,8 @@ import torch
 import torch.nn.functional as F
 from einops import einsum
 
-from sysprof.profiler_core.code_specs import COMPILED_PREFIX
-from sysprof.profiler_core.events import CELL_RESULT, CONFIG, FAILED, OK, OOM, emit
+from sysprof.profiler_core.base.code_specs import COMPILED_PREFIX
+from sysprof.profiler_core.base.events import CELL_RESULT, CONFIG, FAILED, OK, OOM, emit
 from sysprof.profiler_core.runner.timing import synchronize
 from sysprof.profiler_core.runner.user_model import DIMENSION_NAMES, ROPE_THETA, factory_kwargs, load_callable
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 from sysprof.models.nvtx import mirror_to_torch_profiler
-from sysprof.profiler_core.rundir import MEMORY_SNAPSHOT, TORCH_TRACE
+from sysprof.profiler_core.base.rundir import MEMORY_SNAPSHOT, TORCH_TRACE
 
 
 @contextlib.contextmanager

@@ -17,7 +17,7 @@ from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
     checkpoint_wrapper,
 )
 
-from sysprof.profiler_core.errors import ConfigError
+from sysprof.profiler_core.base.errors import ConfigError
 
 
 def checkpoint_blocks(model: nn.Module) -> dict[str, object]:

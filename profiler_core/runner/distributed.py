@@ -14,8 +14,8 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from sysprof.profiler_core.config import ConfigError, RunConfig
-from sysprof.profiler_core.ranks import test_delay_ms
+from sysprof.profiler_core.analysis.ranks import test_delay_ms
+from sysprof.profiler_core.base.config import ConfigError, RunConfig
 
 # A rank that died leaves the others blocked in a collective; torchrun stops them first, this is the backstop.
 GROUP_TIMEOUT = timedelta(minutes=10)

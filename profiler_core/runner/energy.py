@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from sysprof.profiler_core.nvml import visible_gpu_index
+from sysprof.profiler_core.base.nvml import visible_gpu_index
 
 
 def _read(call):

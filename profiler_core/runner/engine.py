@@ -19,14 +19,21 @@ import torch
 
 from sysprof.models.nvtx import nvtx_range
 from sysprof.models.phases import COMPILE_RANGE, WARMUP_RANGE, step_range
-from sysprof.profiler_core import events, rundir
-from sysprof.profiler_core.config import ConfigError, RunConfig, validate
-from sysprof.profiler_core.energy import energy_section
-from sysprof.profiler_core.events import CAPTURES, SCHEMA_VERSION, ReaderGone, emit
-from sysprof.profiler_core.metrics import build_summary
-from sysprof.profiler_core.options import config_to_args
-from sysprof.profiler_core.ranks import all_ranks_throughput, rank_record, ranks_section
-from sysprof.profiler_core.records import RunError, RunSummary, StepRecord
+from sysprof.profiler_core.analysis.energy import energy_section
+from sysprof.profiler_core.analysis.metrics import build_summary
+from sysprof.profiler_core.analysis.ranks import all_ranks_throughput, rank_record, ranks_section
+from sysprof.profiler_core.base import events, rundir
+from sysprof.profiler_core.base.config import ConfigError, RunConfig, validate
+from sysprof.profiler_core.base.events import CAPTURES, SCHEMA_VERSION, ReaderGone, emit
+from sysprof.profiler_core.base.options import config_to_args
+from sysprof.profiler_core.base.records import RunError, RunSummary, StepRecord
+from sysprof.profiler_core.base.stop_signals import (
+    STOP_SIGNALS,
+    deferrable,
+    dump_stacks_on_request,
+    held_stop_signals,
+    on_stop_signals,
+)
 from sysprof.profiler_core.runner import distributed
 from sysprof.profiler_core.runner.capture import MemoryHistory, measured_capture
 from sysprof.profiler_core.runner.energy import EnergyMeter
@@ -47,13 +54,6 @@ from sysprof.profiler_core.runner.workload import (
     check_dtype_support,
     cuda_graph_report,
     resolve_device,
-)
-from sysprof.profiler_core.stop_signals import (
-    STOP_SIGNALS,
-    deferrable,
-    dump_stacks_on_request,
-    held_stop_signals,
-    on_stop_signals,
 )
 
 

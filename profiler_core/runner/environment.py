@@ -8,7 +8,7 @@ import sys
 
 import torch
 
-from sysprof.profiler_core.nvml import driver_version
+from sysprof.profiler_core.base.nvml import driver_version
 
 
 def _cuda_fields(device: torch.device) -> dict:

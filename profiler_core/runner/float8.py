@@ -14,8 +14,8 @@ import torch
 from torch import nn
 
 from sysprof.models.transformer import Linear as BuiltInLinear
-from sysprof.profiler_core.config import FP8_MIN_CAPABILITY
-from sysprof.profiler_core.errors import ConfigError
+from sysprof.profiler_core.base.config import FP8_MIN_CAPABILITY
+from sysprof.profiler_core.base.errors import ConfigError
 
 TILE = 16
 

@@ -10,8 +10,8 @@ import sys
 
 import torch
 
-from sysprof.profiler_core import events
-from sysprof.profiler_core.events import emit
+from sysprof.profiler_core.base import events
+from sysprof.profiler_core.base.events import emit
 
 
 class NotNeeded(Exception):

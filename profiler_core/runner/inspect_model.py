@@ -27,11 +27,11 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from sysprof.models.presets import step_flops
 from sysprof.models.transformer import TransformerLM
-from sysprof.profiler_core import events
-from sysprof.profiler_core.config import COMPILED_STEP, ConfigError, RunConfig, validate
-from sysprof.profiler_core.events import emit
+from sysprof.profiler_core.base import events
+from sysprof.profiler_core.base.config import COMPILED_STEP, ConfigError, RunConfig, validate
+from sysprof.profiler_core.base.events import emit
+from sysprof.profiler_core.base.records import InspectReport
 from sysprof.profiler_core.memory.accounting import predict_run_memory
-from sysprof.profiler_core.records import InspectReport
 from sysprof.profiler_core.runner.user_model import build_optimizer, build_user_model, load_callable
 from sysprof.profiler_core.runner.workload import loss_of
 

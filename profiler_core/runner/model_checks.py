@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from sysprof.profiler_core.errors import ConfigError
+from sysprof.profiler_core.base.errors import ConfigError
 
 
 def check_placement(model: torch.nn.Module, device: torch.device) -> None:

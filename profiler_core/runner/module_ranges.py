@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 from sysprof.models.phases import module_range, parse_module_range
-from sysprof.profiler_core.module_types import category_of, module_category, module_depth
+from sysprof.profiler_core.base.module_types import category_of, module_category, module_depth
 
 # PyTorch warns each time the hook of a module without grad-requiring inputs fires early; that case is handled.
 _EARLY_HOOK_WARNING = "Full backward hook is firing when gradients are computed with respect to module outputs"

@@ -14,8 +14,8 @@ import sys
 import torch
 from torch import nn
 
-from sysprof.profiler_core.errors import ConfigError
-from sysprof.profiler_core.events import CONFIG, FAILED, LAB_RESULT, emit
+from sysprof.profiler_core.base.errors import ConfigError
+from sysprof.profiler_core.base.events import CONFIG, FAILED, LAB_RESULT, emit
 from sysprof.profiler_core.runner.workload import resolve_device
 
 

@@ -14,7 +14,7 @@ import torch
 
 from sysprof.models.nvtx import nvtx_range
 from sysprof.models.phases import PHASE_RANGES
-from sysprof.profiler_core.records import StepRecord
+from sysprof.profiler_core.base.records import StepRecord
 from sysprof.profiler_core.runner.run_queue import RunQueueClock
 from sysprof.profiler_core.runner.workload import Workload
 

@@ -20,8 +20,8 @@ from typing import Any
 
 import torch
 
-from sysprof.profiler_core.config import ATTENTION_NAMES, DIMENSION_NAMES, RunConfig
-from sysprof.profiler_core.errors import ConfigError
+from sysprof.profiler_core.base.config import ATTENTION_NAMES, DIMENSION_NAMES, RunConfig
+from sysprof.profiler_core.base.errors import ConfigError
 
 ROPE_THETA = 10_000.0  # the CS336 default, offered to factories that ask for it
 

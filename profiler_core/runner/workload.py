@@ -11,8 +11,8 @@ import torch.nn.functional as F
 from einops import rearrange
 
 from sysprof.models.transformer import TransformerLM
-from sysprof.profiler_core.config import AUTOCAST_DTYPES as AUTOCAST_DTYPE_NAMES
-from sysprof.profiler_core.config import COMPILED_STEP, CUDA_GRAPH_MODES, ConfigError, RunConfig
+from sysprof.profiler_core.base.config import AUTOCAST_DTYPES as AUTOCAST_DTYPE_NAMES
+from sysprof.profiler_core.base.config import COMPILED_STEP, CUDA_GRAPH_MODES, ConfigError, RunConfig
 from sysprof.profiler_core.runner.checkpointing import checkpoint_blocks
 from sysprof.profiler_core.runner.float8 import check_fp8_support, to_float8
 from sysprof.profiler_core.runner.model_checks import check_placement, check_vocabulary

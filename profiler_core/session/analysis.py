@@ -7,12 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from sysprof.profiler_core import rundir
-from sysprof.profiler_core.config import DTYPE_BYTES, RunConfig
-from sysprof.profiler_core.errors import KernelReportError, SnapshotError
+from sysprof.profiler_core.base import rundir
+from sysprof.profiler_core.base.config import DTYPE_BYTES, RunConfig
+from sysprof.profiler_core.base.errors import KernelReportError, SnapshotError
+from sysprof.profiler_core.base.records import PassRecord, RunSummary
 from sysprof.profiler_core.memory.accounting import compare_predicted, predict_run_memory
 from sysprof.profiler_core.readers import MEMORY_SNAPSHOT_READER, ReadOptions
-from sysprof.profiler_core.records import PassRecord, RunSummary
 
 if TYPE_CHECKING:
     from sysprof.profiler_core.kernels.attribution import KernelAttribution

@@ -10,9 +10,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from sysprof.profiler_core import events, rundir
-from sysprof.profiler_core.config import RunConfig
-from sysprof.profiler_core.records import RunSummary
+from sysprof.profiler_core.base import events, rundir
+from sysprof.profiler_core.base.config import RunConfig
+from sysprof.profiler_core.base.records import RunSummary
 from sysprof.profiler_core.session.process import RunnerProcess, mark_killed
 
 BLOCKS = 4  # measured steps of each arm in this many blocks, the order of the arms reversed in every other one

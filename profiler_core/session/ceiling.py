@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.base.config import RunConfig
 
 CEILING_TIMEOUT_S = 180.0  # start-up, one meta pass and a few seconds of matmuls: minutes only for a huge model
 

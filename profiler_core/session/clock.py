@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from sysprof.profiler_core import events
+from sysprof.profiler_core.base import events
 
 # The keys of a breakdown, in the order the work happens (stage names are the runner's).
 PASS_PARTS = ("start", "held", "build", "compile", "warmup", "measured", "exit")

@@ -19,7 +19,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from sysprof.profiler_core.liveness import LiveProcess, live_process
+from sysprof.profiler_core.documents.liveness import LiveProcess, live_process
 from sysprof.profiler_core.session.live import EventFollower
 from sysprof.profiler_core.session.process import CANCEL_GRACE_S, signal_group
 

@@ -8,10 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sysprof.profiler_core import events, rundir
-from sysprof.profiler_core.config import RunConfig
-from sysprof.profiler_core.errors import ConfigError, InspectFailed
-from sysprof.profiler_core.records import InspectReport
+from sysprof.profiler_core.base import events, rundir
+from sysprof.profiler_core.base.config import RunConfig
+from sysprof.profiler_core.base.errors import ConfigError, InspectFailed
+from sysprof.profiler_core.base.records import InspectReport
 
 INSPECT_TIMEOUT_S = 300.0  # a large user model on the meta device: minutes at worst, never forever
 

@@ -20,9 +20,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
-from sysprof.profiler_core import events, rundir
-from sysprof.profiler_core.liveness import HEARTBEAT_S, RUN, LiveProcess
-from sysprof.profiler_core.study_plans import study_kind
+from sysprof.profiler_core.base import events, rundir
+from sysprof.profiler_core.documents.liveness import HEARTBEAT_S, RUN, LiveProcess
+from sysprof.profiler_core.documents.study_plans import study_kind
 
 EventSink = Callable[[Any], None]  # an event: a dict, or records.Event
 
@@ -131,7 +131,7 @@ def settle_died(live: LiveProcess) -> str:
 
 
 def _settle_run(live: LiveProcess, when: str) -> str:
-    from sysprof.profiler_core.config import ConfigError, RunConfig, type_problems
+    from sysprof.profiler_core.base.config import ConfigError, RunConfig, type_problems
     from sysprof.profiler_core.session.process import mark_died
 
     try:

@@ -13,10 +13,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import cast
 
-from sysprof.profiler_core import events, rundir
-from sysprof.profiler_core.config import RunConfig
-from sysprof.profiler_core.ranks import local_ranks, with_communication, with_findings, with_gpu_readings
-from sysprof.profiler_core.records import PassRecord, RunSummary, median_ms
+from sysprof.profiler_core.analysis.ranks import local_ranks, with_communication, with_findings, with_gpu_readings
+from sysprof.profiler_core.base import events, rundir
+from sysprof.profiler_core.base.config import RunConfig
+from sysprof.profiler_core.base.records import PassRecord, RunSummary, median_ms
 from sysprof.profiler_core.session.analysis import (
     analyze_kernels,
     analyze_memory,

@@ -9,10 +9,10 @@ import shutil
 import time
 from pathlib import Path
 
-from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.base.config import RunConfig
+from sysprof.profiler_core.base.nvml import visible_gpu_count
 from sysprof.profiler_core.memory.accounting import predict_run_memory
 from sysprof.profiler_core.memory.fit import device_memory
-from sysprof.profiler_core.nvml import visible_gpu_count
 from sysprof.profiler_core.session.process import RunnerProcess, runner_argv
 
 # A CUDA context and its allocator's first segment take ~0.5 GiB; the predicted peak must leave this much beside it.

@@ -9,9 +9,9 @@ import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from sysprof.profiler_core import events, rundir
-from sysprof.profiler_core.config import RunConfig
-from sysprof.profiler_core.records import RunError, RunSummary
+from sysprof.profiler_core.base import events, rundir
+from sysprof.profiler_core.base.config import RunConfig
+from sysprof.profiler_core.base.records import RunError, RunSummary
 
 CANCEL_GRACE_S = 15.0  # time an interrupted runner (and a wrapping nsys) gets to finish its files
 
@@ -64,7 +64,7 @@ def mark_died(run_dir: Path, cfg: RunConfig, reason: str) -> RunSummary:
 
 
 def _mark_ended(run_dir: Path, cfg: RunConfig, kind: str, message: str) -> RunSummary:
-    from sysprof.profiler_core.metrics import build_summary
+    from sysprof.profiler_core.analysis.metrics import build_summary
 
     existing = rundir.read_summary(run_dir)
     if existing:

@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sysprof.profiler_core import events, rundir
-from sysprof.profiler_core.config import RunConfig
-from sysprof.profiler_core.nvml import visible_gpu_count
-from sysprof.profiler_core.ranks import all_ranks_throughput, local_ranks, rank_record, ranks_section
+from sysprof.profiler_core.analysis.ranks import all_ranks_throughput, local_ranks, rank_record, ranks_section
+from sysprof.profiler_core.base import events, rundir
+from sysprof.profiler_core.base.config import RunConfig
+from sysprof.profiler_core.base.nvml import visible_gpu_count
 
 
 def gpus_problem(cfg: RunConfig, visible: int | None = None) -> str | None:

@@ -25,17 +25,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import cast
 
-from sysprof.profiler_core import events, rundir
-from sysprof.profiler_core.config import ConfigError, RunConfig, validate
-from sysprof.profiler_core.errors import BackendUnavailable
-from sysprof.profiler_core.events import finish_event, with_state
-from sysprof.profiler_core.liveness import RUN
-from sysprof.profiler_core.metrics import aggregate_processes
-from sysprof.profiler_core.records import RunSummary, median_ms
+from sysprof.profiler_core.analysis.metrics import aggregate_processes
+from sysprof.profiler_core.base import events, rundir
+from sysprof.profiler_core.base.config import ConfigError, RunConfig, validate
+from sysprof.profiler_core.base.errors import BackendUnavailable
+from sysprof.profiler_core.base.events import finish_event, with_state
+from sysprof.profiler_core.base.records import RunSummary, median_ms
+from sysprof.profiler_core.base.stop_signals import on_stop_signals
+from sysprof.profiler_core.documents.liveness import RUN
 from sysprof.profiler_core.session.backends import Backend, choose_backend
 from sysprof.profiler_core.session.live import EventLog, recorded
 from sysprof.profiler_core.session.passes import Session
-from sysprof.profiler_core.stop_signals import on_stop_signals
 
 EventSink = Callable[[dict], None]
 

@@ -16,9 +16,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from sysprof.profiler_core import rundir
-from sysprof.profiler_core.nvml import NvmlSampler, visible_gpu_index
-from sysprof.profiler_core.stability import warnings_for_summary
+from sysprof.profiler_core.analysis.stability import warnings_for_summary
+from sysprof.profiler_core.base import rundir
+from sysprof.profiler_core.base.nvml import NvmlSampler, visible_gpu_index
 
 PERIOD_S = 0.25  # NVML's clock and reason readings are instantaneous: a few per second catch a dip of a step
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sysprof.profiler_core import events, rundir
-from sysprof.profiler_core.study_plans import study_plan
+from sysprof.profiler_core.base import events, rundir
+from sysprof.profiler_core.documents.study_plans import study_plan
 
 
 def _finished_cells(study_dir: Path, kind: str) -> int:

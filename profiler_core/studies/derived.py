@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sysprof.profiler_core.compare import compare_summaries
+from sysprof.profiler_core.analysis.compare import compare_summaries
 
 
 def verdict_cell(summary_a: Mapping[str, Any] | None, summary_b: Mapping[str, Any] | None, phase: str) -> str | None:

@@ -8,13 +8,13 @@ from functools import cached_property
 from pathlib import Path
 from typing import cast
 
-from sysprof.profiler_core import rundir
-from sysprof.profiler_core.config import RunConfig
-from sysprof.profiler_core.errors import StudyError
-from sysprof.profiler_core.run_document import Run
+from sysprof.profiler_core.base import rundir
+from sysprof.profiler_core.base.config import RunConfig
+from sysprof.profiler_core.base.errors import StudyError
+from sysprof.profiler_core.documents.run_document import Run
+from sysprof.profiler_core.documents.study_plans import study_plan
 from sysprof.profiler_core.studies.sweep import cell_dir, load_plan, plan_configs
 from sysprof.profiler_core.studies.tables import cell_row
-from sysprof.profiler_core.study_plans import study_plan
 
 
 @dataclass(frozen=True)

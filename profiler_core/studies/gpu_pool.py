@@ -13,9 +13,9 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from sysprof.profiler_core import events, rundir
-from sysprof.profiler_core.config import ConfigError, RunConfig
-from sysprof.profiler_core.nvml import visible_gpu_count
+from sysprof.profiler_core.base import events, rundir
+from sysprof.profiler_core.base.config import ConfigError, RunConfig
+from sysprof.profiler_core.base.nvml import visible_gpu_count
 
 SESSION_STDERR = "session-stderr.log"  # in the cell's directory: the session process's own stderr
 

@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from sysprof.models.phases import PHASES
-from sysprof.profiler_core import rundir
-from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.base import rundir
+from sysprof.profiler_core.base.config import RunConfig
+from sysprof.profiler_core.documents.run_document import KERNELS, Run
 from sysprof.profiler_core.kernels.whole_step import whole_step
-from sysprof.profiler_core.run_document import KERNELS, Run
 
 NS_PER_MS = 1e6
 KEY_FIELDS = ("model", "ctx", "mode")  # every row names these; the fields the cells vary come after

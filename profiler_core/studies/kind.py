@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sysprof.models.presets import PRESETS
-from sysprof.profiler_core import rundir
-from sysprof.profiler_core.config import ConfigError, RunConfig, validate
+from sysprof.profiler_core.base import rundir
+from sysprof.profiler_core.base.config import ConfigError, RunConfig, validate
+from sysprof.profiler_core.base.options import add_config_options
 from sysprof.profiler_core.memory.fit import cells_fit_problem
-from sysprof.profiler_core.options import add_config_options
 from sysprof.profiler_core.studies import sweep
 from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.progress import Progress, config_label

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sysprof.profiler_core.run_document import MEMORY, Run
+from sysprof.profiler_core.documents.run_document import MEMORY, Run
 from sysprof.profiler_core.studies.kernel_tables import keyed, row_keys
 
 BASELINE = "fp32"

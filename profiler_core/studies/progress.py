@@ -1,5 +1,5 @@
 """How far a sweep or study has got: dim lines on stderr for a person, or, with `--events`, the STUDY_EVENTS of
-profiler_core.events on stdout for the app. Every kind counts cells and estimates the time left the same way.
+profiler_core.base.events on stdout for the app. Every kind counts cells and estimates the time left the same way.
 """
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from sysprof.profiler_core import events
-from sysprof.profiler_core.config import RunConfig, model_label
-from sysprof.profiler_core.liveness import STUDY
+from sysprof.profiler_core.base import events
+from sysprof.profiler_core.base.config import RunConfig, model_label
+from sysprof.profiler_core.documents.liveness import STUDY
 from sysprof.profiler_core.session.live import EventLog, Heartbeat
 
 ALWAYS_NAMED = ("model", "mode")  # a line that names other fields and not these reads as if they did not vary

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sysprof.profiler_core import events
-from sysprof.profiler_core.compare import compare_summaries
+from sysprof.profiler_core.analysis.compare import compare_summaries
+from sysprof.profiler_core.base import events
+from sysprof.profiler_core.documents.study_plans import AB_STUDY
 from sysprof.profiler_core.render.compare_report import COLUMNS, row_cells
 from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kernel_tables import profiled_sweep_tables, varied_fields
 from sysprof.profiler_core.studies.kinds import KINDS
 from sysprof.profiler_core.studies.memory_tables import memory_sweep_tables
 from sysprof.profiler_core.studies.tables import pivot, visible_columns
-from sysprof.profiler_core.study_plans import AB_STUDY
 
 PIVOT_VALUE = "fwd mean ms"
 

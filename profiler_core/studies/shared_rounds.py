@@ -13,9 +13,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from sysprof.profiler_core import events
-from sysprof.profiler_core.config import RunConfig
-from sysprof.profiler_core.records import RunSummary
+from sysprof.profiler_core.base import events
+from sysprof.profiler_core.base.config import RunConfig
+from sysprof.profiler_core.base.records import RunSummary
 from sysprof.profiler_core.session.arms import run_shared
 from sysprof.profiler_core.session.repeats import RepeatedRun, clean_only, process_dir
 

@@ -12,9 +12,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from sysprof.profiler_core import events, rundir
-from sysprof.profiler_core.config import ConfigError, RunConfig, config_problems, validate
-from sysprof.profiler_core.errors import StudyError
+from sysprof.profiler_core.base import events, rundir
+from sysprof.profiler_core.base.config import ConfigError, RunConfig, config_problems, validate
+from sysprof.profiler_core.base.errors import StudyError
 from sysprof.profiler_core.session.backends import choose_backend
 from sysprof.profiler_core.session.repeats import RepeatedRun
 from sysprof.profiler_core.studies.gpu_pool import run_on_gpus

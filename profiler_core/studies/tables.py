@@ -6,11 +6,11 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from sysprof.models.presets import PRESETS
-from sysprof.profiler_core import events
-from sysprof.profiler_core.config import ConfigError, RunConfig, model_column
-from sysprof.profiler_core.energy import tokens_per_joule
-from sysprof.profiler_core.metrics import summarize_ms
-from sysprof.profiler_core.records import PhaseStats, phases_of
+from sysprof.profiler_core.analysis.energy import tokens_per_joule
+from sysprof.profiler_core.analysis.metrics import summarize_ms
+from sysprof.profiler_core.base import events
+from sysprof.profiler_core.base.config import ConfigError, RunConfig, model_column
+from sysprof.profiler_core.base.records import PhaseStats, phases_of
 
 if TYPE_CHECKING:
     from sysprof.profiler_core.studies.document import Study

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from sysprof.profiler_core.compare import NOT_INTERLEAVED, compare_summaries, ordering, verdict_text
-from sysprof.profiler_core.ordering import drift, interleaved
-from sysprof.profiler_core.run_document import Run
+from sysprof.profiler_core.analysis.compare import NOT_INTERLEAVED, compare_summaries, ordering, verdict_text
+from sysprof.profiler_core.analysis.ordering import drift, interleaved
+from sysprof.profiler_core.documents.run_document import Run
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = ["--model", "tiny", "--device", "cpu", "--ctx", "32", "--batch", "2", "--warmup", "1", "--steps", "6"]
@@ -111,8 +111,8 @@ def test_a_verdict_between_ordered_sides_is_withheld_with_its_effect_in_the_reas
 
 
 def test_one_sides_repeatable_options_never_leak_into_the_other_or_the_shared_ones():
+    from sysprof.profiler_core.base.options import OneLineParser, add_config_options
     from sysprof.profiler_core.cli.ab import side_config
-    from sysprof.profiler_core.options import OneLineParser, add_config_options
 
     parser = OneLineParser()
     add_config_options(parser)

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from sysprof.models.transformer import TransformerLM
-from sysprof.profiler_core import rundir
-from sysprof.profiler_core.config import RunConfig, config_problems
-from sysprof.profiler_core.errors import ConfigError
+from sysprof.profiler_core.base import rundir
+from sysprof.profiler_core.base.config import RunConfig, config_problems
+from sysprof.profiler_core.base.errors import ConfigError
 from sysprof.profiler_core.memory.accounting import predict_run_memory
 from sysprof.profiler_core.runner.checkpointing import checkpoint_blocks, repeated_blocks
 from sysprof.profiler_core.session.passes import Session

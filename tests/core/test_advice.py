@@ -10,9 +10,9 @@ from types import SimpleNamespace
 
 import pytest
 
+from sysprof.profiler_core.analysis.compare import FASTER, WITHIN_NOISE
+from sysprof.profiler_core.base.config import RunConfig
 from sysprof.profiler_core.cli import main as cli
-from sysprof.profiler_core.compare import FASTER, WITHIN_NOISE
-from sysprof.profiler_core.config import RunConfig
 from sysprof.profiler_core.studies.kinds.advise import refine as advise_refine
 from sysprof.profiler_core.studies.kinds.advise import tables as advise_tables
 from sysprof.profiler_core.studies.kinds.advise.candidates import candidates, compile_s, plan
@@ -197,7 +197,7 @@ def test_advise_refuses_what_cannot_give_an_answer_in_one_line(tmp_path, argv, r
 def _runs_with(command: str, options: str) -> bool:
     """The command runs the config its step's options give (each option once, the step's in place of the
     baseline's)."""
-    from sysprof.profiler_core.options import config_from_command
+    from sysprof.profiler_core.base.options import config_from_command
 
     words = command.split()
     return config_from_command(f"{command} {options}") == config_from_command(command) and len(
@@ -824,7 +824,7 @@ def test_the_2p7b_advise_on_an_h200_answers_past_40_percent_mfu_in_one_command()
     the peak it is a share of."""
     import shlex
 
-    from sysprof.profiler_core.options import config_from_command
+    from sysprof.profiler_core.base.options import config_from_command
 
     tables = study_tables(Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-2p7b-h200")
     [answer] = tables["recommended"]
@@ -843,7 +843,7 @@ def test_one_uninterrupted_20_minute_advise_of_2p7b_answers_past_40_percent_mfu(
     2026-11-27: 980 s, started detached across three calls). One of bf16's two processes ran 9% slow, so "+ batch
     16" was within noise over bf16 (Welch's t, p = 0.054); reduce-overhead on top of it is judged against bf16,
     the last step that held, and is the answer, with batch 16 said as not shown to help on its own."""
-    from sysprof.profiler_core.options import config_from_command
+    from sysprof.profiler_core.base.options import config_from_command
     from sysprof.profiler_core.studies.kinds.advise.costs import spent_s
 
     study_dir = Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-2p7b-h200-20min"
@@ -864,7 +864,7 @@ def test_the_final_codes_20_minute_advise_of_2p7b_prints_its_answer_past_40_perc
     answer, which the tables rebuilt from the saved study repeat, is bf16 + batch 16 + reduce-overhead + the fused
     step, 11.82× [11.80–11.83] and 48.3% MFU; every step held against the one before, SDPA was left out by the
     budget (a row saying so, named in the answer)."""
-    from sysprof.profiler_core.options import config_from_command
+    from sysprof.profiler_core.base.options import config_from_command
     from sysprof.profiler_core.studies.document import Study
     from sysprof.profiler_core.studies.kinds.advise.costs import affordable_steps, spent_s
 

@@ -5,13 +5,13 @@ import io
 from contextlib import redirect_stderr
 from pathlib import Path
 
+from sysprof.profiler_core.analysis.compare import ENERGY_ROW, FASTER, SLOWER, THROUGHPUT_ROW, WITHIN_NOISE
 from sysprof.profiler_core.cli import main as cli
-from sysprof.profiler_core.compare import ENERGY_ROW, FASTER, SLOWER, THROUGHPUT_ROW, WITHIN_NOISE
+from sysprof.profiler_core.documents.study_plans import RECOMMENDED_TABLE
 from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kinds.advise import goal as advise_goal
 from sysprof.profiler_core.studies.kinds.advise import tables as advise_tables
 from sysprof.profiler_core.studies.results import study_tables
-from sysprof.profiler_core.study_plans import RECOMMENDED_TABLE
 
 
 def said(argv):

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from sysprof.profiler_core.base.config import RunConfig
+from sysprof.profiler_core.base.errors import UsageError
 from sysprof.profiler_core.cli import main as cli
-from sysprof.profiler_core.config import RunConfig
-from sysprof.profiler_core.errors import UsageError
 from sysprof.profiler_core.studies.kinds.advise import gpus as advise_gpus
 from sysprof.profiler_core.studies.kinds.advise.candidates import candidates, compile_s, plan
 

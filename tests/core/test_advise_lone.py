@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.base.config import RunConfig
 from sysprof.profiler_core.studies.kinds.advise import diagnosis as advise_diagnosis
 from sysprof.profiler_core.studies.kinds.advise import refine as advise_refine
 from sysprof.profiler_core.studies.kinds.advise.candidates import candidates, plan

@@ -4,13 +4,13 @@ import dataclasses
 import shutil
 from pathlib import Path
 
-from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.base.config import RunConfig
+from sysprof.profiler_core.documents.study_plans import RECOMMENDED_TABLE
 from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kinds.advise import refine as advise_refine
 from sysprof.profiler_core.studies.kinds.advise import tables as advise_tables
 from sysprof.profiler_core.studies.kinds.advise.candidates import by_expected_gain, candidates
 from sysprof.profiler_core.studies.kinds.advise.memory import Seen
-from sysprof.profiler_core.study_plans import RECOMMENDED_TABLE
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "studies"
 SMALL = RunConfig(model="small", ctx=256, batch=4, device="cuda", repeats=4, warmup=2, steps=10)

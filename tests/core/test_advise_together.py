@@ -4,7 +4,7 @@ figures an H200 measured for the CS336-style user model: diagnosis 37 s, an 87 m
 import dataclasses
 from pathlib import Path
 
-from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.base.config import RunConfig
 from sysprof.profiler_core.studies.kinds.advise import diagnosis as advise_diagnosis
 from sysprof.profiler_core.studies.kinds.advise.candidates import candidates, plan, processes_of
 from sysprof.profiler_core.studies.kinds.advise.memory import Seen

@@ -12,8 +12,8 @@ import pytest
 from rich.console import Console
 from rich.text import Text
 
-from sysprof.profiler_core.analyze import analyze_path
 from sysprof.profiler_core.kernels.names import short_kernel_name
+from sysprof.profiler_core.readers.analyze import analyze_path
 from sysprof.profiler_core.render.analysis_report import print_analysis
 
 LAMBDA = "[lambda() (instance 3)]"

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from sysprof.profiler_core.config import RunConfig
-from sysprof.profiler_core.metrics import (
+from sysprof.profiler_core.analysis.metrics import (
     aggregate_processes,
     between_process_stats,
     build_summary,
     process_medians,
     process_throughputs,
 )
+from sysprof.profiler_core.base.config import RunConfig
 
 RUNS = Path(__file__).resolve().parents[1] / "data" / "runs"
 # Step medians of one config run in six fresh processes on a shared 2×H200 host.

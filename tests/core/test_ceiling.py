@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 from sysprof.models.presets import step_flops
-from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.base.config import RunConfig
 from sysprof.profiler_core.runner.ceiling import ceiling_record, step_matmuls
 from sysprof.profiler_core.session.ceiling import ceiling_argv, measure_ceiling
 from sysprof.profiler_core.studies.kinds.advise.ceiling import ceiling_rows

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from sysprof.profiler_core import rundir
+from sysprof.profiler_core.base import rundir
+from sysprof.profiler_core.base.config import RunConfig, config_problems
 from sysprof.profiler_core.cli import main as cli
-from sysprof.profiler_core.config import RunConfig, config_problems
 from sysprof.profiler_core.studies import sweep
 from sysprof.profiler_core.studies.kinds import precision as precision_study
 from sysprof.profiler_core.studies.kinds.attention import cells as attention

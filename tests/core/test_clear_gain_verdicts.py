@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from sysprof.profiler_core.compare import FASTER, SLOWER, WITHIN_NOISE, verdict
+from sysprof.profiler_core.analysis.compare import FASTER, SLOWER, WITHIN_NOISE, verdict
 from sysprof.profiler_core.studies.kinds.advise import tables as advise_tables
 from sysprof.profiler_core.studies.results import study_tables
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from sysprof.profiler_core.analysis.compare import compare_summaries, config_differences, verdict
+from sysprof.profiler_core.analysis.metrics import aggregate_processes, build_summary
+from sysprof.profiler_core.base.config import RunConfig
 from sysprof.profiler_core.cli.main import main
-from sysprof.profiler_core.compare import compare_summaries, config_differences, verdict
-from sysprof.profiler_core.config import RunConfig
-from sysprof.profiler_core.metrics import aggregate_processes, build_summary
 
 RUNS = Path(__file__).resolve().parents[1] / "data" / "runs"
 SHARED_HOST_MEDIANS = [36.2, 39.2, 50.4, 38.3, 36.6, 40.3]  # one config, six fresh processes on a shared host

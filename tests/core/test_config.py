@@ -2,8 +2,8 @@ import re
 
 import pytest
 
-from sysprof.profiler_core.config import ConfigError, RunConfig, config_problems, validate
-from sysprof.profiler_core.options import OneLineParser, add_config_options, config_from_args, config_to_args
+from sysprof.profiler_core.base.config import ConfigError, RunConfig, config_problems, validate
+from sysprof.profiler_core.base.options import OneLineParser, add_config_options, config_from_args, config_to_args
 
 
 @pytest.mark.parametrize("changes, field, reason", [
@@ -98,7 +98,7 @@ def test_model_args_file_mistakes_are_config_errors(tmp_path, name, text, reason
 def test_a_compile_mode_names_its_run_and_says_whether_it_asked_for_cuda_graphs():
     import torch
 
-    from sysprof.profiler_core.rundir import slug
+    from sysprof.profiler_core.base.rundir import slug
     from sysprof.profiler_core.runner.workload import cuda_graph_report
 
     cfg = RunConfig(model="tiny", compile=True, compile_mode="reduce-overhead")
@@ -116,7 +116,7 @@ def test_an_unknown_optimizer_implementation_is_refused_with_torchs_optimizer_to
 
 
 def test_a_run_command_line_reads_back_as_its_config_and_anything_else_is_one_error():
-    from sysprof.profiler_core.options import config_from_command
+    from sysprof.profiler_core.base.options import config_from_command
 
     cfg = config_from_command("sysprof run --model tiny --ctx 32 --batch 16 --compile --compile-mode reduce-overhead")
     assert (cfg.model, cfg.ctx, cfg.batch, cfg.compile, cfg.compile_mode) == ("tiny", 32, 16, True, "reduce-overhead")

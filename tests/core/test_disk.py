@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from sysprof.profiler_core import events, rundir
-from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.base import events, rundir
+from sysprof.profiler_core.base.config import RunConfig
 
 TINY = ["--model", "tiny", "--ctx", "32", "--batch", "2", "--device", "cpu", "--warmup", "1"]
 NOBODY = 65534

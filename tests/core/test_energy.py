@@ -2,9 +2,9 @@
 group's per-process tokens per joule, and compare's tokens/J row. The GPU path itself is in tests/e2e/test_gpu.py."""
 import pytest
 
-from sysprof.profiler_core.compare import ENERGY_ROW, compare_summaries
-from sysprof.profiler_core.energy import COUNTER_STEP_S, energy_line, energy_section, group_energy
-from sysprof.profiler_core.metrics import aggregate_processes
+from sysprof.profiler_core.analysis.compare import ENERGY_ROW, compare_summaries
+from sysprof.profiler_core.analysis.energy import COUNTER_STEP_S, energy_line, energy_section, group_energy
+from sysprof.profiler_core.analysis.metrics import aggregate_processes
 
 
 def test_joules_over_the_stretches_give_joules_per_step_tokens_per_joule_and_mean_power():

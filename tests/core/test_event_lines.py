@@ -1,6 +1,6 @@
 """`sysprof run`'s progress lines: the runner's banner waits until the run has started for real, so a config the
 runner refuses after its hello is the one error line alone."""
-from sysprof.profiler_core import events
+from sysprof.profiler_core.base import events
 from sysprof.profiler_core.cli.event_lines import RunEventPrinter
 
 HELLO = {"event": events.HELLO, "env": {"device_type": "cpu", "device_name": "x86_64", "torch_version": "2.13.0"}}

@@ -10,9 +10,9 @@ from torch import nn
 
 from sysprof.models.transformer import Linear as BuiltInLinear
 from sysprof.models.transformer import TransformerLM
-from sysprof.profiler_core.config import RunConfig, config_problems
-from sysprof.profiler_core.errors import ConfigError
-from sysprof.profiler_core.metrics import throughput
+from sysprof.profiler_core.analysis.metrics import throughput
+from sysprof.profiler_core.base.config import RunConfig, config_problems
+from sysprof.profiler_core.base.errors import ConfigError
 from sysprof.profiler_core.runner import float8
 from sysprof.profiler_core.studies.kinds.advise import refine as advise_refine
 from sysprof.profiler_core.studies.kinds.advise.candidates import by_expected_gain, candidates

@@ -14,9 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sysprof.profiler_core import rundir
+from sysprof.profiler_core.base import rundir
+from sysprof.profiler_core.base.errors import SysprofError
 from sysprof.profiler_core.cli import main as cli
-from sysprof.profiler_core.errors import SysprofError
 
 pytestmark = pytest.mark.slow  # real processes or the whole app: `pytest -m "not slow"` leaves them out
 

@@ -13,9 +13,9 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from sysprof.models.presets import PRESETS, count_params, step_flops
+from sysprof.profiler_core.base.config import RunConfig
+from sysprof.profiler_core.base.errors import InspectFailed
 from sysprof.profiler_core.cli.main import main
-from sysprof.profiler_core.config import RunConfig
-from sysprof.profiler_core.errors import InspectFailed
 from sysprof.profiler_core.runner.inspect_model import (
     FlopCounter,
     SavedBytes,

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from sysprof.profiler_core import events, rundir
-from sysprof.profiler_core.config import RunConfig
-from sysprof.profiler_core.liveness import STALE_S, in_progress, live_process
+from sysprof.profiler_core.base import events, rundir
+from sysprof.profiler_core.base.config import RunConfig
+from sysprof.profiler_core.documents.liveness import STALE_S, in_progress, live_process
 from sysprof.profiler_core.session.live import EventFollower, EventLog, Heartbeat, settle_died
 from sysprof.profiler_core.session.process import session_argv, signal_group
 

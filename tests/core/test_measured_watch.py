@@ -4,9 +4,9 @@ import os
 
 import pytest
 
-from sysprof.profiler_core import rundir
-from sysprof.profiler_core.config import RunConfig
-from sysprof.profiler_core.nvml import visible_gpu_index
+from sysprof.profiler_core.base import rundir
+from sysprof.profiler_core.base.config import RunConfig
+from sysprof.profiler_core.base.nvml import visible_gpu_index
 from sysprof.profiler_core.session.passes import Session
 from sysprof.profiler_core.session.watch import MeasuredWatch
 

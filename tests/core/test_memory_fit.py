@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.base.config import RunConfig
 from sysprof.profiler_core.memory.fit import device_memory, fit_problem, predicted_lower_bound
 
 GIB = 2**30

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from sysprof.profiler_core.errors import ConfigError
+from sysprof.profiler_core.base.errors import ConfigError
 from sysprof.profiler_core.runner.model_checks import check_placement, check_vocabulary
 
 ROOT = Path(__file__).resolve().parents[2]

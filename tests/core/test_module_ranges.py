@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from sysprof.models.phases import module_range, parse_module_range
-from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.base.config import RunConfig
 from sysprof.profiler_core.runner import engine
 from sysprof.profiler_core.runner.module_ranges import ModuleRanges, hooked_modules, install_module_ranges
 from sysprof.profiler_core.runner.timing import StepInstruments, run_step

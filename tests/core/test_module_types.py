@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sysprof.models.phases import is_tool_range, module_range, parse_module_range
-from sysprof.profiler_core.module_types import CATEGORIES, category_of, module_category, module_depth
+from sysprof.profiler_core.base.module_types import CATEGORIES, category_of, module_category, module_depth
 
 
 @pytest.mark.parametrize("path, type_name, category", [

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from sysprof.profiler_core.compare import FASTER, WITHIN_NOISE, compare_summaries, paired_verdict
+from sysprof.profiler_core.analysis.compare import FASTER, WITHIN_NOISE, compare_summaries, paired_verdict
 
 
 def _record(start: float, rates: list[float]) -> dict:

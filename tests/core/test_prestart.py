@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from sysprof.profiler_core import events, rundir
-from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.base import events, rundir
+from sysprof.profiler_core.base.config import RunConfig
 from sysprof.profiler_core.session import prestart
 from sysprof.profiler_core.session.passes import Session
 from sysprof.profiler_core.session.prestart import HeldPass, can_prestart

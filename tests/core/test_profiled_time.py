@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from sysprof.profiler_core import events
+from sysprof.profiler_core.base import events
 from sysprof.profiler_core.kernels.nsys.commands import StatsJob
 from sysprof.profiler_core.render.run_report import profiled_time_line
 from sysprof.profiler_core.session.clock import PassClock, profiled_breakdown

@@ -9,10 +9,10 @@ from types import SimpleNamespace
 import pytest
 from rich.console import Console
 
-from sysprof.profiler_core import rundir
+from sysprof.profiler_core.analysis.compare import compare_summaries
+from sysprof.profiler_core.base import rundir
+from sysprof.profiler_core.base.config import RunConfig
 from sysprof.profiler_core.cli.main import main as sysprof_main
-from sysprof.profiler_core.compare import compare_summaries
-from sysprof.profiler_core.config import RunConfig
 from sysprof.profiler_core.render.run_report import print_run
 from sysprof.profiler_core.session import passes as session_module
 from sysprof.profiler_core.session.repeats import RepeatedRun, process_dir

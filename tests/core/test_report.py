@@ -171,7 +171,7 @@ def test_two_runs_of_the_same_step_are_compared_as_compare_states_it(tmp_path):
 
 
 def test_a_study_records_the_command_a_user_would_type_again(monkeypatch):
-    from sysprof.profiler_core.rundir import typed_command
+    from sysprof.profiler_core.base.rundir import typed_command
 
     app_started = ["-m", "study", "warmup", "--models", "small", "--runs-dir", "/somewhere/runs", "--events"]
     monkeypatch.setattr(sys, "argv", app_started)

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from sysprof.profiler_core import rundir
+from sysprof.profiler_core.base import rundir
+from sysprof.profiler_core.base.errors import RunDirError
 from sysprof.profiler_core.cli.export import run_tables
-from sysprof.profiler_core.errors import RunDirError
-from sysprof.profiler_core.run_document import KERNELS, MEMORY, Run
+from sysprof.profiler_core.documents.run_document import KERNELS, MEMORY, Run
 
 RUN = Path(__file__).resolve().parents[1] / "data" / "runs" / "small-h200-analyses"
 

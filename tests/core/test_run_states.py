@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from sysprof.profiler_core import events
-from sysprof.profiler_core.config import RunConfig
-from sysprof.profiler_core.metrics import build_summary
+from sysprof.profiler_core.analysis.metrics import build_summary
+from sysprof.profiler_core.base import events
+from sysprof.profiler_core.base.config import RunConfig
 from sysprof.profiler_core.session.rank_checks import with_rank_failure
 from sysprof.profiler_core.session.repeats import group_summary
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from sysprof.profiler_core import rundir
-from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.base import rundir
+from sysprof.profiler_core.base.config import RunConfig
 from sysprof.profiler_core.runner import engine as runner
 from sysprof.profiler_core.session.process import RunnerProcess, mark_killed, runner_argv
 

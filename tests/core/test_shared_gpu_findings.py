@@ -11,9 +11,9 @@ import sys
 import time
 from pathlib import Path
 
-from sysprof.profiler_core.ranks import with_findings, with_gpu_readings
+from sysprof.profiler_core.analysis.ranks import with_findings, with_gpu_readings
+from sysprof.profiler_core.analysis.stability import gpu_process_warnings
 from sysprof.profiler_core.session.watch import process_name
-from sysprof.profiler_core.stability import gpu_process_warnings
 
 RESULTS = Path(__file__).resolve().parents[1] / "data" / "benchmarks" / "multi_gpu" / "results" / "2026-11-26_h100x2"
 NEIGHBOUR = {"pid": 1083, "name": "python3", "used_bytes": 1288490188, "gpu": 1}  # pid from that run's warning

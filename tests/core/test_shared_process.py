@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from sysprof.profiler_core import rundir
-from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.base import rundir
+from sysprof.profiler_core.base.config import RunConfig
 from sysprof.profiler_core.runner.arms import block_ranges
 from sysprof.profiler_core.session.arms import SHARED_RECORD, run_shared, shareable
 from sysprof.profiler_core.session.repeats import process_dir
@@ -221,7 +221,7 @@ def test_a_block_with_a_least_duration_runs_past_its_steps_and_the_next_block_go
 def test_each_arm_of_a_round_ends_under_its_own_name(capsys):
     """A shared round starts every cell before any ends: on an H200 the advisor printed the FP8 arm's failure under
     the change at once's name (the last cell started), and every cell's end under FP8's."""
-    from sysprof.profiler_core import events
+    from sysprof.profiler_core.base import events
     from sysprof.profiler_core.studies.progress import Progress, config_label
 
     progress = Progress(True)

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from sysprof.profiler_core.config import RunConfig, config_problems
+from sysprof.profiler_core.analysis.stability import loss_warnings
+from sysprof.profiler_core.base.config import RunConfig, config_problems
 from sysprof.profiler_core.memory.fit import fit_problem
 from sysprof.profiler_core.runner.timing import loss_fields
-from sysprof.profiler_core.stability import loss_warnings
 from sysprof.profiler_core.studies.kinds.scaling import plan_cells
 from sysprof.tui.panes.configure import checked_config, too_big_field
 

@@ -1,4 +1,4 @@
-"""Instability warnings (profiler_core.stability): each one provoked by test inputs built here, its text checked,
+"""Instability warnings (analysis/stability.py): each one provoked by test inputs built here, its text checked,
 and the run report printing them under a saved run's numbers."""
 import json
 import shutil
@@ -6,10 +6,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from sysprof.profiler_core.metrics import phase_stats, summarize_ms
-from sysprof.profiler_core.nvml import GpuTelemetry
-from sysprof.profiler_core.render.run_report import print_run
-from sysprof.profiler_core.stability import (
+from sysprof.profiler_core.analysis.metrics import phase_stats, summarize_ms
+from sysprof.profiler_core.analysis.stability import (
     cpu_load_warnings,
     gpu_process_warnings,
     high_cv_warnings,
@@ -19,6 +17,8 @@ from sysprof.profiler_core.stability import (
     warmup_warnings,
     warnings_for_summary,
 )
+from sysprof.profiler_core.base.nvml import GpuTelemetry
+from sysprof.profiler_core.render.run_report import print_run
 
 RUNS = Path(__file__).resolve().parents[1] / "data" / "runs"
 

@@ -3,9 +3,9 @@ import math
 
 import pytest
 
-from sysprof.profiler_core.config import RunConfig
-from sysprof.profiler_core.events import decode_line, encode_event
-from sysprof.profiler_core.metrics import build_summary, matmul_precision_used, peak_tflops, summarize_ms
+from sysprof.profiler_core.analysis.metrics import build_summary, matmul_precision_used, peak_tflops, summarize_ms
+from sysprof.profiler_core.base.config import RunConfig
+from sysprof.profiler_core.base.events import decode_line, encode_event
 
 
 def test_summary_statistics_by_hand():
@@ -74,7 +74,7 @@ def test_cpu_summary_has_no_mfu():
 
 
 def test_forward_plus_backward_is_each_steps_sum_not_a_sum_of_medians():
-    from sysprof.profiler_core.metrics import phase_stats
+    from sysprof.profiler_core.analysis.metrics import phase_stats
 
     steps = [{"wall_ms": 10.0, "phases_ms": {"forward": f, "backward": b, "optimizer": 1.0}}
              for f, b in ((1.0, 9.0), (5.0, 2.0), (3.0, 3.0))]

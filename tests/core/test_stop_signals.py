@@ -4,7 +4,7 @@ import signal
 
 import pytest
 
-from sysprof.profiler_core.stop_signals import deferrable, held_stop_signals
+from sysprof.profiler_core.base.stop_signals import deferrable, held_stop_signals
 
 
 class Stopped(Exception):

@@ -11,7 +11,7 @@ import os
 import time
 from pathlib import Path
 
-from sysprof.profiler_core.liveness import RUN
+from sysprof.profiler_core.documents.liveness import RUN
 from sysprof.profiler_core.session.live import Heartbeat
 
 parser = argparse.ArgumentParser()

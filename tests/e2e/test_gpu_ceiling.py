@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 
-from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.base.config import RunConfig
 
 pytestmark = pytest.mark.gpu
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from sysprof.profiler_core import rundir
-from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.base import rundir
+from sysprof.profiler_core.base.config import RunConfig
 from sysprof.profiler_core.session.passes import Session
 
 pytestmark = pytest.mark.gpu

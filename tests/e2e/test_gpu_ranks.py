@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from sysprof.profiler_core.nvml import visible_gpu_count
+from sysprof.profiler_core.base.nvml import visible_gpu_count
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(visible_gpu_count() < 2, reason="needs 2 visible GPUs (the 2×H200 machine)")]

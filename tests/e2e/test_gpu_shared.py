@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 
-from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.base.config import RunConfig
 from sysprof.profiler_core.session.arms import run_shared
 from sysprof.profiler_core.session.passes import Session
 

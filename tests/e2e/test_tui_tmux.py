@@ -125,7 +125,7 @@ def process_left(needle: str) -> list[str]:
 def start_in_app_then_drop(tmp_path, config: dict, dropped_when) -> tuple[Path, Path, list[str]]:
     """Start config's run from the app in tmux, kill the tmux session (a dropped SSH connection) once
     dropped_when(run_dir) holds: the run directory, the runs root and the tmux environment."""
-    from sysprof.profiler_core.liveness import live_process
+    from sysprof.profiler_core.documents.liveness import live_process
 
     runs, config_home = tmp_path / "runs", tmp_path / "config"
     (config_home / "sysprof-tui").mkdir(parents=True)
@@ -159,7 +159,7 @@ def reattach_until_finished(tmp_path, run_dir: Path, runs: Path, env: list[str],
     tmux("new-session", "-d", "-s", second, "-x", "100", "-y", "30", *env,
          f"cd {ROOT} && {sys.executable} -m tui {run_dir} --runs-dir {runs}; sleep 30")
     try:
-        from sysprof.profiler_core import rundir
+        from sysprof.profiler_core.base import rundir
 
         deadline = time.monotonic() + 900  # the steps' own time: minutes on a loaded machine, not the app's to wait
         while rundir.read_summary(run_dir) is None and time.monotonic() < deadline:
@@ -171,13 +171,13 @@ def reattach_until_finished(tmp_path, run_dir: Path, runs: Path, env: list[str],
 
 
 def measured_steps(directory: Path) -> int:
-    from sysprof.profiler_core import rundir
+    from sysprof.profiler_core.base import rundir
 
     return sum(step["kind"] == "measured" for step in rundir.read_steps(directory))
 
 
 def test_a_dropped_terminal_leaves_the_run_going_and_a_new_app_reattaches_to_its_end(tmp_path):
-    from sysprof.profiler_core import rundir
+    from sysprof.profiler_core.base import rundir
 
     steps = 600
     config = {"model": "tiny", "ctx": 32, "batch": 2, "warmup": 1, "steps": steps, "device": "cpu"}
@@ -199,7 +199,7 @@ def test_a_terminal_dropped_during_the_nsys_capture_still_gives_kernel_tables(tm
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
-    from sysprof.profiler_core import rundir
+    from sysprof.profiler_core.base import rundir
     from sysprof.profiler_core.kernels.nsys.locate import find_nsys
 
     if find_nsys() is None:
@@ -291,9 +291,9 @@ def test_advise_from_configure_runs_to_its_answer_on_the_studies_screen(tmp_path
 
 def study_answer(study: Path) -> tuple[dict, list[dict]]:
     """The advise study's answer and its candidates that ran."""
+    from sysprof.profiler_core.documents.study_plans import RECOMMENDED_TABLE
     from sysprof.profiler_core.studies.kinds.advise.tables import CANDIDATES_TABLE
     from sysprof.profiler_core.studies.results import study_tables
-    from sysprof.profiler_core.study_plans import RECOMMENDED_TABLE
 
     tables = study_tables(study)
     return tables[RECOMMENDED_TABLE][0], [row for row in tables[CANDIDATES_TABLE] if row["status"] == "ok"]

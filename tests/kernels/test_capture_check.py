@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from sysprof.models.phases import ATTRIBUTED_PHASES, PHASES
-from sysprof.profiler_core.analyze import analyze_path
 from sysprof.profiler_core.kernels.capture_check import WITHHELD, fit_to_capture
+from sysprof.profiler_core.readers.analyze import analyze_path
 from sysprof.profiler_core.render.table_models import phase_kernel_model
 
 CAPTURE = Path(__file__).resolve().parents[1] / "data" / "nsys" / "unpopped_fwd"

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sysprof.profiler_core.errors import KernelReportError
+from sysprof.profiler_core.base.errors import KernelReportError
 from sysprof.profiler_core.kernels import (
     analyze_sqlite,
     analyze_stats_dir,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sysprof.profiler_core.errors import KernelReportError
+from sysprof.profiler_core.base.errors import KernelReportError
 from sysprof.profiler_core.kernels.nsys.locate import find_nsys, find_qdstrm_importer, nsys_version
 
 

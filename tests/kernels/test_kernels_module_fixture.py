@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from sysprof.profiler_core.base.module_types import NO_MODULE
 from sysprof.profiler_core.kernels import analyze_sqlite, attribute_kernels
 from sysprof.profiler_core.kernels.summary import analyze_attribution
 from sysprof.profiler_core.kernels.torch_trace import attribute_torch_trace
-from sysprof.profiler_core.module_types import NO_MODULE
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "module_ranges"
 pytestmark = pytest.mark.skipif(not (DATA / "profile.sqlite.xz").is_file(),

@@ -10,13 +10,13 @@ import numpy as np
 import pandas as pd
 
 from sysprof.models.phases import module_range
+from sysprof.profiler_core.base.module_types import NO_MODULE
 from sysprof.profiler_core.kernels import attribute_kernels
 from sysprof.profiler_core.kernels.intervals import NO_RANGE, innermost_range, nesting_levels, outermost_range
 from sysprof.profiler_core.kernels.module_attribution import label_modules
 from sysprof.profiler_core.kernels.module_stats import ABSENT_NOTE, category_rows, module_summary
 from sysprof.profiler_core.kernels.summary import analyze_attribution
 from sysprof.profiler_core.kernels.torch_trace import attribute_torch_trace
-from sysprof.profiler_core.module_types import NO_MODULE
 
 TRACES = Path(__file__).resolve().parents[1] / "data" / "traces"
 MAIN, AUTOGRAD = 1, 2

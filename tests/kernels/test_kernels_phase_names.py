@@ -99,8 +99,8 @@ def test_cli_phase_and_prefix_errors_are_one_line(cli_env):
 @pytest.mark.gpu
 def test_a_users_nsys_rep_is_exported_with_nsys_and_read(tmp_path):
     """The .nsys-rep itself: exported to sqlite with the machine's nsys (the GPU machine has one), then read."""
-    from sysprof.profiler_core.analyze import analyze_path
     from sysprof.profiler_core.kernels.nsys.locate import find_nsys
+    from sysprof.profiler_core.readers.analyze import analyze_path
 
     if find_nsys() is None:
         pytest.skip("needs nsys")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sysprof.profiler_core.errors import KernelReportError
+from sysprof.profiler_core.base.errors import KernelReportError
 from sysprof.profiler_core.kernels import (
     find_report_file,
     nsys_output_errors,
@@ -257,7 +257,7 @@ def test_find_report_file_by_new_bare_and_legacy_names(tmp_path):
 def test_a_directory_of_several_stats_sets_is_never_read_as_a_mix():
     """nsys_public holds the CSVs of three `nsys stats` runs (two nvtx_kern_sum files among them): without --prefix
     it is refused with the sets listed; with one, only that set's files are read."""
-    from sysprof.profiler_core.errors import StatsSetError
+    from sysprof.profiler_core.base.errors import StatsSetError
     from sysprof.profiler_core.kernels import analyze_stats_dir
     from sysprof.profiler_core.kernels.nsys_stats.csv_reader import stats_sets
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from sysprof.profiler_core.errors import KernelReportError
+from sysprof.profiler_core.base.errors import KernelReportError
 from sysprof.profiler_core.kernels.summary import analyze_attribution
 from sysprof.profiler_core.kernels.torch_trace import attribute_torch_trace, load_trace_events
 

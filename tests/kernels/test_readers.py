@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from sysprof.profiler_core import readers
-from sysprof.profiler_core.analyze import analyze_path
-from sysprof.profiler_core.errors import AnalyzeError
+from sysprof.profiler_core.base.errors import AnalyzeError
 from sysprof.profiler_core.kernels.summary import analyze_sqlite
 from sysprof.profiler_core.readers import ReadOptions, reader_for
+from sysprof.profiler_core.readers.analyze import analyze_path
 from sysprof.profiler_core.session.backends.nsys_backend import NsysBackend
 from sysprof.profiler_core.session.backends.torch_backend import TorchBackend
 

@@ -78,7 +78,7 @@ def test_prediction_matches_the_real_snapshot(analysis):
 def test_the_stored_prediction_is_the_built_in_models_only(snapshot_path):
     """The memory pass stores a predicted-vs-measured table for the built-in model, none for a user's model
     (the closed form describes the built-in one; the app shows what is stored)."""
-    from sysprof.profiler_core.config import RunConfig
+    from sysprof.profiler_core.base.config import RunConfig
     from sysprof.profiler_core.session.analysis import memory_analysis
 
     built_in = memory_analysis(RunConfig(model="small", ctx=256, batch=4), snapshot_path)
@@ -124,7 +124,7 @@ def test_saved_activations_are_the_tensors_autograd_saves():
 
 @pytest.mark.parametrize(("model", "ctx", "phase"), [("2.7B", 128, "optimizer step"), ("small", 512, "backward start")])
 def test_the_peak_is_the_larger_of_backward_start_and_the_optimizer_step(model, ctx, phase):
-    from sysprof.profiler_core.config import RunConfig
+    from sysprof.profiler_core.base.config import RunConfig
     from sysprof.profiler_core.memory.accounting import PEAK_ITEMS, predict_run_memory
 
     predicted = predict_run_memory(RunConfig(model=model, ctx=ctx))
@@ -139,7 +139,7 @@ def test_the_peak_is_the_larger_of_backward_start_and_the_optimizer_step(model, 
 
 
 def test_the_peak_by_precision_attention_and_optimizer():
-    from sysprof.profiler_core.config import RunConfig
+    from sysprof.profiler_core.base.config import RunConfig
     from sysprof.profiler_core.memory.accounting import predict_run_memory
 
     def peak(**fields):

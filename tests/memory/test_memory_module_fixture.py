@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from sysprof.profiler_core.base.module_types import NO_MODULE
 from sysprof.profiler_core.memory import analyze_snapshot, load_snapshot
 from sysprof.profiler_core.memory.replay import replay_trace
-from sysprof.profiler_core.module_types import NO_MODULE
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "module_ranges"
 pytestmark = pytest.mark.skipif(not (DATA / "memory_snapshot.pickle.xz").is_file(),

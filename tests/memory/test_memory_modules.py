@@ -6,6 +6,7 @@ import copy
 import json
 
 from sysprof.models.phases import module_range
+from sysprof.profiler_core.base.module_types import NO_MODULE
 from sysprof.profiler_core.memory import analyze_snapshot
 from sysprof.profiler_core.memory.modules import (
     NO_METADATA,
@@ -15,7 +16,6 @@ from sysprof.profiler_core.memory.modules import (
     module_types_beside,
 )
 from sysprof.profiler_core.memory.replay import Allocation
-from sysprof.profiler_core.module_types import NO_MODULE
 
 
 def allocation(size: int, tag: str = "", alloc_index: int = 0) -> Allocation:

@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.base.config import RunConfig
 from sysprof.profiler_core.render.memory_plot import MISSING_MATPLOTLIB, peak_point, phase_spans, write_timeline_images
 from sysprof.profiler_core.session.analysis import timeline_images
 

@@ -5,11 +5,11 @@ among none). The tables rebuilt from its directory say what the README, docs/adv
 benchmarks/studies/README.md quote."""
 from pathlib import Path
 
+from sysprof.profiler_core.documents.study_plans import RECOMMENDED_TABLE
 from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kinds.advise.ceiling import CEILING_TABLE, tables
 from sysprof.profiler_core.studies.kinds.advise.costs import spent_s
 from sysprof.profiler_core.studies.kinds.advise.tables import ADOPTED_TABLE, COMBINATION_TABLE
-from sysprof.profiler_core.study_plans import RECOMMENDED_TABLE
 
 STUDY = Path(__file__).resolve().parents[2] / "tests" / "data" / "studies" / "advise-2p7b-fp8-h200"
 AT_ONCE = ("torch.compile reduce-overhead + FP8 linear layers (torchao) + batch 16 + fused optimizer step + "

@@ -6,11 +6,11 @@ benchmarks/studies/results.tar.xz's results/2026-11-28_h200/, kept in tests/data
 import json
 from pathlib import Path
 
+from sysprof.profiler_core.documents.study_plans import RECOMMENDED_TABLE
 from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kinds.advise.ceiling import CEILING_TABLE, tables
 from sysprof.profiler_core.studies.kinds.advise.study import _failed_alone
 from sysprof.profiler_core.studies.kinds.advise.tables import CANDIDATES_TABLE, COMBINATION_TABLE
-from sysprof.profiler_core.study_plans import RECOMMENDED_TABLE
 
 ROOT = Path(__file__).resolve().parents[2]
 STUDY = ROOT / "tests" / "data" / "studies" / "advise-ladder-h200"

@@ -3,10 +3,10 @@ on an H200 (tests/data/studies/advise-together-h200): the tables rebuilt from it
 benchmarks/studies/README.md quote, so a change to the statistics or the tables that moves them is seen here."""
 from pathlib import Path
 
+from sysprof.profiler_core.documents.study_plans import RECOMMENDED_TABLE
 from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kinds.advise.ceiling import CEILING_TABLE, tables
 from sysprof.profiler_core.studies.kinds.advise.tables import CANDIDATES_TABLE, COMBINATION_TABLE
-from sysprof.profiler_core.study_plans import RECOMMENDED_TABLE
 
 STUDY = Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-together-h200"
 AT_ONCE = "torch.compile reduce-overhead + batch 16 + bf16 autocast"

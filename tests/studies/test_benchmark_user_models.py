@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.base.config import RunConfig
 from sysprof.profiler_core.runner.user_model import build_optimizer, build_user_model, logits_of
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from sysprof.models.presets import PRESETS
+from sysprof.profiler_core.base.config import RunConfig
 from sysprof.profiler_core.cli.main import main
-from sysprof.profiler_core.config import RunConfig
 from sysprof.profiler_core.session import passes as session_module
 from sysprof.profiler_core.studies import sweep
 from sysprof.profiler_core.studies.document import sweep_rows
@@ -142,7 +142,7 @@ def test_a_study_with_repeats_says_whether_compiled_is_faster_beyond_noise(tmp_p
 
 
 def test_a_verdict_cell_names_the_direction_and_the_interval():
-    from sysprof.profiler_core.metrics import aggregate_processes
+    from sysprof.profiler_core.analysis.metrics import aggregate_processes
     from sysprof.profiler_core.studies.derived import verdict_cell
 
     def group(*medians):  # test inputs: per-process summaries as the runner writes them, shortened

@@ -3,7 +3,7 @@ panels (render/figure_data), built here from saved H200 study directories."""
 import math
 from pathlib import Path
 
-from sysprof.profiler_core.code_specs import short_spec
+from sysprof.profiler_core.base.code_specs import short_spec
 from sysprof.profiler_core.render.figure_data import main_figure, row_label, table_figures
 from sysprof.profiler_core.studies.results import study_tables
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from sysprof.profiler_core import events, rundir
-from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.base import events, rundir
+from sysprof.profiler_core.base.config import RunConfig
 from sysprof.profiler_core.studies import sweep
 from sysprof.profiler_core.studies.document import sweep_rows
 from sysprof.profiler_core.studies.gpu_pool import GpuPool, gpus_problem, run_pool

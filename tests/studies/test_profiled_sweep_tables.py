@@ -5,7 +5,7 @@ import json
 import shutil
 from pathlib import Path
 
-from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.base.config import RunConfig
 from sysprof.profiler_core.studies import sweep
 from sysprof.profiler_core.studies.document import sweep_rows
 from sysprof.profiler_core.studies.results import study_tables

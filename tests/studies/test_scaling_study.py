@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.base.config import RunConfig
 from sysprof.profiler_core.studies.kinds import scaling
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from sysprof.profiler_core import api, rundir
+from sysprof.profiler_core import api
+from sysprof.profiler_core.base import rundir
 from sysprof.profiler_core.cli.main import build_parser
 from sysprof.profiler_core.studies import kinds as kinds_package
 from sysprof.profiler_core.studies import results

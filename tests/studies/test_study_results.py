@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from sysprof.models.presets import PRESETS
-from sysprof.profiler_core.errors import StudyError
+from sysprof.profiler_core.base.errors import StudyError
+from sysprof.profiler_core.documents.study_plans import study_kind
 from sysprof.profiler_core.studies import sweep
 from sysprof.profiler_core.studies.catalog import list_studies, study_record
 from sysprof.profiler_core.studies.results import all_cells_done, study_tables
-from sysprof.profiler_core.study_plans import study_kind
 
 TINY = dict(model="tiny", ctx=16, batch=2, warmup=0, steps=2, device="cpu")
 
@@ -147,7 +147,7 @@ def test_building_every_table_of_a_study_reads_each_file_once(monkeypatch):
     twice); a profiled pass's summary only where the cell has one (these have none)."""
     import collections
 
-    from sysprof.profiler_core import rundir
+    from sysprof.profiler_core.base import rundir
 
     reads: collections.Counter = collections.Counter()
     for name in ("read_json", "read_jsonl"):

@@ -4,12 +4,12 @@ from pathlib import Path
 
 import pytest
 
-from sysprof.profiler_core.compare import compare_summaries, within_run_verdict
-from sysprof.profiler_core.events import decode_line
-from sysprof.profiler_core.nvml import GpuTelemetry, NvmlSampler, decode_throttle_reasons
+from sysprof.profiler_core.analysis.compare import compare_summaries, within_run_verdict
+from sysprof.profiler_core.base.events import decode_line
+from sysprof.profiler_core.base.nvml import GpuTelemetry, NvmlSampler, decode_throttle_reasons
+from sysprof.profiler_core.base.units import telemetry_cells
 from sysprof.profiler_core.render.analysis_report import phase_mark_line
 from sysprof.profiler_core.render.export import ExportError, osc52, to_csv, to_json, to_latex, to_markdown, write_table
-from sysprof.profiler_core.units import telemetry_cells
 from sysprof.tui.model.kernel_data import KernelView, apply_view, load_kernel_data
 from sysprof.tui.model.memory_data import peaks_by_phase
 from sysprof.tui.model.run_files import state_from_run_dir

@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 from rich.console import Console
 from tui_helpers import settle
 
-from sysprof.profiler_core.config import DIM_FIELDS, RunConfig
+from sysprof.profiler_core.base.config import DIM_FIELDS, RunConfig
 from sysprof.tui.app import build_app
 from sysprof.tui.panes.config_fields import CODE_FIELDS, FACTORY_FIELDS
 from sysprof.tui.panes.configure import CHECKBOXES, CHOICES, INTEGERS, checked_config, form_texts, form_values

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from tui_helpers import settle, text, wait_until
 
-from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.base.config import RunConfig
 from sysprof.tui.app import build_app
 from sysprof.tui.panes.inspect_panel import InspectPanel
 

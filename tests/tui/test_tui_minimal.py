@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import ProgressBar
 
-from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.base.config import RunConfig
 from sysprof.tui.app import build_app
 from sysprof.tui.model.run_files import state_from_run_dir
 from sysprof.tui.model.state import RunState

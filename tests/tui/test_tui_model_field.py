@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from tui_helpers import settle, text
 
-from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.base.config import RunConfig
 from sysprof.tui.app import build_app
 from sysprof.tui.model.factory_scan import ScanError, factory_spec, top_level_definitions
 from sysprof.tui.panes.config_fields import read_code_field, shown

@@ -11,11 +11,11 @@ import pytest
 from tui_helpers import settle
 
 from sysprof.profiler_core.cli.export import run_tables
+from sysprof.profiler_core.documents.run_document import Run
 from sysprof.profiler_core.kernels import attribute_kernels
 from sysprof.profiler_core.kernels.summary import analyze_attribution, phase_kernel_table
 from sysprof.profiler_core.memory import analyze_snapshot
 from sysprof.profiler_core.render.module_tables import KERNEL_ROW_FIELDS
-from sysprof.profiler_core.run_document import Run
 from sysprof.tui.app import build_app
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "module_ranges"

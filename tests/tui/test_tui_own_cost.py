@@ -14,7 +14,7 @@ from textual.screen import Screen
 from textual.widget import Widget
 from tui_helpers import settle
 
-from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.base.config import RunConfig
 from sysprof.tui.app import build_app
 from sysprof.tui.panes.live import LivePane
 

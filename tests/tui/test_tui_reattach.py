@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from tui_helpers import settle
 
-from sysprof.profiler_core import events, rundir
-from sysprof.profiler_core.config import RunConfig
-from sysprof.profiler_core.liveness import live_process
+from sysprof.profiler_core.base import events, rundir
+from sysprof.profiler_core.base.config import RunConfig
+from sysprof.profiler_core.documents.liveness import live_process
 from sysprof.profiler_core.session.process import session_argv
 from sysprof.tui.app import build_app
 from sysprof.tui.widgets.modals import ConfirmQuit
@@ -136,7 +136,7 @@ async def test_an_unwritable_runs_directory_is_one_line_and_nothing_starts(tmp_p
 
 
 async def test_a_run_on_another_host_is_followed_but_never_signalled_from_here(tmp_path):
-    from sysprof.profiler_core.liveness import RUN
+    from sysprof.profiler_core.documents.liveness import RUN
     from sysprof.profiler_core.session.control import Attached, ProcessControl
     from sysprof.profiler_core.session.live import Heartbeat
 

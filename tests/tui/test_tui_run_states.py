@@ -8,9 +8,9 @@ import pytest
 from textual.widgets import ProgressBar
 from tui_helpers import settle, text
 
-from sysprof.profiler_core import rundir
-from sysprof.profiler_core.config import RunConfig
-from sysprof.profiler_core.units import format_ms
+from sysprof.profiler_core.base import rundir
+from sysprof.profiler_core.base.config import RunConfig
+from sysprof.profiler_core.base.units import format_ms
 from sysprof.tui.app import build_app
 
 RUNS = Path(__file__).resolve().parents[1] / "data" / "runs"

@@ -11,7 +11,7 @@ import pytest
 from textual.widgets import Input
 from tui_helpers import settle, text
 
-from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.base.config import RunConfig
 from sysprof.tui.app import build_app
 from sysprof.tui.keys import GLOBAL_KEYS, PANE_KEYS, key_label
 from sysprof.tui.widgets.modals import ConfirmQuit, ExportModal
@@ -447,7 +447,7 @@ async def test_switching_screens_never_types_into_a_field(tmp_path):
 
 
 async def test_a_longer_run_opened_after_a_shorter_one_shows_only_its_own_steps():
-    from sysprof.profiler_core.units import format_ms
+    from sysprof.profiler_core.base.units import format_ms
     from sysprof.tui.model.run_files import state_from_run_dir
     from sysprof.tui.panes.live import StepTable
 

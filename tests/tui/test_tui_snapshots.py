@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.base.config import RunConfig
 from sysprof.tui.app import SysprofApp, build_app
 
 pytestmark = pytest.mark.slow  # real processes or the whole app: `pytest -m "not slow"` leaves them out

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from sysprof.profiler_core.api import events
-from sysprof.profiler_core.units import duration
+from sysprof.profiler_core.base.units import duration
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ from sysprof.profiler_core.api import (
     type_problems,
     visible_gpu_count,
 )
-from sysprof.profiler_core.units import format_bytes
+from sysprof.profiler_core.base.units import format_bytes
 from sysprof.tui.keys import pane_bindings
 from sysprof.tui.panes.base import Pane
 from sysprof.tui.panes.config_fields import (

@@ -17,11 +17,11 @@ from textual.reactive import reactive
 from textual.widgets import DataTable, Input, Static
 
 from sysprof.profiler_core.api import short_kernel_name
+from sysprof.profiler_core.base.units import NA, blank_or, fixed, ns_as_ms, ns_as_us
 from sysprof.profiler_core.render.launch_report import verdict_lines
 from sysprof.profiler_core.render.module_tables import KERNEL_ROW_FIELDS, absent_line
 from sysprof.profiler_core.render.rows import paint_model
 from sysprof.profiler_core.render.table_models import phase_kernel_model
-from sysprof.profiler_core.units import NA, blank_or, fixed, ns_as_ms, ns_as_us
 from sysprof.tui.keys import pane_bindings
 from sysprof.tui.model.advice import absent_kernels
 from sysprof.tui.model.kernel_data import (

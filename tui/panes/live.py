@@ -10,8 +10,8 @@ from textual.reactive import reactive
 from textual.widgets import Label, ProgressBar, Sparkline, Static
 
 from sysprof.profiler_core.api import GpuTelemetry, end_reason, events, mfu_missing
+from sysprof.profiler_core.base.units import NA, format_ms, optional, ratio, telemetry_cells
 from sysprof.profiler_core.render.table_models import SHORT_PHASES
-from sysprof.profiler_core.units import NA, format_ms, optional, ratio, telemetry_cells
 from sysprof.tui.model.live_numbers import (
     CHART_SERIES,
     chart_series,

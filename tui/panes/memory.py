@@ -10,9 +10,9 @@ from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
 from sysprof.profiler_core.api import DAMAGED_DATA, rundir
+from sysprof.profiler_core.base.units import bytes_cell, fixed
 from sysprof.profiler_core.render.memory_plot import GIB, peak_point, phase_spans, x_label
 from sysprof.profiler_core.render.module_tables import absent_line
-from sysprof.profiler_core.units import bytes_cell, fixed
 from sysprof.tui.keys import pane_bindings
 from sysprof.tui.model.advice import absent_memory
 from sysprof.tui.model.memory_data import MEMORY_TABLES, load_memory_analysis, memory_table, peaks_by_phase

@@ -31,8 +31,8 @@ from sysprof.profiler_core.api import (
     rundir,
     study_kind,
 )
+from sysprof.profiler_core.base.units import format_ms
 from sysprof.profiler_core.render.compare_report import row_cells
-from sysprof.profiler_core.units import format_ms
 from sysprof.tui.keys import pane_bindings
 from sysprof.tui.model.run_files import short_path
 from sysprof.tui.panes.base import ExportTable, Pane

@@ -35,8 +35,8 @@ from sysprof.profiler_core.api import (
     study_templates,
 )
 from sysprof.profiler_core.api import study_argv as cli_study_argv
+from sysprof.profiler_core.base.units import table_number
 from sysprof.profiler_core.render.figure_data import Panel, main_figure
-from sysprof.profiler_core.units import table_number
 from sysprof.tui.keys import pane_bindings
 from sysprof.tui.model.run_files import short_path
 from sysprof.tui.model.study_state import StudyState

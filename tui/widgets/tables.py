@@ -16,7 +16,7 @@ from textual.strip import Strip
 from textual.widgets import DataTable, Static
 from textual.widgets.data_table import RowKey
 
-from sysprof.profiler_core.units import Formatter
+from sysprof.profiler_core.base.units import Formatter
 from sysprof.tui.keys import key_label
 
 MARK = "✓"

@@ -13,9 +13,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sysprof.profiler_core.kernels.nsys.locate import find_qdstrm_importer
-from sysprof.profiler_core.kernels.nsys_stats.text import nsys_output_errors, nsys_output_skips
-from sysprof.profiler_core.rundir import (
+from sysprof.profiler_core.base.rundir import (
     NSYS_EXPORT_LOG,
     NSYS_OUTPUT,
     NSYS_REPORT,
@@ -24,6 +22,8 @@ from sysprof.profiler_core.rundir import (
     NSYS_STATS_LOG,
     QDSTRM_IMPORT_LOG,
 )
+from sysprof.profiler_core.kernels.nsys.locate import find_qdstrm_importer
+from sysprof.profiler_core.kernels.nsys_stats.text import nsys_output_errors, nsys_output_skips
 
 # The stats reports `sysprof analyze` reads back from a stats directory (kernels, NVTX ranges, kernels per range):
 # the run's own tables come from the sqlite, so writing others only costs time.

@@ -17,7 +17,7 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
-from sysprof.profiler_core.errors import KernelReportError
+from sysprof.profiler_core.base.errors import KernelReportError
 
 NSYS_ENV_VAR = "SYSPROF_NSYS"
 # Relative to the filesystem root so tests can search a temporary tree.

@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from sysprof.models.phases import ATTRIBUTED_PHASES, BACKWARD, OTHER, PHASE_OF_RANGE, STEP_RANGE
-from sysprof.profiler_core.errors import KernelReportError
+from sysprof.profiler_core.base.errors import KernelReportError
 from sysprof.profiler_core.kernels.capture_check import fit_to_capture
 from sysprof.profiler_core.kernels.classify import classify_kernels
 from sysprof.profiler_core.kernels.nsys_stats.csv_reader import find_report_file, read_stats_csv

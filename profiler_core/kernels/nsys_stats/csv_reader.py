@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from sysprof.profiler_core.errors import KernelReportError, StatsSetError
+from sysprof.profiler_core.base.errors import KernelReportError, StatsSetError
 from sysprof.profiler_core.kernels.nsys_stats.columns import DASH_LINE, parse_column_tables
 from sysprof.profiler_core.kernels.nsys_stats.schema import (
     REPORT_ALIASES,

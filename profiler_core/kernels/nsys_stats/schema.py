@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # loaded when a table is built: the session imports report names from here
     import pandas as pd
 
-from sysprof.profiler_core.errors import KernelReportError
+from sysprof.profiler_core.base.errors import KernelReportError
 
 # Canonical report name -> older names nsys used for the same report.
 REPORT_ALIASES: dict[str, tuple[str, ...]] = {

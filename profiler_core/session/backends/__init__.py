@@ -4,7 +4,7 @@ Each backend is one file; BACKENDS is the registry. `choose_backend` resolves `-
 """
 from __future__ import annotations
 
-from sysprof.profiler_core.errors import BackendUnavailable, KernelReportError
+from sysprof.profiler_core.base.errors import BackendUnavailable, KernelReportError
 from sysprof.profiler_core.kernels.nsys.locate import find_nsys
 from sysprof.profiler_core.session.backends.base import Backend
 from sysprof.profiler_core.session.backends.nsys_backend import NsysBackend

@@ -11,11 +11,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sysprof.profiler_core.errors import KernelReportError
+from sysprof.profiler_core.base.errors import KernelReportError
+from sysprof.profiler_core.base.rundir import NSYS_OUTPUT, rank_dir
 from sysprof.profiler_core.kernels.nsys.commands import StatsJob, export_report, profile_argv
 from sysprof.profiler_core.kernels.nsys.locate import nsys_version
 from sysprof.profiler_core.readers import NSYS_SQLITE_READER
-from sysprof.profiler_core.rundir import NSYS_OUTPUT, rank_dir
 
 if TYPE_CHECKING:
     from sysprof.profiler_core.kernels.attribution import KernelAttribution

@@ -4,8 +4,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sysprof.profiler_core.base.rundir import TORCH_TRACE
 from sysprof.profiler_core.readers import TORCH_TRACE_READER
-from sysprof.profiler_core.rundir import TORCH_TRACE
 
 if TYPE_CHECKING:
     from sysprof.profiler_core.kernels.attribution import KernelAttribution

@@ -6,7 +6,7 @@ import argparse
 import dataclasses
 from pathlib import Path
 
-from sysprof.profiler_core.options import config_from_args
+from sysprof.profiler_core.base.options import config_from_args
 from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kind import (
     StudyKind,

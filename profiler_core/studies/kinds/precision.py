@@ -8,10 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sysprof.profiler_core import events, rundir
-from sysprof.profiler_core.config import MODES, validate
-from sysprof.profiler_core.errors import ConfigError, StudyFailed
-from sysprof.profiler_core.options import config_from_args
+from sysprof.profiler_core.base import events, rundir
+from sysprof.profiler_core.base.config import MODES, validate
+from sysprof.profiler_core.base.errors import ConfigError, StudyFailed
+from sysprof.profiler_core.base.options import config_from_args
 from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kind import (
     StudyKind,

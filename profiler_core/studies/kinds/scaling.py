@@ -18,12 +18,12 @@ import statistics
 from pathlib import Path
 
 from sysprof.models.presets import PRESETS
-from sysprof.profiler_core import events, rundir
-from sysprof.profiler_core.config import PARALLELS, ConfigError, RunConfig
-from sysprof.profiler_core.metrics import process_record
-from sysprof.profiler_core.nvml import visible_gpu_count
-from sysprof.profiler_core.options import add_config_options, config_from_args
-from sysprof.profiler_core.records import phases_of
+from sysprof.profiler_core.analysis.metrics import process_record
+from sysprof.profiler_core.base import events, rundir
+from sysprof.profiler_core.base.config import PARALLELS, ConfigError, RunConfig
+from sysprof.profiler_core.base.nvml import visible_gpu_count
+from sysprof.profiler_core.base.options import add_config_options, config_from_args
+from sysprof.profiler_core.base.records import phases_of
 from sysprof.profiler_core.session.repeats import process_dir
 from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kind import StudyKind, Tables, choices, ints, run_configs

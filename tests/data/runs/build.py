@@ -26,7 +26,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 sys.path.insert(0, str(ROOT))
 
-from sysprof.profiler_core import rundir  # noqa: E402
+from sysprof.profiler_core.base import rundir# noqa: E402
 
 TINY = ["--model", "tiny", "--device", "cpu", "--batch", "2", "--warmup", "2", "--steps", "5"]
 RUNS = {  # saved name -> sysprof run options
@@ -68,7 +68,7 @@ def decompress(path: Path, into: Path) -> Path:
 
 def add_kernels(target: Path, sqlite: Path) -> dict:
     """What the session's profiled pass writes (kernels/), from the fixture's report and the saved run's config."""
-    from sysprof.profiler_core.config import RunConfig
+    from sysprof.profiler_core.base.config import RunConfig
     from sysprof.profiler_core.kernels.attribution import attribute_kernels
     from sysprof.profiler_core.session.analysis import attention_shape, write_kernel_tables
 
@@ -79,7 +79,7 @@ def add_kernels(target: Path, sqlite: Path) -> dict:
 
 def add_memory(target: Path, snapshot: Path) -> None:
     """What the session's memory pass writes, from the fixture's snapshot (the config is the saved run's)."""
-    from sysprof.profiler_core.config import RunConfig
+    from sysprof.profiler_core.base.config import RunConfig
     from sysprof.profiler_core.session.analysis import memory_analysis
 
     (target / "memory").mkdir(exist_ok=True)

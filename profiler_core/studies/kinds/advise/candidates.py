@@ -12,14 +12,14 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from sysprof.profiler_core.config import (
+from sysprof.profiler_core.base.config import (
     ATTENTION_NAMES,
     DIMENSION_NAMES,
     FP8_MIN_CAPABILITY,
     RunConfig,
     config_problems,
 )
-from sysprof.profiler_core.options import flag
+from sysprof.profiler_core.base.options import flag
 from sysprof.profiler_core.studies.kinds.advise.memory import Seen, fit_problem_seen
 
 FUSED_OPTIMIZERS = ("torch.optim.Adam", "torch.optim.AdamW", "torch.optim.SGD")

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sysprof.profiler_core import rundir
+from sysprof.profiler_core.base import rundir
 from sysprof.profiler_core.session.ceiling import measure_ceiling
 from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kind import Tables

@@ -8,8 +8,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from sysprof.profiler_core import rundir
-from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.base import rundir
+from sysprof.profiler_core.base.config import RunConfig
 from sysprof.profiler_core.session.arms import SHARED_RECORD, shared_seconds, shared_window
 from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kinds.advise import tables as advise_tables

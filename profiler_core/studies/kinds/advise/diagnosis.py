@@ -12,9 +12,9 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from sysprof.profiler_core.base.units import format_bytes
 from sysprof.profiler_core.kernels.launch_verdict import LAUNCH_BOUND
 from sysprof.profiler_core.studies.kinds.advise.candidates import FP8_LINEARS, Candidate
-from sysprof.profiler_core.units import format_bytes
 
 PHASES = ("forward", "backward", "optimizer")
 NO_PROFILE = {"cpu": "no profile: kernel tables need CUDA", "none": "no profile: the profiled pass left none"}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from sysprof.profiler_core.compare import ENERGY_ROW, THROUGHPUT_ROW
+from sysprof.profiler_core.analysis.compare import ENERGY_ROW, THROUGHPUT_ROW
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,8 +11,8 @@ import math
 import os
 from collections.abc import Iterable
 
-from sysprof.profiler_core.errors import UsageError
-from sysprof.profiler_core.nvml import gpu_count, gpu_use
+from sysprof.profiler_core.base.errors import UsageError
+from sysprof.profiler_core.base.nvml import gpu_count, gpu_use
 
 IDLE = "idle"  # --gpus idle: every GPU of the node that no process uses
 BUSY_BYTES = 2 * 1024**3  # memory in use beyond what an idle GPU shows (its driver's share is under 1 GiB)

@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.base.config import RunConfig
+from sysprof.profiler_core.base.units import format_bytes
 from sysprof.profiler_core.memory.accounting import predict_run_memory
 from sysprof.profiler_core.memory.fit import HOST_MEMORY, fit_problem, predicted_lower_bound
-from sysprof.profiler_core.units import format_bytes
 
 # The share of the device's memory a candidate may be estimated to need once the baseline's peak is measured: the
 # CUDA context and the allocator's fragmentation take the rest. 2.7B fp32 at batch 8 (ctx 512), estimated at 99.4% of

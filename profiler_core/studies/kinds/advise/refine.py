@@ -15,8 +15,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sysprof.profiler_core import rundir
-from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.base import rundir
+from sysprof.profiler_core.base.config import RunConfig
+from sysprof.profiler_core.documents.study_plans import RECOMMENDED_TABLE
 from sysprof.profiler_core.studies import sweep
 from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kind import Tables
@@ -32,7 +33,6 @@ from sysprof.profiler_core.studies.kinds.advise.candidates import (
 )
 from sysprof.profiler_core.studies.kinds.advise.goal import SPEED, Goal, goal_of
 from sysprof.profiler_core.studies.kinds.advise.memory import Seen
-from sysprof.profiler_core.study_plans import RECOMMENDED_TABLE
 
 REFINE_TABLE = "on top of the answer: each candidate not in it, added, against the answer beside it"
 

@@ -22,13 +22,14 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from sysprof.profiler_core import events, rundir
-from sysprof.profiler_core.code_specs import code_location_problems
-from sysprof.profiler_core.config import RunConfig, validate
-from sysprof.profiler_core.errors import ConfigError, UsageError
+from sysprof.profiler_core.base import events, rundir
+from sysprof.profiler_core.base.code_specs import code_location_problems
+from sysprof.profiler_core.base.config import RunConfig, validate
+from sysprof.profiler_core.base.errors import ConfigError, UsageError
+from sysprof.profiler_core.base.nvml import visible_gpu_count
+from sysprof.profiler_core.base.options import add_config_options, config_from_args
+from sysprof.profiler_core.documents.study_plans import study_kind
 from sysprof.profiler_core.memory.fit import device_memory, fit_problem
-from sysprof.profiler_core.nvml import visible_gpu_count
-from sysprof.profiler_core.options import add_config_options, config_from_args
 from sysprof.profiler_core.session.arms import BLOCKS, shareable
 from sysprof.profiler_core.studies import sweep
 from sysprof.profiler_core.studies.document import Study
@@ -67,7 +68,6 @@ from sysprof.profiler_core.studies.kinds.advise.goal import GOALS, SPEED, goal_o
 from sysprof.profiler_core.studies.kinds.advise.memory import Seen, seen_of, sharing_problem
 from sysprof.profiler_core.studies.kinds.advise.together import together
 from sysprof.profiler_core.studies.progress import Progress
-from sysprof.profiler_core.study_plans import study_kind
 
 DEFAULT_REPEATS = 4  # fresh processes per cell: the fewest a verdict between processes can rest on (Mann–Whitney)
 DIAGNOSIS_CELL = 0  # the profiled process of the config as given; the plan's cells come after it

@@ -9,19 +9,19 @@ import re
 import shlex
 from typing import Any
 
-from sysprof.profiler_core import events, rundir
-from sysprof.profiler_core.compare import FASTER, SLOWER, THROUGHPUT_ROW, WITHIN_NOISE, compare_summaries
-from sysprof.profiler_core.config import RunConfig
-from sysprof.profiler_core.energy import tokens_per_joule
+from sysprof.profiler_core.analysis.compare import FASTER, SLOWER, THROUGHPUT_ROW, WITHIN_NOISE, compare_summaries
+from sysprof.profiler_core.analysis.energy import tokens_per_joule
+from sysprof.profiler_core.analysis.metrics import THROUGHPUT
+from sysprof.profiler_core.base import events, rundir
+from sysprof.profiler_core.base.config import RunConfig
+from sysprof.profiler_core.base.options import config_from_command, config_to_args
+from sysprof.profiler_core.documents.study_plans import RECOMMENDED_TABLE
 from sysprof.profiler_core.memory.accounting import predict_run_memory
-from sysprof.profiler_core.metrics import THROUGHPUT
-from sysprof.profiler_core.options import config_from_command, config_to_args
 from sysprof.profiler_core.render.compare_report import ratio_text
 from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kind import Tables
 from sysprof.profiler_core.studies.kinds.advise import diagnosis as advise_diagnosis
 from sysprof.profiler_core.studies.kinds.advise.goal import SPEED, Goal, goal_of, not_gained, within_noise
-from sysprof.profiler_core.study_plans import RECOMMENDED_TABLE
 
 LOSS_TOLERANCE = 0.05  # relative: bf16 or a compile moves the loss by far less; a broken change by far more
 

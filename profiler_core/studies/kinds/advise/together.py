@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from sysprof.profiler_core.config import RunConfig
+from sysprof.profiler_core.base.config import RunConfig
 from sysprof.profiler_core.memory.fit import HOST_MEMORY
 from sysprof.profiler_core.studies.kinds.advise.candidates import (
     FP8_LINEARS,

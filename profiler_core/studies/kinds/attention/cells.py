@@ -9,12 +9,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from sysprof.profiler_core import events, rundir
-from sysprof.profiler_core.code_specs import COMPILED_PREFIX, target_problem
-from sysprof.profiler_core.config import DTYPE_BYTES, ConfigError
+from sysprof.profiler_core.base import events, rundir
+from sysprof.profiler_core.base.code_specs import COMPILED_PREFIX, target_problem
+from sysprof.profiler_core.base.config import DTYPE_BYTES, ConfigError
+from sysprof.profiler_core.base.nvml import driver_version, gpu_name
+from sysprof.profiler_core.base.units import format_bytes
 from sysprof.profiler_core.kernels.attention_flops import attention_flops, ratio
-from sysprof.profiler_core.nvml import driver_version, gpu_name
-from sysprof.profiler_core.units import format_bytes
 
 DTYPES = ("fp32", "bf16")  # bf16: autocast over fp32 inputs, as users run it (studies before it cast Q, K, V)
 DEVICES = ("cuda", "cpu", "mps")

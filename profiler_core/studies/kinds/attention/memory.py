@@ -12,7 +12,7 @@ For fp32, eager and SDPA matched the H200 study's measurement to the byte in all
 """
 from __future__ import annotations
 
-from sysprof.profiler_core import events
+from sysprof.profiler_core.base import events
 
 MIB = 2**20
 FP32, BF16 = 4, 2

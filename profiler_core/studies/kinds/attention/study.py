@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from sysprof.profiler_core import rundir
-from sysprof.profiler_core.config import ConfigError
+from sysprof.profiler_core.base import rundir
+from sysprof.profiler_core.base.config import ConfigError
+from sysprof.profiler_core.base.nvml import gpu_count
 from sysprof.profiler_core.memory.fit import device_memory
-from sysprof.profiler_core.nvml import gpu_count
 from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kind import StudyKind, Tables, choices, positive, positive_ints
 from sysprof.profiler_core.studies.kinds.attention import cells as attention

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sysprof.profiler_core import events, rundir
-from sysprof.profiler_core.code_specs import short_specs
+from sysprof.profiler_core.base import events, rundir
+from sysprof.profiler_core.base.code_specs import short_specs
 from sysprof.profiler_core.studies.kinds.attention import cells as attention
 from sysprof.profiler_core.studies.kinds.attention import memory as attention_memory
 from sysprof.profiler_core.studies.tables import pivot

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
-from sysprof.profiler_core.config import (
+from sysprof.profiler_core.base.config import (
     ATTENTIONS,
     COMPILE_MODES,
     DDP_COMM_HOOKS,
@@ -21,8 +21,8 @@ from sysprof.profiler_core.config import (
     PROFILERS,
     RunConfig,
 )
-from sysprof.profiler_core.errors import ConfigError
-from sysprof.profiler_core.model_args_file import read_model_args
+from sysprof.profiler_core.base.errors import ConfigError
+from sysprof.profiler_core.base.model_args_file import read_model_args
 
 # field -> (help, choices); type and default come from RunConfig itself.
 OPTION_HELP: dict[str, tuple[str, tuple[str, ...] | None]] = {

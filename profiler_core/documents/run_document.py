@@ -11,9 +11,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, cast
 
-from sysprof.profiler_core import events, rundir
-from sysprof.profiler_core.errors import RunDirError
-from sysprof.profiler_core.records import PhaseStats, RunSummary, StepRecord, median_ms, phases_of
+from sysprof.profiler_core.base import events, rundir
+from sysprof.profiler_core.base.errors import RunDirError
+from sysprof.profiler_core.base.records import PhaseStats, RunSummary, StepRecord, median_ms, phases_of
 
 KERNELS, MEMORY = rundir.KERNELS_DIR, rundir.MEMORY_DIR  # the analyses a run may hold, by kind
 

@@ -15,9 +15,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sysprof.models.phases import STEP, TIMED_PHASES
-from sysprof.profiler_core.records import phases_of
-from sysprof.profiler_core.stability import process_label
-from sysprof.profiler_core.stragglers import evidence, measured_by_index, paired_tests, too_few_steps
+from sysprof.profiler_core.analysis.stability import process_label
+from sysprof.profiler_core.analysis.stragglers import evidence, measured_by_index, paired_tests, too_few_steps
+from sysprof.profiler_core.base.records import phases_of
 
 # Test and benchmark only: "RANK:MS" delays that rank's forward by about MS ms (runner/distributed.slow_forward); a
 # rank it delays names it as its cause.

@@ -8,7 +8,7 @@ import sqlite3
 import zlib
 from pathlib import Path
 
-from sysprof.profiler_core.errors import DAMAGED_DATA, AnalyzeError, SysprofError
+from sysprof.profiler_core.base.errors import DAMAGED_DATA, AnalyzeError, SysprofError
 from sysprof.profiler_core.readers import ReadOptions, expected_inputs, reader_for
 from sysprof.profiler_core.readers.nsys_stats import NsysStatsReader
 

@@ -42,14 +42,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from sysprof.models.phases import STEP, TIMED_PHASES
-from sysprof.profiler_core.metrics import (
+from sysprof.profiler_core.analysis.metrics import (
     between_process_stats,
     process_medians,
     process_throughputs,
     process_tokens_per_joule,
 )
-from sysprof.profiler_core.ordering import drift, interleaved, process_windows
-from sysprof.profiler_core.records import phases_of
+from sysprof.profiler_core.analysis.ordering import drift, interleaved, process_windows
+from sysprof.profiler_core.base.records import phases_of
 
 ALPHA = 0.05
 MIN_EFFECT = 0.02
@@ -308,7 +308,7 @@ def paired_verdict(records_a: list[Mapping[str, Any]], records_b: list[Mapping[s
                    min_effect: float) -> dict[str, Any] | None:
     """The two-gate verdict on tokens/s from blocks paired inside the processes both sides were arms of (paired.py),
     the minimum effect at least the spread of the per-process ratios; None without 2 such processes."""
-    from sysprof.profiler_core.paired import paired_statistics
+    from sysprof.profiler_core.analysis.paired import paired_statistics
 
     found = paired_statistics(records_a, records_b, ALPHA)
     if found is None:

@@ -32,9 +32,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
-from sysprof.profiler_core.config import RunConfig
-from sysprof.profiler_core.errors import RunDirError
-from sysprof.profiler_core.records import RunSummary, StepRecord
+from sysprof.profiler_core.base.config import RunConfig
+from sysprof.profiler_core.base.errors import RunDirError
+from sysprof.profiler_core.base.records import RunSummary, StepRecord
 
 MANIFEST, STEPS, SUMMARY, STDERR = "manifest.json", "steps.jsonl", "summary.json", "stderr.log"
 # Passes after the clean one run in sub-directories, each a run directory of its own.

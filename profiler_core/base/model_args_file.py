@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sysprof.profiler_core.errors import ConfigError
+from sysprof.profiler_core.base.errors import ConfigError
 
 JSON_SUFFIXES = (".json",)  # anything else is read as YAML, which also reads most JSON
 

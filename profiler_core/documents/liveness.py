@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from sysprof.profiler_core import rundir
+from sysprof.profiler_core.base import rundir
 
 HEARTBEAT_S = 2.0  # how often a live process touches live.json
 STALE_S = 30.0  # a heartbeat older than this: the process is gone, whatever its pid says (a reused pid)

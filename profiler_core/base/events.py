@@ -21,7 +21,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from sysprof.profiler_core.records import Event, RunSummary
+from sysprof.profiler_core.base.records import Event, RunSummary
 
 SCHEMA_VERSION = 1
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sysprof.profiler_core import rundir
+from sysprof.profiler_core.base import rundir
 
 # Each plan file and the kind a plan of it is when it names none (plans from before "study" was recorded).
 PLAN_FILES = ((rundir.SWEEP_PLAN, "sweep"), (rundir.ATTENTION_PLAN, "attention"))

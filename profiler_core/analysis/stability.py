@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sysprof.models.phases import FORWARD_BACKWARD, STEP
-from sysprof.profiler_core.records import phases_of
+from sysprof.profiler_core.base.records import phases_of
 
 HIGH_CV = 0.10  # within-run coefficient of variation
 SLOW_START = 1.1  # first measured steps this much slower than the rest: still warming up

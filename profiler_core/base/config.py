@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from sysprof.models.presets import PRESETS, ModelSpec
-from sysprof.profiler_core.code_specs import code_location_problems, optimizer_shape_problem
-from sysprof.profiler_core.errors import ConfigError
+from sysprof.profiler_core.base.code_specs import code_location_problems, optimizer_shape_problem
+from sysprof.profiler_core.base.errors import ConfigError
 
 MODES = ("forward", "forward_backward", "train")
 DTYPES = ("fp32", "bf16", "fp16", "fp8")  # fp8: bf16 autocast, linear layers' matmuls in FP8 (runner/float8.py)

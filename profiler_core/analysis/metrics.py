@@ -13,10 +13,10 @@ from typing import Any, Literal
 
 from sysprof.models.phases import BACKWARD, FORWARD, FORWARD_BACKWARD, PHASES, STEP, TIMED_PHASES
 from sysprof.models.presets import count_params, step_flops
-from sysprof.profiler_core.config import AUTOCAST_DTYPES, FP32_MATMULS, RunConfig
-from sysprof.profiler_core.energy import group_energy, tokens_per_joule
-from sysprof.profiler_core.events import OK, with_state
-from sysprof.profiler_core.records import (
+from sysprof.profiler_core.analysis.energy import group_energy, tokens_per_joule
+from sysprof.profiler_core.base.config import AUTOCAST_DTYPES, FP32_MATMULS, RunConfig
+from sysprof.profiler_core.base.events import OK, with_state
+from sysprof.profiler_core.base.records import (
     BetweenStats,
     PhaseStats,
     ProcessRecord,

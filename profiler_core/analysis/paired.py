@@ -19,7 +19,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sysprof.profiler_core.metrics import between_process_stats
+from sysprof.profiler_core.analysis.metrics import between_process_stats
 
 POOLING_ALPHA = 0.25  # Bancroft's preliminary test: pool unless the process effect shows at this level
 POWER = 0.8  # the smallest detectable effect is the one the design finds 80% of the time at α

@@ -1,0 +1,1 @@
+"""Analyses of measured steps: statistics, comparisons and verdicts, ordering, stability, ranks."""

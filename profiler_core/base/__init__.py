@@ -1,0 +1,1 @@
+"""The foundation: configuration, options, events, run-directory names, records, errors, units and NVML."""

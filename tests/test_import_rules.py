@@ -31,6 +31,7 @@ FLOOR_OF_FOLDER = {f"{ROOT_PACKAGE}.models": "models", f"{ROOT_PACKAGE}.tui": "t
                    f"{CORE}.readers": "analyzers",
                    f"{CORE}.documents": "documents", f"{CORE}.render": "render",
                    f"{CORE}.session": "session", f"{CORE}.studies": "studies", f"{CORE}.cli": "cli",
+                   f"{CORE}.door": "cli",  # the services api.py hands out
                    # the runner may use what a run's files are made of, never what orchestrates or shows them
                    RUNNER: "analyzers"}
 TOP_LEVEL = {CORE, f"{CORE}.api", f"{CORE}.__main__"}
@@ -212,3 +213,38 @@ def test_the_cores_top_level_holds_only_its_entry_and_door():
     """Everything else lives in a floor's folder, so where a module sits says what it may import."""
     loose = sorted(path.name for path in (ROOT / "profiler_core").glob("*.py"))
     assert loose == ["__init__.py", "__main__.py", "api.py"]
+
+
+def _used_by_the_app() -> set[str]:
+    """Names the app takes from the door: `name` imported from api, and `service.name` read off a service."""
+    used: set[str] = set()
+    for name, path in project_modules().items():
+        if not name.startswith(f"{ROOT_PACKAGE}.tui"):
+            continue
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == f"{CORE}.api":
+                used.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+                used.add(f"{node.value.id}.{node.attr}")
+    return used
+
+
+def test_the_door_is_small_and_every_name_in_it_has_a_user():
+    """api.py hands out at most 35 names; each, and each name a service module hands out, is used by the app."""
+    from sysprof.profiler_core import api
+
+    used = _used_by_the_app()
+    assert len(api.__all__) <= 35
+    assert sorted(set(api.__all__) - used) == []
+    services = [name for name in api.__all__ if name.islower() and name != "events"]
+    unused = [f"{service}.{name}" for service in services for name in getattr(api, service).__all__
+              if f"{service}.{name}" not in used]
+    assert unused == []
+
+
+def test_the_app_names_no_file_of_a_run_directory():
+    """Which file holds what is the core's to know: the app never touches rundir."""
+    offenders = [name for name, path in project_modules().items()
+                 if name.startswith(f"{ROOT_PACKAGE}.tui") and "rundir" in path.read_text()]
+    assert offenders == []

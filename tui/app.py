@@ -15,28 +15,10 @@ from textual.screen import Screen
 from textual.widgets import Button, Footer, Header, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
-from sysprof.profiler_core.api import (
-    RUN,
-    STUDY,
-    GpuTelemetry,
-    LiveProcess,
-    NvmlSampler,
-    ProcessControl,
-    RunConfig,
-    events,
-    finish_event,
-    gpu_count,
-    in_progress,
-    live_process,
-    mark_killed,
-    rundir,
-    session_argv,
-    settle_died,
-    study_kind,
-)
+from sysprof.profiler_core.api import RunConfig, RunDirError, control, events, gpus, runs, studies
 from sysprof.tui.exporting import TableExportActions
 from sysprof.tui.keys import GLOBAL_KEYS, PANE_KEYS, PANES, bindings, delegated_pane_bindings
-from sysprof.tui.model.own_load import MeasuredLoad, record_load, record_start
+from sysprof.tui.model.own_load import MeasuredLoad
 from sysprof.tui.model.run_files import state_from_run_dir
 from sysprof.tui.model.settings import default_settings_path, load_last_config, save_last_config
 from sysprof.tui.model.state import RunState
@@ -61,14 +43,14 @@ APP_REPEATS = 3  # the fewest processes that show a spread between them, and a v
 def default_config() -> RunConfig:
     """small on a GPU node; tiny on CPU so the first run finishes in seconds. Three fresh processes: on a shared
     node one process's numbers hide run-to-run noise, and compare needs the spread between processes."""
-    if gpu_count() > 0:
+    if gpus.gpu_count() > 0:
         return RunConfig(repeats=APP_REPEATS)
     return RunConfig(model="tiny", ctx=64, warmup=2, steps=5, device="cpu", repeats=APP_REPEATS)
 
 
 def default_argv(cfg: RunConfig, run_dir: Path) -> list[str]:
     """The session: the clean pass, then the profiled and memory passes the config asks for."""
-    return session_argv(cfg, run_dir)
+    return control.session_argv(cfg, run_dir)
 
 
 class SysprofApp(TableExportActions, App):
@@ -77,7 +59,7 @@ class SysprofApp(TableExportActions, App):
     BINDINGS = bindings(GLOBAL_KEYS) + delegated_pane_bindings()
 
     run_state: reactive[RunState] = reactive(RunState, always_update=True)
-    telemetry: reactive[GpuTelemetry] = reactive(lambda: GpuTelemetry(missing=WAITING_FOR_NVML))
+    telemetry: reactive[gpus.GpuTelemetry] = reactive(lambda: gpus.GpuTelemetry(missing=WAITING_FOR_NVML))
 
     def __init__(self, runs_dir: str | None = None, argv_factory: ArgvFactory = default_argv,
                  open_runs: list[Path] | None = None, initial: RunConfig | None = None,
@@ -85,13 +67,13 @@ class SysprofApp(TableExportActions, App):
         """live_inspect: Configure inspects the model in a torch process as the form changes (the entry point
         turns it on; tests that do not look at it leave it off, so their frames do not wait on a process)."""
         super().__init__()
-        self.runs_root = rundir.runs_root(runs_dir)
+        self.runs_root = runs.runs_root(runs_dir)
         self.argv_factory, self.open_runs, self.sample_gpu = argv_factory, open_runs or [], sample_gpu
         self.settings_path, self.live_inspect = settings_path, live_inspect
         remembered, self.settings_notice = load_last_config(settings_path) if initial is None else (None, None)
         self.initial = initial or remembered or default_config()
         self.pending: tuple[RunConfig | None, dict] = (None, {"config": "not checked yet"})
-        self.control = ProcessControl()  # owns every process the app starts
+        self.control = control.ProcessControl()  # owns every process the app starts
         self.load = MeasuredLoad()  # the app's CPU while the run it follows measures its steps
         self.unshown_state: RunState | None = None  # steps read but not drawn yet (apply_events)
         self.shown_at = 0.0
@@ -133,11 +115,12 @@ class SysprofApp(TableExportActions, App):
         """Runs and studies an earlier app (or the CLI) left running: Runs lists them and enter re-attaches. The
         ones whose process is gone are written down as died, so nothing shows as running forever."""
         running = []
-        for live in in_progress(self.runs_root):
+        for live in control.in_progress(self.runs_root):
             if live.alive:
                 running.append(live.directory.name)
             else:
-                self.notify(settle_died(live), title="Died while nobody watched", severity="warning", timeout=10)
+                self.notify(control.settle_died(live), title="Died while nobody watched", severity="warning",
+                            timeout=10)
         if running:
             names = ", ".join(running[:2]) + (f" and {len(running) - 2} more" if len(running) > 2 else "")
             self.notify(f"Still running: {names}. Runs (5) lists them; enter re-attaches.", timeout=10)
@@ -217,18 +200,18 @@ class SysprofApp(TableExportActions, App):
             return
         try:
             self.run_state = state_from_run_dir(path)
-        except rundir.RunDirError as exc:
+        except RunDirError as exc:
             self.notify(str(exc), title="Cannot open run", severity="error")
 
     def open_path(self, path: Path) -> None:
         """A run directory opens on Live, a sweep or study directory on Studies; one still running re-attaches."""
-        live = live_process(path)
+        live = control.live_process(path)
         if live is not None and live.alive:
             self.attach(live)
             return
         if live is not None:  # marked, but its process is gone: say so and write it down before showing it
-            self.notify(settle_died(live), title="Died while nobody watched", severity="warning")
-        if study_kind(path) is not None:
+            self.notify(control.settle_died(live), title="Died while nobody watched", severity="warning")
+        if studies.study_kind(path) is not None:
             self.action_show_pane("studies")
             # the pane may have been built just now: its widgets exist after the next refresh
             self.call_after_refresh(self.query_one("#pane-studies", StudiesPane).open_study, path)
@@ -240,8 +223,8 @@ class SysprofApp(TableExportActions, App):
 
     @on(StudiesPane.Ended)
     def study_ended(self) -> None:
-        for runs in self.query(RunsPane):  # built already: it lists the study now; else it will when built
-            runs.action_refresh()
+        for pane in self.query(RunsPane):  # built already: it lists the study now; else it will when built
+            pane.action_refresh()
 
     @on(RunsPane.Open)
     def run_chosen(self, message: RunsPane.Open) -> None:
@@ -280,8 +263,8 @@ class SysprofApp(TableExportActions, App):
                 self.notify(next(iter(problems.values())), title="Cannot run", severity="warning")
             return
         try:
-            run_dir = rundir.new_run_dir(self.runs_root, cfg)
-        except rundir.RunDirError as exc:
+            run_dir = runs.new_run_dir(self.runs_root, cfg)
+        except RunDirError as exc:
             self.notify(str(exc), title="Cannot start run", severity="error")
             return
         notice = save_last_config(self.settings_path, cfg)
@@ -296,22 +279,23 @@ class SysprofApp(TableExportActions, App):
     async def stream_run(self, cfg: RunConfig, run_dir: Path) -> None:
         self.load, self.unshown_state = MeasuredLoad(), None
         try:
-            record_start(run_dir, STEPS_REDRAW_S)
-            returncode = await self.control.run_followed(RUN, self.argv_factory(cfg, run_dir), run_dir / rundir.STDERR,
-                                                         run_dir / rundir.SESSION_EVENTS, self.apply_events,
-                                                         events.RUN_EVENTS)
+            runs.note_app_start(run_dir, STEPS_REDRAW_S)
+            returncode = await self.control.run_followed(control.RUN, self.argv_factory(cfg, run_dir),
+                                                         control.run_log(run_dir), control.events_file(run_dir),
+                                                         self.apply_events, events.RUN_EVENTS)
         except OSError as exc:
             self.notify(f"cannot start the runner: {exc}", severity="error")
             returncode = None
-        if self.run_state.running:  # the session died without a last event: what it saved still counts
-            self.apply_events([dict(finish_event(mark_killed(run_dir, cfg, returncode)))])
-        (run_dir / rundir.LIVE).unlink(missing_ok=True)  # a session killed before it could remove it
+        # the session died without a last event: what it saved still counts
+        last = control.end_of_run(run_dir, cfg, returncode, unfinished=self.run_state.running)
+        if last is not None:
+            self.apply_events([last])
         try:
-            record_load(run_dir, self.load)
-        except (OSError, rundir.RunDirError):
+            runs.note_app_load(run_dir, self.load.percent())
+        except (OSError, RunDirError):
             pass  # a record of the app's own cost is not worth a failure
 
-    def attach(self, live: LiveProcess) -> None:
+    def attach(self, live: control.LiveProcess) -> None:
         """Re-attach Live or Studies to a run or study that an earlier app (or the CLI) started."""
         if live.kind == "run":
             if self.run_state.running:
@@ -322,7 +306,7 @@ class SysprofApp(TableExportActions, App):
                                       planned_steps=(live.config or {}).get("steps", 0))
             self.action_show_pane("live")
             self.follow_run(live)
-        elif self.control.running(STUDY):
+        elif self.control.running(control.STUDY):
             self.notify("A study is in progress here: cancel it (ctrl+g) before attaching to another.",
                         severity="warning")
         else:
@@ -330,12 +314,12 @@ class SysprofApp(TableExportActions, App):
             self.call_after_refresh(self.query_one("#pane-studies", StudiesPane).attach_study, live)
 
     @work(exclusive=True, exit_on_error=False, group="run")
-    async def follow_run(self, live: LiveProcess) -> None:
+    async def follow_run(self, live: control.LiveProcess) -> None:
         self.unshown_state = None
-        await self.control.attach(RUN, live, live.directory / rundir.SESSION_EVENTS, self.apply_events,
+        await self.control.attach(control.RUN, live, control.events_file(live.directory), self.apply_events,
                                   events.RUN_EVENTS)
         if self.run_state.running:  # it ended without a last event: it died while nobody watched
-            self.notify(settle_died(live), severity="warning")
+            self.notify(control.settle_died(live), severity="warning")
             self.run_state = state_from_run_dir(live.directory)
 
     def apply_events(self, batch: list[dict]) -> None:
@@ -358,11 +342,11 @@ class SysprofApp(TableExportActions, App):
         self.run_worker(self.cancel_and_wait(), group="cancel", exit_on_error=False)
 
     async def cancel_and_wait(self) -> None:
-        slot = RUN if self.control.running(RUN) else STUDY if self.control.running(STUDY) else None
+        slot = next((slot for slot in (control.RUN, control.STUDY) if self.control.running(slot)), None)
         if slot is None:
             return
         try:
-            if slot == RUN:
+            if slot == control.RUN:
                 self.notify("Cancelling: SIGINT sent to the run's process group.")
             else:
                 self.notify("Cancelling the study: the cells that finished stay.")
@@ -384,7 +368,7 @@ class SysprofApp(TableExportActions, App):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="telemetry")
     def sample_telemetry(self) -> None:
-        worker, sampler = get_current_worker(), NvmlSampler()
+        worker, sampler = get_current_worker(), gpus.NvmlSampler()
         opened = sampler.open()
         try:
             while not worker.is_cancelled:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from sysprof.profiler_core.api import OneLineParser, rundir, study_kind
+from sysprof.profiler_core.api import OneLineParser, runs, studies
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -14,6 +14,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--runs-dir", help="root of run directories (default $SYSPROF_RUNS or ./runs)")
     args = parser.parse_args(argv)
     for path in args.run_dirs:
-        if not (path / rundir.MANIFEST).is_file() and study_kind(path) is None:
-            parser.error(f"{path} is not a run directory (no {rundir.MANIFEST}) nor a sweep or study directory")
+        if not runs.is_run_dir(path) and studies.study_kind(path) is None:
+            parser.error(f"{path} is not a run directory, nor a sweep or study directory")
     return args

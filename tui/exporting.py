@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sysprof.profiler_core.api import rundir
+from sysprof.profiler_core.api import runs
 from sysprof.profiler_core.render.export import osc52, to_markdown
 from sysprof.tui.panes.base import ExportTable
 from sysprof.tui.widgets.modals import ExportModal
@@ -45,7 +45,7 @@ class TableExportActions(_ExportHost):
         if table is None:
             return
         base = table.base or (Path(self.run_state.run_dir) if self.run_state.run_dir else self.runs_root)
-        self.push_screen(ExportModal(table, base / rundir.EXPORTS_DIR / f"{table.name}.md", self.copy_table),
+        self.push_screen(ExportModal(table, runs.export_target(base, table.name), self.copy_table),
                          self.exported)
 
     def exported(self, path: str | None) -> None:

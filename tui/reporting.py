@@ -2,13 +2,12 @@
 matplotlib, tables pandas; neither belongs in the app), then a notice saying where it went or why it did not."""
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textual import work
 
-from sysprof.profiler_core.api import report_argv, report_target
+from sysprof.profiler_core.api import control
 from sysprof.tui.model.run_files import short_path
 
 REPORT_TIMEOUT_S = 600
@@ -35,22 +34,23 @@ class ReportActions(_ReportHost):
         if not paths:
             self.notify("Nothing to report on here: pick a run or study first.", severity="warning")
             return
-        target = report_target(self.runs_root)
+        target = control.report_target(self.runs_root)
         self.notify(f"writing the report of {len(paths)} director{'y' if len(paths) == 1 else 'ies'} …")
         self.write_report(paths, target)
 
-    @work(thread=True, exit_on_error=False, group="report")
-    def write_report(self, paths: list[Path], target: Path) -> None:
+    @work(exit_on_error=False, group="report")
+    async def write_report(self, paths: list[Path], target: Path) -> None:
         try:
-            done = subprocess.run(report_argv(paths, target), capture_output=True, text=True,
-                                  timeout=REPORT_TIMEOUT_S)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            self.app.call_from_thread(self.notify, f"no report: {exc}", severity="error")
+            done = await control.run_to_end(control.report_argv(paths, target), REPORT_TIMEOUT_S)
+        except OSError as exc:
+            self.notify(f"no report: {exc}", severity="error")
+            return
+        except TimeoutError:
+            self.notify(f"no report: it took longer than {REPORT_TIMEOUT_S:.0f} s", severity="error")
             return
         said = done.stderr.strip().splitlines()
         if done.returncode == 0:  # its own line: "wrote PATH (N tables, M figures; figures in …)"
-            self.app.call_from_thread(self.notify, said[-1] if said else f"wrote {short_path(target)}",
-                                      title="Report")
+            self.notify(said[-1] if said else f"wrote {short_path(target)}", title="Report")
         else:
             reason = (said or [f"sysprof report exited with {done.returncode}"])[-1]
-            self.app.call_from_thread(self.notify, reason, title="No report", severity="error")
+            self.notify(reason, title="No report", severity="error")

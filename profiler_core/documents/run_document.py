@@ -49,6 +49,11 @@ class Run:
                 run.summary = cast("RunSummary | None", document)
         return run
 
+    def damage_notes(self) -> tuple[str, ...]:
+        """Each file a tolerant load left out, why, and what the run shows instead."""
+        return tuple(f"{problem}; {'the statistics are from steps.jsonl' if name == rundir.SUMMARY else 'left out'}"
+                     for name, problem in self.problems.items())
+
     @property
     def status(self) -> str:
         return self.summary.get("status", events.INCOMPLETE) if self.summary else events.INCOMPLETE

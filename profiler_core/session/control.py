@@ -17,6 +17,7 @@ import os
 import signal
 import subprocess
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from sysprof.profiler_core.documents.liveness import LiveProcess, live_process
@@ -28,6 +29,14 @@ from sysprof.profiler_core.session.process import CANCEL_GRACE_S, signal_group
 # one read arrive as one batch, one redraw. 4 Hz keeps the app's CPU off the cores the measured steps use.
 POLL_S = 0.25
 EventBatch = Callable[[list[dict]], None]
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A short process run to its end (the inspector, a report): its exit code and what it wrote."""
+    returncode: int
+    stdout: str
+    stderr: str
 
 
 class Child:
@@ -133,3 +142,17 @@ class ProcessControl:
         except asyncio.TimeoutError:
             signal_group(process.pid, signal.SIGKILL)
             await process.wait()
+
+
+async def run_to_end(argv: list[str], timeout_s: float) -> Finished:
+    """A short process in a session of its own, waited for: OSError where it cannot start, TimeoutError past
+    timeout_s. Stopped with its whole group when it overruns or its waiter is cancelled (the answer went stale)."""
+    process = await asyncio.create_subprocess_exec(*argv, stdin=asyncio.subprocess.DEVNULL,
+                                                   stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                                                   start_new_session=True)
+    try:
+        stdout, stderr = await asyncio.wait_for(process.communicate(), timeout_s)
+    except (asyncio.CancelledError, TimeoutError, asyncio.TimeoutError):
+        signal_group(process.pid, signal.SIGKILL)
+        raise
+    return Finished(process.returncode or 0, stdout.decode(errors="replace"), stderr.decode(errors="replace"))

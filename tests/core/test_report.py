@@ -184,13 +184,13 @@ def test_a_study_records_the_command_a_user_would_type_again(monkeypatch):
 def test_two_app_reports_in_one_second_get_two_files(tmp_path, monkeypatch):
     import time
 
-    from sysprof.profiler_core.api import report_target
+    from sysprof.profiler_core.api import control
 
     monkeypatch.setattr(time, "strftime", lambda _format: "20261126-120000")  # both within the same second
-    first = report_target(tmp_path)
+    first = control.report_target(tmp_path)
     first.parent.mkdir(parents=True)
     first.write_text("")
-    second = report_target(tmp_path)
+    second = control.report_target(tmp_path)
     assert second != first and second.name.endswith("-2-report.md") and second.parent == first.parent
 
 

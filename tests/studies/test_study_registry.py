@@ -44,8 +44,8 @@ def test_a_kind_in_the_registry_reaches_the_cli_the_tables_and_the_app(extra_kin
     assert (args.study, args.knob) == ("knob", "7")  # its own arguments, and the ones every study has
     rundir.write_json(tmp_path / rundir.ATTENTION_PLAN, {"study": "knob", "knob": 7})
     assert results.study_tables(tmp_path) == {"knob table": [{"knob": 7}]}
-    assert api.study_templates(on_gpu=True)["knob study"] == "study knob --knob 2"
-    assert api.study_templates(on_gpu=False)["knob (CPU)"] == "study knob"
+    assert api.studies.study_templates(on_gpu=True)["knob study"] == "study knob --knob 2"
+    assert api.studies.study_templates(on_gpu=False)["knob (CPU)"] == "study knob"
 
 
 def test_the_app_lists_the_sweeps_and_every_kinds_templates():

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sysprof.profiler_core.api import DAMAGED_DATA, rundir
+from sysprof.profiler_core.api import runs, vocab
 from sysprof.profiler_core.render.module_tables import kernel_module_rows, type_label
 
 if TYPE_CHECKING:
@@ -74,19 +74,17 @@ def load_kernel_data(kernels_dir: Path) -> KernelData:
     import pandas as pd
 
     data = KernelData(kernels_dir)
-    csv_path = kernels_dir / rundir.PHASE_KERNELS
-    if not csv_path.is_file():
+    folder = runs.AnalysisFolder(kernels_dir)
+    if not folder.kernel_table.is_file():
         return data  # absent, not damaged: the screen says why from the run (tui/model/advice.py)
     try:
-        data.table = pd.read_csv(csv_path)
+        data.table = pd.read_csv(folder.kernel_table)
         data.table["phase"] = data.table["phase"].astype(str)
-        analysis_path = kernels_dir / rundir.ANALYSIS
-        data.analysis = rundir.read_json(analysis_path) or {}
-        parts_path = kernels_dir / rundir.ATTENTION_KERNELS
-        data.parts = pd.read_csv(parts_path) if parts_path.is_file() else None
+        data.analysis = folder.read_analysis() or {}
+        data.parts = pd.read_csv(folder.attention_table) if folder.attention_table.is_file() else None
         parts = () if data.parts is None else tuple(dict.fromkeys(data.parts["phase"].astype(str)))
         data.phases = (ALL_PHASES, *dict.fromkeys(data.table["phase"]), *parts)
-    except (OSError, *DAMAGED_DATA) as exc:  # a damaged file, or one from another version: this screen says so
+    except (OSError, *vocab.DAMAGED_DATA) as exc:  # a damaged file, or one from another version: this screen says so
         data.table, data.problem = None, f"cannot read the kernel tables in {kernels_dir}: {type(exc).__name__}: {exc}"
     return data
 

@@ -1,11 +1,11 @@
-"""Numbers the Live screen derives from a RunState: running stats, throughput, the profiled pass (pure)."""
+"""Numbers the Live screen derives from a RunState: running stats, numbers.throughput, the profiled pass (pure)."""
 from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping
 from typing import Any
 
-from sysprof.profiler_core.api import PhaseStats, RunConfig, phase_stats, phases_of, throughput
+from sysprof.profiler_core.api import PhaseStats, RunConfig, numbers
 from sysprof.tui.model.state import RunState
 
 CHART_SERIES = ("wall", "forward", "backward", "optimizer")
@@ -13,10 +13,10 @@ CHART_SERIES = ("wall", "forward", "backward", "optimizer")
 
 def running_phases(state: RunState) -> dict[str, PhaseStats]:
     """The summary's stats once the run ended, else stats over the measured steps so far."""
-    finished = phases_of(state.summary)
+    finished = numbers.phases_of(state.summary)
     if finished:
         return finished
-    return phase_stats(list(state.steps)) if state.steps else {}
+    return numbers.phase_stats(list(state.steps)) if state.steps else {}
 
 
 def running_throughput(state: RunState) -> Mapping[str, Any]:
@@ -28,8 +28,8 @@ def running_throughput(state: RunState) -> Mapping[str, Any]:
         return {}
     try:
         cfg = RunConfig.from_dict(state.config)
-        return throughput(cfg, state.env or {}, median, state.flops_per_step)
-    except (TypeError, ValueError):  # a config written by another version: no live throughput
+        return numbers.throughput(cfg, state.env or {}, median, state.flops_per_step)
+    except (TypeError, ValueError):  # a config written by another version: no live numbers.throughput
         return {}
 
 

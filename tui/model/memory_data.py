@@ -4,7 +4,7 @@ from __future__ import annotations
 import bisect
 from pathlib import Path
 
-from sysprof.profiler_core.api import rundir
+from sysprof.profiler_core.api import RunDirError, runs
 from sysprof.profiler_core.render.module_tables import memory_module_rows
 
 MEMORY_TABLES = ("top allocations", "categories", "predicted vs measured", "module types")
@@ -13,12 +13,9 @@ MEMORY_TABLES = ("top allocations", "categories", "predicted vs measured", "modu
 def load_memory_analysis(memory_dir: Path) -> tuple[dict | None, str | None]:
     """(analysis, None), (None, why it cannot be read), or (None, None) when there is none (tui/model/advice.py says
     why from the run)."""
-    path = memory_dir / rundir.ANALYSIS
-    if not path.is_file():
-        return None, None
     try:
-        return rundir.read_json(path), None
-    except rundir.RunDirError as exc:
+        return runs.AnalysisFolder(memory_dir).read_analysis(), None
+    except RunDirError as exc:
         return None, str(exc)
 
 

@@ -1,13 +1,10 @@
 """The app's own CPU while a run's steps are measured: what the screen takes from the host it measures on.
 
-A run started from the app records it in the run directory (app.json) next to the fact that the app started it,
+A run started from the app notes it in the run directory (runs.note_app_load) next to the fact that the app started it,
 so numbers taken with the app watching can be told from the CLI's."""
 from __future__ import annotations
 
 import time
-from pathlib import Path
-
-from sysprof.profiler_core.api import rundir
 
 MEASURED = "measured"
 
@@ -31,12 +28,3 @@ class MeasuredLoad:
         """CPU of the app's process over the measured steps' wall time, in % of one core."""
         return 100 * self.cpu_s / self.wall_s if self.wall_s else None
 
-
-def record_start(run_dir: Path, redraw_s: float) -> None:
-    """The app started this run and redraws at most every redraw_s while its steps arrive."""
-    rundir.write_json(run_dir / rundir.APP_RECORD, {"started_from": "app", "redraws_per_s_at_most": 1 / redraw_s})
-
-
-def record_load(run_dir: Path, load: MeasuredLoad) -> None:
-    record = rundir.read_json(run_dir / rundir.APP_RECORD) or {}
-    rundir.write_json(run_dir / rundir.APP_RECORD, record | {"ui_cpu_pct_while_measured": load.percent()})

@@ -5,7 +5,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from sysprof.profiler_core.api import Run, rundir
+from sysprof.profiler_core.api import Run
 from sysprof.tui.model.state import RunState
 
 
@@ -14,15 +14,13 @@ def state_from_run_dir(path: Path) -> RunState:
     run = Run.load(path, tolerant=True)
     summary = run.summary
     clean = [s for s in run.steps if not s.get("pass")]
-    damaged = tuple(f"{problem}; {'the statistics are from steps.jsonl' if name == rundir.SUMMARY else 'left out'}"
-                    for name, problem in run.problems.items())
     return RunState(stage="finished" if run.status == "ok" else "failed", run_dir=str(path),
                     env=run.manifest.get("env"), config=run.manifest.get("config"),
                     summary=summary or None, error=summary.get("error") if summary else None,
                     warmup_steps=tuple(s for s in clean if s.get("kind") == "warmup"),
                     steps=tuple(s for s in clean if s.get("kind") == "measured"),
                     pass_steps=tuple(s for s in run.steps if s.get("pass")),
-                    planned_steps=run.config.get("steps", 0), notices=damaged)
+                    planned_steps=run.config.get("steps", 0), notices=run.damage_notes())
 
 
 def _resolve(state: RunState, path: str) -> Path:

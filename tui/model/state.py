@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, cast
 
-from sysprof.profiler_core.api import events, phases_of, run_state
+from sysprof.profiler_core.api import events, numbers
 
 if TYPE_CHECKING:
     from sysprof.profiler_core.api import RunError, RunSummary, StepRecord
@@ -44,12 +44,12 @@ class RunState:
     def state_name(self) -> str:
         """The run's state in the words every screen and the CLI use (events.RUN_STATES); not meant for idle."""
         if self.running:
-            return run_state(None, running=True)
+            return events.run_state(None, running=True)
         if self.summary:
-            return run_state(self.summary)
+            return events.run_state(self.summary)
         if self.error:  # a failed event without a summary (a config the session refused)
-            return run_state({"status": events.FAILED_STATUS, "error": self.error})
-        return run_state({"status": events.OK} if self.stage == "finished" else None)
+            return events.run_state({"status": events.FAILED_STATUS, "error": self.error})
+        return events.run_state({"status": events.OK} if self.stage == "finished" else None)
 
     def profiled_steps(self) -> tuple[StepRecord, ...]:
         return tuple(step for step in self.pass_steps if step.get("pass") == "profiled")
@@ -74,7 +74,7 @@ class RunState:
     def kept_steps(self) -> int:
         """The measured steps the run kept: its summary's count once it ended (a cancel can stop the runner after a
         step was saved and before its event was sent, so the events may hold one fewer), else the steps seen."""
-        step = phases_of(self.summary).get("step") or {}
+        step = numbers.phases_of(self.summary).get("step") or {}
         return max(len(self.steps), step.get("n") or 0)
 
     def apply(self, event: Mapping[str, Any]) -> RunState:

@@ -9,15 +9,15 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import Button, Input, Label
 
-from sysprof.profiler_core.api import DEFAULT_OPTIMIZER, RunConfig
+from sysprof.profiler_core.api import RunConfig, vocab
 
 FACTORY_FIELDS = ("model_factory", "model_args")  # right after the preset: they replace the built-in model
 CODE_FIELDS = ("loss", "optimizer", "optimizer_args", "nvtx_modules")  # after the run's own options
 PAIRS_FIELDS = ("model_args", "optimizer_args")  # NAME=VALUE items, space-separated (quote one with spaces)
 PLACEHOLDERS = {"model_factory": "package.module:callable or file.py:callable", "model_args": "NAME=VALUE …",
-                "loss": "module:fn (cross-entropy)", "optimizer": DEFAULT_OPTIMIZER,
+                "loss": "module:fn (cross-entropy)", "optimizer": vocab.DEFAULT_OPTIMIZER,
                 "optimizer_args": "NAME=VALUE … (lr=1e-4)", "nvtx_modules": "0 (off)"}
-DEFAULTS_WHEN_EMPTY = {"optimizer": DEFAULT_OPTIMIZER, "nvtx_modules": 0}  # else an empty field reads as None
+DEFAULTS_WHEN_EMPTY = {"optimizer": vocab.DEFAULT_OPTIMIZER, "nvtx_modules": 0}  # else an empty field reads as None
 
 
 def read_integer(text: str) -> int | str | None:

@@ -14,33 +14,7 @@ from textual.containers import Grid, Horizontal, VerticalScroll
 from textual.message import Message
 from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
-from sysprof.profiler_core.api import (
-    ATTENTIONS,
-    COMPILE_MODES,
-    CUSTOM,
-    DEVICES,
-    DIM_FIELDS,
-    DTYPES,
-    MATMUL_PRECISIONS,
-    MODES,
-    OPTIMIZER_IMPLS,
-    PARALLELS,
-    PEAK_ITEMS,
-    PRESETS,
-    PROFILERS,
-    RunConfig,
-    config_problems,
-    config_to_args,
-    count_params,
-    device_memory,
-    fit_problem,
-    gpus_problem,
-    human_count,
-    model_label,
-    predict_run_memory,
-    type_problems,
-    visible_gpu_count,
-)
+from sysprof.profiler_core.api import RunConfig, configs, gpus, vocab
 from sysprof.profiler_core.base.units import format_bytes
 from sysprof.tui.keys import pane_bindings
 from sysprof.tui.panes.base import Pane
@@ -55,9 +29,9 @@ from sysprof.tui.panes.config_fields import (
 from sysprof.tui.panes.inspect_panel import InspectPanel
 from sysprof.tui.widgets.factory_picker import FactoryPicker
 
-CHOICES = {"mode": MODES, "dtype": DTYPES, "matmul_precision": MATMUL_PRECISIONS, "attention": ATTENTIONS,
-           "device": DEVICES, "profiler": PROFILERS, "optimizer_impl": OPTIMIZER_IMPLS, "compile_mode": COMPILE_MODES,
-           "parallel": PARALLELS}
+CHOICES = {"mode": vocab.MODES, "dtype": vocab.DTYPES, "matmul_precision": vocab.MATMUL_PRECISIONS,
+           "attention": vocab.ATTENTIONS, "device": vocab.DEVICES, "profiler": vocab.PROFILERS,
+           "optimizer_impl": vocab.OPTIMIZER_IMPLS, "compile_mode": vocab.COMPILE_MODES, "parallel": vocab.PARALLELS}
 INTEGERS = ("ctx", "batch", "warmup", "steps", "repeats", "nproc")
 CHECKBOXES = {"compile": "torch.compile", "memory": "memory capture (CUDA)",
               "activation_checkpointing": "recompute blocks"}
@@ -73,20 +47,21 @@ def model_text(cfg: RunConfig | None) -> str:
     dims = (f"d_model {spec.d_model} · d_ff {spec.d_ff} · layers {spec.layers} · heads {spec.heads} · "
             f"vocab {spec.vocab}")
     if cfg.model_factory:
-        return (f"[b]{model_label(cfg.model, cfg.model_factory)}[/b]: your model; the {spec.name} dims fill its "
-                f"parameters by name (model_args override them), the runner counts its parameters\n{dims}")
-    params = count_params(spec)
-    return f"[b]{spec.name}[/b]: {params:,} parameters ({human_count(params)})\n{dims}"
+        return (f"[b]{configs.model_label(cfg.model, cfg.model_factory)}[/b]: your model; the {spec.name} dims fill "
+                f"its parameters by name (model_args override them), the runner counts its parameters\n{dims}")
+    params = configs.count_params(spec)
+    return f"[b]{spec.name}[/b]: {params:,} parameters ({configs.human_count(params)})\n{dims}"
 
 
 def predicted_table(cfg: RunConfig) -> Table:
     """Bytes of one step by item: the prediction a memory pass stores beside what it measured."""
-    predicted = predict_run_memory(cfg)
+    predicted = configs.predict_run_memory(cfg)
     table = Table(title=f"predicted memory (peak at {predicted['peak_phase']})", title_justify="left", box=None,
                   padding=(0, 1), show_header=False)
     table.add_column("item")
     table.add_column("bytes", justify="right")
-    for label, key in PEAK_ITEMS:  # the items held at the predicted peak (those not held there left out): their sum
+    # the items held at the predicted peak (those not held there left out): their sum
+    for label, key in vocab.PEAK_ITEMS:
         if predicted[key]:
             table.add_row(label, format_bytes(predicted[key]))
     table.add_row("[b]peak[/b]", f"[b]{format_bytes(predicted['peak_bytes'])}[/b]")
@@ -106,18 +81,18 @@ def form_values(texts: dict[str, str], chosen: dict) -> dict:
 def checked_config(values: dict, visible_gpus: int,
                    memory: dict[str, tuple[int, str] | None] | None = None) -> tuple[RunConfig | None, dict[str, str]]:
     """The form's config (None when it cannot be built) and every problem by field; memory: what each device
-    has (device_memory), to refuse a config whose predicted memory cannot fit, as `sysprof run` does."""
+    has (configs.device_memory), to refuse a config whose predicted memory cannot fit, as `sysprof run` does."""
     try:
         cfg = RunConfig.from_dict(values)
     except (TypeError, ValueError) as exc:
         return None, {"model": str(exc)}
-    problems = config_problems(cfg)  # a factory, loss or optimizer whose file or module is not there too
-    if "nproc" not in problems and not type_problems(cfg):  # it reads the fields as their types
-        too_many_ranks = gpus_problem(cfg, visible_gpus)
+    problems = configs.config_problems(cfg)  # a factory, loss or optimizer whose file or module is not there too
+    if "nproc" not in problems and not configs.type_problems(cfg):  # it reads the fields as their types
+        too_many_ranks = configs.gpus_problem(cfg, visible_gpus)
         if too_many_ranks:
             problems["nproc"] = too_many_ranks
     if not problems and memory:
-        too_big = fit_problem(cfg, memory.get(cfg.device))
+        too_big = configs.fit_problem(cfg, memory.get(cfg.device))
         if too_big:
             problems[too_big_field(cfg, memory.get(cfg.device))] = too_big
     return cfg, problems
@@ -149,16 +124,16 @@ def runs_user_code(cfg: RunConfig) -> bool:
 def too_big_field(cfg: RunConfig, limit: tuple[int, str] | None) -> str:
     """The field to mark when a config cannot fit: batch when batch 1 would fit, ctx when the smallest context
     would, else the model (its weights and optimizer state alone are too much)."""
-    if not fit_problem(replace(cfg, batch=1), limit):
+    if not configs.fit_problem(replace(cfg, batch=1), limit):
         return "batch"
-    if not fit_problem(replace(cfg, batch=1, ctx=1), limit):
+    if not configs.fit_problem(replace(cfg, batch=1, ctx=1), limit):
         return "ctx"
     return "model"
 
 
 def form_texts(cfg: RunConfig | None, problems: dict[str, str]) -> tuple[str, Table | str]:
     """What the form says about the model and its predicted memory; only what the fields it needs allow."""
-    model_known = cfg is not None and not {"model", "model_factory", *DIM_FIELDS} & problems.keys()
+    model_known = cfg is not None and not {"model", "model_factory", *vocab.DIM_FIELDS} & problems.keys()
     # the prediction is the built-in model's formula: it would describe another model than a factory's
     predicted = predicted_table(cfg) if cfg is not None and not problems and not cfg.model_factory else ""
     return (model_text(cfg) if model_known else ""), predicted
@@ -166,13 +141,13 @@ def form_texts(cfg: RunConfig | None, problems: dict[str, str]) -> tuple[str, Ta
 
 def ab_from_form(cfg: RunConfig, b_options: str, repeats: int = 4) -> str:
     """`ab` with the form's config as A and as what both share, and B's options over it (`sysprof ab`)."""
-    shared = shlex.join(config_to_args(replace(cfg, repeats=RunConfig().repeats)))  # ab sets the repeats
+    shared = shlex.join(configs.config_to_args(replace(cfg, repeats=RunConfig().repeats)))  # ab sets the repeats
     return f"ab {shared} --a= --b={shlex.quote(b_options.strip())} --repeats {repeats}"
 
 
 def advise_from_form(cfg: RunConfig, budget_min: float | None) -> str:
     """`study advise` with the form's config as the baseline (the advisor's own repeats) within the budget."""
-    baseline = shlex.join(config_to_args(replace(cfg, repeats=RunConfig().repeats)))  # advise sets the repeats
+    baseline = shlex.join(configs.config_to_args(replace(cfg, repeats=RunConfig().repeats)))  # advise sets the repeats
     return f"study advise {baseline}" + (f" --budget {budget_min:g}" if budget_min is not None else "")
 
 
@@ -215,8 +190,8 @@ class ConfigurePane(Pane):
         self.initial, self.runs_root, self.live_inspect = initial, runs_root, live_inspect
         self.has_problems = False
         self.checked: RunConfig | None = None  # the last config the form built without problems
-        self.visible_gpus = visible_gpu_count()  # once: --nproc is capped at what this node shows
-        self.device_memory = {device: device_memory(device) for device in ("auto", "cuda", "cpu")}  # once too
+        self.visible_gpus = gpus.visible_gpu_count()  # once: --nproc is capped at what this node shows
+        self.device_memory = {device: configs.device_memory(device) for device in ("auto", "cuda", "cpu")}  # once too
         self.was_running = False
         self.inspected: tuple[RunConfig, str | None] | None = None  # the last inspection's config and problem
         self.inspected_stamp: tuple[float, ...] = ()  # the user code's files as they were when inspected
@@ -241,16 +216,18 @@ class ConfigurePane(Pane):
                 yield InspectPanel(self.runs_root, id="inspect-panel").set_class(not self.live_inspect, "-off")
 
     def field_rows(self, cfg: RunConfig) -> ComposeResult:
-        presets = [(f"{name} ({human_count(count_params(spec))})", name) for name, spec in PRESETS.items()]
+        presets = [(f"{name} ({configs.human_count(configs.count_params(spec))})", name)
+                   for name, spec in vocab.PRESETS.items()]
         yield Label("model")
-        yield Select(presets + [(CUSTOM, CUSTOM)], value=cfg.model, allow_blank=False, id="model", compact=True)
+        yield Select(presets + [(vocab.CUSTOM, vocab.CUSTOM)], value=cfg.model, allow_blank=False, id="model",
+                     compact=True)
         yield from code_rows(cfg, FACTORY_FIELDS)
-        base = PRESETS.get(cfg.model, PRESETS["small"])
-        for name in (*DIM_FIELDS, *INTEGERS):
+        base = vocab.PRESETS.get(cfg.model, vocab.PRESETS["small"])
+        for name in (*vocab.DIM_FIELDS, *INTEGERS):
             value = getattr(cfg, name)
             yield Label(name)
             yield Input("" if value is None else str(value), id=name, compact=True,
-                        placeholder=str(getattr(base, name, "")) if name in DIM_FIELDS else "")
+                        placeholder=str(getattr(base, name, "")) if name in vocab.DIM_FIELDS else "")
         for name, choices in CHOICES.items():
             yield Label(name)
             yield Select([(c, c) for c in choices], value=getattr(cfg, name), allow_blank=False, id=name,

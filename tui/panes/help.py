@@ -6,7 +6,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from sysprof.profiler_core.api import ALPHA, MIN_EFFECT, NOISE_SIGMAS, SUGGESTED_REPEATS
+from sysprof.profiler_core.api import vocab
 from sysprof.tui.keys import GLOBAL_KEYS, PANE_KEYS, key_label
 from sysprof.tui.panes.base import Pane
 
@@ -14,10 +14,10 @@ NOTES = (
     "Text fields keep plain letters and digits: ctrl/F-keys work everywhere; press Esc to leave a field.",
     "Every action is also in the command palette (ctrl+p).",
     f"Compare verdict: B is faster/slower than A only when a test on the processes' medians finds a difference "
-    f"(p < {ALPHA:g}) and B/A differs from 1 by ≥ {MIN_EFFECT:.0%} and by ≥ the spread between processes; otherwise "
-    f"'within noise' and why. One process against several: tested against their spread. One process per side: "
-    f"run-to-run noise is unknown, so never faster/slower but 'noise unknown' when the steps' {NOISE_SIGMAS:g}σ alone "
-    f"would say so: use --repeats {SUGGESTED_REPEATS}.",
+    f"(p < {vocab.ALPHA:g}) and B/A differs from 1 by ≥ {vocab.MIN_EFFECT:.0%} and by ≥ the spread between processes; "
+    f"otherwise 'within noise' and why. One process against several: tested against their spread. One process per "
+    f"side: run-to-run noise is unknown, so never faster/slower but 'noise unknown' when the steps' "
+    f"{vocab.NOISE_SIGMAS:g}σ alone would say so: use --repeats {vocab.SUGGESTED_REPEATS}.",
     "Copy uses OSC 52; inside tmux set `set -g set-clipboard on` (or `allow-passthrough on`).",
     "Profiled-pass step times are shown apart (profiled median, inflation), never as the step times.",
 )

@@ -2,8 +2,6 @@
 which must not import torch or the user's code), a moment after the Configure form stops changing."""
 from __future__ import annotations
 
-import asyncio
-import signal
 from pathlib import Path
 
 from rich.console import Group
@@ -13,15 +11,7 @@ from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import Static
 
-from sysprof.profiler_core.api import (
-    INSPECT_TIMEOUT_S,
-    RunConfig,
-    SysprofError,
-    inspect_argv,
-    inspector_not_started,
-    read_inspect_output,
-    signal_group,
-)
+from sysprof.profiler_core.api import RunConfig, SysprofError, control
 from sysprof.profiler_core.render.inspect_report import flops_lines, memory_table, modules_table, params_line
 
 SETTLE_S = 0.6  # typing "2048" must start one inspector, not four
@@ -78,26 +68,18 @@ class InspectPanel(Static):
     @work(exclusive=True, exit_on_error=False, group="inspect")
     async def inspect(self, cfg: RunConfig) -> None:
         self.update(Text(f"inspecting {cfg.model_name} on the meta device…", style="dim"))
-        argv = inspect_argv(cfg, MODULE_DEPTH)
-        try:
-            process = await asyncio.create_subprocess_exec(
-                *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True)
+        argv = control.inspect_argv(cfg, MODULE_DEPTH)
+        try:  # cancelled when the form changes again: this answer is stale, and its process is stopped
+            done = await control.run_to_end(argv, control.INSPECT_TIMEOUT_S)
         except OSError as exc:  # no python to start, no memory to fork: said on the panel, the app goes on
-            self.show_problem(cfg, inspector_not_started(exc, argv))
+            self.show_problem(cfg, control.inspector_not_started(exc, argv))
             return
-        try:
-            stdout, stderr = await asyncio.wait_for(process.communicate(), INSPECT_TIMEOUT_S)
-        except asyncio.CancelledError:  # the form changed again: this answer is stale, and so is its process
-            signal_group(process.pid, signal.SIGKILL)
-            raise
         except TimeoutError:  # a factory that waits on something (a download): no verdict, so Run is not held
-            signal_group(process.pid, signal.SIGKILL)
-            self.update(Text(f"inspect: no answer in {INSPECT_TIMEOUT_S:.0f} s; stopped", style="yellow"))
+            self.update(Text(f"inspect: no answer in {control.INSPECT_TIMEOUT_S:.0f} s; stopped", style="yellow"))
             self.post_message(self.Inspected(cfg, None))
             return
         try:
-            report = read_inspect_output(stdout.decode(errors="replace"), stderr.decode(errors="replace"),
-                                         process.returncode or 0, self.runs_root)
+            report = control.read_inspect_output(done.stdout, done.stderr, done.returncode, self.runs_root)
         except SysprofError as exc:
             self.show_problem(cfg, exc)
         else:

@@ -16,7 +16,7 @@ from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.widgets import DataTable, Input, Static
 
-from sysprof.profiler_core.api import short_kernel_name
+from sysprof.profiler_core.api import numbers
 from sysprof.profiler_core.base.units import NA, blank_or, fixed, ns_as_ms, ns_as_us
 from sysprof.profiler_core.render.launch_report import verdict_lines
 from sysprof.profiler_core.render.module_tables import KERNEL_ROW_FIELDS, absent_line
@@ -42,7 +42,7 @@ MAX_SHOWN_ROWS = 1000  # the DataTable draws every row it holds; export still ge
 COLUMNS = {"phase": "phase", "name": "kernel", "total_ns": "total ms", "pct_of_phase": "% phase", "instances": "n",
            "class": "class", "avg_ns": "avg µs", "med_ns": "med µs", "min_ns": "min µs", "max_ns": "max µs",
            "std_ns": "std µs"}
-FORMATTERS = {"name": lambda name: short_kernel_name(str(name)), "total_ns": ns_as_ms, "pct_of_phase": fixed(1),
+FORMATTERS = {"name": lambda name: numbers.short_kernel_name(str(name)), "total_ns": ns_as_ms, "pct_of_phase": fixed(1),
               **{k: ns_as_us for k in ("avg_ns", "med_ns", "min_ns", "max_ns", "std_ns")}}
 MODULE_COLUMNS = {"phase": "phase", "type": "module type", "gpu_ms_per_step": "ms/step", "gpu_ns": "total ms",
                   "kernels": "kernels", "share": "% phase"}

@@ -9,7 +9,7 @@ from textual.coordinate import Coordinate
 from textual.reactive import reactive
 from textual.widgets import Label, ProgressBar, Sparkline, Static
 
-from sysprof.profiler_core.api import GpuTelemetry, end_reason, events, mfu_missing
+from sysprof.profiler_core.api import events, gpus, numbers
 from sysprof.profiler_core.base.units import NA, format_ms, optional, ratio, telemetry_cells
 from sysprof.profiler_core.render.table_models import SHORT_PHASES
 from sysprof.tui.model.live_numbers import (
@@ -43,7 +43,7 @@ def stage_text(state: RunState) -> str:
     if word == events.OK:
         return f"[b]{word}[/b] · {done} measured steps · {device}{where}"
     kept = f"{done} of {total} measured steps" if total else f"{done} measured steps"
-    reason = end_reason(word, state.error)
+    reason = events.end_reason(word, state.error)
     return f"[b]{word}[/b] · {kept}" + (f" · {escape(reason)}" if reason else "") + where
 
 
@@ -67,8 +67,8 @@ def stats_table(phases: dict) -> Table:
     return table
 
 
-def _why_not(numbers, state: RunState) -> str:
-    reason = mfu_missing(numbers, state.env or {}) if numbers else None
+def _why_not(figures, state: RunState) -> str:
+    reason = numbers.mfu_missing(figures, state.env or {}) if figures else None
     return f" [dim]({reason})[/]" if reason else ""
 
 
@@ -187,7 +187,7 @@ def planned_rows(state: RunState) -> int:
 WAITING_FOR_NVML = "waiting for the first NVML reading"
 
 
-def telemetry_line(sample: GpuTelemetry) -> str:
+def telemetry_line(sample: gpus.GpuTelemetry) -> str:
     """NVML's readings, or one line saying why there are none (not a row of N/As)."""
     if not sample.available:
         return f"[b]GPU[/b] no telemetry: {escape(sample.missing or 'NVML gave no readings')}"
@@ -195,7 +195,7 @@ def telemetry_line(sample: GpuTelemetry) -> str:
 
 
 class LivePane(Pane):
-    telemetry: reactive[GpuTelemetry] = reactive(lambda: GpuTelemetry(missing=WAITING_FOR_NVML), init=False)
+    telemetry: reactive[gpus.GpuTelemetry] = reactive(lambda: gpus.GpuTelemetry(missing=WAITING_FOR_NVML), init=False)
 
     def compose(self) -> ComposeResult:
         yield Static(id="stage-line")
@@ -208,7 +208,7 @@ class LivePane(Pane):
                 yield Static(id="live-stats")
                 yield Static(id="live-throughput")
                 yield Static(id="live-warnings")
-        yield Static(telemetry_line(GpuTelemetry(missing=WAITING_FOR_NVML)), id="telemetry")
+        yield Static(telemetry_line(gpus.GpuTelemetry(missing=WAITING_FOR_NVML)), id="telemetry")
 
     def watch_run_state(self, state: RunState) -> None:
         """Each text only when it changed, the screen laid out again only when a height did (widgets/quiet.py)."""
@@ -224,7 +224,7 @@ class LivePane(Pane):
         update_text(self.query_one("#live-throughput", Static), throughput_text(state))
         update_text(self.query_one("#live-warnings", Static), warnings_text(state))
 
-    def watch_telemetry(self, sample: GpuTelemetry) -> None:
+    def watch_telemetry(self, sample: gpus.GpuTelemetry) -> None:
         update_text(self.query_one("#telemetry", Static), telemetry_line(sample))
 
     def export_table(self) -> ExportTable | None:

@@ -9,7 +9,7 @@ from textual.reactive import reactive
 from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
-from sysprof.profiler_core.api import DAMAGED_DATA, rundir
+from sysprof.profiler_core.api import runs, vocab
 from sysprof.profiler_core.base.units import bytes_cell, fixed
 from sysprof.profiler_core.render.memory_plot import GIB, peak_point, phase_spans, x_label
 from sysprof.profiler_core.render.module_tables import absent_line
@@ -105,9 +105,9 @@ class MemoryPane(Pane):
     def show_analysis(self, analysis: dict | None, problem: str | None) -> None:
         try:
             self.analysis = analysis
-        except DAMAGED_DATA as exc:  # JSON, but not shaped like an analysis: damaged, or from another version
-            analysis, problem = None, f"cannot show {self.loaded_dir}/{rundir.ANALYSIS}: not a memory analysis " \
-                                      f"({type(exc).__name__}: {exc})"
+        except vocab.DAMAGED_DATA as exc:  # JSON, but not shaped like an analysis: damaged, or from another version
+            where = runs.AnalysisFolder(self.loaded_dir).analysis_file if self.loaded_dir else "the memory analysis"
+            analysis, problem = None, f"cannot show {where}: not a memory analysis ({type(exc).__name__}: {exc})"
             self.analysis = None
         if analysis is None:
             self.query_one("#memory-summary", Static).update(problem or absent_memory(self.run_state))
@@ -120,7 +120,7 @@ class MemoryPane(Pane):
             assert self.loaded_dir is not None  # an analysis is only loaded from loaded_dir (analysis_to_load)
             times = timeline.get("t") or [0]
             self.query_one("#memory-summary", Static).update(
-                summary_text(analysis, self.loaded_dir / rundir.MEMORY_SNAPSHOT))
+                summary_text(analysis, runs.AnalysisFolder(self.loaded_dir).snapshot))
             self.query_one("#memory-axis", Static).update(
                 f"active {bytes_cell(min(timeline.get('active_bytes') or [0]))} … "
                 f"{bytes_cell(max(timeline.get('active_bytes') or [0]))} over {times[-1]:,.0f} "

@@ -15,21 +15,16 @@ from textual.message import Message
 from textual.widgets import DataTable, Static
 
 from sysprof.profiler_core.api import (
-    ALPHA,
-    MIN_EFFECT,
     Run,
     RunConfig,
-    compare_summaries,
-    config_differences,
-    config_to_args,
+    RunDirError,
+    configs,
+    control,
     events,
-    list_studies,
-    live_process,
-    model_column,
-    other_step_fields,
-    run_state,
-    rundir,
-    study_kind,
+    numbers,
+    runs,
+    studies,
+    vocab,
 )
 from sysprof.profiler_core.base.units import format_ms
 from sysprof.profiler_core.render.compare_report import row_cells
@@ -55,18 +50,19 @@ FORMATTERS = {"step_median_ms": MS,  # a name longer than its column ends in "�
 
 def ab_command(config_a: Mapping[str, Any], config_b: Mapping[str, Any], repeats: int = 4) -> str:
     """`ab --a "…" --b "…"` rebuilding each run's config (its own repeats left out: ab sets them)."""
-    sides = [shlex.join(config_to_args(replace(RunConfig.from_dict(dict(config)), repeats=RunConfig().repeats)))
+    sides = [shlex.join(configs.config_to_args(replace(RunConfig.from_dict(dict(config)), repeats=RunConfig().repeats)))
              for config in (config_a, config_b)]
     return f"ab --a={shlex.quote(sides[0])} --b={shlex.quote(sides[1])} --repeats {repeats}"  # = : '--compile' alone
 
 
 def differences_line(run_a: dict, run_b: dict) -> str:
     """What B changes over A, as `sysprof compare` names it; runs of different steps are said to be."""
-    differences = config_differences(*(((run.get("summary") or {}).get("config") or {}) for run in (run_a, run_b)))
+    differences = numbers.config_differences(*(((run.get("summary") or {}).get("config") or {})
+                                               for run in (run_a, run_b)))
     if not differences:
         return ""
     text = ", ".join(f"{field} {a} ≠ {b}" for field, (a, b) in differences.items())
-    if other_step_fields(differences):
+    if numbers.other_step_fields(differences):
         return f"\n[b]different steps[/b] ({text}): their times are not one step's before and after"
     return f"\nA and B differ in {text}"
 
@@ -80,14 +76,14 @@ def run_record(path: Path) -> dict:
     """One row of the runs table; an unreadable directory shows as such instead of failing the list."""
     try:
         run = Run.load(path)
-    except rundir.RunDirError as exc:
+    except RunDirError as exc:
         return {"name": path.name, "path": str(path), "status": "unreadable", "state": "unreadable",
                 "error": str(exc), "started": 0}
     config = run.config
-    model = model_column(config) if "model" in config else None
+    model = configs.model_column(config) if "model" in config else None
     running = _running(path)
     return {"name": path.name, "path": str(path), "status": "running" if running else run.status,
-            "state": run_state(run.summary, running), "model": model, "mode": config.get("mode"),
+            "state": events.run_state(run.summary, running), "model": model, "mode": config.get("mode"),
             "ctx": config.get("ctx"), "batch": config.get("batch"), "dtype": config.get("dtype"),
             "attention": config.get("attention"), "device": run.env.get("device_type"),
             "steps": run.measured_count, "step_median_ms": run.median_ms(),
@@ -101,7 +97,7 @@ def _when(started: float) -> str | None:
 
 def _running(path: Path) -> bool:
     """Is the directory's process alive (then enter re-attaches to it)?"""
-    live = live_process(path)
+    live = control.live_process(path)
     return live is not None and live.alive
 
 
@@ -115,9 +111,9 @@ def study_row(record: dict) -> dict:
 
 def list_run_records(root: Path, extra: list[Path]) -> list[dict]:
     """Runs and studies under root plus the runs opened on the command line, newest first."""
-    paths = {p.resolve(): p for p in [*extra, *rundir.list_runs(root)]}
-    records = [run_record(p) for p in paths.values() if study_kind(p) is None]
-    records += [study_row(record) for record in list_studies(root)]
+    paths = {p.resolve(): p for p in [*extra, *runs.list_runs(root)]}
+    records = [run_record(p) for p in paths.values() if studies.study_kind(p) is None]
+    records += [study_row(record) for record in studies.list_studies(root)]
     return sorted(records, key=lambda r: r["started"], reverse=True)
 
 
@@ -202,11 +198,11 @@ class RunsPane(ReportActions, Pane):
             return
         run_a, run_b = pair
         self.compared = (run_a["name"], run_b["name"])
-        self.comparison = compare_summaries(run_a.get("summary") or {}, run_b.get("summary") or {})
+        self.comparison = numbers.compare_summaries(run_a.get("summary") or {}, run_b.get("summary") or {})
         name_a, name_b = (f"{run['name']} ({run.get('model')})" for run in (run_a, run_b))
         self.query_one("#compare-title", Static).update(
-            f"A = {name_a} · B = {name_b} · faster/slower: p < {ALPHA:g} over the processes' medians and a change "
-            f"≥ {MIN_EFFECT:.0%} and ≥ their spread, else within noise; 1 process each: noise unknown"
+            f"A = {name_a} · B = {name_b} · faster/slower: p < {vocab.ALPHA:g} over the processes' medians and a "
+            f"change ≥ {vocab.MIN_EFFECT:.0%} and ≥ their spread, else within noise; 1 process each: noise unknown"
             + differences_line(run_a, run_b))
         records = [compare_record(row) for row in self.comparison]
         self.query_one("#compare-table", MarkableTable).show(COMPARE_COLUMNS, records)

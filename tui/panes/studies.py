@@ -17,24 +17,16 @@ from textual.reactive import reactive
 from textual.widgets import Input, ProgressBar, Select, Static
 
 from sysprof.profiler_core.api import (
-    RECOMMENDED_TABLE,
-    STUDY,
     ConfigError,
-    LiveProcess,
-    ProcessControl,
     RunConfig,
     SysprofError,
-    config_from_command,
+    configs,
+    control,
     events,
-    gpu_count,
-    live_process,
-    rundir,
-    settle_died,
-    study_record,
-    study_tables,
-    study_templates,
+    gpus,
+    studies,
+    vocab,
 )
-from sysprof.profiler_core.api import study_argv as cli_study_argv
 from sysprof.profiler_core.base.units import table_number
 from sysprof.profiler_core.render.figure_data import Panel, main_figure
 from sysprof.tui.keys import pane_bindings
@@ -56,8 +48,8 @@ CPU_SWEEPS = {  # sized for a laptop's CPU
 def study_choices(on_gpu: bool) -> dict[str, str]:
     """The app's list of studies: title → the command it starts."""
     if on_gpu:
-        return GPU_SWEEPS | study_templates(on_gpu=True) | GPU_LAST
-    return CPU_SWEEPS | study_templates(on_gpu=False)
+        return GPU_SWEEPS | studies.study_templates(on_gpu=True) | GPU_LAST
+    return CPU_SWEEPS | studies.study_templates(on_gpu=False)
 
 
 def study_argv(command: str, runs_root: Path) -> list[str]:
@@ -66,7 +58,7 @@ def study_argv(command: str, runs_root: Path) -> list[str]:
     if not words or words[0] not in ("sweep", "study", "ab"):
         raise ValueError("start with `sweep` (options of `sysprof run`, comma-separated), `study KIND` or `ab --a "
                          "OPTIONS --b OPTIONS`")
-    return cli_study_argv(words, runs_root)
+    return control.study_argv(words, runs_root)
 
 
 
@@ -78,13 +70,13 @@ class StudiesPane(ReportActions, Pane):
     class Ended(Message):
         """A study this pane followed has ended: Runs lists it without being asked (g)."""
 
-    def __init__(self, runs_root: Path, control: ProcessControl, **kwargs):
+    def __init__(self, runs_root: Path, process_control: control.ProcessControl, **kwargs):
         super().__init__(**kwargs)
         self.runs_root = runs_root
-        self.templates = study_choices(on_gpu=gpu_count() > 0)
+        self.templates = study_choices(on_gpu=gpus.gpu_count() > 0)
         self.picked_template = next(iter(self.templates.values()))  # the list's first value, in the line at start
         self.table_index = 0
-        self.control = control
+        self.control = process_control
         self.figure: tuple[str, Panel] | None = None  # (the table it is drawn from, its first panel)
 
     def compose(self) -> ComposeResult:
@@ -144,14 +136,14 @@ class StudiesPane(ReportActions, Pane):
 
     @work(exclusive=True, exit_on_error=False, group="study")
     async def run_study(self, argv: list[str]) -> None:
-        log = self.runs_root / rundir.STUDIES_STDERR
+        log = control.study_log(self.runs_root)
         log_start = log.stat().st_size if log.exists() else 0
         # Its stdout to a file of its own, not a pipe: the study outlives the app (it re-attaches from the
         # study's directory, whose event file holds the same events).
         stdout = self.runs_root / f".study-events-{os.getpid()}.jsonl"  # one study at a time per app
         try:
             stdout.write_bytes(b"")
-            returncode = await self.control.run_followed(STUDY, argv, log, stdout, self.on_study_events,
+            returncode = await self.control.run_followed(control.STUDY, argv, log, stdout, self.on_study_events,
                                                          events.STUDY_EVENTS, stdout_path=stdout)
         except OSError as exc:
             returncode, log_start = None, -1
@@ -176,15 +168,15 @@ class StudiesPane(ReportActions, Pane):
             self.load_tables(Path(study.directory))
 
     @work(exclusive=True, exit_on_error=False, group="study")
-    async def attach_study(self, live: LiveProcess) -> None:
+    async def attach_study(self, live: control.LiveProcess) -> None:
         """Follow a study an earlier app started: its events so far, replayed, then as they come."""
         directory = live.directory
         self.study, self.tables = StudyState(stage="running", directory=str(directory)), {}
-        await self.control.attach(STUDY, live, directory / rundir.SESSION_EVENTS, self.on_study_events,
+        await self.control.attach(control.STUDY, live, control.events_file(directory), self.on_study_events,
                                   events.STUDY_EVENTS)
-        left_behind = live_process(directory)  # still marked: it died without unmarking itself
-        died = settle_died(left_behind) if left_behind is not None else None
-        record = study_record(directory) or {}
+        left_behind = control.live_process(directory)  # still marked: it died without unmarking itself
+        died = control.settle_died(left_behind) if left_behind is not None else None
+        record = studies.study_record(directory) or {}
         finished = record.get("finished", 0) >= record.get("cells", 1)
         message = "" if finished else died or "the study ended before all its cells ran; finished cells are kept"
         self.study = replace(self.study, stage="finished" if finished else "failed", current="", message=message)
@@ -201,7 +193,7 @@ class StudiesPane(ReportActions, Pane):
     @work(thread=True, exclusive=True, exit_on_error=False, group="study-tables")
     def load_tables(self, directory: Path) -> None:
         try:
-            tables, record = study_tables(directory), study_record(directory) or {}
+            tables, record = studies.study_tables(directory), studies.study_record(directory) or {}
         except (SysprofError, OSError, KeyError, ValueError) as exc:
             self.app.call_from_thread(self.notify, f"cannot read {directory}: {exc}", severity="error")
             return
@@ -228,7 +220,7 @@ class StudiesPane(ReportActions, Pane):
         self.show_table()
 
     def show_answer(self) -> None:
-        recommended = (self.tables.get(RECOMMENDED_TABLE) or [{}])[0]
+        recommended = (self.tables.get(vocab.RECOMMENDED_TABLE) or [{}])[0]
         answer = recommended.get("answer")
         self.set_class(bool(answer), "-answered")
         use = " [dim](u: use it in Configure)[/dim]" if recommended.get("command") else ""
@@ -269,13 +261,13 @@ class StudiesPane(ReportActions, Pane):
             self.config = config
 
     def action_use_answer(self) -> None:
-        answer = (self.tables.get(RECOMMENDED_TABLE) or [{}])[0]
+        answer = (self.tables.get(vocab.RECOMMENDED_TABLE) or [{}])[0]
         if not answer.get("command"):
             self.notify(answer.get("answer") or "No answer here: use it on an advise study that has one.",
                         severity="warning")
             return
         try:
-            self.post_message(self.UseConfig(config_from_command(answer["command"])))
+            self.post_message(self.UseConfig(configs.config_from_command(answer["command"])))
         except ConfigError as exc:
             self.notify(str(exc), title="Cannot use the answer", severity="error")
 

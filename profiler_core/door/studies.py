@@ -1,0 +1,24 @@
+"""Sweeps and studies: which a directory holds, those under a runs root, their templates and their tables."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from sysprof.profiler_core.documents.study_plans import study_kind
+from sysprof.profiler_core.studies.catalog import list_studies, study_record
+
+__all__ = ["list_studies", "study_kind", "study_record", "study_tables", "study_templates"]
+
+
+def study_templates(on_gpu: bool) -> dict[str, str]:
+    """Each study kind's templates for the app's list (title → command), sized for a GPU node or a CPU."""
+    from sysprof.profiler_core.studies.kinds import KINDS
+
+    return {title: command for kind in KINDS.values()
+            for title, command in (kind.templates if on_gpu else kind.cpu_templates).items()}
+
+
+def study_tables(study_dir: Path) -> dict[str, list[dict]]:
+    """A study's tables rebuilt from its directory (pandas: call it from a worker thread)."""
+    from sysprof.profiler_core.studies.results import study_tables as build
+
+    return build(study_dir)

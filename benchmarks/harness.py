@@ -111,8 +111,8 @@ def judge(base: Sequence[float], other: Sequence[float], ratios: Sequence[float]
     """Per-process medians of two paths and their paired ratios other/base (≥ 2): the ratio and its interval,
     pass (inside 1 ± limit) / FAIL (outside) / inconclusive, and `sysprof compare`'s unpaired verdict with the
     spread between processes, as a user would see it."""
-    from sysprof.profiler_core.analysis.compare import verdict
     from sysprof.profiler_core.analysis.metrics import between_process_stats
+    from sysprof.profiler_core.analysis.verdicts import verdict
 
     ratio, low, high = paired_interval(ratios)
     outcome = "pass" if 1 - limit <= low and high <= 1 + limit else \

@@ -2,27 +2,25 @@
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from textual import on, work
-from textual.app import App, ComposeResult, SystemCommand
+from textual.app import App, ComposeResult
 from textual.reactive import reactive
-from textual.screen import Screen
 from textual.widgets import Button, Footer, Header, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
-from sysprof.profiler_core.api import RunConfig, RunDirError, control, events, gpus, runs, studies
+from sysprof.profiler_core.api import RunConfig, RunDirError, control, gpus, runs, studies
 from sysprof.tui.exporting import TableExportActions
-from sysprof.tui.keys import GLOBAL_KEYS, PANE_KEYS, PANES, bindings, delegated_pane_bindings
+from sysprof.tui.keys import GLOBAL_KEYS, bindings, delegated_pane_bindings
 from sysprof.tui.model.own_load import MeasuredLoad
 from sysprof.tui.model.run_files import state_from_run_dir
 from sysprof.tui.model.settings import default_settings_path, load_last_config, save_last_config
 from sysprof.tui.model.state import RunState
-from sysprof.tui.panes.base import Pane
+from sysprof.tui.navigation import PaneNavigation
 from sysprof.tui.panes.configure import ConfigurePane
 from sysprof.tui.panes.help import HelpPane
 from sysprof.tui.panes.kernels import KernelsPane
@@ -30,10 +28,10 @@ from sysprof.tui.panes.live import WAITING_FOR_NVML, LivePane
 from sysprof.tui.panes.memory import MemoryPane
 from sysprof.tui.panes.runs import RunsPane
 from sysprof.tui.panes.studies import StudiesPane
+from sysprof.tui.running import RunActions
 from sysprof.tui.widgets.modals import ConfirmQuit
 
 ArgvFactory = Callable[[RunConfig, Path], list[str]]
-STEPS_REDRAW_S = 1.0  # while only steps arrive, Live redraws at most this often (apply_events)
 TELEMETRY_PERIOD_S = 0.5  # ≤ 2 Hz: NVML calls are cheap, but the UI thread must never wait on them
 
 
@@ -53,7 +51,7 @@ def default_argv(cfg: RunConfig, run_dir: Path) -> list[str]:
     return control.session_argv(cfg, run_dir)
 
 
-class SysprofApp(TableExportActions, App):
+class SysprofApp(PaneNavigation, RunActions, TableExportActions, App):
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses live in other folders
     TITLE = "sysprof"
     BINDINGS = bindings(GLOBAL_KEYS) + delegated_pane_bindings()
@@ -124,75 +122,6 @@ class SysprofApp(TableExportActions, App):
         if running:
             names = ", ".join(running[:2]) + (f" and {len(running) - 2} more" if len(running) > 2 else "")
             self.notify(f"Still running: {names}. Runs (5) lists them; enter re-attaches.", timeout=10)
-
-    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
-        for key in GLOBAL_KEYS:
-            yield SystemCommand(key.label, f"{key.help or key.label} [{key.keys}]", self.action_callback(key.action))
-        for key in PANE_KEYS:
-            for scope in key.scope.split(", "):
-                yield SystemCommand(f"{scope}: {key.label}", f"{key.help} [{key.keys}]",
-                                    self.pane_callback(scope.lower(), key.action))
-
-    def action_callback(self, action: str) -> Callable[[], None]:
-        return lambda: self.call_next(self.run_action, action)
-
-    def pane_callback(self, pane: str, action: str) -> Callable[[], None]:
-        def run() -> None:
-            self.action_show_pane(pane)
-            self.call_next(self.action_pane, action)
-        return run
-
-    def current_pane(self) -> Pane | None:
-        """The visible pane; None while a modal is up, the app is being torn down or the pane is being built."""
-        if not self.screen_stack:  # a tab event can arrive after the last screen left
-            return None
-        tabs = self.screen.query("#panes")
-        panes = self.screen.query(f"#pane-{tabs.first(TabbedContent).active}") if tabs else None
-        return panes.first(Pane) if panes else None
-
-    def action_show_pane(self, pane: str) -> None:
-        tabs = self.screen.query("#panes")
-        if pane in PANES and tabs and tabs.first(TabbedContent).active != pane:
-            self.build_pane(tabs.first(TabbedContent).get_pane(pane))
-            # A focused widget that is hidden hands focus to a sibling in its own pane, which switches the tabs
-            # back (TabbedContent follows focus): let go of it first; pane_shown focuses the new pane.
-            self.screen.set_focus(None)
-            tabs.first(TabbedContent).active = pane
-
-    def action_cycle_pane(self, step: int) -> None:
-        tabs = self.screen.query("#panes")
-        if tabs:
-            current = PANES.index(tabs.first(TabbedContent).active)
-            self.action_show_pane(PANES[(current + step) % len(PANES)])
-
-    def build_pane(self, tab: TabPane | None) -> None:
-        """Mount a pane's content the first time it is shown; before the switch, so focus has a place to go."""
-        if tab is not None and not tab.children and tab.id in self.pane_factories:
-            tab.mount(self.pane_factories[tab.id]())
-
-    @on(TabbedContent.TabActivated)
-    def pane_shown(self, event: TabbedContent.TabActivated) -> None:
-        self.build_pane(event.pane)  # a click on a tab comes here without action_show_pane
-        pane = self.current_pane()
-        if pane is not None:
-            self.focus_pending = True
-            self.call_after_refresh(self.focus_if_still_shown, pane)
-
-    def focus_if_still_shown(self, pane: Pane) -> None:
-        """Focusing a pane that was left meanwhile would switch back to it (TabbedContent follows focus),
-        and two panes doing that to each other flip the tabs back and forth."""
-        self.focus_pending = False
-        if self.current_pane() is pane:
-            pane.focus_main()
-
-    def action_pane(self, action: str) -> None:
-        pane = self.current_pane()
-        if pane is not None and hasattr(pane, f"action_{action}"):
-            self.call_next(pane.run_action, action)
-
-    def action_leave_field(self) -> None:
-        self.screen.set_focus(None)
 
     def open_run(self, path: Path) -> None:
         if self.run_state.running:
@@ -274,85 +203,6 @@ class SysprofApp(TableExportActions, App):
                                   config=cfg.to_dict())
         self.action_show_pane("live")
         self.stream_run(cfg, run_dir)
-
-    @work(exclusive=True, exit_on_error=False, group="run")
-    async def stream_run(self, cfg: RunConfig, run_dir: Path) -> None:
-        self.load, self.unshown_state = MeasuredLoad(), None
-        try:
-            runs.note_app_start(run_dir, STEPS_REDRAW_S)
-            returncode = await self.control.run_followed(control.RUN, self.argv_factory(cfg, run_dir),
-                                                         control.run_log(run_dir), control.events_file(run_dir),
-                                                         self.apply_events, events.RUN_EVENTS)
-        except OSError as exc:
-            self.notify(f"cannot start the runner: {exc}", severity="error")
-            returncode = None
-        # the session died without a last event: what it saved still counts
-        last = control.end_of_run(run_dir, cfg, returncode, unfinished=self.run_state.running)
-        if last is not None:
-            self.apply_events([last])
-        try:
-            runs.note_app_load(run_dir, self.load.percent())
-        except (OSError, RunDirError):
-            pass  # a record of the app's own cost is not worth a failure
-
-    def attach(self, live: control.LiveProcess) -> None:
-        """Re-attach Live or Studies to a run or study that an earlier app (or the CLI) started."""
-        if live.kind == "run":
-            if self.run_state.running:
-                self.notify("A run is in progress here: cancel it (ctrl+g) before attaching to another.",
-                            severity="warning")
-                return
-            self.run_state = RunState(stage="starting", run_dir=str(live.directory), config=live.config,
-                                      planned_steps=(live.config or {}).get("steps", 0))
-            self.action_show_pane("live")
-            self.follow_run(live)
-        elif self.control.running(control.STUDY):
-            self.notify("A study is in progress here: cancel it (ctrl+g) before attaching to another.",
-                        severity="warning")
-        else:
-            self.action_show_pane("studies")
-            self.call_after_refresh(self.query_one("#pane-studies", StudiesPane).attach_study, live)
-
-    @work(exclusive=True, exit_on_error=False, group="run")
-    async def follow_run(self, live: control.LiveProcess) -> None:
-        self.unshown_state = None
-        await self.control.attach(control.RUN, live, control.events_file(live.directory), self.apply_events,
-                                  events.RUN_EVENTS)
-        if self.run_state.running:  # it ended without a last event: it died while nobody watched
-            self.notify(control.settle_died(live), severity="warning")
-            self.run_state = state_from_run_dir(live.directory)
-
-    def apply_events(self, batch: list[dict]) -> None:
-        """A batch of the run's events (one read of its event file) as one new state: one redraw, not one per
-        event; and while only steps arrive, at most one redraw per STEPS_REDRAW_S, so the screen stays quiet while
-        they are measured (each redraw is CPU the run's own threads may need on a small machine)."""
-        state = self.unshown_state or self.run_state
-        for event in batch:
-            state = state.apply(event)
-        self.load.stage(state.stage)
-        only_steps = all(event.get("event") in (events.STEP, events.WARMUP_STEP) for event in batch)
-        if only_steps and time.monotonic() - self.shown_at < STEPS_REDRAW_S:
-            self.unshown_state = state  # shown with the next batch: steps arrive every POLL_S while they run
-            return
-        self.unshown_state, self.shown_at = None, time.monotonic()
-        self.run_state = state
-
-    def action_cancel(self) -> None:
-        """Cancel in a worker: waiting for the process to end (up to 30 s before a kill) must not freeze the app."""
-        self.run_worker(self.cancel_and_wait(), group="cancel", exit_on_error=False)
-
-    async def cancel_and_wait(self) -> None:
-        slot = next((slot for slot in (control.RUN, control.STUDY) if self.control.running(slot)), None)
-        if slot is None:
-            return
-        try:
-            if slot == control.RUN:
-                self.notify("Cancelling: SIGINT sent to the run's process group.")
-            else:
-                self.notify("Cancelling the study: the cells that finished stay.")
-            await self.control.cancel(slot)
-        except ProcessLookupError as exc:
-            self.notify(f"Cannot cancel: {exc}", severity="warning")
 
     async def action_quit(self) -> None:
         if not self.run_state.running and not self.control.running():

@@ -7,7 +7,7 @@ the ratio of the two paths' medians in that round (adjacent in time, they share 
 neighbours, so their ratio moves far less than either median). Across processes:
 
 - the ratio's 95% interval: Student's t on the logarithms of the per-process paired ratios;
-- `sysprof compare`'s own verdict (compare.verdict, unpaired, two gates, the limit as the minimum effect) on the
+- `sysprof compare`'s own verdict (verdicts.verdict, unpaired, two gates, the limit as the minimum effect) on the
   per-process medians, and their spread between processes: what a user comparing the two would be told.
 
 Pass: the whole interval lies within the limit (±1% for the step, ±2% for a phase). Fail: the whole interval lies

@@ -16,7 +16,7 @@ import statistics
 from pathlib import Path
 
 from sysprof.profiler_core.analysis.energy import tokens_per_joule
-from sysprof.profiler_core.base.config import validate
+from sysprof.profiler_core.base.config_checks import validate
 from sysprof.profiler_core.base.options import add_config_options, config_from_args
 from sysprof.profiler_core.session.passes import Session
 from sysprof.profiler_core.studies.kinds.advise.candidates import options_text

@@ -18,7 +18,8 @@ import time
 
 import torch
 
-from sysprof.profiler_core.base.config import RunConfig, validate
+from sysprof.profiler_core.base.config import RunConfig
+from sysprof.profiler_core.base.config_checks import validate
 from sysprof.profiler_core.base.options import add_config_options, config_from_args
 from sysprof.profiler_core.runner.timing import StepInstruments, run_step
 from sysprof.profiler_core.runner.workload import build_workload

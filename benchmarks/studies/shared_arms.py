@@ -20,9 +20,11 @@ import statistics
 import time
 from pathlib import Path
 
-from sysprof.profiler_core.analysis.compare import FASTER, SLOWER, compare_summaries
+from sysprof.profiler_core.analysis.compare import compare_summaries
 from sysprof.profiler_core.analysis.metrics import aggregate_processes
-from sysprof.profiler_core.base.config import RunConfig, validate
+from sysprof.profiler_core.analysis.verdicts import FASTER, SLOWER
+from sysprof.profiler_core.base.config import RunConfig
+from sysprof.profiler_core.base.config_checks import validate
 from sysprof.profiler_core.base.options import add_config_options, config_from_args
 from sysprof.profiler_core.session.arms import run_shared
 from sysprof.profiler_core.session.passes import Session

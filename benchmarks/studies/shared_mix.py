@@ -13,7 +13,8 @@ import json
 import statistics
 from pathlib import Path
 
-from sysprof.profiler_core.base.config import RunConfig, validate
+from sysprof.profiler_core.base.config import RunConfig
+from sysprof.profiler_core.base.config_checks import validate
 from sysprof.profiler_core.base.options import add_config_options, config_from_args
 from sysprof.profiler_core.session.arms import run_shared
 from sysprof.profiler_core.session.passes import Session

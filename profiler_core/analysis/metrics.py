@@ -1,9 +1,7 @@
-"""Numbers about steps: per-phase statistics, throughput, MFU against the GPU's dense peak, the run summary, and
-the statistics across the processes of one config (a group of repeats).
+"""Numbers about steps: per-phase statistics, throughput, MFU against the GPU's dense peak (peaks.py), the run
+summary, and the statistics across the processes of one config (a group of repeats).
 
 Pure Python, rebuildable offline from steps.jsonl (the app computes its live numbers with the same functions).
-Peak figures are NVIDIA's datasheet dense (non-sparse) numbers. A GPU not listed gets None (shown as N/A):
-an MFU against a guessed peak would be a made-up number.
 """
 from __future__ import annotations
 
@@ -14,7 +12,8 @@ from typing import Any, Literal
 from sysprof.models.phases import BACKWARD, FORWARD, FORWARD_BACKWARD, PHASES, STEP, TIMED_PHASES
 from sysprof.models.presets import count_params, step_flops
 from sysprof.profiler_core.analysis.energy import group_energy, tokens_per_joule
-from sysprof.profiler_core.base.config import AUTOCAST_DTYPES, FP32_MATMULS, RunConfig
+from sysprof.profiler_core.analysis.peaks import matmul_precision_used, peak_tflops
+from sysprof.profiler_core.base.config import RunConfig
 from sysprof.profiler_core.base.events import OK, with_state
 from sysprof.profiler_core.base.records import (
     BetweenStats,
@@ -47,32 +46,6 @@ def summarize_ms(samples_ms: list[float]) -> PhaseStats:
         "cv": std / mean if mean > 0 else None,
         "n": n,
     }
-
-
-# (substring of the device name, {matmul precision: dense TFLOP/s}); first match wins, so PCIe before SXM.
-PEAK_TFLOPS: tuple[tuple[str, dict[str, float]], ...] = (
-    ("H100 PCIe", {"bf16": 756.0, "tf32": 378.0, "fp32": 51.0}),
-    ("H200", {"bf16": 989.0, "tf32": 495.0, "fp32": 67.0}),
-    ("H100", {"bf16": 989.0, "tf32": 495.0, "fp32": 67.0}),
-    ("A100", {"bf16": 312.0, "tf32": 156.0, "fp32": 19.5}),
-)
-
-
-def matmul_precision_used(dtype: str, float32_matmul_precision: str) -> str:
-    """What the tensor cores run: half types under autocast, else fp32 strict or TF32."""
-    if dtype in AUTOCAST_DTYPES:
-        return "bf16"  # fp16 and bf16 have the same dense peak on these GPUs
-    # "medium" lets the library pick bf16 or TF32 per matmul: no single peak applies, so MFU is N/A.
-    return FP32_MATMULS.get(float32_matmul_precision, FP32_MATMULS["medium"])
-
-
-def peak_tflops(device_name: str | None, precision: str) -> float | None:
-    if not device_name:
-        return None
-    for needle, peaks in PEAK_TFLOPS:
-        if needle in device_name:
-            return peaks.get(precision)
-    return None
 
 
 def phase_stats(measured_steps: list[StepRecord]) -> dict[str, PhaseStats]:

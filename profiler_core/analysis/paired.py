@@ -8,7 +8,7 @@ process, the processes replicates of the whole (a one-way random-effects layout)
 0 with Student's t, its standard error from the between-process mean square on P − 1 degrees of freedom; where that
 mean square is not larger than the within-process one by Bancroft's preliminary F test (α = 0.25), the two are
 pooled (P·n − 1 degrees of freedom), so a process effect the data cannot show does not cost the power of every
-block. The verdict then passes the same two gates as any other (compare.py): significance, and an effect at least
+block. The verdict then passes the same two gates as any other (verdicts.py): significance, and an effect at least
 the minimum (--min-effect, or the spread of the per-process ratios). benchmarks/studies/shared_arms.py is the A/A
 check that says this stays honest.
 """
@@ -83,7 +83,7 @@ def paired_statistics(records_a: Sequence[Mapping[str, Any]], records_b: Sequenc
                       alpha: float) -> dict[str, Any] | None:
     """The paired ratio B/A of tokens/s with its interval at alpha, two-sided p, the smallest effect the design
     detects (80% of the time at alpha), the spread of the per-process ratios, and what it rests on; None without 2
-    processes both sides were arms of. The verdict's gates are compare.py's (paired_verdict)."""
+    processes both sides were arms of. The verdict's gates are verdicts.py's (paired_verdict)."""
     from scipy import stats
 
     found = block_logs(records_a, records_b)

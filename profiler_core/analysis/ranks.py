@@ -1,5 +1,6 @@
 """Several ranks (--nproc): each rank's record, the per-rank table, stragglers and the victim pattern: pure
-functions of the ranks' records (no torch, no files). Launch checks and rank failures: session/rank_checks.py.
+functions of the ranks' records (no torch, no files). Launch checks and rank failures: session/rank_checks.py;
+the node's readings and the profiled pass's communication figures on the rows: rank_readings.py.
 
 Why per rank: with DDP every rank waits for the slowest in the gradient all-reduce, so one slow rank makes every
 rank's step slow and a single step time hides which one it was. Measured on a 2×H200 host (small, bf16): with
@@ -175,20 +176,6 @@ def _exposed(row: Mapping[str, Any], others: Sequence[Mapping[str, Any]]) -> str
     return f"; nsys: exposed communication {listed} against {row['exposed_comm_ms']:.1f} ms on rank {row['rank']}"
 
 
-GPU_READINGS = ("sm_clock_mhz", "power_w", "other_processes", "throttle_reasons")
-
-
-def with_gpu_readings(ranks: dict[str, Any], per_gpu: Mapping[int, Mapping[str, Any]],
-                      first: Mapping[str, int] | None) -> dict[str, Any]:
-    """The session's NVML readings (by local GPU) on the rows of this node's ranks: median SM clock and power, the
-    other processes on the rank's GPU, its throttle reasons; and a finding for each rank whose GPU is shared. The
-    node's first rank is global rank `first["rank"]`, so its local GPU k ran global rank first + k."""
-    base = first["rank"] if first else 0
-    rows = [row | {key: (per_gpu.get(row["rank"] - base) or {}).get(key) for key in GPU_READINGS}
-            for row in ranks["rows"]]
-    return {**ranks, "rows": rows}
-
-
 def shared_gpu_findings(rows: Sequence[Mapping[str, Any]], skip: set[int] | None = None) -> list[str]:
     """A rank whose GPU another process shares, named with that process (NVML) and what its phases show against
     the other ranks': the cause the node states, whether or not the per-step test singles the rank out.
@@ -232,17 +219,6 @@ def local_ranks(summary: Mapping[str, Any], nproc: int) -> list[tuple[int, int]]
     """(global rank, local rank) of this node's ranks: the node's first rank's summary says where they start."""
     first = (summary.get("rank") or {}).get("rank", 0)
     return [(first + local, local) for local in range(nproc)]
-
-
-COMMUNICATION_FIELDS = ("comm_ms", "exposed_comm_ms", "overlap_pct", "comm_share_pct")
-
-
-def with_communication(ranks: dict[str, Any], kernel_rows: Sequence[Mapping[str, Any]] | None) -> dict[str, Any]:
-    """The profiled pass's communication figures (per rank, from its own report) on the rows of the clean pass."""
-    by_rank = {row["rank"]: row for row in kernel_rows or []}
-    rows = [row | {field: by_rank.get(row["rank"], {}).get(field) for field in COMMUNICATION_FIELDS}
-            for row in ranks["rows"]]
-    return {**ranks, "rows": rows}
 
 
 def all_ranks_throughput(rows: Sequence[Mapping[str, Any]]) -> float | None:

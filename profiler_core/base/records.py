@@ -1,5 +1,5 @@
 """The shapes of the documents the tool writes and reads: step records, phase statistics, the run summary
-(`sysprof run --json`, summary.json), the kernel analysis (`sysprof analyze --json`) and the events.
+(`sysprof run --json`, summary.json), the model inspection and the events; the kernel analysis is kernel_records.py's.
 
 They stay plain dicts on disk and on the wire (JSON), so these are TypedDicts: mypy checks every key a
 producer writes and a consumer reads, and DESIGN.md §2's contract has one place in code. `total=False` marks
@@ -60,7 +60,6 @@ class ProcessRecord(_ProcessRecord, total=False):
     ran: RanWindow  # absent in groups saved before it was recorded
     shared_process: dict[str, Any]  # an arm of a shared process: its arms, position, own seconds, blocks
     tokens_per_joule: float  # where the process read the GPU's energy counter (energy.py)
-
 
 
 class _Repeats(TypedDict):
@@ -167,52 +166,6 @@ class RunSummary(Throughput, total=False):
     ranks: dict[str, Any]  # --nproc > 1, rank 0's summary: world, parallel, per-rank rows and findings (ranks.py)
     energy: dict[str, Any]  # joules per step, tokens per joule, power cap and SM clock (energy.py)
     shared_process: dict[str, Any]  # one of several configurations measured in one process (runner/arms.py)
-
-
-class LaunchFigures(TypedDict):
-    """phases.*.launch of a kernel analysis: the phase's GPU span split by cause, its launch calls, a verdict
-    (profiler_core/kernels/launch_bound.py and launch_verdict.py say how each is measured)."""
-
-    ranges: int
-    span_ns: int  # busy_ns + host_wait_ns + kernel_wait_ns + other_ns
-    busy_ns: int
-    host_wait_ns: int
-    kernel_wait_ns: int
-    other_ns: int
-    busy_pct: float | None  # each *_pct: of span_ns; together 100 ± rounding
-    host_wait_pct: float | None
-    kernel_wait_pct: float | None
-    other_pct: float | None
-    kernel_wait_below_us: float  # a queued gap shorter than this is kernel-wait, a longer one other
-    launch_calls: int
-    median_launch_us: float | None
-    shorter_than_launch_pct: float | None  # kernels shorter than their own launch call
-    median_kernel_us: float | None
-    median_host_lead_us: float | None  # launch call's end to its kernel's start
-    verdict: str  # launch_verdict.LAUNCH_BOUND | GPU_BOUND
-    reason: str
-    remedy: str
-
-
-class KernelPhase(TypedDict, total=False):
-    gpu_ns: int
-    kernels: int
-    by_class: dict[str, int]
-    wall_ns: int
-    busy_pct: float | None  # share of the phase's GPU span with a kernel running (≤ 100); None without one
-    launch: LaunchFigures | None  # None for 'other' and for nsys stats CSVs
-    gemm_fraction: float
-
-
-class KernelAnalysis(TypedDict, total=False):
-    """kernels/analysis.json and `sysprof analyze X --json` on a profile."""
-
-    source: str
-    source_kind: str
-    kernels: list[dict[str, Any]]
-    phases: dict[str, KernelPhase]  # models.phases.ATTRIBUTED_PHASES
-    gemm_fraction: dict[str, float]
-    notes: list[str]
 
 
 class InspectReport(TypedDict):

@@ -1,5 +1,6 @@
 """Run, pass and study directories: every file and folder name they hold, one maker of timestamped
-directories, and JSON(L) readers and writers that never leave half a file. Readable without torch or a GPU.
+directories, and JSON(L) readers and writers that never leave half a file (on a full disk they fall back on the
+reserve disk_space.py keeps). Readable without torch or a GPU.
 
     runs/<timestamp>-<slug>/manifest.json        config, environment, the command that reproduces the run
                             steps.jsonl          one line per step, appended and flushed as it finishes
@@ -25,7 +26,6 @@ import errno
 import json
 import os
 import shlex
-import shutil
 import sys
 import time
 from collections.abc import Mapping
@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from sysprof.profiler_core.base.config import RunConfig
+from sysprof.profiler_core.base.disk_space import is_disk_full, release_space
 from sysprof.profiler_core.base.errors import RunDirError
 from sysprof.profiler_core.base.records import RunSummary, StepRecord
 
@@ -45,7 +46,6 @@ REPEATS_DIR = "repeats"  # processes 2..N of a run with --repeats N (session/rep
 FIRST_PROCESS_SUMMARY = "first_process_summary.json"  # the first's own, once the group's took summary.json
 EVENTS = "events.jsonl"  # a rank other than 0 (--nproc): its events, which rank 0's stdout does not carry
 RANKS_DIR = "ranks"  # a run's other ranks, one folder each (rank_dir)
-RESERVE, RESERVE_BYTES = ".reserve", 256 * 1024  # set aside while a run runs: its summary fits on a full disk
 SESSION_EVENTS = "session_events.jsonl"  # every event the run's or study's driver emitted (session/live)
 APP_RECORD = "app.json"  # a run the app started: that it did, and the app's CPU while the steps were measured
 LIVE = "live.json"  # pid and heartbeat of the process running in this directory, while it runs (session/live)
@@ -63,8 +63,6 @@ CEILING = "ceiling.json"  # `sysprof advise`: the answer's matmuls timed alone (
 CEILING_STDERR = "ceiling-stderr.log"  # beside it: why the ceiling could not be measured
 STUDIES_STDERR = "studies-stderr.log"  # under the runs root: a study's directory does not exist before it starts
 INSPECT_STDERR = "inspect-stderr.log"  # under the runs root: the traceback of a model that failed to inspect
-
-
 
 
 def runs_root(explicit: str | None = None) -> Path:
@@ -144,54 +142,6 @@ def _write_json(path: Path, payload: Mapping[str, Any]) -> None:
         tmp.unlink(missing_ok=True)  # half a temporary file only takes space
         raise
     tmp.replace(path)
-
-
-def is_disk_full(exc: BaseException) -> bool:
-    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
-
-
-def reserve_space(directory: Path) -> None:
-    """Set RESERVE_BYTES aside in directory for the summaries written when the disk fills mid-run; on a disk with
-    less free than that, half of what is free (a summary needs kilobytes, and no reserve at all would cost the run
-    its summary). Best effort: on a disk already full there is nothing to set aside, and the run's first write
-    says so."""
-    path = directory / RESERVE
-    for size in (RESERVE_BYTES, min(RESERVE_BYTES, _free_bytes(directory) // 2)):  # a quota, not the disk, may refuse
-        if size > 0 and _set_aside(path, size):
-            return
-
-
-def _set_aside(path: Path, size: int) -> bool:
-    try:
-        with path.open("wb") as handle:
-            try:
-                os.posix_fallocate(handle.fileno(), 0, size)
-            except OSError as exc:
-                if is_disk_full(exc):
-                    raise
-                handle.write(bytes(size))  # a file system without fallocate: blocks written out
-    except OSError:
-        path.unlink(missing_ok=True)  # what did go in is given back before the next, smaller try
-        return False
-    return True
-
-
-def _free_bytes(directory: Path) -> int:
-    """What an ordinary user may still write on directory's file system (0 when it cannot be told)."""
-    try:
-        return shutil.disk_usage(directory).free
-    except OSError:
-        return 0
-
-
-def release_space(directory: Path) -> bool:
-    """Give the reserve back (from directory or the run directory above a pass's); False when there was none."""
-    for folder in (directory, *list(directory.parents)[:2]):
-        reserve = folder / RESERVE
-        if reserve.exists():
-            reserve.unlink(missing_ok=True)
-            return True
-    return False
 
 
 def append_jsonl(path: Path, record: Mapping[str, Any]) -> None:

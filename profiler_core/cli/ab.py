@@ -16,7 +16,8 @@ from typing import cast
 
 from sysprof.profiler_core.analysis.compare import compare_summaries, config_differences
 from sysprof.profiler_core.base import events, rundir
-from sysprof.profiler_core.base.config import RunConfig, validate
+from sysprof.profiler_core.base.config import RunConfig
+from sysprof.profiler_core.base.config_checks import validate
 from sysprof.profiler_core.base.errors import ConfigError, UsageError
 from sysprof.profiler_core.base.options import OneLineParser, add_config_options, config_from_args
 from sysprof.profiler_core.base.records import RunSummary

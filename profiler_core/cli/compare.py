@@ -7,14 +7,13 @@ import json
 from pathlib import Path
 
 from sysprof.profiler_core.analysis.compare import (
-    ALPHA,
-    MIN_EFFECT,
     compare_summaries,
     config_differences,
     ordering,
     ordering_notes,
     other_step_fields,
 )
+from sysprof.profiler_core.analysis.verdicts import ALPHA, MIN_EFFECT
 from sysprof.profiler_core.base import events
 from sysprof.profiler_core.base.config import model_column
 from sysprof.profiler_core.base.errors import UsageError

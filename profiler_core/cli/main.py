@@ -11,8 +11,9 @@ from pathlib import Path
 from rich.console import Console
 
 from sysprof.models.phases import phase_option
-from sysprof.profiler_core.base import events, rundir
-from sysprof.profiler_core.base.config import DTYPES, RunConfig, validate
+from sysprof.profiler_core.base import disk_space, events, rundir
+from sysprof.profiler_core.base.config import DTYPES, RunConfig
+from sysprof.profiler_core.base.config_checks import validate
 from sysprof.profiler_core.base.errors import SysprofError, UsageError
 from sysprof.profiler_core.base.events import finish_event
 from sysprof.profiler_core.base.options import OneLineParser, add_config_options, config_from_args
@@ -205,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write("sysprof: interrupted\n")
         return 130
     except OSError as exc:
-        if not rundir.is_disk_full(exc):
+        if not disk_space.is_disk_full(exc):
             raise
         sys.stderr.write(f"sysprof: error: no space left on the device ({exc.filename or 'a run directory'}); "
                          "what was written before is kept\n")

@@ -5,41 +5,25 @@ each number is read from the directories, and runs are compared only as `sysprof
 from __future__ import annotations
 
 import datetime
-import io
-import math
 import sys
 import tempfile
-from collections.abc import Callable
-from functools import partial
 from pathlib import Path
-from typing import Any
 
-from sysprof.profiler_core.analysis.compare import (
-    MIN_EFFECT,
-    compare_summaries,
-    config_differences,
-    ordering,
-    other_step_fields,
-)
+from sysprof.profiler_core.analysis.compare import compare_summaries, config_differences, ordering, other_step_fields
+from sysprof.profiler_core.analysis.verdicts import MIN_EFFECT
 from sysprof.profiler_core.base import events, rundir
 from sysprof.profiler_core.base.errors import ExportError, UsageError
 from sysprof.profiler_core.cli.compare import comparison_notes
-from sysprof.profiler_core.cli.export import directory_tables
-from sysprof.profiler_core.documents.run_document import MEMORY, Run
+from sysprof.profiler_core.cli.report_sections import Drawer, readable_table, run_blocks, study_blocks
+from sysprof.profiler_core.documents.run_document import Run
 from sysprof.profiler_core.documents.study_plans import study_kind
 from sysprof.profiler_core.render import report_figures as figures
 from sysprof.profiler_core.render import report_writers as blocks
 from sysprof.profiler_core.render.compare_report import COLUMNS, row_cells
 from sysprof.profiler_core.render.export import check_folder_writable
-from sysprof.profiler_core.render.figure_data import table_figures
 from sysprof.profiler_core.render.report_writers import Block
 
 SUFFIXES, DEFAULT_OUTPUT = (".md", ".html"), "report.md"
-DIGITS = 4  # significant digits of a report's table cells (an export keeps 6): a document is read, not parsed
-SKIPPED_TABLES = {"steps": "one row per step: `sysprof export {path} --table steps`"}
-MACHINE_FIELDS = (("device_name", "device name"), ("driver_version", "driver"), ("cuda_version", "CUDA"),
-                  ("torch_version", "torch"), ("python_version", "Python"), ("hostname", "host"))
-KERNEL_TABLES, KERNELS_PER_PHASE = ("kernels", "attention kernels"), 10  # long: each phase's largest, base names
 
 
 def add_report_options(parser) -> None:
@@ -103,21 +87,6 @@ def _title(paths: list[Path]) -> str:
     return "sysprof report: " + ", ".join(path.name for path in paths)
 
 
-def readable(records: list[dict]) -> list[dict]:
-    """A table as a document shows it: floats to DIGITS significant digits, and no column empty in every row."""
-    shown = [key for key in dict.fromkeys(key for record in records for key in record)
-             if any(record.get(key) is not None for record in records)]
-    return [{key: _rounded(record.get(key)) for key in shown} for record in records]
-
-
-def _rounded(value):
-    return float(f"{value:.{DIGITS}g}") if isinstance(value, float) and math.isfinite(value) else value
-
-
-def _table(title: str, records: list[dict]) -> Block:
-    return blocks.table(title, readable(records))
-
-
 def build(paths: list[Path], kinds: list[str], figures_dir: Path | None) -> tuple[list[Block], int]:
     """The report's blocks, and how many figures were drawn into figures_dir (None: none are)."""
     draw = Drawer(figures_dir)
@@ -138,167 +107,6 @@ def build(paths: list[Path], kinds: list[str], figures_dir: Path | None) -> tupl
         made.insert(2, blocks.text(figures.MISSING_MATPLOTLIB))
         sys.stderr.write(figures.MISSING_MATPLOTLIB + "\n")
     return made, draw.count
-
-
-class Drawer:
-    """Draws a figure into the report's figures folder, once matplotlib is known to be there."""
-
-    def __init__(self, directory: Path | None):
-        self.directory, self.count, self.missing = directory, 0, False
-
-    def __call__(self, title: str, stem: str, make: Callable[[], Any]) -> list[Block]:
-        if self.directory is None or self.missing:
-            return []
-        try:
-            figure = make()
-        except ImportError:
-            self.missing = True
-            return []
-        if figure is None:
-            return []
-        try:
-            paths = figures.save(figure, self.directory, stem)
-        except OSError as exc:
-            raise ExportError(f"cannot write the figure {stem} into {self.directory}: {exc.strerror or exc}") from None
-        self.count += 1
-        return [blocks.figure(title, paths)]
-
-
-# --- a run ------------------------------------------------------------------------------------------------------
-
-def run_blocks(run: Run, draw: Drawer) -> list[Block]:
-    made = [blocks.heading(f"Run {run.path.name}"), _table("what ran", what_ran(run))]
-    command = (run.manifest or {}).get("command")
-    made.append(blocks.text("To run it again (the options as typed; the table above pins every default):"))
-    made.append(blocks.code(command or "(not recorded)"))
-    if run.summary:
-        made += [blocks.text("As `sysprof run` printed it:"), blocks.code(headline_text(run))]
-    else:
-        made.append(blocks.text(f"No summary: the run is {run.status} (not finished, or its process died before "
-                                "writing one); what it wrote is below."))
-    tables = directory_tables(run.path)
-    for name, records in tables.items():
-        if name in SKIPPED_TABLES:
-            made.append(blocks.text(f"Not shown: {name}, {SKIPPED_TABLES[name].format(path=run.path)}."))
-        elif name in KERNEL_TABLES and records:
-            made += kernel_table_blocks(name, records, run.path)
-        elif records:
-            made.append(_table(name, records))
-    return made + run_figures(run, tables.get("kernels") or [], draw)
-
-
-def kernel_table_blocks(name: str, records: list[dict], path: Path) -> list[Block]:
-    """The largest kernels of each phase (or attention sub-range), their names shortened to the base name as the
-    CLI shows them; the whole table is one export away."""
-    from sysprof.profiler_core.kernels.names import short_kernel_name
-
-    group = "phase" if "phase" in records[0] else "sub-range"
-    kept: list[dict] = []
-    seen: dict[Any, int] = {}
-    for record in records:  # the rows come largest first within each group
-        seen[record.get(group)] = seen.get(record.get(group), 0) + 1
-        if seen[record.get(group)] <= KERNELS_PER_PHASE:
-            kept.append(record | {"name": short_kernel_name(str(record.get("name", "")))})
-    shown = f"the {KERNELS_PER_PHASE} largest per {group}, base names" if len(kept) < len(records) else "base names"
-    return [_table(f"{name} ({shown})", kept),
-            blocks.text(f"All {len(records)} rows with whole names: `sysprof export {path} --table '{name}'`.")]
-
-
-def what_ran(run: Run) -> list[dict]:
-    summary: dict[str, Any] = dict(run.summary or {})
-    manifest = run.manifest or {}
-    config = summary.get("config") or manifest.get("config") or {}
-    env = summary.get("env") or manifest.get("env") or {}
-    rows = [{"field": name, "value": value} for name, value in config.items() if value not in (None, [], {})]
-    if summary.get("params"):
-        rows.insert(1, {"field": "parameters", "value": f"{summary['params']:,}"})
-    rows += [{"field": label, "value": env[key]} for key, label in MACHINE_FIELDS if env.get(key)]
-    profile = summary.get("profile") or {}
-    if profile.get("backend"):
-        rows.append({"field": "profiled with",
-                     "value": f"{profile['backend']} {profile.get('version') or ''}".strip()})
-    return rows
-
-
-def headline_text(run: Run) -> str:
-    """The run's headline exactly as the CLI prints it into a log (tables at their natural width)."""
-    from sysprof.profiler_core.render.run_report import print_headline
-    from sysprof.profiler_core.render.whole_tables import WholeTablesConsole
-
-    out = io.StringIO()
-    assert run.summary is not None  # run_blocks quotes only a run that has one
-    print_headline(WholeTablesConsole(file=out, width=100, force_terminal=False, color_system=None),
-                   run.summary, run.path)
-    return "\n".join(line.rstrip() for line in out.getvalue().rstrip().splitlines())
-
-
-def run_figures(run: Run, kernels: list[dict], draw: Drawer) -> list[Block]:
-    stem = run.path.name
-    made = draw(f"{stem}: step time by phase", f"{stem}-phases",
-                lambda: figures.phase_bars([(stem, run.phases)]))
-    made += draw(f"{stem}: kernel classes per phase", f"{stem}-kernel-classes",
-                 lambda: figures.kernel_class_bars(kernels))
-    timeline = (run.analysis(MEMORY) or {}).get("timeline") or {}
-    if timeline.get("active_bytes") and draw.directory is not None and not draw.missing:
-        made += _memory_timeline(run, timeline, draw, draw.directory)
-    return made
-
-
-def _memory_timeline(run: Run, timeline: dict, draw: Drawer, directory: Path) -> list[Block]:
-    from sysprof.profiler_core.render.memory_plot import write_timeline_images
-
-    try:
-        paths = write_timeline_images(timeline, directory, f"{run.path.name}: active memory",
-                                      f"{run.path.name}-memory-timeline")
-    except ImportError:
-        draw.missing = True
-        return []
-    draw.count += 1
-    return [blocks.figure(f"{run.path.name}: active memory over the recorded steps", paths)]
-
-
-# --- a study ----------------------------------------------------------------------------------------------------
-
-def study_blocks(path: Path, draw: Drawer) -> list[Block]:
-    from sysprof.profiler_core.studies.document import Study
-    from sysprof.profiler_core.studies.results import study_tables
-
-    study = Study.load(path)
-    made = [blocks.heading(f"{study.kind} study {path.name}"), _table("what ran", study_what_ran(study)),
-            blocks.text("To run it again:"),
-            blocks.code(study.plan.get("command") or "(not recorded: the study predates sysprof recording it)")]
-    tables = study_tables(path)
-    for name, records in tables.items():
-        if records:
-            made.append(_table(name, records))
-    return made + study_figures(path.name, tables, draw)
-
-
-def study_what_ran(study) -> list[dict]:
-    plan = {key: value for key, value in study.plan.items() if key not in ("cells", "command", "created", "machine")}
-    rows = [{"field": key, "value": ", ".join(map(str, value)) if isinstance(value, list) else value}
-            for key, value in plan.items()]
-    rows.append({"field": "cells", "value": len(study.plan.get("cells") or [])})
-    if study.cells:  # a sweep: the settings every cell shares, and the machine its first cell ran on
-        first = study.cells[0].config.to_dict()
-        rows += [{"field": key, "value": value} for key, value in first.items()
-                 if key not in study.varied and value not in (None, [], {})]
-        env = (study.cells[0].summary or {}).get("env") or {}
-        rows += [{"field": label, "value": env[key]} for key, label in MACHINE_FIELDS if env.get(key)]
-    machine = study.plan.get("machine") or {}  # the attention study's driver records the GPU it ran on
-    rows += [{"field": label, "value": machine[key]} for key, label in (("gpu", "device name"),
-                                                                          ("driver_version", "driver"))
-             if machine.get(key)]
-    return rows
-
-
-def study_figures(name: str, tables: dict[str, list[dict]], draw: Drawer) -> list[Block]:
-    made: list[Block] = []
-    for index, (title, records) in enumerate(tables.items()):
-        for label, panels in table_figures(title, records):
-            caption = f"{name}: {title}" + (" (speed-ups)" if label == "speedups" else "")
-            made += draw(caption, f"{name}-{index}-{label}", partial(figures.draw_panels, panels))
-    return made
 
 
 # --- runs side by side ------------------------------------------------------------------------------------------
@@ -331,4 +139,4 @@ def _pair_blocks(run_a: Run, run_b: Run) -> list[Block]:
         return [blocks.text(f"{title}: not compared; the two runs have no phase in common.")]
     records = [dict(zip(COLUMNS, row_cells(row))) for row in rows]
     notes = comparison_notes(MIN_EFFECT, differences, ordering(summary_a, summary_b))
-    return [_table(title, records), *(blocks.text(note) for note in notes)]
+    return [readable_table(title, records), *(blocks.text(note) for note in notes)]

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from sysprof.models.presets import count_params, human_count
-from sysprof.profiler_core.base.config import config_problems, model_column, model_label, type_problems
+from sysprof.profiler_core.base.config import model_column, model_label
+from sysprof.profiler_core.base.config_checks import config_problems, type_problems
 from sysprof.profiler_core.base.options import config_from_command, config_to_args
 from sysprof.profiler_core.memory.accounting import predict_run_memory
 from sysprof.profiler_core.memory.fit import device_memory, fit_problem

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from sysprof.models.presets import PRESETS
-from sysprof.profiler_core.analysis.compare import ALPHA, MIN_EFFECT, NOISE_SIGMAS, SUGGESTED_REPEATS
+from sysprof.profiler_core.analysis.verdicts import ALPHA, MIN_EFFECT, NOISE_SIGMAS, SUGGESTED_REPEATS
 from sysprof.profiler_core.base.config import (
     ATTENTIONS,
     COMPILE_MODES,

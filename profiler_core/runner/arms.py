@@ -5,28 +5,25 @@ A fresh process costs seconds to tens of seconds before its first step (imports,
 build): on a 100 ms step that is most of what measuring a candidate costs. Here each configuration is an arm with
 its own model, optimizer and batch, built from the same seed (so their losses after as many updates compare), and its
 own run directory written as any runner's (manifest, steps.jsonl, summary.json; its events in events.jsonl). Every
-arm first builds, compiles and warms up: its smoke test, where one that fails (a compile that breaks, an optimizer
-that cannot be compiled, an OOM) ends with its reason at that cost while the others go on. Then the measured steps
-run in blocks, the arms in order and the order reversed every other block (A B C, C B A, …), so drift inside the
-process (clocks, a neighbour) hits every arm alike. Arms that compile come after every eager arm, in a phase of their
-own (phases_of_process): a compile in the process slows the eager steps of models of the same code.
+arm first builds, compiles and warms up: its smoke test (smoke_test.py), where one that fails (a compile that breaks,
+an optimizer that cannot be compiled, an OOM) ends with its reason at that cost while the others go on. Then the
+measured steps run in blocks, the arms in order and the order reversed every other block (A B C, C B A, …), so drift
+inside the process (clocks, a neighbour) hits every arm alike. Arms that compile come after every eager arm, in a
+phase of their own (phases_of_process): a compile in the process slows the eager steps of models of the same code.
 
-One such process is still one process: its allocator, autotuning and clocks are shared by its arms. The launcher
-runs several (session/arms.py) and each arm's median in each process is one observation, as a fresh process's is.
+One such process is still one process: its allocator, autotuning and clocks are shared by its arms (what each arm's
+summary reports as its own share is shared_process.py's). The launcher runs several (session/arms.py) and each arm's
+median in each process is one observation, as a fresh process's is.
 stdout carries one "arm_done" event per arm as it ends.
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
-import gc
 import json
-import signal
-import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import TextIO
@@ -34,37 +31,18 @@ from typing import TextIO
 import torch
 
 from sysprof.profiler_core.base import events, rundir
-from sysprof.profiler_core.base.config import ConfigError, RunConfig, validate
+from sysprof.profiler_core.base.config import ConfigError, RunConfig
+from sysprof.profiler_core.base.config_checks import validate
 from sysprof.profiler_core.base.events import ReaderGone, emit
 from sysprof.profiler_core.base.records import StepRecord
 from sysprof.profiler_core.base.stop_signals import deferrable, dump_stacks_on_request, on_stop_signals
-from sysprof.profiler_core.runner.engine import (
-    CANCELLED_CODE,
-    Cancelled,
-    Runner,
-    StepFailure,
-    fail,
-    guarded,
-    raise_cancelled,
-)
+from sysprof.profiler_core.runner.engine import Runner
+from sysprof.profiler_core.runner.failures import CANCELLED_CODE, Cancelled, fail, guarded, raise_cancelled
+from sysprof.profiler_core.runner.shared_process import Arm, cudagraph_skips, own_memory, record_sharing, release
+from sysprof.profiler_core.runner.smoke_test import smoke_test
 
 DEFAULT_BLOCKS = 4
 MIN_BLOCK_STEPS = 3  # a block's median must not rest on its first step after a switch of arms
-
-
-@dataclass
-class Arm:
-    runner: Runner
-    position: int
-    events_file: TextIO
-    own_s: float = 0.0  # seconds this arm's own work took in the process (build, compile, warm-up, steps)
-    code: int | None = None  # the exit code once it failed; None while it is measured
-    resident: int = 0  # bytes it holds between its steps (its weights, optimizer state, graphs' pools)
-    blocks: list[int] = field(default_factory=list)
-    finished: bool = False  # its summary is written ok: a stop after it leaves it as it is
-    cudagraph_skips: int = 0  # inductor's process-wide count, this arm's share of it
-    smoke_s: float | None = None  # the longest its build, compile and warm-up may take (None: no bound)
-    measured: int = 0  # its measured steps so far: a block that ran past its steps for time moves the next one on
 
 
 class Stopped(Exception):
@@ -105,15 +83,15 @@ def _in_arm(arm: Arm, work: Callable[[], None]) -> None:
     torch.set_float32_matmul_precision(arm.runner.cfg.matmul_precision)  # a process-wide setting: each arm's own
     on_cuda = torch.cuda.is_available() and arm.runner.cfg.device != "cpu"
     others = torch.cuda.memory_allocated() - arm.resident if on_cuda else 0
-    arm.runner.amend_record = lambda record: _own_memory(arm, record, others)
-    started, skips = time.perf_counter(), _cudagraph_skips()
+    arm.runner.amend_record = lambda record: own_memory(arm, record, others)
+    started, skips = time.perf_counter(), cudagraph_skips()
     with _events_to(arm.events_file):
         arm.code = guarded(arm.runner, work)
     arm.own_s += time.perf_counter() - started
-    arm.cudagraph_skips += _cudagraph_skips() - skips
+    arm.cudagraph_skips += cudagraph_skips() - skips
     if arm.code is None:
         return
-    _release(arm)
+    release(arm)
     if arm.code == CANCELLED_CODE:
         raise Stopped(_error_of(arm) or "stopped")
     listen_for_stops()  # a failed arm's summary turned stops off while it was written; the others still run
@@ -127,76 +105,6 @@ def listen_for_stops() -> None:
 def _error_of(arm: Arm) -> str | None:
     summary = rundir.read_json(arm.runner.run_dir / rundir.SUMMARY) or {}
     return (summary.get("error") or {}).get("message")
-
-
-def _cudagraph_skips() -> int:
-    """inductor's count of graphs it could not capture, where inductor is loaded (0 where it is not)."""
-    utils = sys.modules.get("torch._dynamo.utils")
-    return int(utils.counters["inductor"]["cudagraph_skips"]) if utils is not None else 0
-
-
-def _own_memory(arm: Arm, record: StepRecord, others: int) -> StepRecord:
-    """The step's peaks less what the other arms held while it ran, so each arm's peak is its own."""
-    if not record.get("peak_allocated_bytes"):
-        return record
-    amended = StepRecord(**record)
-    amended["peak_allocated_bytes"] = {phase: value - others for phase, value in record["peak_allocated_bytes"].items()}
-    amended["peak_reserved_bytes"] = {}  # the allocator's cache is the process's: no arm's own share of it is known
-    amended["others_resident_bytes"] = others
-    before, after = record.get("memory_before_backward_bytes"), record.get("memory_after_step_bytes")
-    amended["memory_before_backward_bytes"] = None if before is None else before - others
-    amended["memory_after_step_bytes"] = None if after is None else after - others
-    arm.resident = amended["memory_after_step_bytes"] or arm.resident
-    return amended
-
-
-def _release(arm: Arm) -> None:
-    """A failed arm's model and optimizer leave the device, so the arms still measured keep its memory."""
-    with contextlib.suppress(AttributeError):
-        del arm.runner.work
-    gc.collect()
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()
-    arm.resident = 0
-
-
-def _smoke(arm: Arm) -> None:
-    """Build, compile and warm up: what fails for this model fails here, in seconds; what hangs (a compile that never
-    ends, a user's forward that waits forever) fails at the arm's bound, and the other arms go on."""
-    try:
-        with _time_bound(arm.smoke_s):
-            arm.runner.start()
-            arm.runner.warm_up()
-    except SmokeOverrun as exc:
-        raise StepFailure("error", str(exc), None, None) from None
-
-
-class SmokeOverrun(BaseException):
-    """Not an Exception: the `except Exception` of a user's code, or of the tool's own FLOP count, must not swallow
-    it."""
-
-
-@contextlib.contextmanager
-def _time_bound(seconds: float | None) -> Iterator[None]:
-    """SIGALRM after `seconds`, and every 5 s after it, raises in whatever Python code runs then (a compile's, a
-    user's); a wait inside a C call ends when it returns to Python."""
-    if not seconds or not hasattr(signal, "setitimer"):
-        yield
-        return
-
-    armed = [True]
-
-    def expired(signum: int, frame: object) -> None:
-        if armed[0]:  # an alarm that comes as the block ends is late, not an overrun
-            raise SmokeOverrun(f"its smoke test (build, compile, warm-up) ran past {seconds:g} s: stopped there")
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.setitimer(signal.ITIMER_REAL, seconds, 5.0)
-    try:
-        yield
-    finally:
-        armed[0] = False
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def _measure_block(arm: Arm, steps: range, block: int, min_s: float = 0.0) -> None:
@@ -231,43 +139,6 @@ def _stop_all(arms: list[Arm], stop: Stopped) -> None:
                 arm.code = fail(arm.runner, stop.kind, str(stop), None, None, code=CANCELLED_CODE)
 
 
-def _record_sharing(arms: list[Arm], started: float, blocks: int) -> None:
-    """Each arm's summary says it shared a process, with whom and what its own share of the time was."""
-    ended = time.time()
-    for arm in arms:
-        path = arm.runner.run_dir / rundir.SUMMARY
-        summary = rundir.read_json(path) or {}
-        if not summary:
-            continue
-        summary["ran"] = {"start": started, "end": ended}
-        summary["shared_process"] = {"arms": len(arms), "position": arm.position, "own_s": round(arm.own_s, 3),
-                                     "blocks": blocks, "measured_in_blocks": arm.blocks,
-                                     "phase": "compiled" if arm.runner.cfg.compiles else "eager",
-                                     "block_tokens_per_s": _block_rates(arm)}
-        if arm.cudagraph_skips and "cudagraph_skips" in (summary.get("compile") or {}):
-            summary["compile"] |= {"cudagraph_skips": arm.cudagraph_skips, "cuda_graphs": f"skipped for "
-                                   f"{arm.cudagraph_skips} graph(s) (TORCH_LOGS=perf_hints says why)"}
-        elif "cudagraph_skips" in (summary.get("compile") or {}):
-            summary["compile"] |= {"cudagraph_skips": 0, "cuda_graphs": "used"}
-        error = summary.get("error")
-        if error and summary.get("status") == events.OOM and len(arms) > 1:
-            error["message"] += f" (in one process with {len(arms) - 1} other configurations)"
-        rundir.write_json(path, summary)
-        with contextlib.suppress(ReaderGone):
-            emit(events.ARM_DONE, arm=arm.position, run_dir=str(arm.runner.run_dir), status=summary.get("status"))
-
-
-def _block_rates(arm: Arm) -> list[float | None]:
-    """tokens/s of each block the arm measured (its steps' median wall time, as a run's tokens/s is of all of them):
-    what paired.py pairs with the other arms' same blocks."""
-    cfg = arm.runner.cfg
-    rates: list[float | None] = []
-    for block in arm.blocks:
-        walls = [s["wall_ms"] for s in arm.runner.steps if s.get("kind") == "measured" and s.get("block") == block]
-        rates.append(cfg.batch * cfg.ctx / (statistics.median(walls) / 1e3) if walls else None)
-    return rates
-
-
 def phases_of_process(arms: list[Arm]) -> list[list[Arm]]:
     """The eager arms, then the arms that compile: once torch.compile has run in a process, the eager steps of a
     model of the same code run slower there (a CS336-style model on an H200: 62 ms, then 77 ms after another copy
@@ -280,7 +151,7 @@ def _measure_phase(arms: list[Arm], plan: list[range], min_block_s: float) -> No
     """The phase's smoke tests, then its measured steps in interleaved blocks (each an arm's for at least
     min_block_s), then its arms' summaries (a stop during a later phase keeps them)."""
     for arm in arms:
-        _in_arm(arm, partial(_smoke, arm))
+        _in_arm(arm, partial(smoke_test, arm.runner, arm.smoke_s))
     for block, steps in enumerate(plan):
         for arm in block_order(arms, block):
             _in_arm(arm, partial(_measure_block, arm, steps, block, min_block_s))
@@ -304,7 +175,7 @@ def measure(arms: list[Arm], blocks: int, min_block_s: float = 0.0) -> None:
         _stop_all(arms, stop)
     except (Cancelled, KeyboardInterrupt) as exc:  # a stop between two arms' work
         _stop_all(arms, Stopped(f"stopped by {exc or 'SIGINT'}"))
-    _record_sharing(arms, started, len(plan))
+    record_sharing(arms, started, len(plan))
 
 
 def _arm(position: int, spec: dict) -> Arm:

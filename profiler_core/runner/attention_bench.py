@@ -9,122 +9,25 @@ compiled (torch.compile of it), sdpa (F.scaled_dot_product_attention, is_causal)
 v, and the user's layer (built per cell, run on x of shape (B, T, d)). bf16 runs under autocast with
 fp32 inputs, as users run it (the softmax then stays fp32). Timing: CUDA events on CUDA, the host clock after a
 device synchronize elsewhere. Prints one JSON line per cell; stops at the first OOM so the driver starts a fresh
-process for the rest (recovering from an OOM in process leaks memory).
+process for the rest (recovering from an OOM in process leaks memory). The implementations themselves are in
+attention_impls.py; how they are timed and their memory counted is here.
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
-import inspect
 import json
-import math
 import sys
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
-from typing import cast
 
 import torch
-import torch.nn.functional as F
-from einops import einsum
 
-from sysprof.profiler_core.base.code_specs import COMPILED_PREFIX
 from sysprof.profiler_core.base.events import CELL_RESULT, CONFIG, FAILED, OK, OOM, emit
+from sysprof.profiler_core.runner.attention_impls import PARTS, LayerFactory, attention_parts, implementation
 from sysprof.profiler_core.runner.timing import synchronize
-from sysprof.profiler_core.runner.user_model import DIMENSION_NAMES, ROPE_THETA, factory_kwargs, load_callable
-
-PARTS = ("scores", "scale_mask", "softmax", "output")  # the eager forward, in order
-
-
-def attention_parts(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mark: Callable[[], None]) -> torch.Tensor:
-    """The naive causal attention; `mark` is called after each part (a no-op when not timing the parts)."""
-    scores = einsum(q, k, "b q d, b k d -> b q k")  # (B, T, T)
-    mark()
-    causal = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool, device=q.device).tril()
-    scores = (scores / math.sqrt(q.shape[-1])).masked_fill(~causal, float("-inf"))
-    mark()
-    probs = torch.softmax(scores, dim=-1)
-    mark()
-    out = einsum(probs, v, "b q k, b k d -> b q d")
-    mark()
-    return out
-
-
-def naive_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    return attention_parts(q, k, v, lambda: None)
-
-
-def sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    # A singleton head dimension: the fused kernels take only 4-D inputs, and with 3-D ones SDPA silently
-    # falls back to the math backend, which materializes T×T like the naive version (measured on the H200).
-    out = F.scaled_dot_product_attention(q.unsqueeze(1), k.unsqueeze(1), v.unsqueeze(1), is_causal=True)
-    return out.squeeze(1)
-
-
-@dataclass(frozen=True)
-class LayerFactory:
-    """The user's attention *layer* (`file.py:Factory`): built per cell with d_model = d, one head and the context
-    length, then run on x of shape (B, T, d); its projections' weights and their gradients are in the memory."""
-    factory: Callable[..., torch.nn.Module]
-    spec: str
-    compiled: bool
-
-    def build(self, cell: dict, device: torch.device) -> torch.nn.Module:
-        dimensions = {"d_model": cell["d"], "num_heads": 1, "context_length": cell["seq"], "rope_theta": ROPE_THETA}
-        kwargs = factory_kwargs(self.factory, dimensions, {}, self.spec, "--impl",
-                                "give them defaults (the study fills d_model, the heads and the context length)")
-        if "device" in inspect.signature(self.factory).parameters:
-            kwargs["device"] = device
-        layer = self.factory(**kwargs).to(device)
-        return cast(torch.nn.Module, torch.compile(layer)) if self.compiled else layer
-
-
-def is_layer_factory(found: Callable[..., object]) -> bool:
-    """A module class, or a function whose parameters name a model dimension (d_model, num_heads, …): a layer to
-    build; anything else is an attention function of q, k, v."""
-    if inspect.isclass(found):
-        return issubclass(found, torch.nn.Module)
-    try:
-        parameters = inspect.signature(found).parameters
-    except (TypeError, ValueError):
-        return False
-    return any(name in parameters for dim in ("d_model", "num_heads") for name in DIMENSION_NAMES[dim])
-
-
-def implementation(name: str) -> Callable[..., torch.Tensor] | LayerFactory:
-    """A built-in implementation, or the user's function or layer (`file.py:fn`, `module:fn`; `compiled:` before
-    it)."""
-    if name == "eager":
-        return naive_attention
-    if name == "compiled":
-        return torch.compile(naive_attention)
-    if name == "sdpa":
-        return sdpa
-    spec = name.removeprefix(COMPILED_PREFIX)
-    found = load_callable(spec, "--impl")[0]
-    if is_layer_factory(found):
-        return LayerFactory(found, spec, name.startswith(COMPILED_PREFIX))
-    attend = with_causal_mask(found)
-    return torch.compile(attend) if name.startswith(COMPILED_PREFIX) else attend
-
-
-def with_causal_mask(fn: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
-    """fn as (q, k, v) → output: a function that takes a fourth parameter (or one named mask) gets the causal mask,
-    a (T, T) bool tensor, True where a query may attend (made in each call, as the eager version makes its own)."""
-    try:
-        parameters = list(inspect.signature(fn).parameters.values())
-    except (TypeError, ValueError):  # a builtin without a signature: called with q, k, v
-        return fn
-    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    if len(positional) < 4 and not any(p.name == "mask" for p in parameters):
-        return fn
-
-    def masked(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        causal = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool, device=q.device).tril()
-        return fn(q, k, v, causal) if len(positional) >= 4 else fn(q, k, v, mask=causal)
-    return masked
 
 
 class Clock:
@@ -207,6 +110,22 @@ def measure_cell(attend, cell: dict, batch: int, iters: int, device: torch.devic
         with torch.autocast(device.type, dtype=torch.bfloat16) if autocast else contextlib.nullcontext():
             return run(*inputs)
 
+    _warm_up(forward, inputs, layer)
+    warm_peak = memory.peak()
+    with torch.no_grad():
+        forward_ms = _timed_ms(clock, forward, iters)
+        parts = _part_times(clock, forward, iters) if cell["impl"] == "eager" else None
+    synchronize(device)
+    figures, grad_out = _memory_around_backward(forward, memory, device)
+    backward_ms = _backward_ms(clock, forward, grad_out, iters)
+    peaks = [p for p in (warm_peak, figures["forward_peak_bytes"], figures["backward_peak_bytes"], memory.peak())
+             if p is not None]
+    return {"forward_ms": forward_ms, "backward_ms": backward_ms, "parts_ms": parts, **figures,
+            "peak_bytes": max(peaks) if peaks else None,
+            "weights_bytes": None if layer is None else sum(p.numel() * p.element_size() for p in layer.parameters())}
+
+
+def _warm_up(forward: Callable[..., torch.Tensor], inputs: list[torch.Tensor], layer: torch.nn.Module | None) -> None:
     for _ in range(3):  # warm-up (and compilation for the compiled implementation)
         forward().float().sum().backward()
         with torch.no_grad():  # a separate graph for torch.compile: compile it here, not in the timed loop
@@ -215,11 +134,12 @@ def measure_cell(attend, cell: dict, batch: int, iters: int, device: torch.devic
         tensor.grad = None
     if layer is not None:
         layer.zero_grad(set_to_none=True)
-    warm_peak = memory.peak()
-    with torch.no_grad():
-        forward_ms = _timed_ms(clock, forward, iters)
-        parts = _part_times(clock, forward, iters) if cell["impl"] == "eager" else None
-    synchronize(device)
+
+
+def _memory_around_backward(forward: Callable[..., torch.Tensor], memory: Memory,
+                            device: torch.device) -> tuple[dict[str, int | None], torch.Tensor]:
+    """The memory before one forward, before its backward, after it and at each one's peak; with the gradient given
+    to its output, which the timed backwards take too. Its graph is gone once this returns."""
     inputs_bytes = memory.allocated()
     memory.reset_peak()
     out = forward()
@@ -230,20 +150,20 @@ def measure_cell(attend, cell: dict, batch: int, iters: int, device: torch.devic
     out.backward(grad_out)
     synchronize(device)
     after_backward, backward_peak = memory.allocated(), memory.peak()
-    del out
+    output_bytes = grad_out.numel() * grad_out.element_size()
+    return {"saved_bytes": None if inputs_bytes is None or before_backward is None
+            else before_backward - inputs_bytes - output_bytes,
+            "inputs_bytes": inputs_bytes, "before_backward_bytes": before_backward,
+            "forward_peak_bytes": forward_peak, "backward_peak_bytes": backward_peak,
+            "after_backward_bytes": after_backward}, grad_out
+
+
+def _backward_ms(clock: Clock, forward: Callable[..., torch.Tensor], grad_out: torch.Tensor, iters: int) -> list[float]:
     backward_ms: list[float] = []
     for _ in range(iters):
         graph = forward()  # this iteration's graph, used once by its backward
         backward_ms += _timed_ms(clock, partial(graph.backward, grad_out), 1)
-    output_bytes = grad_out.numel() * grad_out.element_size()
-    peaks = [p for p in (warm_peak, forward_peak, backward_peak, memory.peak()) if p is not None]
-    return {"forward_ms": forward_ms, "backward_ms": backward_ms, "parts_ms": parts,
-            "saved_bytes": None if inputs_bytes is None or before_backward is None
-            else before_backward - inputs_bytes - output_bytes,
-            "inputs_bytes": inputs_bytes, "before_backward_bytes": before_backward,
-            "forward_peak_bytes": forward_peak, "backward_peak_bytes": backward_peak,
-            "after_backward_bytes": after_backward, "peak_bytes": max(peaks) if peaks else None,
-            "weights_bytes": None if layer is None else sum(p.numel() * p.element_size() for p in layer.parameters())}
+    return backward_ms
 
 
 def _is_oom(exc: BaseException) -> bool:

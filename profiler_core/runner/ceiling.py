@@ -27,9 +27,10 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from sysprof.profiler_core.analysis.metrics import matmul_precision_used, peak_tflops
-from sysprof.profiler_core.base.config import ConfigError, RunConfig, validate
-from sysprof.profiler_core.runner.inspect_model import build_on_meta, meta_batch
+from sysprof.profiler_core.analysis.peaks import matmul_precision_used, peak_tflops
+from sysprof.profiler_core.base.config import ConfigError, RunConfig
+from sysprof.profiler_core.base.config_checks import validate
+from sysprof.profiler_core.runner.meta_model import build_on_meta, meta_batch
 from sysprof.profiler_core.runner.user_model import load_callable
 from sysprof.profiler_core.runner.workload import loss_of, resolve_device
 

@@ -8,7 +8,8 @@ optimizer step, activations saved for backward by the meta forward). It prints o
 User code runs here, in its own process, as in the runner: a factory that fails is a one-line `failed` event
 (exit 2 for what the user got wrong before their code ran, 1 for an exception their code raised, whose full
 traceback goes to stderr). A model that cannot run on the meta device (it calls .item(), numpy, …) still gets
-its parameter and module tables; the FLOPs and activations say why they are missing.
+its parameter and module tables; the FLOPs and activations say why they are missing. The meta build and the
+step's counts are meta_model.py's, shared with the runner.
 """
 from __future__ import annotations
 
@@ -22,28 +23,18 @@ from collections.abc import Iterator
 from typing import Any
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils.flop_counter import FlopCounterMode
 
 from sysprof.models.presets import step_flops
-from sysprof.models.transformer import TransformerLM
 from sysprof.profiler_core.base import events
-from sysprof.profiler_core.base.config import COMPILED_STEP, ConfigError, RunConfig, validate
+from sysprof.profiler_core.base.config import COMPILED_STEP, ConfigError, RunConfig
+from sysprof.profiler_core.base.config_checks import validate
 from sysprof.profiler_core.base.events import emit
 from sysprof.profiler_core.base.records import InspectReport
 from sysprof.profiler_core.memory.accounting import predict_run_memory
-from sysprof.profiler_core.runner.user_model import build_optimizer, build_user_model, load_callable
-from sysprof.profiler_core.runner.workload import loss_of
+from sysprof.profiler_core.runner.meta_model import META, build_on_meta, count_step, one_line
+from sysprof.profiler_core.runner.user_model import build_optimizer
 
-META = torch.device("meta")
 DEFAULT_DEPTH = 3
-
-
-def build_on_meta(cfg: RunConfig) -> tuple[torch.nn.Module, dict[str, Any] | None]:
-    with META:
-        if cfg.model_factory is None:
-            return TransformerLM(cfg.spec(), cfg.context_length, cfg.attention), None
-        return build_user_model(cfg)
 
 
 def parameter_counts(model: torch.nn.Module) -> dict[str, int]:
@@ -75,82 +66,6 @@ def module_rows(model: torch.nn.Module, depth: int) -> list[dict[str, Any]]:
         row["count"] += 1
         row["params"] += sum(p.numel() for p in module.parameters())
     return [row | {"share": row["params"] / total} for row in rows.values()]
-
-
-def meta_batch(cfg: RunConfig) -> tuple[torch.Tensor, torch.Tensor]:
-    shape = (cfg.batch, cfg.ctx)
-    return torch.empty(shape, dtype=torch.long, device=META), torch.empty(shape, dtype=torch.long, device=META)
-
-
-class FlopCounter(TorchDispatchMode):
-    """FlopCounterMode's own formulas (its flop_registry: mm, bmm, addmm, convolutions, SDPA and their
-    backwards), applied without FlopCounterMode's decomposition of every op it has no formula for.
-
-    That decomposition turns each elementwise op into prims in Python, which made a 2.7B inspect take seconds;
-    matmuls reach this mode already decomposed (linear, einsum, matmul are composite), so the totals are the
-    same, which tests/core/test_inspect.py checks against FlopCounterMode itself."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.formulas = FlopCounterMode(display=False).flop_registry
-        self.total = 0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        out = func(*args, **kwargs)
-        formula = self.formulas.get(func._overloadpacket)
-        if formula is not None:
-            self.total += formula(*args, **kwargs, out_val=out)
-        return out
-
-
-class SavedBytes:
-    """Bytes autograd keeps for backward, one count per storage (views of one tensor share it); the model's
-    own parameters are weights, counted apart."""
-
-    def __init__(self, model: torch.nn.Module):
-        self.parameters = {p.untyped_storage()._cdata for p in model.parameters()}
-        self.storages: dict[int, int] = {}
-
-    def pack(self, tensor: torch.Tensor) -> torch.Tensor:
-        storage = tensor.untyped_storage()
-        if storage._cdata not in self.parameters:
-            self.storages[storage._cdata] = storage.nbytes()
-        return tensor
-
-    @property
-    def total(self) -> int:
-        return sum(self.storages.values())
-
-
-def count_step(cfg: RunConfig, model: torch.nn.Module) -> dict[str, Any]:
-    """FLOPs of the forward and the backward (FlopCounterMode), and the bytes saved for backward."""
-    loss_fn = load_callable(cfg.loss, "--loss")[0] if cfg.loss else None
-    tokens, targets = meta_batch(cfg)
-    saved = SavedBytes(model)
-    with FlopCounter() as forward:
-        with torch.autograd.graph.saved_tensors_hooks(saved.pack, lambda tensor: tensor):
-            loss = loss_of(model(tokens), targets, loss_fn, cfg.model_factory is not None)
-    counts: dict[str, Any] = {"forward": forward.total, "backward": None,
-                              "activations_bytes": saved.total if cfg.mode != "forward" else 0}
-    if cfg.mode != "forward":
-        with FlopCounter() as backward:
-            loss.backward()
-        counts["backward"] = backward.total
-    return counts
-
-
-def counted_step_flops(cfg: RunConfig) -> tuple[int | None, str | None]:
-    """FLOPs of one step of the user's model, counted on a meta copy (the MFU of a run); None and why not."""
-    try:
-        model = build_on_meta(cfg)[0]
-        if cfg.mode == "forward":
-            model.requires_grad_(False)
-        counts = count_step(cfg, model)
-    except Exception as exc:  # noqa: BLE001  (the real run will show whether the model itself works)
-        return None, ("FLOPs not counted, so no TFLOP/s or MFU: the model cannot run on the meta device "
-                      f"({_one_line(exc)})")
-    return counts["forward"] + (counts["backward"] or 0), None
 
 
 def optimizer_state_bytes(cfg: RunConfig, model: torch.nn.Module) -> int:
@@ -205,7 +120,7 @@ def _add_counted(report: InspectReport, cfg: RunConfig, model: torch.nn.Module) 
         counts = count_step(cfg, model)
     except Exception as exc:  # noqa: BLE001  (user code on the meta device: .item(), numpy, data-dependent shapes)
         report["notes"].append(f"FLOPs and activations not counted: the model cannot run on the meta device "
-                               f"({_one_line(exc)})")
+                               f"({one_line(exc)})")
         return
     step = counts["forward"] + (counts["backward"] or 0)
     report["flops"] = {"forward": counts["forward"], "backward": counts["backward"], "step": step}
@@ -221,12 +136,7 @@ def _add_optimizer_state(report: InspectReport, cfg: RunConfig, model: torch.nn.
     except ConfigError:
         raise
     except Exception as exc:  # noqa: BLE001  (an optimizer that cannot step on the meta device)
-        report["notes"].append(f"optimizer state not counted: its step fails on the meta device ({_one_line(exc)})")
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).splitlines()[0] if str(exc) else ""
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+        report["notes"].append(f"optimizer state not counted: its step fails on the meta device ({one_line(exc)})")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -246,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except Exception as exc:  # the user's own code raised: one line here, the traceback on stderr
         traceback.print_exc(file=sys.stderr)
-        emit(events.FAILED, kind="error", message=_one_line(exc))
+        emit(events.FAILED, kind="error", message=one_line(exc))
         return 1
     emit(events.INSPECT, report=report)
     return 0

@@ -131,7 +131,8 @@ def settle_died(live: LiveProcess) -> str:
 
 
 def _settle_run(live: LiveProcess, when: str) -> str:
-    from sysprof.profiler_core.base.config import ConfigError, RunConfig, type_problems
+    from sysprof.profiler_core.base.config import ConfigError, RunConfig
+    from sysprof.profiler_core.base.config_checks import type_problems
     from sysprof.profiler_core.session.process import mark_died
 
     try:

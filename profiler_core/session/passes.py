@@ -13,8 +13,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import cast
 
-from sysprof.profiler_core.analysis.ranks import local_ranks, with_communication, with_findings, with_gpu_readings
-from sysprof.profiler_core.base import events, rundir
+from sysprof.profiler_core.analysis.rank_readings import with_communication, with_gpu_readings
+from sysprof.profiler_core.analysis.ranks import local_ranks, with_findings
+from sysprof.profiler_core.base import disk_space, events, rundir
 from sysprof.profiler_core.base.config import RunConfig
 from sysprof.profiler_core.base.records import PassRecord, RunSummary, median_ms
 from sysprof.profiler_core.session.analysis import (
@@ -72,7 +73,7 @@ class Session:
         try:
             watch.save(self.run_dir)
         except OSError as exc:
-            if not rundir.is_disk_full(exc):
+            if not disk_space.is_disk_full(exc):
                 raise  # telemetry is a detail: the summary, written next from the reserve, is what counts
         rundir.write_json(self.run_dir / rundir.SUMMARY, summary)
         return summary

@@ -26,8 +26,9 @@ from pathlib import Path
 from typing import cast
 
 from sysprof.profiler_core.analysis.metrics import aggregate_processes
-from sysprof.profiler_core.base import events, rundir
-from sysprof.profiler_core.base.config import ConfigError, RunConfig, validate
+from sysprof.profiler_core.base import disk_space, events, rundir
+from sysprof.profiler_core.base.config import ConfigError, RunConfig
+from sysprof.profiler_core.base.config_checks import validate
 from sysprof.profiler_core.base.errors import BackendUnavailable
 from sysprof.profiler_core.base.events import finish_event, with_state
 from sysprof.profiler_core.base.records import RunSummary, median_ms
@@ -90,11 +91,11 @@ class RepeatedRun:
         return self.write_summary()
 
     def run_process(self, index: int) -> RunSummary:
-        rundir.reserve_space(self.run_dir)  # if this process fills the disk, its summaries still fit
+        disk_space.reserve_space(self.run_dir)  # if this process fills the disk, its summaries still fit
         try:
             return self._run_process(index)
         finally:
-            rundir.release_space(self.run_dir)
+            disk_space.release_space(self.run_dir)
 
     def _run_process(self, index: int) -> RunSummary:
         if index == 0:

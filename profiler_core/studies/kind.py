@@ -15,7 +15,8 @@ from pathlib import Path
 
 from sysprof.models.presets import PRESETS
 from sysprof.profiler_core.base import rundir
-from sysprof.profiler_core.base.config import ConfigError, RunConfig, validate
+from sysprof.profiler_core.base.config import ConfigError, RunConfig
+from sysprof.profiler_core.base.config_checks import validate
 from sysprof.profiler_core.base.options import add_config_options
 from sysprof.profiler_core.memory.fit import cells_fit_problem
 from sysprof.profiler_core.studies import sweep

@@ -13,7 +13,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from sysprof.profiler_core.base import events, rundir
-from sysprof.profiler_core.base.config import ConfigError, RunConfig, config_problems, validate
+from sysprof.profiler_core.base.config import ConfigError, RunConfig
+from sysprof.profiler_core.base.config_checks import config_problems, validate
 from sysprof.profiler_core.base.errors import StudyError
 from sysprof.profiler_core.session.backends import choose_backend
 from sysprof.profiler_core.session.repeats import RepeatedRun

@@ -10,7 +10,8 @@ import torch
 
 from sysprof.models.transformer import TransformerLM
 from sysprof.profiler_core.base import rundir
-from sysprof.profiler_core.base.config import RunConfig, config_problems
+from sysprof.profiler_core.base.config import RunConfig
+from sysprof.profiler_core.base.config_checks import config_problems
 from sysprof.profiler_core.base.errors import ConfigError
 from sysprof.profiler_core.memory.accounting import predict_run_memory
 from sysprof.profiler_core.runner.checkpointing import checkpoint_blocks, repeated_blocks

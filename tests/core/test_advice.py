@@ -10,14 +10,18 @@ from types import SimpleNamespace
 
 import pytest
 
-from sysprof.profiler_core.analysis.compare import FASTER, WITHIN_NOISE
+from sysprof.profiler_core.analysis.verdicts import FASTER, WITHIN_NOISE
 from sysprof.profiler_core.base.config import RunConfig
 from sysprof.profiler_core.cli import main as cli
+from sysprof.profiler_core.studies.kinds.advise import cell_verdicts as advise_verdicts
+from sysprof.profiler_core.studies.kinds.advise import recommendation as advise_recommendation
 from sysprof.profiler_core.studies.kinds.advise import refine as advise_refine
+from sysprof.profiler_core.studies.kinds.advise import step_rows as advise_step_rows
 from sysprof.profiler_core.studies.kinds.advise import tables as advise_tables
-from sysprof.profiler_core.studies.kinds.advise.candidates import candidates, compile_s, plan
+from sysprof.profiler_core.studies.kinds.advise.budget_plan import compile_s, plan
+from sysprof.profiler_core.studies.kinds.advise.candidates import candidates
+from sysprof.profiler_core.studies.kinds.advise.cell_verdicts import LOSS_TOLERANCE, NOT_COMPARED, loss_change, why_not
 from sysprof.profiler_core.studies.kinds.advise.memory import Seen
-from sysprof.profiler_core.studies.kinds.advise.tables import LOSS_TOLERANCE, NOT_COMPARED, _why_not, loss_change
 from sysprof.profiler_core.studies.results import study_tables
 
 H100 = (80 * 2**30, "GPU 0's memory")
@@ -154,10 +158,10 @@ def test_the_estimate_counts_the_steps_once_the_diagnosis_timed_one():
 
 def test_a_candidate_is_recommended_only_when_faster_beyond_noise_with_the_same_loss():
     faster, noise = {"verdict": FASTER}, {"verdict": WITHIN_NOISE}
-    assert _why_not(faster, 0.001) is None
-    assert _why_not(noise, 0.001) == "not faster beyond run-to-run noise"
-    assert "its loss is 12.0% off" in _why_not(faster, 0.12)
-    assert "its loss is not finite" in _why_not(faster, None)
+    assert why_not(faster, 0.001) is None
+    assert why_not(noise, 0.001) == "not faster beyond run-to-run noise"
+    assert "its loss is 12.0% off" in why_not(faster, 0.12)
+    assert "its loss is not finite" in why_not(faster, None)
     assert LOSS_TOLERANCE == 0.05
 
 
@@ -173,7 +177,7 @@ def test_the_loss_check_pairs_steps_after_the_same_number_of_weight_updates():
     compiled = cell([{"kind": "measured", "loss": 7.0}, {"kind": "measured", "loss": 6.0}], compile=True)
     assert loss_change(base, compiled) == 0.0
     assert loss_change(base, cell([{"kind": "measured", "loss": 8.0}], batch=16)) == NOT_COMPARED
-    assert _why_not({"verdict": FASTER}, NOT_COMPARED) is None  # another batch: judged on tokens/s alone
+    assert why_not({"verdict": FASTER}, NOT_COMPARED) is None  # another batch: judged on tokens/s alone
     forward = cell([{"kind": "measured", "loss": 8.0}], mode="forward")
     assert loss_change(forward, cell([{"kind": "measured", "loss": 8.0}], mode="forward", compile=True)) == 0.0
 
@@ -237,7 +241,7 @@ def test_advise_on_the_cpu_diagnoses_then_measures_its_candidates_against_the_ba
     assert again or not passed  # a candidate that passed is measured again (the budget here allows it)
     assert passed or not again or advice["shared"]  # with none passed, only shared processes try those within noise
     if answer["command"]:  # only a gain that held the second time
-        held = advise_tables.helping_steps(again)
+        held = advise_step_rows.helping_steps(again)
         assert held and answer["answer"].startswith(held[-1]["step"] + ": tokens/s ")
         assert answer["command"].startswith("sysprof run --model tiny --ctx 32")
         assert _runs_with(answer["command"], answer["options"])
@@ -267,7 +271,8 @@ def test_the_combination_adds_the_next_candidate_only_where_it_changes_something
 
 
 def test_the_answer_is_the_last_step_that_held_and_says_which_parts_did_not_on_their_own():
-    from sysprof.profiler_core.studies.kinds.advise.tables import _not_held_in, helping_steps
+    from sysprof.profiler_core.studies.kinds.advise.recommendation import _not_held_in
+    from sysprof.profiler_core.studies.kinds.advise.step_rows import helping_steps
 
     rows = [{"step": "baseline"}, {"step": "a", "why": "helps"}, {"step": "a + b", "why": "helps"},
             {"step": "a + b + c", "why": "not faster beyond run-to-run noise"},
@@ -283,15 +288,20 @@ def test_the_answer_is_the_last_step_that_held_and_says_which_parts_did_not_on_t
 def test_the_candidates_that_pass_are_combined_and_measured_again_interleaved(tmp_path, monkeypatch):
     """The statistics are the compare module's (tested there); here every measured candidate is taken as passed, so
     the second stage runs for real: the chain, new cells with a fresh baseline, their table and the answer."""
+    from sysprof.profiler_core.studies.kinds.advise import refine_plan as advise_refine_plan
     from sysprof.profiler_core.studies.kinds.advise import study as advise
 
     real_candidates, real_row = advise.candidates, advise_tables.candidate_row
     # no compiling candidate (minutes on a CPU), and a budget no loaded machine runs out of: the stages, not the clock
-    monkeypatch.setattr(advise, "candidates", lambda *given: [c for c in real_candidates(*given) if not (
-        c.changes.get("compile") or c.changes.get("optimizer_impl") == "compiled")])
+    def no_compiles(*given):
+        return [c for c in real_candidates(*given) if not (
+            c.changes.get("compile") or c.changes.get("optimizer_impl") == "compiled")]
+
+    monkeypatch.setattr(advise, "candidates", no_compiles)
+    monkeypatch.setattr(advise_refine_plan, "candidates", no_compiles)  # the last stage's proposals too
     monkeypatch.setattr(advise, "together", lambda *given: None)  # the chain of steps is what is tested here
     monkeypatch.setattr(advise_tables, "candidate_row", lambda described, baseline, cell, goal=None: (
-        row | {"why": advise_tables.PASSED} if (row := real_row(described, baseline, cell)).get("status") == "ok"
+        row | {"why": advise_verdicts.PASSED} if (row := real_row(described, baseline, cell)).get("status") == "ok"
         else row))
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
@@ -305,7 +315,7 @@ def test_the_candidates_that_pass_are_combined_and_measured_again_interleaved(tm
     assert combined[2]["step"].startswith(combined[1]["step"] + " + ")
     assert all(row["× baseline"] and row["over the step before"] and row["why"] for row in combined[1:])
     [answer] = tables["recommended"]
-    helped = advise_tables.helping_steps(combined)
+    helped = advise_step_rows.helping_steps(combined)
     # the last stage's step on top of the answer, where one helped (batch 32 on top of batch 16, on a CPU's noise)
     on_top = advise_refine.best_helping(tables.get(advise_refine.REFINE_TABLE, [])[2:])
     answered = on_top or (helped[-1] if helped else None)
@@ -511,7 +521,7 @@ def test_a_step_the_budget_left_out_of_the_combination_is_a_row_and_named_in_the
     plan_path.write_text(json.dumps(advice))
     tables = study_tables(study_dir)
     last = tables[advise_tables.COMBINATION_TABLE][-1]
-    assert (last["step"], last["status"], last["why"]) == ("batch 16", "not run", advise_tables.LEFT_OUT)
+    assert (last["step"], last["status"], last["why"]) == ("batch 16", "not run", advise_step_rows.LEFT_OUT)
     [answer] = tables["recommended"]
     assert answer["answer"].endswith("measured twice; not tried on top of it (over the budget): batch 16")
     assert answer["options"] == "--compile --compile-mode reduce-overhead"
@@ -533,7 +543,7 @@ def test_resume_with_a_larger_budget_runs_a_cut_combination_again_whole(tmp_path
     plan_path.write_text(json.dumps(advice | {"combination": cut}))
     real_row = advise_tables.candidate_row
     monkeypatch.setattr(advise_tables, "candidate_row", lambda described, baseline, cell, goal=None: (
-        real_row(described, baseline, cell) | ({"why": advise_tables.PASSED}
+        real_row(described, baseline, cell) | ({"why": advise_verdicts.PASSED}
                                                if described["name"] in ("batch 16", "SDPA attention") else {})))
     cells_before = len(list((study_dir / "cells").iterdir()))
     err = io.StringIO()
@@ -553,7 +563,7 @@ def test_resume_with_a_larger_budget_runs_a_cut_combination_again_whole(tmp_path
 
 def test_resume_runs_a_cut_combination_again_only_when_the_budget_affords_more_steps():
     """A budget that affords no more steps than ran would repeat the same cut: it does not run again. Steps are
-    counted as _combine counts them (a step of one part at its first-stage cell, a part never timed at the mean
+    counted as combine counts them (a step of one part at its first-stage cell, a part never timed at the mean
     cell). A step left out after one that did not hold may still hold against the last that did: the 2.7B H200
     study cut before its reduce-overhead step (10.95×) runs again, though its batch 16 step was within noise."""
     from sysprof.profiler_core.studies.document import Study
@@ -568,15 +578,15 @@ def test_resume_runs_a_cut_combination_again_only_when_the_budget_affords_more_s
     assert cut_by_the_budget(study, cut, per_cell_s=30.0, budget_left_s=one_step + 31)
     assert not cut_by_the_budget(study, cut, per_cell_s=30.0, budget_left_s=one_step + 29)  # no room for more
     skipped = advice | {"combination": {"skipped": "over the budget: about 3.0 min more for 2 steps"}}
-    assert cut_by_the_budget(study, skipped, per_cell_s=30.0, budget_left_s=1.0)  # _combine plans it again
+    assert cut_by_the_budget(study, skipped, per_cell_s=30.0, budget_left_s=1.0)  # combine plans it again
     assert not cut_by_the_budget(study, advice, per_cell_s=30.0, budget_left_s=10**6)  # nothing left out
 
     h200 = Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-2p7b-h200-20min"
     study, advice = Study.load(h200), json.loads((h200 / "advice.json").read_text())
     steps = advice["combination"]["steps"]
     cut = advice | {"combination": advice["combination"] | {"steps": steps[:2], "left_out": steps[2:]}}
-    rows = advise_tables.combination_rows(study, cut["combination"])
-    assert rows[2]["why"].startswith(advise_tables.NOT_FASTER) and rows[3]["why"] == advise_tables.LEFT_OUT
+    rows = advise_step_rows.combination_rows(study, cut["combination"])
+    assert rows[2]["why"].startswith(advise_verdicts.NOT_FASTER) and rows[3]["why"] == advise_step_rows.LEFT_OUT
     assert cut_by_the_budget(study, cut, per_cell_s=76.0, budget_left_s=10**6)
 
 
@@ -588,13 +598,14 @@ def test_a_resumed_combination_is_planned_at_the_time_its_first_stage_cells_took
 
     from sysprof.profiler_core.studies import sweep
     from sysprof.profiler_core.studies.document import Study
+    from sysprof.profiler_core.studies.kinds.advise import combination as advise_combination
     from sysprof.profiler_core.studies.kinds.advise import study as advise
 
     study_dir = tmp_path / "advise"
     shutil.copytree(Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-2p7b-interrupted-h100",
                     study_dir)
     advice = json.loads((study_dir / "advice.json").read_text())
-    baseline, measured = advise_tables.candidate_cells(Study.load(study_dir), advice)
+    baseline, measured = advise_verdicts.candidate_cells(Study.load(study_dir), advice)
     per_process = [[record["ran"]["end"] - record["ran"]["start"] for record in cell.summary["repeats"]["processes"]]
                    for cell in [baseline, *measured] if "repeats" in cell.summary]
     per_process = [times for times in per_process if len(times) == 4]  # batch 8 ended oom in its first process
@@ -605,7 +616,7 @@ def test_a_resumed_combination_is_planned_at_the_time_its_first_stage_cells_took
     monkeypatch.setattr(sweep, "run", lambda *args, **kwargs: None)  # no 2.7B cells on the CPU
     monkeypatch.setattr(advise, "_ceiling", lambda args, study_dir: None)  # nor 2.7B's matmuls (40 s)
     planned = {}
-    monkeypatch.setattr(advise, "_combine", lambda args, study_dir, base, limit, per_cell_s, budget_left_s:
+    monkeypatch.setattr(advise_combination, "combine", lambda args, study_dir, base, limit, per_cell_s, budget_left_s:
                         planned.update(per_cell_s=per_cell_s))
     with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
         cli.main(["advise", "--resume", str(study_dir), "--budget", "20"])  # exit 1: its oom cell, its pending ones
@@ -646,11 +657,11 @@ def test_sdpa_is_a_candidate_for_a_users_factory_that_takes_an_attention_paramet
     shows the runner filled its `attention` parameter, so --attention sdpa reaches the model and is measured; the
     first run said "its code must change" of a model whose switch the tool already drives."""
     from sysprof.profiler_core.studies.document import Study
-    from sysprof.profiler_core.studies.kinds.advise.study import _seen
+    from sysprof.profiler_core.studies.kinds.advise.stages import diagnosis_seen
 
     study = Study.load(Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-user-model-h100")
     base = study.cells[0].config
-    seen = _seen(study.cells[0], base)
+    seen = diagnosis_seen(study.cells[0], base)
     assert seen.factory_kwargs["attention"] == "naive" and seen.peak_scale is None  # its memory is not predicted
     assert by_name(candidates(base, True, H100, seen))["SDPA attention"].config.attention == "sdpa"
     before = by_name(candidates(base, True, H100))["SDPA attention"].reason
@@ -758,12 +769,12 @@ def test_a_gain_within_noise_says_what_the_verdict_rests_on():
     """On 4×H100 an advisor with --repeats 2 printed batch 16 "4.76 [4.03–5.76]" beside "within noise": true, since
     Welch's t on two processes a side has one degree of freedom, and unreadable without the p and the count."""
     rate = {"verdict": WITHIN_NOISE, "reason": "not significant, p=0.06", "n_a": 2, "n_b": 2}
-    assert _why_not(rate, 0.0) == ("not faster beyond run-to-run noise (not significant, p=0.06; 2 processes a "
+    assert why_not(rate, 0.0) == ("not faster beyond run-to-run noise (not significant, p=0.06; 2 processes a "
                                    "side)")
-    assert _why_not({"verdict": WITHIN_NOISE, "n_a": 1, "n_b": 1}, 0.0) == "not faster beyond run-to-run noise"
+    assert why_not({"verdict": WITHIN_NOISE, "n_a": 1, "n_b": 1}, 0.0) == "not faster beyond run-to-run noise"
     slower = {"verdict": "slower", "reason": "p=0.028, effect 40.0% ≥ 2.0%", "n_a": 4, "n_b": 4}
-    assert _why_not(slower, 0.0) == "slower (p=0.028, effect 40.0% ≥ 2.0%; 4 processes a side)"
-    assert _why_not({"verdict": "too few steps", "reason": "fewer than 2 measured steps"}, 0.0) == (
+    assert why_not(slower, 0.0) == "slower (p=0.028, effect 40.0% ≥ 2.0%; 4 processes a side)"
+    assert why_not({"verdict": "too few steps", "reason": "fewer than 2 measured steps"}, 0.0) == (
         "not judged faster: too few steps (fewer than 2 measured steps)")
 
 
@@ -787,7 +798,7 @@ def test_a_step_still_pending_is_counted_by_its_processes_and_named_in_the_answe
                                                        "options": "--dtype bf16", "× baseline": "2.00 [1.90–2.10]"},
                 {"step": "a + b", "status": "pending", "why": "this step has run 1 of its 4 processes"}]
     advice = json.loads((study_dir / "advice.json").read_text())
-    [answer] = advise_tables._recommendation(Study.load(study_dir), advice, [], combined)
+    [answer] = advise_recommendation.recommendation(Study.load(study_dir), advice, [], combined)
     assert answer["options"] == "--dtype bf16" and answer["answer"].endswith(
         "measured twice; not finished on top of it: a + b (`sysprof advise --resume`)")
 
@@ -803,17 +814,18 @@ def test_a_skipped_combination_is_not_kept_and_an_oom_diagnosis_gives_no_peak():
     """A combination the budget skipped has no cells: replaced, it leaves nothing on record. A diagnosis that ended
     OOM measured the peak of a failure, not what the config needs: the memory check takes no scale from it."""
     from sysprof.profiler_core.studies.document import Study
-    from sysprof.profiler_core.studies.kinds.advise.study import _replace_combination, _seen
+    from sysprof.profiler_core.studies.kinds.advise.combination import replace_combination
+    from sysprof.profiler_core.studies.kinds.advise.stages import diagnosis_seen
 
     advice = {"combination": {"skipped": "over the budget: about 3.0 min more for 2 steps"}}
-    _replace_combination(advice, {"first_cell": 9, "steps": [], "left_out": []})
+    replace_combination(advice, {"first_cell": 9, "steps": [], "left_out": []})
     assert "earlier_combinations" not in advice and advice["combination"]["first_cell"] == 9
-    _replace_combination(advice, {"skipped": "over the budget"})
+    replace_combination(advice, {"skipped": "over the budget"})
     assert advice["earlier_combinations"] == [{"first_cell": 9, "steps": [], "left_out": []}]
     study = Study.load(Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-2p7b-interrupted-h100")
     ok, oom = study.cells[0], study.cells[6]
-    assert _seen(ok, ok.config).measured_peak == max(ok.summary["peak_memory_bytes"].values())
-    seen = _seen(oom, oom.config)
+    assert diagnosis_seen(ok, ok.config).measured_peak == max(ok.summary["peak_memory_bytes"].values())
+    seen = diagnosis_seen(oom, oom.config)
     assert oom.summary["status"] == "oom" and seen.measured_peak is None and seen.peak_scale is None
 
 
@@ -872,7 +884,7 @@ def test_the_final_codes_20_minute_advise_of_2p7b_prints_its_answer_past_40_perc
     tables = study_tables(study_dir)
     steps = tables[advise_tables.COMBINATION_TABLE]
     assert [row["why"].split(":")[0] for row in steps[1:5]] == ["helps"] * 4
-    assert steps[5]["why"] == advise_tables.LEFT_OUT
+    assert steps[5]["why"] == advise_step_rows.LEFT_OUT
     [answer] = tables["recommended"]
     cfg = config_from_command(answer["command"])
     assert (cfg.dtype, cfg.batch, cfg.compile_mode, cfg.optimizer_impl, cfg.attention) == (
@@ -1005,8 +1017,8 @@ def test_the_answer_waits_while_a_later_step_may_still_hold():
                 {"step": "a", "status": "ok", "why": "not faster beyond run-to-run noise"},
                 {"step": "a + b", "status": "pending", "why": "this step has run 1 of its 2 processes"}]
     advice = json.loads((H100_ADVICE / "advice.json").read_text())
-    measured = [{"candidate": "a", "why": advise_tables.PASSED, "tokens/s ×": "1.50 [1.40–1.60]"}]
-    [answer] = advise_tables._recommendation(Study.load(H100_ADVICE), advice, measured, combined)
+    measured = [{"candidate": "a", "why": advise_verdicts.PASSED, "tokens/s ×": "1.50 [1.40–1.60]"}]
+    [answer] = advise_recommendation.recommendation(Study.load(H100_ADVICE), advice, measured, combined)
     assert answer["answer"].startswith("not yet: a was faster (1.50 [1.40–1.60]) once, not when measured again")
     assert answer["command"] is None
 

@@ -5,10 +5,12 @@ import io
 from contextlib import redirect_stderr
 from pathlib import Path
 
-from sysprof.profiler_core.analysis.compare import ENERGY_ROW, FASTER, SLOWER, THROUGHPUT_ROW, WITHIN_NOISE
+from sysprof.profiler_core.analysis.compare import ENERGY_ROW, THROUGHPUT_ROW
+from sysprof.profiler_core.analysis.verdicts import FASTER, SLOWER, WITHIN_NOISE
 from sysprof.profiler_core.cli import main as cli
 from sysprof.profiler_core.documents.study_plans import RECOMMENDED_TABLE
 from sysprof.profiler_core.studies.document import Study
+from sysprof.profiler_core.studies.kinds.advise import cell_verdicts as advise_verdicts
 from sysprof.profiler_core.studies.kinds.advise import goal as advise_goal
 from sysprof.profiler_core.studies.kinds.advise import tables as advise_tables
 from sysprof.profiler_core.studies.results import study_tables
@@ -37,12 +39,12 @@ def test_each_goal_rests_on_its_own_row_and_says_it_in_its_words():
     assert advise_goal.goal_of({}) is advise_goal.SPEED and advise_goal.goal_of({"goal": "energy"}).row == ENERGY_ROW
     assert advise_goal.SPEED.row == THROUGHPUT_ROW and advise_goal.ENERGY.min_block_s >= 1.0
     noise = {"verdict": WITHIN_NOISE, "n_a": 4, "n_b": 4, "reason": "p=0.2"}
-    energy_why = advise_tables._why_not(noise, 0.0, goal=advise_goal.ENERGY)
+    energy_why = advise_verdicts.why_not(noise, 0.0, goal=advise_goal.ENERGY)
     assert energy_why == "not more per joule beyond run-to-run noise (p=0.2; 4 processes a side)"
-    assert advise_goal.within_noise(energy_why) and advise_goal.within_noise(advise_tables._why_not(noise, 0.0))
-    assert advise_tables._why_not({"verdict": SLOWER}, 0.0, goal=advise_goal.ENERGY) == "less per joule"
-    assert advise_tables._why_not({"verdict": FASTER}, 0.0, goal=advise_goal.ENERGY) is None
-    assert advise_tables._why_not(None, 0.0, goal=advise_goal.ENERGY) == "no tokens/J to compare"
+    assert advise_goal.within_noise(energy_why) and advise_goal.within_noise(advise_verdicts.why_not(noise, 0.0))
+    assert advise_verdicts.why_not({"verdict": SLOWER}, 0.0, goal=advise_goal.ENERGY) == "less per joule"
+    assert advise_verdicts.why_not({"verdict": FASTER}, 0.0, goal=advise_goal.ENERGY) is None
+    assert advise_verdicts.why_not(None, 0.0, goal=advise_goal.ENERGY) == "no tokens/J to compare"
 
 
 ENERGY_STUDY = Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-energy-h200"

@@ -13,7 +13,8 @@ from sysprof.profiler_core.base.config import RunConfig
 from sysprof.profiler_core.base.errors import UsageError
 from sysprof.profiler_core.cli import main as cli
 from sysprof.profiler_core.studies.kinds.advise import gpus as advise_gpus
-from sysprof.profiler_core.studies.kinds.advise.candidates import candidates, compile_s, plan
+from sysprof.profiler_core.studies.kinds.advise.budget_plan import compile_s, plan
+from sysprof.profiler_core.studies.kinds.advise.candidates import candidates
 
 GIB = 1024**3
 
@@ -72,7 +73,7 @@ def test_two_gpus_take_a_cells_steps_in_half_the_time_but_never_divide_a_compile
     each cold and share the host's CPUs (on two H200s 44–70 s each against 35–42 s alone), so the plan counts
     them as one after another, and max-autotune's six minutes stay six minutes on any number of GPUs (a plan that
     divided them chose it with a 5-minute budget on four H200s, and its first wave ran past 400 s)."""
-    from sysprof.profiler_core.studies.kinds.advise.candidates import processes_of
+    from sysprof.profiler_core.studies.kinds.advise.budget_plan import processes_of
 
     base = RunConfig(model="small", ctx=256, batch=4, repeats=4)
     found = candidates(base, on_gpu=True, limit=(140 * GIB, "GPU 0's memory"))

@@ -11,7 +11,8 @@ import pytest
 from sysprof.profiler_core.base.config import RunConfig
 from sysprof.profiler_core.studies.kinds.advise import diagnosis as advise_diagnosis
 from sysprof.profiler_core.studies.kinds.advise import refine as advise_refine
-from sysprof.profiler_core.studies.kinds.advise.candidates import candidates, plan
+from sysprof.profiler_core.studies.kinds.advise.budget_plan import plan
+from sysprof.profiler_core.studies.kinds.advise.candidates import candidates
 from sysprof.profiler_core.studies.kinds.advise.memory import seen_of
 from sysprof.profiler_core.studies.kinds.advise.together import together
 
@@ -95,6 +96,7 @@ def test_a_resume_adopts_a_lone_candidate_its_stop_left_without_a_combination(tm
 
     from sysprof.profiler_core.cli import main as cli
     from sysprof.profiler_core.studies import sweep
+    from sysprof.profiler_core.studies.kinds.advise import combination as advise_combination
     from sysprof.profiler_core.studies.kinds.advise import study as advise
 
     study_dir = tmp_path / "advise"
@@ -103,7 +105,8 @@ def test_a_resume_adopts_a_lone_candidate_its_stop_left_without_a_combination(tm
     (study_dir / "advice.json").write_text(json.dumps({k: v for k, v in advice.items() if k != "combination"}))
     ran = []
     monkeypatch.setattr(sweep, "run", lambda *args, **kwargs: ran.append(args))  # every cell is done: nothing to run
-    monkeypatch.setattr(advise, "_combine", lambda *args: pytest.fail("a lone candidate is not measured again"))
+    monkeypatch.setattr(advise_combination, "combine",
+                        lambda *args: pytest.fail("a lone candidate is not measured again"))
     monkeypatch.setattr(advise, "_ceiling", lambda args, study_dir: None)
     with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
         cli.main(["advise", "--resume", str(study_dir), "--budget", "1"])

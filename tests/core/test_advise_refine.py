@@ -8,9 +8,12 @@ from sysprof.profiler_core.base.config import RunConfig
 from sysprof.profiler_core.documents.study_plans import RECOMMENDED_TABLE
 from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kinds.advise import refine as advise_refine
+from sysprof.profiler_core.studies.kinds.advise import step_rows as advise_step_rows
 from sysprof.profiler_core.studies.kinds.advise import tables as advise_tables
-from sysprof.profiler_core.studies.kinds.advise.candidates import by_expected_gain, candidates
+from sysprof.profiler_core.studies.kinds.advise.budget_plan import by_expected_gain
+from sysprof.profiler_core.studies.kinds.advise.candidates import candidates
 from sysprof.profiler_core.studies.kinds.advise.memory import Seen
+from sysprof.profiler_core.studies.kinds.advise.recommendation import shared_caveat
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "studies"
 SMALL = RunConfig(model="small", ctx=256, batch=4, device="cuda", repeats=4, warmup=2, steps=10)
@@ -67,7 +70,7 @@ def test_a_cpu_study_answers_with_a_gain_its_first_bottleneck_hid(tmp_path):
     assert list(rows) == ["baseline", "batch 16", "batch 16 + compiled optimizer step", "batch 16 + bf16 autocast",
                           "batch 16 + torch.compile default"]
     assert rows["batch 16 + bf16 autocast"]["why"] == "helps"
-    assert rows["batch 16 + torch.compile default"]["why"] == advise_tables.LEFT_OUT
+    assert rows["batch 16 + torch.compile default"]["why"] == advise_step_rows.LEFT_OUT
     [answer] = tables[RECOMMENDED_TABLE]
     assert answer["answer"] == ("batch 16 + bf16 autocast: tokens/s 1.86× [1.76–1.96] of the baseline's measured "
                                 "beside it, 13% faster than batch 16")
@@ -89,7 +92,7 @@ def test_shared_processes_let_a_short_budget_take_the_cheap_arms_beside_a_compil
     again with its graphs cached, and an eager arm costs its steps: the cheap ones fit beside it now (here the built-in
     small model, whose SDPA and fused-step candidates apply too)."""
     from sysprof.profiler_core.studies.kinds.advise import diagnosis as advise_diagnosis
-    from sysprof.profiler_core.studies.kinds.advise.candidates import plan
+    from sysprof.profiler_core.studies.kinds.advise.budget_plan import plan
 
     base = dataclasses.replace(SMALL, repeats=2, warmup=3, steps=20)
     hint = advise_diagnosis.Hints(launch_bound=("forward", "backward", "optimizer"))
@@ -110,6 +113,6 @@ def test_a_compiled_step_measured_beside_an_eager_baseline_says_its_ratio_may_re
 
     study = Study.load(DATA / "advise-refine-cpu")
     refine = json.loads((DATA / "advise-refine-cpu" / "advice.json").read_text())["refine"] | {"offset": 1}
-    assert "may read high" in advise_tables.shared_caveat(refine, study, "batch 16 + compiled optimizer step")
-    assert advise_tables.shared_caveat(refine, study, "batch 16 + bf16 autocast") == ""
-    assert advise_tables.shared_caveat(refine | {"shared": False}, study, "batch 16 + compiled optimizer step") == ""
+    assert "may read high" in shared_caveat(refine, study, "batch 16 + compiled optimizer step")
+    assert shared_caveat(refine, study, "batch 16 + bf16 autocast") == ""
+    assert shared_caveat(refine | {"shared": False}, study, "batch 16 + compiled optimizer step") == ""

@@ -6,7 +6,8 @@ from pathlib import Path
 
 from sysprof.profiler_core.base.config import RunConfig
 from sysprof.profiler_core.studies.kinds.advise import diagnosis as advise_diagnosis
-from sysprof.profiler_core.studies.kinds.advise.candidates import candidates, plan, processes_of
+from sysprof.profiler_core.studies.kinds.advise.budget_plan import plan, processes_of
+from sysprof.profiler_core.studies.kinds.advise.candidates import candidates
 from sysprof.profiler_core.studies.kinds.advise.memory import Seen
 from sysprof.profiler_core.studies.kinds.advise.together import together
 
@@ -60,10 +61,10 @@ def _seen_on_the_h200():
     """What the diagnosis of the CS336-style user model measured on an H200 (saved study): 3.40 GB at batch 4 in
     the backward, 2.25 GB in the optimizer step (its weights, gradients and AdamW state)."""
     from sysprof.profiler_core.studies.document import Study
-    from sysprof.profiler_core.studies.kinds.advise.study import _seen
+    from sysprof.profiler_core.studies.kinds.advise.stages import diagnosis_seen
 
     study = Study.load(Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-together-h200")
-    return study.cells[0].config, _seen(study.cells[0], study.cells[0].config)
+    return study.cells[0].config, diagnosis_seen(study.cells[0], study.cells[0].config)
 
 
 def test_once_the_diagnosis_measured_memory_it_takes_the_largest_batch_half_the_device_holds():

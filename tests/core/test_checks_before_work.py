@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from sysprof.profiler_core.base import rundir
-from sysprof.profiler_core.base.config import RunConfig, config_problems
+from sysprof.profiler_core.base.config import RunConfig
+from sysprof.profiler_core.base.config_checks import config_problems
 from sysprof.profiler_core.cli import main as cli
 from sysprof.profiler_core.studies import sweep
 from sysprof.profiler_core.studies.kinds import precision as precision_study

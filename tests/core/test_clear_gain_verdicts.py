@@ -1,6 +1,6 @@
 """A reported advise on a CPU: batch 8 was 2.68× [2.58–2.86] once, then measured again "3.24× [0.03–17.59], p=0.34"
 and answered "none: … noise, not a gain". Those three numbers are reproduced exactly by the rank test and bootstrap
-of compare.verdict on 4 processes a side, one of them far off on each side (baseline 1,480, 6,974, 9,100 and 10,207
+of verdicts.verdict on 4 processes a side, one of them far off on each side (baseline 1,480, 6,974, 9,100 and 10,207
 tokens/s; batch 8 205, 25,969, 26,100 and 27,944): U = 12 of 16. A fully separated 4 against 4 is faster (p=0.029).
 What was wrong is the answer: a second measurement whose interval still holds the first's gain cannot tell, and is
 not evidence of noise."""
@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from sysprof.profiler_core.analysis.compare import FASTER, SLOWER, WITHIN_NOISE, verdict
+from sysprof.profiler_core.analysis.verdicts import FASTER, SLOWER, WITHIN_NOISE, verdict
+from sysprof.profiler_core.studies.kinds.advise import cell_verdicts as advise_verdicts
 from sysprof.profiler_core.studies.kinds.advise import tables as advise_tables
 from sysprof.profiler_core.studies.results import study_tables
 
@@ -82,7 +83,7 @@ def _advise_with(tmp_path: Path, again: tuple[list[float], list[float]]) -> dict
 def test_a_second_measurement_that_cannot_tell_is_not_called_noise(tmp_path):
     tables = _advise_with(tmp_path, (BASELINE, BATCH_8))
     first = next(row for row in tables[advise_tables.CANDIDATES_TABLE] if row["candidate"] == "batch 16")
-    assert first["tokens/s ×"].startswith("2.68 [") and first["why"] == advise_tables.PASSED
+    assert first["tokens/s ×"].startswith("2.68 [") and first["why"] == advise_verdicts.PASSED
     again = tables[advise_tables.COMBINATION_TABLE][1]
     assert again["× baseline"] == "3.24 [0.03–17.59]"
     [answer] = tables["recommended"]
@@ -98,7 +99,7 @@ def test_a_second_measurement_that_rules_the_gain_out_is_still_noise(tmp_path):
     """The same first stage; measured again, batch 16 at the baseline's tokens/s, its interval far below 2.68."""
     tables = _advise_with(tmp_path, ([9700.0, 10050.0, 9900.0, 10200.0], [9800.0, 10100.0, 9750.0, 10250.0]))
     again = tables[advise_tables.COMBINATION_TABLE][1]
-    assert again["why"].startswith(advise_tables.NOT_FASTER) and "far from" not in again["why"]
+    assert again["why"].startswith(advise_verdicts.NOT_FASTER) and "far from" not in again["why"]
     [answer] = tables["recommended"]
     assert answer["answer"].startswith("none: batch 16 was faster (2.68 [")
     assert answer["answer"].endswith("and not when measured again: noise, not a gain")

@@ -8,8 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sysprof.profiler_core.analysis.compare import compare_summaries, config_differences, verdict
+from sysprof.profiler_core.analysis.compare import compare_summaries, config_differences
 from sysprof.profiler_core.analysis.metrics import aggregate_processes, build_summary
+from sysprof.profiler_core.analysis.verdicts import verdict
 from sysprof.profiler_core.base.config import RunConfig
 from sysprof.profiler_core.cli.main import main
 

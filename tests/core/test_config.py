@@ -2,7 +2,8 @@ import re
 
 import pytest
 
-from sysprof.profiler_core.base.config import ConfigError, RunConfig, config_problems, validate
+from sysprof.profiler_core.base.config import ConfigError, RunConfig
+from sysprof.profiler_core.base.config_checks import config_problems, validate
 from sysprof.profiler_core.base.options import OneLineParser, add_config_options, config_from_args, config_to_args
 
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from sysprof.profiler_core.base.config import RunConfig, config_problems
+from sysprof.profiler_core.base.config import RunConfig
+from sysprof.profiler_core.base.config_checks import config_problems
 from sysprof.profiler_core.runner.distributed import ddp_settings
 from sysprof.profiler_core.studies.kinds.advise.candidates import candidates
 

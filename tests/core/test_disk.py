@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from sysprof.profiler_core.base import events, rundir
+from sysprof.profiler_core.base import disk_space, events, rundir
 from sysprof.profiler_core.base.config import RunConfig
 
 TINY = ["--model", "tiny", "--ctx", "32", "--batch", "2", "--device", "cpu", "--warmup", "1"]
 NOBODY = 65534
-RESERVE_K = rundir.RESERVE_BYTES // 1024
+RESERVE_K = disk_space.RESERVE_BYTES // 1024
 RUN_ROOM_K = 48  # beyond the reserve: the manifest, live.json and a few dozen steps and their events
 
 
@@ -84,7 +84,7 @@ def test_a_run_that_fills_the_disk_is_failed_with_the_reason_and_keeps_its_steps
     measured = sum(json.loads(line)["kind"] == "measured" for line in lines)
     assert measured >= 10 and summary["phases"]["step"]["n"] >= measured
     assert f"stopped after {summary['phases']['step']['n']} of 100000 measured steps" in summary["error"]["message"]
-    assert not (run_dir / rundir.RESERVE).exists() and not (run_dir / rundir.LIVE).exists()
+    assert not (run_dir / disk_space.RESERVE).exists() and not (run_dir / rundir.LIVE).exists()
 
 
 def test_an_unwritable_runs_directory_is_one_line_for_a_non_root_user(tmp_path, cli_env):
@@ -124,19 +124,19 @@ def test_a_cut_write_is_taken_back_so_the_lines_before_stay_whole(tiny_disk):
         for _ in range(100):
             rundir.append_jsonl(path, record)
             written += 1
-    assert rundir.is_disk_full(raised.value) and written >= 1
+    assert disk_space.is_disk_full(raised.value) and written >= 1
     assert len(rundir.read_jsonl(path)) == written and path.read_bytes().endswith(b"}\n")
 
 
 def test_the_reserve_gives_a_summary_room_on_a_full_disk(tiny_disk):
-    rundir.reserve_space(tiny_disk)
-    assert (tiny_disk / rundir.RESERVE).stat().st_size == rundir.RESERVE_BYTES
+    disk_space.reserve_space(tiny_disk)
+    assert (tiny_disk / disk_space.RESERVE).stat().st_size == disk_space.RESERVE_BYTES
     filler = tiny_disk / "filler"
     with pytest.raises(OSError), filler.open("wb") as handle:
         handle.write(bytes(400 * 1024))
     rundir.write_json(tiny_disk / rundir.SUMMARY, {"status": "failed", "pad": "x" * 20000})
     assert rundir.read_json(tiny_disk / rundir.SUMMARY)["status"] == "failed"
-    assert not (tiny_disk / rundir.RESERVE).exists() and not (tiny_disk / "summary.json.tmp").exists()
+    assert not (tiny_disk / disk_space.RESERVE).exists() and not (tiny_disk / "summary.json.tmp").exists()
     with pytest.raises(OSError):  # no reserve left: a full disk is an error again
         rundir.write_json(tiny_disk / "other.json", {"pad": "x" * 400 * 1024})
 
@@ -147,17 +147,17 @@ SMALLER_THAN_THE_RESERVE_K = RESERVE_K * 3 // 8  # 96 KiB: the reserve cannot be
 def fill(disk: Path) -> None:
     with pytest.raises(OSError) as raised, (disk / "filler").open("wb") as handle:
         handle.write(bytes(shutil.disk_usage(disk).free + 4096))
-    assert rundir.is_disk_full(raised.value)
+    assert disk_space.is_disk_full(raised.value)
 
 
 def test_a_disk_smaller_than_the_reserve_still_gets_a_reserve_and_the_summary(make_disk):
     disk = make_disk(SMALLER_THAN_THE_RESERVE_K)
-    rundir.reserve_space(disk)
-    assert 0 < (disk / rundir.RESERVE).stat().st_size < rundir.RESERVE_BYTES
+    disk_space.reserve_space(disk)
+    assert 0 < (disk / disk_space.RESERVE).stat().st_size < disk_space.RESERVE_BYTES
     fill(disk)
     rundir.write_json(disk / rundir.SUMMARY, {"status": "failed", "pad": "x" * 20000})
     assert rundir.read_json(disk / rundir.SUMMARY)["status"] == "failed"
-    assert not (disk / rundir.RESERVE).exists()
+    assert not (disk / disk_space.RESERVE).exists()
 
 
 @pytest.mark.slow
@@ -169,7 +169,7 @@ def test_a_run_on_a_disk_smaller_than_the_reserve_ends_with_its_summary(make_dis
     assert summary["error"]["kind"] == events.DISK_FULL and summary["phases"]["step"]["n"] >= 1
     run_dir = Path(summary["run_dir"])
     assert rundir.read_summary(run_dir) == summary  # `sysprof ps`, export and the app read it
-    assert not (run_dir / rundir.RESERVE).exists()
+    assert not (run_dir / disk_space.RESERVE).exists()
 
 
 @pytest.mark.slow

@@ -11,11 +11,13 @@ from torch import nn
 from sysprof.models.transformer import Linear as BuiltInLinear
 from sysprof.models.transformer import TransformerLM
 from sysprof.profiler_core.analysis.metrics import throughput
-from sysprof.profiler_core.base.config import RunConfig, config_problems
+from sysprof.profiler_core.base.config import RunConfig
+from sysprof.profiler_core.base.config_checks import config_problems
 from sysprof.profiler_core.base.errors import ConfigError
 from sysprof.profiler_core.runner import float8
 from sysprof.profiler_core.studies.kinds.advise import refine as advise_refine
-from sysprof.profiler_core.studies.kinds.advise.candidates import by_expected_gain, candidates
+from sysprof.profiler_core.studies.kinds.advise.budget_plan import by_expected_gain
+from sysprof.profiler_core.studies.kinds.advise.candidates import candidates
 from sysprof.profiler_core.studies.kinds.advise.memory import Seen
 
 SMALL = RunConfig(model="small", ctx=256, batch=4, device="cuda", repeats=4)
@@ -107,7 +109,7 @@ def test_fp8_stays_out_of_every_change_at_once_and_behind_bf16_on_a_launch_bound
 
 def test_the_plan_counts_fp8s_longer_compile():
     """2.7B reduce-overhead on an H200: FP8 compiled in 192 s cold, bf16 in 82 s."""
-    from sysprof.profiler_core.studies.kinds.advise.candidates import compile_s
+    from sysprof.profiler_core.studies.kinds.advise.budget_plan import compile_s
 
     compiled = RunConfig(model="2.7B", ctx=256, batch=16, device="cuda", dtype="bf16", compile=True,
                          compile_mode="reduce-overhead")

@@ -16,14 +16,13 @@ from sysprof.models.presets import PRESETS, count_params, step_flops
 from sysprof.profiler_core.base.config import RunConfig
 from sysprof.profiler_core.base.errors import InspectFailed
 from sysprof.profiler_core.cli.main import main
-from sysprof.profiler_core.runner.inspect_model import (
+from sysprof.profiler_core.runner.inspect_model import inspect_config, module_rows
+from sysprof.profiler_core.runner.meta_model import (
     FlopCounter,
     SavedBytes,
     build_on_meta,
     counted_step_flops,
-    inspect_config,
     meta_batch,
-    module_rows,
 )
 from sysprof.profiler_core.runner.user_model import build_user_model
 from sysprof.profiler_core.runner.workload import build_workload

@@ -6,7 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from sysprof.profiler_core.analysis.compare import FASTER, WITHIN_NOISE, compare_summaries, paired_verdict
+from sysprof.profiler_core.analysis.compare import compare_summaries
+from sysprof.profiler_core.analysis.verdicts import FASTER, WITHIN_NOISE, paired_verdict
 
 
 def _record(start: float, rates: list[float]) -> dict:

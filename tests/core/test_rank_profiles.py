@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from rank_reports import SqliteBackend, unpack_rank_reports
 
-from sysprof.profiler_core.analysis.ranks import with_communication
+from sysprof.profiler_core.analysis.rank_readings import with_communication
 from sysprof.profiler_core.base.config import RunConfig
 from sysprof.profiler_core.session.backends.nsys_backend import NsysBackend
 from sysprof.profiler_core.session.process import runner_argv

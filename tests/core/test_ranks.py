@@ -15,15 +15,11 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from sysprof.profiler_core.analysis.ranks import (
-    rank_table,
-    ranks_section,
-    with_communication,
-    with_findings,
-    with_gpu_readings,
-)
+from sysprof.profiler_core.analysis.rank_readings import with_communication, with_gpu_readings
+from sysprof.profiler_core.analysis.ranks import rank_table, ranks_section, with_findings
 from sysprof.profiler_core.analysis.stragglers import MIN_SHARE
-from sysprof.profiler_core.base.config import RunConfig, config_problems
+from sysprof.profiler_core.base.config import RunConfig
+from sysprof.profiler_core.base.config_checks import config_problems
 from sysprof.profiler_core.render.run_report import print_run
 from sysprof.profiler_core.session.rank_checks import with_rank_failure
 
@@ -287,7 +283,7 @@ def test_bad_node_settings_are_one_line(changes, text):
 
 
 def test_each_ranks_gpu_is_read_and_its_children_are_ours(monkeypatch):
-    from sysprof.profiler_core.analysis.ranks import with_gpu_readings
+    from sysprof.profiler_core.analysis.rank_readings import with_gpu_readings
     from sysprof.profiler_core.base.nvml import visible_gpu_index
     from sysprof.profiler_core.render.run_report import gpu_readings_line
     from sysprof.profiler_core.session.watch import descends_from

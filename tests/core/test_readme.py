@@ -139,7 +139,8 @@ def test_docs_pages_open_with_a_title_and_a_summary():
 def test_every_choice_list_in_the_readme_is_the_options_whole_list():
     """`--dtype fp32|bf16|fp16` in the README or docs/ names every value the option takes, and only those: a list that
     drifts from the code (`--matmul-precision highest|high` once, without medium) is a promise broken either way."""
-    from sysprof.profiler_core.base.config import RunConfig, validate
+    from sysprof.profiler_core.base.config import RunConfig
+    from sysprof.profiler_core.base.config_checks import validate
     from sysprof.profiler_core.base.errors import ConfigError
 
     drifted = {}

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from sysprof.profiler_core.cli.export import directory_tables
-from sysprof.profiler_core.cli.report import readable
+from sysprof.profiler_core.cli.report_sections import readable
 from sysprof.profiler_core.render.export import to_latex, to_markdown
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,6 +13,7 @@ import torch
 from sysprof.profiler_core.base import rundir
 from sysprof.profiler_core.base.config import RunConfig
 from sysprof.profiler_core.runner import engine as runner
+from sysprof.profiler_core.runner import failures
 from sysprof.profiler_core.session.process import RunnerProcess, mark_killed, runner_argv
 
 TINY = ["--model", "tiny", "--ctx", "32", "--batch", "2", "--device", "cpu"]
@@ -155,7 +156,7 @@ def test_oom_in_a_phase_becomes_a_failed_event(tmp_path, monkeypatch, capsys):
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
 
     monkeypatch.setattr(runner.build_workload.__globals__["Workload"], "backward", backward_oom)
-    monkeypatch.setattr(runner, "_ignore_stop_signals", lambda: None)  # keep pytest's own Ctrl-C working
+    monkeypatch.setattr(runner, "ignore_stop_signals", lambda: None)  # keep pytest's own Ctrl-C working
     cfg = RunConfig(model="tiny", ctx=16, batch=1, device="cpu", warmup=1, steps=2)
     code = runner.execute(runner.Runner(cfg, tmp_path))
     events = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
@@ -166,7 +167,7 @@ def test_oom_in_a_phase_becomes_a_failed_event(tmp_path, monkeypatch, capsys):
 
 
 
-@pytest.mark.parametrize("inner, status, kind", [(runner.Cancelled("SIGTERM"), "failed", "cancelled"),
+@pytest.mark.parametrize("inner, status, kind", [(failures.Cancelled("SIGTERM"), "failed", "cancelled"),
                                                  (torch.OutOfMemoryError("CUDA out of memory."), "oom", "oom")])
 def test_a_stop_or_oom_that_torch_compile_wrapped_is_read_as_itself(tmp_path, monkeypatch, capsys, inner, status,
                                                                     kind):
@@ -178,7 +179,7 @@ def test_a_stop_or_oom_that_torch_compile_wrapped_is_read_as_itself(tmp_path, mo
         raise BackendCompilerFailed(lambda: None, inner, None)
 
     monkeypatch.setattr(runner.build_workload.__globals__["Workload"], "forward", compile_interrupted)
-    monkeypatch.setattr(runner, "_ignore_stop_signals", lambda: None)
+    monkeypatch.setattr(runner, "ignore_stop_signals", lambda: None)
     cfg = RunConfig(model="tiny", ctx=16, batch=1, device="cpu", warmup=1, steps=2)
     runner.execute(runner.Runner(cfg, tmp_path))
     event = json.loads(capsys.readouterr().out.splitlines()[-1])
@@ -204,7 +205,7 @@ def _raises_after_an_oom(wrapped: bool):
 @pytest.mark.parametrize("wrapped", [False, True])
 def test_an_error_raised_while_handling_an_oom_stays_an_error(tmp_path, monkeypatch, wrapped):
     monkeypatch.setattr(runner.build_workload.__globals__["Workload"], "forward", _raises_after_an_oom(wrapped))
-    monkeypatch.setattr(runner, "_ignore_stop_signals", lambda: None)
+    monkeypatch.setattr(runner, "ignore_stop_signals", lambda: None)
     cfg = RunConfig(model="tiny", ctx=16, batch=1, device="cpu", warmup=1, steps=2)
     assert runner.execute(runner.Runner(cfg, tmp_path)) == 1
     summary = json.loads((tmp_path / "summary.json").read_text())
@@ -218,12 +219,12 @@ def test_a_failed_run_whose_launcher_is_gone_still_writes_its_summary(tmp_path, 
         raise ValueError("the model's own error")
 
     def nobody_reads_the_failure(event, **fields):
-        if event == runner.events.FAILED:
-            raise runner.ReaderGone("nobody reads the events")
+        if event == failures.events.FAILED:
+            raise failures.ReaderGone("nobody reads the events")
 
     monkeypatch.setattr(runner.build_workload.__globals__["Workload"], "forward", forward_raises)
-    monkeypatch.setattr(runner, "emit", nobody_reads_the_failure)
-    monkeypatch.setattr(runner, "_ignore_stop_signals", lambda: None)
+    monkeypatch.setattr(failures, "emit", nobody_reads_the_failure)
+    monkeypatch.setattr(runner, "ignore_stop_signals", lambda: None)
     cfg = RunConfig(model="tiny", ctx=16, batch=1, device="cpu", warmup=1, steps=2)
     assert runner.execute(runner.Runner(cfg, tmp_path)) == 1
     summary = json.loads((tmp_path / "summary.json").read_text())

@@ -11,7 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-from sysprof.profiler_core.analysis.ranks import with_findings, with_gpu_readings
+from sysprof.profiler_core.analysis.rank_readings import with_gpu_readings
+from sysprof.profiler_core.analysis.ranks import with_findings
 from sysprof.profiler_core.analysis.stability import gpu_process_warnings
 from sysprof.profiler_core.session.watch import process_name
 

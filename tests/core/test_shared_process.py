@@ -90,8 +90,9 @@ def test_a_shared_sweep_runs_one_process_a_round_the_order_reversed_every_other(
 def test_arms_that_compile_are_measured_after_every_eager_arm(tmp_path):
     """A compile in a process slows the eager steps of models of the same code there (62 → 77 ms on an H200), so
     the eager arms run first, whatever the order asked, and the compiling ones after them."""
-    from sysprof.profiler_core.runner.arms import Arm, phases_of_process
+    from sysprof.profiler_core.runner.arms import phases_of_process
     from sysprof.profiler_core.runner.engine import Runner
+    from sysprof.profiler_core.runner.shared_process import Arm
 
     configs = [dataclasses.replace(TINY, compile=True), TINY, dataclasses.replace(TINY, optimizer_impl="compiled"),
                dataclasses.replace(TINY, batch=4)]

@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 
 from sysprof.profiler_core.analysis.stability import loss_warnings
-from sysprof.profiler_core.base.config import RunConfig, config_problems
+from sysprof.profiler_core.base.config import RunConfig
+from sysprof.profiler_core.base.config_checks import config_problems
 from sysprof.profiler_core.memory.fit import fit_problem
 from sysprof.profiler_core.runner.timing import loss_fields
 from sysprof.profiler_core.studies.kinds.scaling import plan_cells
-from sysprof.tui.panes.configure import checked_config, too_big_field
+from sysprof.tui.panes.configure_form import checked_config, too_big_field
 
 ROOT = Path(__file__).resolve().parents[2]
 NAN_MODEL = ROOT / "tests" / "data" / "models" / "broken_numbers" / "nan_loss.py"

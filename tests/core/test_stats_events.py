@@ -3,7 +3,8 @@ import math
 
 import pytest
 
-from sysprof.profiler_core.analysis.metrics import build_summary, matmul_precision_used, peak_tflops, summarize_ms
+from sysprof.profiler_core.analysis.metrics import build_summary, summarize_ms
+from sysprof.profiler_core.analysis.peaks import matmul_precision_used, peak_tflops
 from sysprof.profiler_core.base.config import RunConfig
 from sysprof.profiler_core.base.events import decode_line, encode_event
 

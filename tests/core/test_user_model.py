@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from sysprof.profiler_core.base.config import RunConfig, config_problems
+from sysprof.profiler_core.base.config import RunConfig
+from sysprof.profiler_core.base.config_checks import config_problems
 from sysprof.profiler_core.base.errors import ConfigError
 from sysprof.profiler_core.runner.user_model import (
     DIMENSION_NAMES,

@@ -9,7 +9,7 @@ from pathlib import Path
 from sysprof.profiler_core.documents.study_plans import RECOMMENDED_TABLE
 from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kinds.advise.ceiling import CEILING_TABLE, tables
-from sysprof.profiler_core.studies.kinds.advise.study import _failed_alone
+from sysprof.profiler_core.studies.kinds.advise.refine_plan import _failed_alone
 from sysprof.profiler_core.studies.kinds.advise.tables import CANDIDATES_TABLE, COMBINATION_TABLE
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -171,7 +171,7 @@ def test_your_own_attention_layer_is_built_per_cell_and_its_weights_are_in_the_m
 
 def test_a_function_with_a_mask_parameter_gets_the_causal_mask():
     torch = pytest.importorskip("torch")
-    from sysprof.profiler_core.runner.attention_bench import implementation, naive_attention
+    from sysprof.profiler_core.runner.attention_impls import implementation, naive_attention
 
     q, k, v = (torch.randn(2, 8, 4) for _ in range(3))
     expected = naive_attention(q, k, v)

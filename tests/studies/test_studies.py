@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from sysprof.profiler_core.analysis.compare import compare_summaries, within_run_verdict
+from sysprof.profiler_core.analysis.compare import compare_summaries
+from sysprof.profiler_core.analysis.verdicts import within_run_verdict
 from sysprof.profiler_core.base.config import ConfigError
 from sysprof.profiler_core.session import passes as session_module
 from sysprof.profiler_core.studies import sweep

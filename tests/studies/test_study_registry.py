@@ -49,7 +49,7 @@ def test_a_kind_in_the_registry_reaches_the_cli_the_tables_and_the_app(extra_kin
 
 
 def test_the_app_lists_the_sweeps_and_every_kinds_templates():
-    from sysprof.tui.panes.studies import study_choices
+    from sysprof.tui.model.study_commands import study_choices
 
     on_gpu, on_cpu = study_choices(on_gpu=True), study_choices(on_gpu=False)
     assert next(iter(on_cpu)) == "sweep: tiny × ctx × batch (CPU)"  # the first choice, as before

@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from sysprof.profiler_core.analysis.compare import compare_summaries, within_run_verdict
+from sysprof.profiler_core.analysis.compare import compare_summaries
+from sysprof.profiler_core.analysis.verdicts import within_run_verdict
 from sysprof.profiler_core.base.events import decode_line
 from sysprof.profiler_core.base.nvml import GpuTelemetry, NvmlSampler, decode_throttle_reasons
 from sysprof.profiler_core.base.units import telemetry_cells
@@ -156,7 +157,7 @@ def test_later_passes_do_not_move_the_clean_run():
 
 def test_inflation_is_shown_as_the_sessions_ratio():
     """The session stores profiled/clean (H200, small fp32: 38.42 ms under nsys vs 31.43 ms clean)."""
-    from sysprof.tui.panes.kernels import backend_line
+    from sysprof.tui.model.kernel_text import backend_line
 
     profile = {"backend": "nsys", "profiled_median_ms": 38.42, "clean_median_ms": 31.43, "inflation": 38.42 / 31.43}
     line = backend_line(profile, {})

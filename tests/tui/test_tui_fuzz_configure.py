@@ -9,7 +9,8 @@ from tui_helpers import settle
 from sysprof.profiler_core.base.config import DIM_FIELDS, RunConfig
 from sysprof.tui.app import build_app
 from sysprof.tui.panes.config_fields import CODE_FIELDS, FACTORY_FIELDS
-from sysprof.tui.panes.configure import CHECKBOXES, CHOICES, INTEGERS, checked_config, form_texts, form_values
+from sysprof.tui.panes.configure import CHECKBOXES, CHOICES, INTEGERS
+from sysprof.tui.panes.configure_form import checked_config, form_texts, form_values
 
 DIMS = DIM_FIELDS
 TEXT_FIELDS = (*DIMS, *INTEGERS, *FACTORY_FIELDS, *CODE_FIELDS)

@@ -9,8 +9,8 @@ import pytest
 from tui_helpers import settle, text, wait_until
 
 from sysprof.tui.app import build_app
+from sysprof.tui.model.study_commands import study_argv
 from sysprof.tui.model.study_state import StudyState
-from sysprof.tui.panes.studies import study_argv
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 ATTENTION, WARMUP = DATA / "studies" / "attention-h200", DATA / "studies" / "warmup-small-h200"
@@ -185,7 +185,7 @@ def test_the_form_is_a_and_the_ab_field_b_in_the_command_ab_runs():
     from sysprof.profiler_core.base.config import RunConfig
     from sysprof.profiler_core.base.options import OneLineParser
     from sysprof.profiler_core.cli.ab import ab_configs, add_ab_options
-    from sysprof.tui.panes.configure import ab_from_form
+    from sysprof.tui.panes.configure_form import ab_from_form
 
     form = RunConfig(model="tiny", device="cpu", ctx=32, batch=2, repeats=3)
     command = ab_from_form(form, " --optimizer-impl fused ")

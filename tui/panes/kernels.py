@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Group
-from rich.markup import escape
 from rich.table import Table
 from textual import on, work
 from textual.app import ComposeResult
@@ -17,7 +16,7 @@ from textual.reactive import reactive
 from textual.widgets import DataTable, Input, Static
 
 from sysprof.profiler_core.api import numbers
-from sysprof.profiler_core.base.units import NA, blank_or, fixed, ns_as_ms, ns_as_us
+from sysprof.profiler_core.base.units import blank_or, fixed, ns_as_ms, ns_as_us
 from sysprof.profiler_core.render.launch_report import verdict_lines
 from sysprof.profiler_core.render.module_tables import KERNEL_ROW_FIELDS, absent_line
 from sysprof.profiler_core.render.rows import paint_model
@@ -31,6 +30,13 @@ from sysprof.tui.model.kernel_data import (
     apply_view,
     load_kernel_data,
     module_type_rows,
+)
+from sysprof.tui.model.kernel_text import (
+    attention_flops_line,
+    backend_line,
+    kernel_details,
+    rank_choices,
+    rank_lines,
 )
 from sysprof.tui.model.live_numbers import profiled_numbers
 from sysprof.tui.model.state import RunState
@@ -49,71 +55,9 @@ MODULE_COLUMNS = {"phase": "phase", "type": "module type", "gpu_ms_per_step": "m
 MODULE_FORMATTERS = {"gpu_ms_per_step": fixed(3), "gpu_ns": ns_as_ms, "share": blank_or(lambda v: f"{100 * v:.1f}")}
 
 
-def backend_line(profile: Mapping[str, Any] | None, analysis: dict) -> str:
-    """Which profiler made the table and how much it slowed the step (profiled vs clean medians)."""
-    profile = profile or {}
-    backend = profile.get("backend") or analysis.get("source_kind") or "unknown"
-    steps = len(analysis.get("steps") or [])
-    line = f"backend [b]{backend}[/b]" + (f" · {steps} profiled steps" if steps else "")
-    if profile.get("inflation") is not None:
-        line += (f" · profiling inflation [b]×{profile['inflation']:.2f}[/b] (profiled median "
-                 f"{profile['profiled_median_ms']:.1f} ms vs clean {profile['clean_median_ms']:.1f} ms)")
-    else:
-        line += " · profiling inflation N/A"
-    return line + (f" · {analysis['source']}" if analysis.get("source") else "")
-
-
 def phase_breakdown(analysis: dict) -> Table:
     """The per-phase kernel table (render/table_models.phase_kernel_model), as the CLI shows it, drawn compact."""
     return paint_model(phase_kernel_model(analysis), compact=True)
-
-
-def attention_flops_line(analysis: dict) -> str:
-    """The reports' argument in one line: the matmuls' FLOPs and time against the softmax's."""
-    rows = {row["part"].split()[0]: row for row in (analysis.get("attention") or {}).get("flops") or []}
-    matmul, softmax = rows.get("matmul"), rows.get("softmax")
-    if not matmul or not softmax or not matmul["ms"] or not softmax["ms"]:
-        return ""
-    return (f"attention: QKᵀ+PV do ×{matmul['FLOPs ÷ softmax']} the softmax's FLOPs in ×{matmul['time ÷ softmax']} "
-            f"its time ({matmul['TFLOP/s']} vs {softmax['TFLOP/s']} TFLOP/s)")
-
-
-def rank_lines(profile: Mapping[str, Any] | None, shown: int | None) -> str:
-    """--nproc: every rank's own report in one line each (GPU and communication ms per profiled step, exposed
-    communication, overlap), the one on screen marked; r shows the next rank's tables."""
-    rows = (profile or {}).get("ranks") or []
-    if not rows:
-        return ""
-    lines = []
-    for row in rows:
-        mark = "▶" if row["rank"] == shown else " "
-        if row.get("error"):
-            lines.append(f"{mark} [red]{escape(row['error'])}[/red]")
-            continue
-        lines.append(f"{mark} rank {row['rank']}: GPU {_number(row['gpu_ms_per_step'], 'ms/step')} · comm "
-                     f"{_number(row['comm_ms'], 'ms')} ({_number(row['comm_share_pct'], '%', 0)}) · exposed "
-                     f"{_number(row['exposed_comm_ms'], 'ms')} · overlap {_number(row['overlap_pct'], '%', 0)}")
-    return "\n".join([f"{len(rows)} ranks, one report each (r: next rank)", *lines])
-
-
-def _number(value: float | None, unit: str, digits: int = 1) -> str:
-    return NA if value is None else f"{value:,.{digits}f}{'' if unit == '%' else ' '}{unit}"
-
-
-def rank_choices(profile: Mapping[str, Any] | None) -> list[tuple[int, str]]:
-    """(rank, its kernels/analysis.json path in the run directory) of the ranks that have tables."""
-    return [(row["rank"], row["kernels"]) for row in (profile or {}).get("ranks") or [] if not row.get("error")]
-
-
-def kernel_details(record: dict | None) -> tuple[str, str]:
-    """The highlighted kernel's numbers (wrapped whole), then its whole name (one line, … where the width ends)."""
-    if not record:
-        return "", ""
-    numbers = (f"{record.get('class')} · {record.get('phase')} · {record.get('instances')} launches · total "
-               f"{ns_as_ms(record.get('total_ns'))} ms · avg {ns_as_us(record.get('avg_ns'))} µs · min "
-               f"{ns_as_us(record.get('min_ns'))} · max {ns_as_us(record.get('max_ns'))} µs · "
-               f"{fixed(1)(record.get('pct_of_phase'))}% of phase")
-    return numbers, f"[b]{escape(str(record.get('name')))}[/b]"
 
 
 class KernelsPane(Pane):

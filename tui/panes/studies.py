@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 from dataclasses import replace
 from pathlib import Path
 
@@ -31,35 +30,12 @@ from sysprof.profiler_core.base.units import table_number
 from sysprof.profiler_core.render.figure_data import Panel, main_figure
 from sysprof.tui.keys import pane_bindings
 from sysprof.tui.model.run_files import short_path
+from sysprof.tui.model.study_commands import last_line, study_argv, study_choices
 from sysprof.tui.model.study_state import StudyState
 from sysprof.tui.panes.base import ExportTable, Pane
 from sysprof.tui.reporting import ReportActions
 from sysprof.tui.widgets.study_plot import StudyPlot
 from sysprof.tui.widgets.tables import MarkableTable, OutOfViewCells
-
-# The sweeps' templates; each study kind brings its own (studies/kinds/), listed between them.
-GPU_SWEEPS = {"seed sweep: small…2.7B × ctx 128–1024 × fp32/bf16":
-              "sweep --model small,medium,large,xl,2.7B --ctx 128,256,512,1024 --dtype fp32,bf16 --name seed"}
-GPU_LAST = {"custom sweep": "sweep --model small --ctx 128,256 --attention naive,sdpa"}
-CPU_SWEEPS = {  # sized for a laptop's CPU
-    "sweep: tiny × ctx × batch (CPU)": "sweep --model tiny --device cpu --ctx 32,64 --batch 1,2 --warmup 1 --steps 3"}
-
-
-def study_choices(on_gpu: bool) -> dict[str, str]:
-    """The app's list of studies: title → the command it starts."""
-    if on_gpu:
-        return GPU_SWEEPS | studies.study_templates(on_gpu=True) | GPU_LAST
-    return CPU_SWEEPS | studies.study_templates(on_gpu=False)
-
-
-def study_argv(command: str, runs_root: Path) -> list[str]:
-    """The CLI line for what the user typed; ValueError with the reason when it is neither sweep nor study."""
-    words = shlex.split(command)
-    if not words or words[0] not in ("sweep", "study", "ab"):
-        raise ValueError("start with `sweep` (options of `sysprof run`, comma-separated), `study KIND` or `ab --a "
-                         "OPTIONS --b OPTIONS`")
-    return control.study_argv(words, runs_root)
-
 
 
 class StudiesPane(ReportActions, Pane):
@@ -150,8 +126,8 @@ class StudiesPane(ReportActions, Pane):
             self.notify(f"cannot start the study: {exc}", severity="error")
         finally:
             stdout.unlink(missing_ok=True)  # a study still running keeps writing to it, unseen: harmless
-        last_line = _last_line(log, log_start) if log_start >= 0 else ""
-        self.study = self.study.ended(returncode, last_line)
+        said = last_line(log, log_start) if log_start >= 0 else ""
+        self.study = self.study.ended(returncode, said)
         if self.study.directory:
             self.load_tables(Path(self.study.directory))
         if self.study.stage == "failed" and self.is_on_screen:  # back to the line to fix it: typed text stays text
@@ -286,14 +262,3 @@ class StudiesPane(ReportActions, Pane):
         name = re.sub(r"[^A-Za-z0-9.+]+", "-", title).strip("-").lower()
         directory = Path(self.study.directory) if self.study.directory else None
         return ExportTable(name, self.query_one("#study-table", MarkableTable).selected_records(), directory)
-
-
-def _last_line(log: Path, start: int) -> str:
-    """The last line the process wrote to stderr: the CLI's one-line reason when it refused the study."""
-    try:
-        with log.open("rb") as handle:
-            handle.seek(start)
-            lines = handle.read().decode(errors="replace").strip().splitlines()
-    except OSError:
-        return ""
-    return lines[-1].removeprefix("sysprof: error: ") if lines else ""

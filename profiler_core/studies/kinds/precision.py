@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 from sysprof.profiler_core.base import events, rundir
-from sysprof.profiler_core.base.config import MODES, validate
+from sysprof.profiler_core.base.config import MODES
+from sysprof.profiler_core.base.config_checks import validate
 from sysprof.profiler_core.base.errors import ConfigError, StudyFailed
 from sysprof.profiler_core.base.options import config_from_args
 from sysprof.profiler_core.studies.document import Study

@@ -17,7 +17,7 @@ from sysprof.profiler_core.session.ceiling import measure_ceiling
 from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kind import Tables
 from sysprof.profiler_core.studies.kinds.advise import refine as advise_refine
-from sysprof.profiler_core.studies.kinds.advise import tables as advise_tables
+from sysprof.profiler_core.studies.kinds.advise.step_rows import combination_rows, helping_steps
 
 CEILING_TABLE = "ceiling: the answer's matmuls timed alone on this device"
 CEILING_S = {"cpu": 5.0, "cuda": 25.0}  # its process's start-up, one pass on the meta device, a few s of matmuls
@@ -25,7 +25,7 @@ CEILING_S = {"cpu": 5.0, "cuda": 25.0}  # its process's start-up, one pass on th
 
 def combination_answer(study: Study, combination: dict) -> tuple[int, dict] | None:
     """(cell index, step) of the combination's answer: its last step that helped; None where none did."""
-    kept = advise_tables.helping_steps(advise_tables.combination_rows(study, combination))
+    kept = helping_steps(combination_rows(study, combination))
     steps = combination.get("steps", [])
     names = [step["name"] for step in steps]
     if not kept or kept[-1]["step"] not in names:

@@ -12,8 +12,8 @@ from sysprof.profiler_core.base import rundir
 from sysprof.profiler_core.base.config import RunConfig
 from sysprof.profiler_core.session.arms import SHARED_RECORD, shared_seconds, shared_window
 from sysprof.profiler_core.studies.document import Study
-from sysprof.profiler_core.studies.kinds.advise import tables as advise_tables
 from sysprof.profiler_core.studies.kinds.advise.candidates import COMPILE_PREFIX, SAME_COMPILED_GRAPHS
+from sysprof.profiler_core.studies.kinds.advise.cell_verdicts import candidate_cells
 from sysprof.profiler_core.studies.kinds.advise.gpus import union_s
 from sysprof.profiler_core.studies.shared_rounds import SHARED_DIR
 
@@ -102,7 +102,7 @@ class CellCost:
 
 
 def cell_costs(study: Study, advice: dict) -> dict[str, CellCost]:
-    baseline, measured = advise_tables.candidate_cells(study, advice)
+    baseline, measured = candidate_cells(study, advice)
     names = ["baseline", *(described["name"] for described in advice.get("candidates", []))]
     costs = {}
     for name, cell in zip(names, [baseline, *measured] if baseline is not None else []):
@@ -177,7 +177,7 @@ def affordable_steps(study: Study, advice: dict, steps: list[tuple[str, Any]], p
     combination's cells are arms of shared processes (a round's start-up once); a first stage that shared its
     processes timed its cells without a start-up, which fresh processes each pay again."""
     costs = cell_costs(study, advice)
-    baseline, _ = advise_tables.candidate_cells(study, advice)
+    baseline, _ = candidate_cells(study, advice)
     steps_run = _steps_run(baseline.config) if baseline is not None else 0
     spent = costs["baseline"].total_s if "baseline" in costs else per_cell_s
     rounds = baseline.config.repeats if baseline is not None else 0
@@ -196,10 +196,10 @@ def affordable_steps(study: Study, advice: dict, steps: list[tuple[str, Any]], p
 
 def cut_by_the_budget(study: Study, advice: dict, per_cell_s: float, budget_left_s: float) -> bool:
     """A combination the budget stopped short (not run, or steps left out) and a budget that affords more steps than
-    it ran (counted as _combine counts them; a step left out may hold against the last that held even where the one
+    it ran (counted as combine counts them; a step left out may hold against the last that held even where the one
     before it did not): resumed, it runs again whole, so each step is measured interleaved with the ones before it
     and a fresh baseline (steps added to the old cells alone would be compared across time). A resume without more
-    budget leaves it as it is. One the budget skipped whole has no steps on record: _combine plans it again, and
+    budget leaves it as it is. One the budget skipped whole has no steps on record: combine plans it again, and
     skips it again where it still cannot pay."""
     combination = advice["combination"]
     if "skipped" in combination:

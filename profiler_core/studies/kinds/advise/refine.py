@@ -22,17 +22,12 @@ from sysprof.profiler_core.studies import sweep
 from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kind import Tables
 from sysprof.profiler_core.studies.kinds.advise import tables as advise_tables
-from sysprof.profiler_core.studies.kinds.advise.candidates import (
-    Candidate,
-    chain,
-    compile_s,
-    group_of,
-    options_text,
-    processes_of,
-    with_processes,
-)
+from sysprof.profiler_core.studies.kinds.advise.budget_plan import compile_s, processes_of, with_processes
+from sysprof.profiler_core.studies.kinds.advise.candidates import Candidate, chain, group_of, options_text
 from sysprof.profiler_core.studies.kinds.advise.goal import SPEED, Goal, goal_of
 from sysprof.profiler_core.studies.kinds.advise.memory import Seen
+from sysprof.profiler_core.studies.kinds.advise.recommendation import run_command, shared_caveat
+from sysprof.profiler_core.studies.kinds.advise.step_rows import LEFT_OUT, held_up, step_row, times
 
 REFINE_TABLE = "on top of the answer: each candidate not in it, added, against the answer beside it"
 
@@ -142,15 +137,15 @@ def rows(study: Study, refine: dict, goal: Goal = SPEED) -> list[dict]:
         return []
     baseline, answer = study.cells[first], study.cells[first + 1]
     name = refine["answer"]["name"]
-    found = [advise_tables.step_row("baseline", baseline, baseline, baseline, goal=goal),
-             advise_tables.step_row(name, baseline, baseline, answer, goal=goal)
+    found = [step_row("baseline", baseline, baseline, baseline, goal=goal),
+             step_row(name, baseline, baseline, answer, goal=goal)
              | {"options": refine["answer"]["options"]}]
     for index, step in enumerate(refine["steps"]):
         cell = study.cells[first + 2 + index]
         same_data = (name, answer) if cell.config.batch == answer.config.batch else None
-        row = advise_tables.step_row(step["name"], baseline, answer, cell, same_data=same_data, goal=goal)
+        row = step_row(step["name"], baseline, answer, cell, same_data=same_data, goal=goal)
         found.append(row | {"options": step["options"]})
-    return found + [{"step": step["name"], "status": "not run", "why": advise_tables.LEFT_OUT,
+    return found + [{"step": step["name"], "status": "not run", "why": LEFT_OUT,
                      "options": step["options"]} for step in refine.get("left_out", [])]
 
 
@@ -185,14 +180,14 @@ def _with_unaffordable(found: Tables, refine: dict) -> Tables:
 
 def best_helping(steps: list[dict], goal: Goal = SPEED) -> dict | None:
     """The step on top of the answer that helps most by the goal's measure (tokens/s, tokens/J)."""
-    helping = [row for row in steps if advise_tables.held_up(row) and row.get(goal.row)]
+    helping = [row for row in steps if held_up(row) and row.get(goal.row)]
     return max(helping, key=lambda row: row[goal.row], default=None)
 
 
 def _answer(study: Study, refine: dict, better: dict, goal: Goal) -> dict:
     baseline = study.cells[refine["first_cell"]]
-    caveat = advise_tables.shared_caveat(refine | {"offset": 1}, study, better["step"])  # after the answer's cell
-    return {"answer": f"{better['step']}: {goal.row} {advise_tables.times(better['× baseline'])} of the baseline's "
+    caveat = shared_caveat(refine | {"offset": 1}, study, better["step"])  # after the answer's cell
+    return {"answer": f"{better['step']}: {goal.row} {times(better['× baseline'])} of the baseline's "
                       f"measured beside it, {better['over the step before']} than {refine['answer']['name']}"
                       f"{caveat}",
-            "options": better["options"], "command": advise_tables.run_command(baseline.config, better["options"])}
+            "options": better["options"], "command": run_command(baseline.config, better["options"])}

@@ -25,12 +25,12 @@ import math
 
 from sysprof.profiler_core.base.config import RunConfig
 from sysprof.profiler_core.memory.fit import HOST_MEMORY
+from sysprof.profiler_core.studies.kinds.advise.budget_plan import by_expected_gain
 from sysprof.profiler_core.studies.kinds.advise.candidates import (
     FP8_LINEARS,
     FUSED_STEP,
     Candidate,
     batch_candidate,
-    by_expected_gain,
     chain,
 )
 from sysprof.profiler_core.studies.kinds.advise.memory import Seen, estimated_peak

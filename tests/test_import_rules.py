@@ -24,12 +24,12 @@ CORE, RUNNER = f"{ROOT_PACKAGE}.profiler_core", f"{ROOT_PACKAGE}.profiler_core.r
 
 # The floors, lowest first: one per folder, no exceptions. A module imports from its own floor or those below it.
 # The core's top level holds only its package, its `python -m` entry and the door (api): they are the cli floor.
-LAYERS = ("models", "base", "analyzers", "documents", "render", "session", "studies", "cli", "tui")
+LAYERS = ("models", "base", "analyzers", "documents", "tables", "render", "session", "studies", "cli", "tui")
 FLOOR_OF_FOLDER = {f"{ROOT_PACKAGE}.models": "models", f"{ROOT_PACKAGE}.tui": "tui",
                    f"{CORE}.base": "base",
                    f"{CORE}.analysis": "analyzers", f"{CORE}.kernels": "analyzers", f"{CORE}.memory": "analyzers",
                    f"{CORE}.readers": "analyzers",
-                   f"{CORE}.documents": "documents", f"{CORE}.render": "render",
+                   f"{CORE}.documents": "documents", f"{CORE}.tables": "tables", f"{CORE}.render": "render",
                    f"{CORE}.session": "session", f"{CORE}.studies": "studies", f"{CORE}.cli": "cli",
                    f"{CORE}.door": "cli",  # the services api.py hands out
                    # the runner may use what a run's files are made of, never what orchestrates or shows them
@@ -165,8 +165,8 @@ def test_the_apps_models_load_no_textual():
     assert models and "textual" not in loaded_after_import(", ".join(models))
 
 
-def test_the_app_enters_the_core_through_api_and_render():
-    allowed = (f"{CORE}.api", f"{CORE}.render", f"{CORE}.base.units")
+def test_the_app_enters_the_core_through_api_tables_and_render():
+    allowed = (f"{CORE}.api", f"{CORE}.tables", f"{CORE}.render", f"{CORE}.base.units")
     offenders = {name: sorted(n for n in imported_names(path, top_level_only=False)
                               if n.startswith(("sysprof.profiler_core", "sysprof.models"))
                               and not n.startswith(allowed))

@@ -14,10 +14,10 @@ from sysprof.profiler_core.documents.run_document import KERNELS, MEMORY, Run
 from sysprof.profiler_core.documents.study_plans import study_kind
 from sysprof.profiler_core.kernels.attention_flops import sub_range_rows
 from sysprof.profiler_core.render import export
-from sysprof.profiler_core.render.analysis_report import category_rows
-from sysprof.profiler_core.render.module_tables import kernel_module_rows, memory_module_rows
-from sysprof.profiler_core.render.table_model import TableModel, export_tables
-from sysprof.profiler_core.render.table_models import phase_kernel_model, ranks_model
+from sysprof.profiler_core.tables.memory_tables import category_rows
+from sysprof.profiler_core.tables.model import TableModel, export_tables
+from sysprof.profiler_core.tables.module_tables import kernel_module_rows, memory_module_rows
+from sysprof.profiler_core.tables.run_tables import phase_kernel_model, ranks_model
 
 FORMATS = {"md": "markdown", "csv": "csv", "json": "json", "tex": "latex"}
 

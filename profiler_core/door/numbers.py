@@ -4,7 +4,6 @@ from __future__ import annotations
 from sysprof.profiler_core.analysis.compare import compare_summaries, config_differences, other_step_fields
 from sysprof.profiler_core.analysis.metrics import mfu_missing, phase_stats, throughput
 from sysprof.profiler_core.base.records import phases_of
-from sysprof.profiler_core.kernels.names import short_kernel_name
 
 __all__ = ["compare_summaries", "config_differences", "mfu_missing", "other_step_fields", "phase_stats", "phases_of",
-           "short_kernel_name", "throughput"]
+           "throughput"]

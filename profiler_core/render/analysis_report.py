@@ -7,33 +7,18 @@ kernel name holds `[lambda() (instance 3)]`, which Rich would otherwise take for
 from __future__ import annotations
 
 from rich.markup import escape
-from rich.table import Table
-from rich.text import Text
 
-from sysprof.profiler_core.base.units import NA, exact_bytes, format_bytes, format_ms, ns_to_ms
+from sysprof.profiler_core.base.units import exact_bytes, format_bytes, format_ms
 from sysprof.profiler_core.kernels.attention_flops import sub_range_rows
-from sysprof.profiler_core.kernels.names import short_kernel_name
-from sysprof.profiler_core.memory.phases import BEFORE_RECORDING, step_words
+from sysprof.profiler_core.memory.phases import step_words
 from sysprof.profiler_core.render.launch_report import print_launch_analysis
 from sysprof.profiler_core.render.module_tables import print_module_tables
 from sysprof.profiler_core.render.rows import paint_model, print_rows
-from sysprof.profiler_core.render.table_models import phase_kernel_model
+from sysprof.profiler_core.tables.kernel_tables import top_kernels_model
+from sysprof.profiler_core.tables.memory_tables import memory_model
+from sysprof.profiler_core.tables.run_tables import phase_kernel_model
 
 TOP_CLASSES = "top classes, GPU ms"  # the unit of the numbers in its cells
-
-
-def top_kernels(analysis: dict, limit: int = 15, full_names: bool = False) -> Table:
-    title = f"Top {limit} kernels by total time" + ("" if full_names else " (short names; --full-names for all)")
-    # The name takes what the numbers leave (one line, cut with …), so no row wraps at 80 columns
-    table = Table(title=title, title_justify="left", expand=True)
-    table.add_column("kernel", overflow="fold" if full_names else "ellipsis", no_wrap=not full_names, ratio=1)
-    for column in ("class", "n", "total ms", "avg µs"):
-        table.add_column(column, justify="left" if column == "class" else "right", no_wrap=True)
-    for kernel in analysis["kernels"][:limit]:  # names as Text: "[lambda() (instance 3)]" is printed, not markup
-        name = kernel["name"] if full_names else short_kernel_name(kernel["name"])
-        table.add_row(Text(name), Text(str(kernel["class"])), str(kernel["instances"]), ns_to_ms(kernel["total_ns"]),
-                      NA if kernel["avg_ns"] is None else f"{kernel['avg_ns'] / 1e3:.1f}")
-    return table
 
 
 def print_attention_tables(console, analysis: dict) -> None:
@@ -49,7 +34,7 @@ def print_attention_tables(console, analysis: dict) -> None:
 def print_kernel_analysis(console, analysis: dict, full_names: bool = False) -> None:
     console.print(paint_model(phase_kernel_model(analysis)))
     print_launch_analysis(console, analysis)
-    console.print(top_kernels(analysis, full_names=full_names))
+    console.print(paint_model(top_kernels_model(analysis, full_names=full_names)))
     print_attention_tables(console, analysis)
     print_module_tables(console, analysis, "kernels")
     for note in analysis.get("notes", []):
@@ -81,20 +66,6 @@ def timeline_sparkline(levels: list[int], width: int) -> str:
     top = max(levels) or 1
     slices = [levels[i * len(levels) // width:(i + 1) * len(levels) // width] or [0] for i in range(width)]
     return "".join(SPARK_LEVELS[round(max(s) / top * (len(SPARK_LEVELS) - 1))] for s in slices)
-
-
-def phase_label(phase: str | None) -> str:
-    """A phase as a person reads it: `before recording` for blocks allocated before the history began."""
-    return "before recording" if phase in (None, BEFORE_RECORDING) else str(phase)
-
-
-def where_cell(alloc: dict) -> Text:
-    """Where an allocation was made: its user frame (foreign text, never markup), or why there is none."""
-    if alloc.get("frame"):
-        return Text(str(alloc["frame"]))
-    if alloc.get("phase") in (None, BEFORE_RECORDING):
-        return Text("before recording", style="dim")
-    return Text("no Python frame recorded", style="dim")
 
 
 def _allocator_peak(analysis: dict) -> dict:
@@ -140,15 +111,6 @@ def memory_headline(analysis: dict) -> list[str]:
     return lines
 
 
-def category_rows(memory: dict) -> list[dict]:
-    """Memory at the peak by category, largest first, with its share of the requested peak (the CLI's table, the
-    export's and the report's)."""
-    peak = memory.get("peak_allocated_bytes") or 0
-    ranked = sorted(memory["by_category"].items(), key=lambda item: -item[1])
-    return [{"category": name, "bytes at the peak": size, "MiB": round(size / 2**20, 1),
-             "% of peak": round(100 * size / peak, 1) if peak else None} for name, size in ranked]
-
-
 def print_memory_analysis(console, analysis: dict) -> None:
     for line in memory_headline(analysis):
         console.print(line, highlight=False)
@@ -159,21 +121,8 @@ def print_memory_analysis(console, analysis: dict) -> None:
         console.print(phase_mark_line(timeline, width), highlight=False)
     if analysis.get("images"):
         console.print(f"the timeline as images, beside this analysis: {escape(', '.join(analysis['images']))}")
-    table = Table(title="Memory at the peak by category", title_justify="left")
-    table.add_column("category")
-    table.add_column("bytes", justify="right")
-    table.add_column("% of peak", justify="right")
-    for row in category_rows(analysis):
-        share = NA if row["% of peak"] is None else f"{row['% of peak']:.1f}"
-        table.add_row(Text(str(row["category"])), format_bytes(row["bytes at the peak"]), share)
-    console.print(table)
-    top = Table(title="Largest allocations alive at the peak", title_justify="left")
-    for column in ("size", "phase", "category", "where"):
-        top.add_column(column, justify="right" if column == "size" else "left")
-    for alloc in analysis["top_allocations"][:10]:
-        top.add_row(format_bytes(alloc["size_bytes"]), phase_label(alloc["phase"]), Text(str(alloc["category"])),
-                    where_cell(alloc))
-    console.print(top)
+    for name in ("categories", "top allocations"):
+        console.print(paint_model(memory_model(name, analysis)))
     print_module_tables(console, analysis, "memory")
 
 

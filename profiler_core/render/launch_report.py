@@ -4,25 +4,15 @@ Plain dicts in, rich tables and text out; no pandas, so the app may import it.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from rich.markup import escape
 from rich.table import Table
 
-from sysprof.models.phases import PHASES
-from sysprof.profiler_core.base.records import phases_of
 from sysprof.profiler_core.base.units import optional
+from sysprof.profiler_core.tables.launch_cells import phase_launches
 
 # Two-line headers keep the table within 80 columns; "other" idle (the rest of the span) is in the JSON.
 COLUMNS = ("phase", "busy %", "host-\nwait %", "kernel-\nwait %", "launch\nµs", "kernels <\nlaunch %", "verdict")
 FIELDS = ("busy_pct", "host_wait_pct", "kernel_wait_pct", "median_launch_us", "shorter_than_launch_pct")
-
-
-def phase_launches(analysis: Mapping[str, Any]) -> dict[str, dict]:
-    """Phase → its launch figures, for the phases that have them, in step order."""
-    phases = phases_of(analysis)
-    return {phase: launch for phase in PHASES if (launch := (phases.get(phase) or {}).get("launch"))}
 
 
 def launch_table(analysis: dict) -> Table | None:
@@ -58,9 +48,3 @@ def print_launch_analysis(console, analysis: dict) -> None:
     console.print(table)
     for line in verdict_lines(analysis):
         console.print(line, highlight=False)
-
-
-def short_verdict(analysis: Mapping[str, Any], phase: str) -> str:
-    """"launch" or "GPU" for a table cell ("" when the phase has no launch figures)."""
-    launch = phase_launches(analysis).get(phase)
-    return launch["verdict"].removesuffix("-bound") if launch else ""

@@ -12,8 +12,8 @@ from rich.text import Text
 
 from sysprof.profiler_core.base.units import significant
 from sysprof.profiler_core.kernels.names import short_kernel_name
-from sysprof.profiler_core.render.table_model import TableModel
 from sysprof.profiler_core.render.whole_tables import RecordsTable
+from sysprof.profiler_core.tables.model import TableModel
 
 KERNEL_COLUMN, NAME_WIDTH = "kernel", 40  # the cross-run kernel tables' name column, and its width on a line
 

@@ -17,7 +17,7 @@ from sysprof.profiler_core.base.events import OK, end_reason, run_state
 from sysprof.profiler_core.base.records import RunSummary
 from sysprof.profiler_core.base.units import format_bytes, format_ms, optional
 from sysprof.profiler_core.render.rows import paint_model
-from sysprof.profiler_core.render.table_models import phase_model, ranks_model, run_title
+from sysprof.profiler_core.tables.run_tables import phase_model, ranks_model, run_title
 
 
 def phase_table(summary: RunSummary) -> Table:

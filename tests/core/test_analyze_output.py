@@ -42,10 +42,11 @@ def rendered(analysis: dict, full_names: bool, width: int = 1000) -> str:
 
 
 def kernel_rows(text: str) -> list[str]:
+    """The 15 lines under the top-kernels table's header rule."""
     lines = text.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("Top 15 kernels"))
-    body = lines[start + 4:]
-    return [line for line in body[:next(i for i, line in enumerate(body) if line.startswith("└"))]]
+    rule = next(i for i in range(start, len(lines)) if lines[i].strip().startswith("───"))
+    return lines[rule + 1:rule + 16]
 
 
 def test_markup_would_swallow_the_real_name():
@@ -59,7 +60,7 @@ def test_full_names_print_every_real_name_whole_and_unaltered(analysis):
     rows = kernel_rows(text)
     assert len(rows) == 15  # one line each at this width: nothing folded
     for name, row in zip(names, rows):
-        assert row.startswith(f"│ {name} ")
+        assert row.rstrip().endswith(f" {name}")  # the whole name is the last column, so it can wrap
     assert sum(LAMBDA in row for row in rows) == 1
 
 
@@ -68,10 +69,10 @@ def test_short_names_lose_nothing_but_the_template_and_arguments(analysis):
     rows = kernel_rows(text)
     for kernel, row in zip(analysis["kernels"][:15], rows):
         short = short_kernel_name(kernel["name"])
-        cell = row.split("│")[1].strip()
+        cell = row.split()[0]
         assert cell == short and "…" not in row
     copy_row = rows[[kernel["name"] for kernel in analysis["kernels"][:15]].index(COPY_KERNEL)]
-    assert copy_row.startswith("│ elementwise_kernel ") and "│ copy " in copy_row
+    assert copy_row.startswith(" elementwise_kernel ") and " copy " in copy_row
     assert "lambda" not in "\n".join(rows)
 
 

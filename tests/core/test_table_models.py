@@ -10,7 +10,7 @@ from rich.console import Console
 from sysprof.profiler_core.cli.export import run_tables
 from sysprof.profiler_core.documents.run_document import KERNELS, Run
 from sysprof.profiler_core.render.rows import paint_model
-from sysprof.profiler_core.render.table_models import phase_kernel_model, phase_model, ranks_model
+from sysprof.profiler_core.tables.run_tables import phase_kernel_model, phase_model, ranks_model
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN = ROOT / "tests" / "data" / "runs" / "small-h200-analyses"  # real nsys analysis, small fp32 on an H200

@@ -11,7 +11,7 @@ import pytest
 from sysprof.models.phases import ATTRIBUTED_PHASES, PHASES
 from sysprof.profiler_core.kernels.capture_check import WITHHELD, fit_to_capture
 from sysprof.profiler_core.readers.analyze import analyze_path
-from sysprof.profiler_core.render.table_models import phase_kernel_model
+from sysprof.profiler_core.tables.run_tables import phase_kernel_model
 
 CAPTURE = Path(__file__).resolve().parents[1] / "data" / "nsys" / "unpopped_fwd"
 CAPTURE_NS, CAPTURE_KERNELS = 15_811_027, 425  # every kernel of the capture (the sqlite export's sum)

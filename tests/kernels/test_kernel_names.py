@@ -11,9 +11,11 @@ import pandas as pd
 import pytest
 from rich.console import Console
 
+from sysprof.profiler_core.base.units import ns_as_ms
 from sysprof.profiler_core.kernels.names import short_kernel_name
-from sysprof.profiler_core.render.analysis_report import top_kernels
-from sysprof.profiler_core.render.rows import print_rows
+from sysprof.profiler_core.render.rows import paint_model, print_rows
+from sysprof.profiler_core.render.whole_tables import WholeTablesConsole
+from sysprof.profiler_core.tables.kernel_tables import top_kernels_model
 
 RUN = Path(__file__).resolve().parents[1] / "data" / "runs" / "small-h200-analyses"
 NAMES = sorted(set(pd.read_csv(RUN / "kernels" / "phase_kernels.csv")["name"]))
@@ -42,15 +44,24 @@ def rendered(renderable, width: int) -> list[str]:
     return console.export_text().splitlines()
 
 
+def kernel_lines(lines: list[str], kernels: list[dict]) -> list[list[str]]:
+    """For each kernel, the lines that hold its total ms beside the start of its short name."""
+    return [[line for line in lines if ns_as_ms(kernel["total_ns"]) in line
+             and short_kernel_name(kernel["name"])[:12] in line] for kernel in kernels]
+
+
 @pytest.mark.parametrize("width", [80, 120])
 def test_the_top_kernels_table_keeps_each_kernel_on_one_line(width):
-    lines = rendered(top_kernels(ANALYSIS, limit=15), width)
-    body = lines[lines.index(next(line for line in lines if line.startswith("┡"))) + 1:-1]
-    assert len(body) == 15 and all(len(line) <= width for line in lines)
+    console = WholeTablesConsole(width=width, record=True, force_terminal=True, file=open(os.devnull, "w"))
+    console.print(paint_model(top_kernels_model(ANALYSIS, limit=15)))
+    lines = console.export_text().splitlines()
+    assert all(len(found) == 1 for found in kernel_lines(lines, ANALYSIS["kernels"][:15]))
+    assert all(len(line) <= width for line in lines)
 
 
 def test_full_names_are_whole_and_unaltered_brackets_included():
-    lines = "\n".join(rendered(top_kernels(ANALYSIS, limit=len(ANALYSIS["kernels"]), full_names=True), 4000))
+    model = top_kernels_model(ANALYSIS, limit=len(ANALYSIS["kernels"]), full_names=True)
+    lines = "\n".join(rendered(paint_model(model), 4000))
     lambdas = [kernel["name"] for kernel in ANALYSIS["kernels"] if "[lambda() (instance 3)]" in kernel["name"]]
     assert lambdas and all(name in lines for name in lambdas)
     assert all(kernel["name"] in lines for kernel in ANALYSIS["kernels"])
@@ -72,7 +83,7 @@ def test_sysprof_analyze_fits_its_kernel_names_and_full_names_gives_them_whole(w
     assert short.returncode == 0, short.stderr
     lines = re.sub(r"\x1b\[[0-9;]*m", "", short.stdout).splitlines()  # a terminal gets bold and italics
     top = lines.index(next(line for line in lines if line.startswith("Top 15 kernels")))
-    assert sum(line.startswith("│") for line in lines[top:top + 20]) == 15
+    assert all(len(found) == 1 for found in kernel_lines(lines[top:top + 24], ANALYSIS["kernels"][:15]))
     assert all(len(line) <= int(width) for line in lines)
     whole = subprocess.run([*run, "--full-names"], env=dict(env, TTY_COMPATIBLE="0"), capture_output=True, text=True,
                            timeout=120)

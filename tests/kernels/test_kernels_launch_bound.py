@@ -19,7 +19,8 @@ from sysprof.profiler_core.kernels.launch_verdict import (
 )
 from sysprof.profiler_core.kernels.summary import analyze_attribution, analyze_sqlite, analyze_stats_dir
 from sysprof.profiler_core.kernels.torch_trace import attribute_torch_trace
-from sysprof.profiler_core.render.launch_report import launch_table, short_verdict, verdict_lines
+from sysprof.profiler_core.render.launch_report import launch_table, verdict_lines
+from sysprof.profiler_core.tables.launch_cells import short_verdict
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 H200 = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "h200_small_fp32"

@@ -33,10 +33,11 @@ def test_the_headline_gives_both_peaks_the_phase_and_step_and_which_one_torch_re
 
 def test_blocks_from_before_recording_say_so_instead_of_none(analysis):
     text = rendered(analysis)
-    rows = [line for line in text.splitlines() if line.startswith("│") and "MiB" in line and "before" in line]
+    rows = [line for line in text.splitlines() if "MiB" in line and "before" in line]
     assert rows and all(line.count("before recording") == 2 for line in rows)  # phase and where
     assert "None" not in text and "before_recording" not in text
-    assert "│ 39.06 MiB │ forward          │ activations     │ probe/holdout.py:45 in step  │" in text
+    assert any(line.split()[:5] == ["39.06", "MiB", "activations", "forward", "0"] and "probe/holdout.py:45 in step"
+               in line for line in text.splitlines())
 
 
 def test_the_json_adds_keys_and_keeps_the_contract(analysis):
@@ -70,4 +71,5 @@ def test_a_peak_before_recording_or_in_an_unknown_phase_says_so():
     lines = rendered(analyze_snapshot(no_stacks)).splitlines()
     assert lines[1] == ("at the peak: an unknown phase and step (neither stack frames nor Optimizer.* annotations "
                         "tell)")
-    assert "│ 4.00 KiB │ unknown │ other    │ no Python frame recorded │" in rendered(analyze_snapshot(no_stacks))
+    assert any(line.split()[:4] == ["4.00", "KiB", "other", "unknown"] and "no Python frame recorded" in line
+               for line in rendered(analyze_snapshot(no_stacks)).splitlines())

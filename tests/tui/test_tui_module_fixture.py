@@ -15,7 +15,7 @@ from sysprof.profiler_core.documents.run_document import Run
 from sysprof.profiler_core.kernels import attribute_kernels
 from sysprof.profiler_core.kernels.summary import analyze_attribution, phase_kernel_table
 from sysprof.profiler_core.memory import analyze_snapshot
-from sysprof.profiler_core.render.module_tables import KERNEL_ROW_FIELDS
+from sysprof.profiler_core.tables.module_tables import KERNEL_ROW_FIELDS
 from sysprof.tui.app import build_app
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "module_ranges"

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sysprof.profiler_core.api import runs, vocab
-from sysprof.profiler_core.render.module_tables import kernel_module_rows, type_label
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -87,9 +86,3 @@ def load_kernel_data(kernels_dir: Path) -> KernelData:
     except (OSError, *vocab.DAMAGED_DATA) as exc:  # a damaged file, or one from another version: this screen says so
         data.table, data.problem = None, f"cannot read the kernel tables in {kernels_dir}: {type(exc).__name__}: {exc}"
     return data
-
-
-def module_type_rows(analysis: dict, phase: str) -> list[dict]:
-    """The module-type table of one phase (or all), each row with the label the screen shows (sub-rows indented)."""
-    return [row | {"type": type_label(row)} for row in kernel_module_rows(analysis)
-            if phase in (ALL_PHASES, row["phase"])]

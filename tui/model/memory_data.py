@@ -5,9 +5,6 @@ import bisect
 from pathlib import Path
 
 from sysprof.profiler_core.api import RunDirError, runs
-from sysprof.profiler_core.render.module_tables import memory_module_rows
-
-MEMORY_TABLES = ("top allocations", "categories", "predicted vs measured", "module types")
 
 
 def load_memory_analysis(memory_dir: Path) -> tuple[dict | None, str | None]:
@@ -34,20 +31,3 @@ def peaks_by_phase(timeline: dict) -> dict[str, int]:
         if stretch:
             peaks[mark["phase"]] = max(peaks.get(mark["phase"], 0), max(stretch))
     return peaks
-
-
-def category_rows(analysis: dict) -> list[dict]:
-    at_peak, highest = analysis.get("by_category") or {}, analysis.get("max_by_category") or {}
-    return [{"category": name, "at_peak_bytes": at_peak.get(name), "max_bytes": highest.get(name)}
-            for name in dict.fromkeys([*at_peak, *highest])]
-
-
-def memory_table(name: str, analysis: dict) -> list[dict]:
-    """One of MEMORY_TABLES, as stored by the memory pass (the prediction is the one analysis.json holds)."""
-    if name == "top allocations":
-        return list(analysis.get("top_allocations") or [])
-    if name == "categories":
-        return category_rows(analysis)
-    if name == "module types":
-        return memory_module_rows(analysis)
-    return list(analysis.get("predicted_vs_measured") or [])

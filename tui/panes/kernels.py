@@ -15,21 +15,20 @@ from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.widgets import DataTable, Input, Static
 
-from sysprof.profiler_core.api import numbers
-from sysprof.profiler_core.base.units import blank_or, fixed, ns_as_ms, ns_as_us
 from sysprof.profiler_core.render.launch_report import verdict_lines
-from sysprof.profiler_core.render.module_tables import KERNEL_ROW_FIELDS, absent_line
 from sysprof.profiler_core.render.rows import paint_model
-from sysprof.profiler_core.render.table_models import phase_kernel_model
+from sysprof.profiler_core.tables.kernel_tables import KERNEL_COLUMNS, kernels_model
+from sysprof.profiler_core.tables.module_tables import KERNEL_ROW_FIELDS, absent_line, kernel_module_model
+from sysprof.profiler_core.tables.run_tables import phase_kernel_model
 from sysprof.tui.keys import pane_bindings
 from sysprof.tui.model.advice import absent_kernels
 from sysprof.tui.model.kernel_data import (
+    ALL_PHASES,
     KERNEL_TABLES,
     KernelData,
     KernelView,
     apply_view,
     load_kernel_data,
-    module_type_rows,
 )
 from sysprof.tui.model.kernel_text import (
     attention_flops_line,
@@ -44,15 +43,11 @@ from sysprof.tui.panes.base import ExportTable, Pane
 from sysprof.tui.widgets.tables import MarkableTable
 
 MAX_SHOWN_ROWS = 1000  # the DataTable draws every row it holds; export still gets all of them
-# The time first after the name: at 80 columns what comes after the name's 36 is what a user sees without scrolling.
-COLUMNS = {"phase": "phase", "name": "kernel", "total_ns": "total ms", "pct_of_phase": "% phase", "instances": "n",
-           "class": "class", "avg_ns": "avg µs", "med_ns": "med µs", "min_ns": "min µs", "max_ns": "max µs",
-           "std_ns": "std µs"}
-FORMATTERS = {"name": lambda name: numbers.short_kernel_name(str(name)), "total_ns": ns_as_ms, "pct_of_phase": fixed(1),
-              **{k: ns_as_us for k in ("avg_ns", "med_ns", "min_ns", "max_ns", "std_ns")}}
-MODULE_COLUMNS = {"phase": "phase", "type": "module type", "gpu_ms_per_step": "ms/step", "gpu_ns": "total ms",
-                  "kernels": "kernels", "share": "% phase"}
-MODULE_FORMATTERS = {"gpu_ms_per_step": fixed(3), "gpu_ns": ns_as_ms, "share": blank_or(lambda v: f"{100 * v:.1f}")}
+
+
+def sort_label(key: str) -> str:
+    column = KERNEL_COLUMNS.get(key)
+    return column.label if column else key
 
 
 def phase_breakdown(analysis: dict) -> Table:
@@ -148,26 +143,26 @@ class KernelsPane(Pane):
         data, table = self.data, self.query_one("#kernel-table", MarkableTable)
         if data is None or data.table is None:
             self.view_rows = None
-            table.show(COLUMNS, [])
+            table.show_model(kernels_model([]))
             return
         if self.table_name == "module types":
             self.show_module_types(data, view)
             return
         source = data.rows_for(view.phase)
         self.view_rows = apply_view(source, view)
-        table.show(COLUMNS, self.view_rows.head(MAX_SHOWN_ROWS).to_dict("records"), FORMATTERS,
-                   widths={"name": 36, "phase": 9 if source is data.table else 12, "class": 11})
+        table.show_model(kernels_model(self.view_rows.head(MAX_SHOWN_ROWS).to_dict("records")),
+                         widths={"name": 36, "phase": 9 if source is data.table else 12, "class": 11})
         arrow = "↓" if view.descending else "↑"
         self.query_one("#kernel-view", Static).update(
-            f"phase [b]{view.phase}[/b] (p) · sort [b]{COLUMNS.get(view.sort_by, view.sort_by)} {arrow}[/b] (s) · "
+            f"phase [b]{view.phase}[/b] (p) · sort [b]{sort_label(view.sort_by)} {arrow}[/b] (s) · "
             f"{len(self.view_rows)} of {len(source)} rows · t: module types")
         self.show_details(table.cursor_record())
 
     def show_module_types(self, data: KernelData, view: KernelView) -> None:
         """GPU time by module type (--nvtx-modules), the user's ranges as sub-rows; one line when there is none."""
-        rows = module_type_rows(data.analysis, view.phase)
-        self.query_one("#kernel-table", MarkableTable).show(MODULE_COLUMNS, rows, MODULE_FORMATTERS,
-                                                            widths={"phase": 9, "type": 28})
+        model = kernel_module_model(data.analysis, None if view.phase == ALL_PHASES else view.phase)
+        rows = model.rows
+        self.query_one("#kernel-table", MarkableTable).show_model(model, widths={"phase": 9, "type": 28})
         line = f"phase [b]{view.phase}[/b] (p)" if rows else absent_line(data.analysis.get("modules"))
         self.query_one("#kernel-view", Static).update(f"[b]module types[/b] · t: kernels · {line}")
         self.show_details(None)
@@ -182,7 +177,7 @@ class KernelsPane(Pane):
 
     @on(DataTable.HeaderSelected)
     def header_clicked(self, event: DataTable.HeaderSelected) -> None:
-        if event.column_key.value in COLUMNS:
+        if event.column_key.value in KERNEL_COLUMNS:
             self.view = self.view.sorted_by(event.column_key.value)
 
     @on(DataTable.RowHighlighted)

@@ -11,7 +11,7 @@ from textual.widgets import Label, ProgressBar, Sparkline, Static
 
 from sysprof.profiler_core.api import events, gpus, numbers
 from sysprof.profiler_core.base.units import NA, format_ms, optional, ratio, telemetry_cells
-from sysprof.profiler_core.render.table_models import SHORT_PHASES
+from sysprof.profiler_core.tables.run_tables import SHORT_PHASES
 from sysprof.tui.model.live_numbers import (
     CHART_SERIES,
     chart_series,

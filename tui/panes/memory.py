@@ -1,6 +1,7 @@
 """Memory: peaks per phase, the active-memory timeline with phase marks, and four tables."""
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from textual import work
@@ -10,30 +11,17 @@ from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
 from sysprof.profiler_core.api import runs, vocab
-from sysprof.profiler_core.base.units import bytes_cell, fixed
+from sysprof.profiler_core.base.units import bytes_cell
 from sysprof.profiler_core.render.memory_plot import GIB, peak_point, phase_spans, x_label
-from sysprof.profiler_core.render.module_tables import absent_line
+from sysprof.profiler_core.tables.memory_tables import MEMORY_TABLES, memory_model
+from sysprof.profiler_core.tables.module_tables import absent_line
 from sysprof.tui.keys import pane_bindings
 from sysprof.tui.model.advice import absent_memory
-from sysprof.tui.model.memory_data import MEMORY_TABLES, load_memory_analysis, memory_table, peaks_by_phase
+from sysprof.tui.model.memory_data import load_memory_analysis, peaks_by_phase
 from sysprof.tui.model.run_files import short_path
 from sysprof.tui.model.state import RunState
 from sysprof.tui.panes.base import ExportTable, Pane
 from sysprof.tui.widgets.tables import MarkableTable, OutOfViewCells
-
-TABLE_COLUMNS = {
-    "top allocations": {"size_bytes": "size", "category": "category", "phase": "phase", "step": "step",
-                        "op": "op", "frame": "frame", "allocated_at_ms": "at ms"},
-    "categories": {"category": "category", "at_peak_bytes": "alive at peak", "max_bytes": "max over trace"},
-    "predicted vs measured": {"item": "item", "predicted_bytes": "predicted", "measured_bytes": "measured",
-                              "ratio": "measured/pred", "explanation": "why they differ"},
-    "module types": {"category": "module type", "at_peak_bytes": "alive at peak", "max_bytes": "max over trace",
-                     "largest_bytes": "largest", "largest_phase": "phase", "largest_module": "module",
-                     "largest_frame": "frame"},
-}
-FORMATTERS = {"size_bytes": bytes_cell, "at_peak_bytes": bytes_cell, "max_bytes": bytes_cell,
-              "predicted_bytes": bytes_cell, "measured_bytes": bytes_cell, "ratio": fixed(2),
-              "allocated_at_ms": fixed(1), "largest_bytes": bytes_cell}
 
 
 def summary_text(analysis: dict, snapshot: Path) -> str:
@@ -128,10 +116,11 @@ class MemoryPane(Pane):
         self.watch_table_name(self.table_name)
 
     def watch_table_name(self, name: str) -> None:
-        records = memory_table(name, self.analysis) if self.analysis else []
-        self.query_one("#memory-table", MarkableTable).show(TABLE_COLUMNS[name], records, FORMATTERS,
-                                                            widths={"frame": 28, "explanation": 40,
-                                                                    "largest_frame": 28})
+        model = memory_model(name, self.analysis or {})
+        records = model.rows if self.analysis else []
+        self.query_one("#memory-table", MarkableTable).show_model(
+            model if self.analysis else replace(model, rows=[]),
+            widths={"where": 28, "explanation": 40, "largest_frame": 28})
         others = [n for n in MEMORY_TABLES if n != name]
         hint = f"t: {' / '.join(others)}"
         if name == "module types" and not records:  # how to get the table comes before the keys

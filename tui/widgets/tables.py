@@ -17,6 +17,7 @@ from textual.widgets import DataTable, Static
 from textual.widgets.data_table import RowKey
 
 from sysprof.profiler_core.base.units import Formatter
+from sysprof.profiler_core.tables.model import TableModel
 from sysprof.tui.keys import key_label
 
 MARK = "✓"
@@ -68,6 +69,11 @@ class MarkableTable(WholeCellsTable):
             self.add_column(label, key=key, width=widths.get(key, fitted))
         for index, cells in enumerate(rows):
             self.add_row("", *cells, key=str(index))
+
+    def show_model(self, model: TableModel, widths: dict[str, int] | None = None) -> None:
+        """A table built in the core (tables/): its columns, its rows, each cell as the model reads it."""
+        self.show({column.key: column.label for column in model.columns}, list(model.rows),
+                  {column.key: column.text for column in model.columns}, widths)
 
     def action_toggle_mark(self) -> None:
         if not self.records:

@@ -18,6 +18,11 @@ def plain(value: Any) -> str:
     return NA if value is None else str(value)
 
 
+def blank(value: Any) -> str:
+    """A cell with nothing measured left empty (the app's tables, where N/A in every other row is noise)."""
+    return "" if value is None else str(value)
+
+
 @dataclass(frozen=True)
 class Column:
     key: str  # the row's key

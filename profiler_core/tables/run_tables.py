@@ -14,8 +14,8 @@ from sysprof.profiler_core.base.records import phases_of
 from sysprof.profiler_core.base.units import NA, format_bytes
 from sysprof.profiler_core.kernels.capture_check import WITHHELD
 from sysprof.profiler_core.kernels.whole_step import whole_step
-from sysprof.profiler_core.render.launch_report import short_verdict
-from sysprof.profiler_core.render.table_model import Column, TableModel, fixed_or_na, plain
+from sysprof.profiler_core.tables.launch_cells import short_verdict
+from sysprof.profiler_core.tables.model import Column, TableModel, fixed_or_na, plain
 
 
 def run_title(summary: Mapping[str, Any]) -> str:

@@ -123,6 +123,15 @@ class SysprofApp(PaneNavigation, RunActions, TableExportActions, App):
             names = ", ".join(running[:2]) + (f" and {len(running) - 2} more" if len(running) > 2 else "")
             self.notify(f"Still running: {names}. Runs (5) lists them; enter re-attaches.", timeout=10)
 
+    @on(TabbedContent.TabActivated)
+    def pane_shown(self, event: TabbedContent.TabActivated) -> None:
+        # Here, not in PaneNavigation: Textual registers @on handlers only from the App's own class body.
+        self.build_pane(event.pane)  # a click on a tab comes here without action_show_pane
+        pane = self.current_pane()
+        if pane is not None:
+            self.focus_pending = True
+            self.call_after_refresh(self.focus_if_still_shown, pane)
+
     def open_run(self, path: Path) -> None:
         if self.run_state.running:
             self.notify("A run is in progress: cancel it (ctrl+g) before opening another.", severity="warning")

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from textual import on
 from textual.app import SystemCommand
 from textual.screen import Screen
 from textual.widgets import TabbedContent, TabPane
@@ -73,14 +72,6 @@ class PaneNavigation(_PaneHost):
         """Mount a pane's content the first time it is shown; before the switch, so focus has a place to go."""
         if tab is not None and not tab.children and tab.id in self.pane_factories:
             tab.mount(self.pane_factories[tab.id]())
-
-    @on(TabbedContent.TabActivated)
-    def pane_shown(self, event: TabbedContent.TabActivated) -> None:
-        self.build_pane(event.pane)  # a click on a tab comes here without action_show_pane
-        pane = self.current_pane()
-        if pane is not None:
-            self.focus_pending = True
-            self.call_after_refresh(self.focus_if_still_shown, pane)
 
     def focus_if_still_shown(self, pane: Pane) -> None:
         """Focusing a pane that was left meanwhile would switch back to it (TabbedContent follows focus),

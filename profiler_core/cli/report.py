@@ -19,9 +19,9 @@ from sysprof.profiler_core.documents.run_document import Run
 from sysprof.profiler_core.documents.study_plans import study_kind
 from sysprof.profiler_core.render import report_figures as figures
 from sysprof.profiler_core.render import report_writers as blocks
-from sysprof.profiler_core.render.compare_report import COLUMNS, row_cells
 from sysprof.profiler_core.render.export import check_folder_writable
 from sysprof.profiler_core.render.report_writers import Block
+from sysprof.profiler_core.tables.compare_tables import compare_model
 
 SUFFIXES, DEFAULT_OUTPUT = (".md", ".html"), "report.md"
 
@@ -137,6 +137,6 @@ def _pair_blocks(run_a: Run, run_b: Run) -> list[Block]:
     rows = compare_summaries(summary_a, summary_b, MIN_EFFECT)
     if not rows:
         return [blocks.text(f"{title}: not compared; the two runs have no phase in common.")]
-    records = [dict(zip(COLUMNS, row_cells(row))) for row in rows]
+    records = compare_model(rows).records()
     notes = comparison_notes(MIN_EFFECT, differences, ordering(summary_a, summary_b))
     return [readable_table(title, records), *(blocks.text(note) for note in notes)]

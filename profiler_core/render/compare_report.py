@@ -3,36 +3,11 @@ verdict and its reason. Plain columns, never wrapped, so a row stays one line in
 the lines, each reason goes on a line of its own below its row."""
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
-from sysprof.profiler_core.base.units import NA, format_ms
+from sysprof.profiler_core.tables.compare_tables import COLUMNS, row_cells
 
-COLUMNS = ("phase", "A", "B", "B/A [95% CI]", "n A/B", "verdict", "reason")
 REASON_INDENT = "    "
-
-
-def value_text(value: float | None, unit: str) -> str:
-    if value is None:
-        return NA
-    return format_ms(value) if unit == "ms" else f"{value:,.0f}"  # a rate: the row's name says its unit
-
-
-def ratio_text(row: Mapping[str, Any]) -> str:
-    """0.93 [0.91–0.95]: the ratio of medians with its bootstrap interval (none with one process on a side)."""
-    ratio = row.get("ratio_b_over_a")
-    if ratio is None:
-        return NA
-    low, high = row.get("ci_low"), row.get("ci_high")
-    return f"{ratio:.2f}" + ("" if low is None or high is None else f" [{low:.2f}–{high:.2f}]")
-
-
-def row_cells(row: Mapping[str, Any]) -> list[str]:
-    """The cells of COLUMNS for one compare row."""
-    unit = row.get("unit", "ms")
-    return [row["phase"], value_text(row.get("a_median"), unit), value_text(row.get("b_median"), unit),
-            ratio_text(row), f"{row.get('n_a', 1)}/{row.get('n_b', 1)}", row.get("verdict_text") or row["verdict"],
-            row.get("reason") or ""]
 
 
 def compare_lines(rows: list[dict], title: str, notes: Sequence[str] = (), reasons_below: bool = False) -> list[str]:

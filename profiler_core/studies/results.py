@@ -8,12 +8,12 @@ from pathlib import Path
 from sysprof.profiler_core.analysis.compare import compare_summaries
 from sysprof.profiler_core.base import events
 from sysprof.profiler_core.documents.study_plans import AB_STUDY
-from sysprof.profiler_core.render.compare_report import COLUMNS, row_cells
 from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kernel_tables import profiled_sweep_tables, varied_fields
 from sysprof.profiler_core.studies.kinds import KINDS
 from sysprof.profiler_core.studies.memory_tables import memory_sweep_tables
 from sysprof.profiler_core.studies.tables import pivot, visible_columns
+from sysprof.profiler_core.tables.compare_tables import compare_model
 
 PIVOT_VALUE = "fwd mean ms"
 
@@ -41,8 +41,8 @@ def ab_tables(study: Study) -> dict[str, list[dict]]:
     summary_a, summary_b = summaries
     assert summary_a is not None and summary_b is not None
     rows = compare_summaries(summary_a, summary_b)
-    return {"B against A": [dict(zip(COLUMNS, row_cells(row))) | {"interleaved": row["interleaved"]}
-                           for row in rows]}
+    shown = compare_model(rows).records()
+    return {"B against A": [record | {"interleaved": row["interleaved"]} for record, row in zip(shown, rows)]}
 
 
 def _sweep_table(study: Study) -> list[dict]:

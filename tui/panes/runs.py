@@ -27,7 +27,7 @@ from sysprof.profiler_core.api import (
     vocab,
 )
 from sysprof.profiler_core.base.units import format_ms
-from sysprof.profiler_core.render.compare_report import row_cells
+from sysprof.profiler_core.tables.compare_tables import TEXT_KEYS, compare_model
 from sysprof.tui.keys import pane_bindings
 from sysprof.tui.model.run_files import short_path
 from sysprof.tui.panes.base import ExportTable, Pane
@@ -39,10 +39,6 @@ RUN_COLUMNS = {"name": "run", "state": "status", "step_median_ms": "median step"
                "mode": "mode", "ctx": "ctx", "batch": "batch", "dtype": "dtype", "attention": "attention",
                "device": "device"}
 NAME_WIDTH = 22  # the timestamp and the model; the rest of a run's name is in the columns
-# A compare row's display cells (render.compare_report) ride along under these keys; export leaves them out.
-TEXT_KEYS = ("a_text", "b_text", "ratio_text", "n_text", "verdict_cell")
-COMPARE_COLUMNS = {"phase": "phase", "a_text": "A", "b_text": "B", "ratio_text": "B/A [95% CI]", "n_text": "n",
-                   "verdict_cell": "verdict", "reason": "reason"}
 MS = lambda value: "" if value is None else format_ms(value)  # noqa: E731
 FORMATTERS = {"step_median_ms": MS,  # a name longer than its column ends in "…": cut, and seen to be
               "name": lambda name: name if len(name) <= NAME_WIDTH else name[:NAME_WIDTH - 1] + "…"}
@@ -65,11 +61,6 @@ def differences_line(run_a: dict, run_b: dict) -> str:
     if numbers.other_step_fields(differences):
         return f"\n[b]different steps[/b] ({text}): their times are not one step's before and after"
     return f"\nA and B differ in {text}"
-
-
-def compare_record(row: dict) -> dict:
-    """A compare row with its display cells (the interval joins two fields, tokens/s is not in ms)."""
-    return {**row, **dict(zip(TEXT_KEYS, row_cells(row)[1:6]))}
 
 
 def run_record(path: Path) -> dict:
@@ -204,8 +195,7 @@ class RunsPane(ReportActions, Pane):
             f"A = {name_a} · B = {name_b} · faster/slower: p < {vocab.ALPHA:g} over the processes' medians and a "
             f"change ≥ {vocab.MIN_EFFECT:.0%} and ≥ their spread, else within noise; 1 process each: noise unknown"
             + differences_line(run_a, run_b))
-        records = [compare_record(row) for row in self.comparison]
-        self.query_one("#compare-table", MarkableTable).show(COMPARE_COLUMNS, records)
+        self.query_one("#compare-table", MarkableTable).show_model(compare_model(self.comparison))
         self.add_class("-comparing")
 
     def action_rerun_interleaved(self) -> None:

@@ -10,7 +10,6 @@ from sysprof.profiler_core.analysis.compare import compare_summaries
 from sysprof.profiler_core.analysis.metrics import THROUGHPUT
 from sysprof.profiler_core.analysis.verdicts import FASTER
 from sysprof.profiler_core.base import events
-from sysprof.profiler_core.render.compare_report import ratio_text
 from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kinds.advise.cell_verdicts import (
     NOT_COMPARED,
@@ -24,6 +23,7 @@ from sysprof.profiler_core.studies.kinds.advise.cell_verdicts import (
     why_not,
 )
 from sysprof.profiler_core.studies.kinds.advise.goal import SPEED, Goal, within_noise
+from sysprof.profiler_core.tables.compare_tables import ratio_text
 
 
 def combination_rows(study: Study, combination: dict, goal: Goal = SPEED) -> list[dict]:

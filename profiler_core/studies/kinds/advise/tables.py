@@ -9,7 +9,6 @@ from sysprof.profiler_core.analysis.compare import THROUGHPUT_ROW, compare_summa
 from sysprof.profiler_core.base import events, rundir
 from sysprof.profiler_core.documents.study_plans import RECOMMENDED_TABLE
 from sysprof.profiler_core.memory.accounting import predict_run_memory
-from sysprof.profiler_core.render.compare_report import ratio_text
 from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kind import Tables
 from sysprof.profiler_core.studies.kinds.advise import diagnosis as advise_diagnosis
@@ -25,6 +24,7 @@ from sysprof.profiler_core.studies.kinds.advise.cell_verdicts import (
 from sysprof.profiler_core.studies.kinds.advise.goal import SPEED, Goal, goal_of
 from sysprof.profiler_core.studies.kinds.advise.recommendation import recommendation
 from sysprof.profiler_core.studies.kinds.advise.step_rows import combination_rows
+from sysprof.profiler_core.tables.compare_tables import ratio_text
 
 
 def tables(study: Study) -> Tables:

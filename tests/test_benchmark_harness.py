@@ -50,7 +50,7 @@ def test_a_run_that_prints_no_document_says_its_exit_code():
 def test_another_checkout_runs_its_own_code(tmp_path):
     """A copy of this checkout whose CLI says something else: the copy's code is what runs, not the installed one."""
     copy = tmp_path / "checkout"
-    for folder in ("models", "profiler_core", "tui"):
+    for folder in ("models", "profiler_core", "trace", "tui"):
         shutil.copytree(ROOT / folder, copy / folder, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "setup.py", copy / "setup.py")
     main = copy / "profiler_core" / "__main__.py"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-ROOT_PACKAGE, SOURCE_FOLDERS = "sysprof", ("models", "profiler_core", "tui")  # as setup.py installs them
+ROOT_PACKAGE, SOURCE_FOLDERS = "sysprof", ("models", "profiler_core", "trace", "tui")  # as setup.py installs them
 
 
 def tool(name: str) -> str:

@@ -23,7 +23,7 @@ import pytest
 pytestmark = pytest.mark.slow  # real processes or the whole app: `pytest -m "not slow"` leaves them out
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = ("pyproject.toml", "setup.py", "README.md", "models", "profiler_core", "tui")
+SOURCES = ("pyproject.toml", "setup.py", "README.md", "models", "profiler_core", "trace", "tui")
 TINY_RUN = ["--device", "cpu", "--ctx", "32", "--batch", "2", "--warmup", "1", "--steps", "2", "--json"]
 
 # A user's repository, laid out as ML repositories often are: its own models/ package (whose gpt.py imports a

@@ -138,9 +138,11 @@ def compare_summaries(summary_a: Mapping[str, Any], summary_b: Mapping[str, Any]
 
     A summary: a RunSummary, a group summary (metrics.aggregate_processes) or any summary read from disk."""
     phases_a, phases_b = phases_of(summary_a), phases_of(summary_b)
+    # a traced loop's own phases (data, say) first, then the built-in ones and the step
+    named = [phase for phase in phases_a if phase not in TIMED_PHASES] + list(TIMED_PHASES)
     rows = [compare_values(phase, phases_a[phase], phases_b[phase], process_medians(summary_a, phase),
                            process_medians(summary_b, phase), min_effect)
-            for phase in TIMED_PHASES if phase in phases_a and phase in phases_b]
+            for phase in named if phase in phases_a and phase in phases_b]
     rates_a, rates_b = process_throughputs(summary_a), process_throughputs(summary_b)
     if rates_a and rates_b:
         row = compare_values(THROUGHPUT_ROW, _throughput_stats(summary_a, rates_a),

@@ -191,6 +191,12 @@ def print_ranks(console, summary: RunSummary) -> None:
                       "on its node")
 
 
+def print_findings(console, findings: Sequence[dict[str, Any]]) -> None:
+    """A traced loop's findings (analysis/loop_findings.py), each with what it rests on."""
+    for finding in findings:
+        console.print(f"[bold]finding:[/] {escape(finding['text'])} [dim](rests on {escape(finding['rests_on'])})[/]")
+
+
 def print_headline(console, summary: RunSummary, run_dir: Path) -> None:
     """A run's numbers with their spread, its ranks, throughput, state, profile and warnings: what `sysprof run`
     prints before the analyses, and what a report quotes.
@@ -214,6 +220,7 @@ def print_headline(console, summary: RunSummary, run_dir: Path) -> None:
         console.print(profiled_time_line(summary))
     stored = summary.get("warnings")
     print_warnings(console, warnings_for_summary(summary, read_steps(run_dir)) if stored is None else stored)
+    print_findings(console, summary.get("findings") or [])  # type: ignore[arg-type]
 
 
 def print_run(console, summary: RunSummary, full_names: bool = False) -> None:

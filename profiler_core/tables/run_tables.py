@@ -21,6 +21,8 @@ from sysprof.profiler_core.tables.model import Column, TableModel, fixed_or_na, 
 def run_title(summary: Mapping[str, Any]) -> str:
     """What ran, on what: model (its true parameter count), ctx, batch, mode, dtype, attention, device, rank."""
     cfg = summary["config"]
+    if cfg.get("source") == "trace":  # the user's own loop (sysprof.trace): its name and where it ran
+        return f"{cfg.get('model')} · your own loop, traced · {(summary.get('env') or {}).get('device_name')}"
     params, rank = summary.get("params"), summary.get("rank")
     model = model_label(cfg["model"], cfg.get("model_factory")) + (f" ({human_count(params)} params)" if params else "")
     compiled = " · compiled" if cfg["compile"] else ""

@@ -72,7 +72,7 @@ class MarkableTable(WholeCellsTable):
 
     def show_model(self, model: TableModel, widths: dict[str, int] | None = None) -> None:
         """A table built in the core (tables/): its columns, its rows, each cell as the model reads it."""
-        self.show({column.key: column.label for column in model.columns}, list(model.rows),
+        self.show({column.key: column.label for column in model.columns}, [dict(row) for row in model.rows],
                   {column.key: column.text for column in model.columns}, widths)
 
     def action_toggle_mark(self) -> None:

@@ -1,0 +1,73 @@
+"""A small training loop with a real DataLoader, traced with sysprof.trace, for the tests (and a template for your
+own). argv: RUNS_DIR WORKERS SLEEP_MS_PER_ITEM [--raise-at N] [--eval-every N] [--misuse]"""
+import argparse
+import time
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+
+from sysprof import trace
+
+
+class Costly(Dataset):
+    """Each item costs `sleep_ms` of waiting, as a decode or an augmentation would, without using a core."""
+
+    def __init__(self, sleep_ms: float):
+        self.sleep_s = sleep_ms / 1e3
+
+    def __len__(self):
+        return 100_000
+
+    def __getitem__(self, index):
+        time.sleep(self.sleep_s)
+        return torch.randn(256), torch.randn(1)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("runs_dir")
+    parser.add_argument("workers", type=int)
+    parser.add_argument("sleep_ms", type=float)
+    parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--raise-at", type=int)
+    parser.add_argument("--eval-every", type=int)
+    parser.add_argument("--misuse", action="store_true")
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    model = nn.Sequential(nn.Linear(256, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 1))
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    loader = iter(DataLoader(Costly(args.sleep_ms), batch_size=16, num_workers=args.workers,
+                             prefetch_factor=4 if args.workers else None))
+    tracker = trace.start(name=f"train-w{args.workers}", runs_dir=args.runs_dir, tokens_per_step=16, warmup=3)
+    if args.misuse:
+        with tracker.phase("data"):  # outside a step: said once, not timed
+            pass
+        trace.start(name="again", runs_dir=args.runs_dir)  # a second start: the same tracker
+    for index in range(args.steps):
+        with tracker.step() as step:
+            with tracker.phase("data"):
+                x, y = next(loader)
+            with tracker.phase("forward"):
+                loss = nn.functional.mse_loss(model(x), y)
+                if args.misuse:
+                    with tracker.phase("inner"):  # inside another phase: said once, not timed
+                        pass
+            with tracker.phase("backward"):
+                loss.backward()
+            with tracker.phase("optimizer"):
+                opt.step()
+                opt.zero_grad()
+            step.record(loss=loss)
+            if args.raise_at == index:
+                raise RuntimeError(f"the loss went wrong at step {index}")
+            if args.eval_every and index % args.eval_every == args.eval_every - 1:
+                with torch.no_grad():  # an evaluation pass every N steps, as a training script does
+                    for _ in range(20):
+                        model(torch.randn(512, 256))
+    print(tracker.run_dir)
+
+
+if __name__ == "__main__":
+    main()

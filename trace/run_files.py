@@ -1,0 +1,61 @@
+"""A traced loop's run directory, in the format `sysprof run` writes: manifest.json with what ran and where,
+steps.jsonl as the steps are read, session_events.jsonl for whoever follows it live (the app, `sysprof attach`),
+live.json while the loop runs, summary.json at its end. Every write is best effort: the user's job never fails
+because its run directory cannot be written; the first failure is said once on stderr and tracing stops."""
+from __future__ import annotations
+
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from sysprof.profiler_core.base import events, rundir
+from sysprof.profiler_core.base.events import SCHEMA_VERSION
+from sysprof.profiler_core.documents.liveness import RUN
+from sysprof.profiler_core.session.live import EventLog, Heartbeat
+from sysprof.trace.summary import loop_summary
+
+ERROR_LOG = "trace-error.log"  # the full traceback of the exception that ended the user's loop
+
+
+class TraceRun:
+    def __init__(self, run_dir: Path, config: dict[str, Any], env: dict[str, Any]):
+        self.run_dir, self.config, self.env = run_dir, config, env
+        self.steps: list[dict[str, Any]] = []
+        self.started = time.time()
+        self.log = EventLog(run_dir, to_stdout=False)
+        self.heartbeat = Heartbeat(run_dir, RUN, config).start()
+        rundir.write_json(run_dir / rundir.MANIFEST, {
+            "schema": SCHEMA_VERSION, "config": config, "env": env, "command": " ".join(sys.argv),
+            "argv": list(sys.argv), "capture": "trace", "started": self.started})
+        self.log({"event": events.HELLO, "schema": SCHEMA_VERSION, "env": env, "config": config,
+                  "run_dir": str(run_dir)})
+        self.log({"event": events.STAGE, "name": "measured", "total": None})
+
+    def write_step(self, record: dict[str, Any]) -> None:
+        self.steps.append(record)
+        rundir.append_jsonl(self.run_dir / rundir.STEPS, record)
+        kind = events.WARMUP_STEP if record["kind"] == "warmup" else events.STEP
+        self.log({"event": kind, **record})
+
+    def finish(self, error: BaseException | None = None) -> dict[str, Any]:
+        """summary.json from the steps read, the error that ended the loop (its traceback in the run), the last
+        event; the directory no longer marked live."""
+        failure = self._failure(error) if error is not None else None
+        summary = loop_summary(self.config, self.env, self.steps, str(self.run_dir), failure)
+        summary["ran"] = {"start": self.started, "end": time.time()}  # compare: did two jobs run at once?
+        try:
+            rundir.write_json(self.run_dir / rundir.SUMMARY, summary)
+            self.log(dict(events.finish_event(summary)))  # type: ignore[arg-type]
+        finally:
+            self.heartbeat.stop()
+            self.log.close()
+        return summary
+
+    def _failure(self, error: BaseException) -> dict[str, Any]:
+        (self.run_dir / ERROR_LOG).write_text("".join(traceback.format_exception(error)))
+        kind = events.CANCELLED if isinstance(error, KeyboardInterrupt) else events.FAILED_STATUS
+        message = f"{type(error).__name__}: {error}".splitlines()[0] if str(error) else type(error).__name__
+        return {"kind": kind, "message": f"{message} (traceback: {ERROR_LOG})", "phase": None,
+                "peak_allocated_bytes": None}

@@ -1,0 +1,163 @@
+"""The tracker a training script holds: `with tracker.step():` around each step, `with tracker.phase(name):` around
+its parts. Nothing here waits for the GPU while the loop runs (clock.py); a step's times are read a step or more
+later, when its last event has completed, and written to the run directory then (run_files.py).
+
+The user's job never fails because of the tracker: a misuse (a phase outside a step, one inside another, a step
+inside a step) is said once on stderr and left untimed; a failed write stops the tracing, said once."""
+from __future__ import annotations
+
+import sys
+from collections import deque
+from contextlib import contextmanager
+from typing import Any
+
+from sysprof.trace.clock import HostClock, StepMarks
+from sysprof.trace.run_files import TraceRun
+
+
+class StepHandle:
+    """What `with tracker.step() as step:` gives: step.record(loss=…, tokens=…) any time inside the step."""
+
+    def __init__(self, tracker: Tracker, marks: StepMarks):
+        self.tracker, self.marks = tracker, marks
+
+    def record(self, loss: Any = None, tokens: int | None = None) -> None:
+        if loss is not None:
+            self.marks.loss = self.tracker.loss_copy(loss)
+        if tokens is not None:
+            self.marks.tokens = int(tokens)
+
+
+class Tracker:
+    def __init__(self, run: TraceRun, clock: HostClock, warmup: int, tokens_per_step: int | None,
+                 torch_module: Any = None):
+        self.run, self.clock, self.warmup, self.tokens_per_step = run, clock, warmup, tokens_per_step
+        self.torch = torch_module
+        self.pending: deque[StepMarks] = deque()
+        self.current: StepMarks | None = None
+        self.in_phase: str | None = None
+        self.count = 0
+        self.said: set[str] = set()
+        self.stopped = False  # a write failed, or finish() ran: the loop goes on untraced
+
+    @property
+    def run_dir(self):
+        return self.run.run_dir
+
+    @contextmanager
+    def step(self):
+        if self.stopped or self.current is not None:
+            self._say("nested", "a step inside a step: the inner one is not timed")
+            yield StepHandle(self, StepMarks(-1, self.clock.mark()))
+            return
+        self.current = StepMarks(self.count, self.clock.mark(), tokens=self.tokens_per_step)
+        self._range_push(f"step {self.count}")
+        try:
+            yield StepHandle(self, self.current)
+        except BaseException:  # the step did not finish: it is not a step's time (the error ends the run)
+            self.current, self.in_phase = None, None
+            self._range_pop()
+            raise
+        self._end_step()
+
+    def _end_step(self) -> None:
+        marks, self.current = self.current, None
+        assert marks is not None
+        marks.end = self.clock.mark()
+        self._range_pop()
+        self.count += 1
+        self.pending.append(marks)
+        self._write_done()
+
+    @contextmanager
+    def phase(self, name: str):
+        if self.stopped or self.current is None or self.in_phase is not None:
+            self._say(f"phase {name}", f"phase {name!r} outside a step or inside another phase: not timed")
+            yield
+            return
+        marks, self.in_phase = self.current, name
+        start = self.clock.mark()
+        self._range_push(name)
+        self._reset_peak()
+        try:
+            yield
+        finally:
+            marks.phases.append((name, start, self.clock.mark()))
+            self._read_peak(marks, name)
+            self._range_pop()
+            self.in_phase = None
+
+    def loss_copy(self, loss: Any) -> Any:
+        """A float now, or for a CUDA tensor a pinned host copy that arrives with the step (no wait here)."""
+        if self.torch is not None and isinstance(loss, self.torch.Tensor):
+            if loss.is_cuda:
+                host = self.torch.empty((), dtype=loss.dtype, pin_memory=True)
+                host.copy_(loss.detach().reshape(()), non_blocking=True)
+                return host
+            return float(loss.detach())
+        return float(loss)
+
+    def _write_done(self, everything: bool = False) -> None:
+        while self.pending and (everything or self.clock.done(self.pending[0])):
+            marks = self.pending.popleft()
+            record = self._record(marks)
+            self.clock.release(marks)
+            self._safely(self.run.write_step, record)
+
+    def _record(self, marks: StepMarks) -> dict[str, Any]:
+        assert marks.end is not None
+        phases = {name: self.clock.elapsed_ms(start, end) for name, start, end in marks.phases}
+        host = {name: (end.host_s - start.host_s) * 1e3 for name, start, end in marks.phases}
+        record: dict[str, Any] = {
+            "kind": "warmup" if marks.index < self.warmup else "measured", "index": marks.index,
+            "wall_ms": self.clock.elapsed_ms(marks.start, marks.end), "phases_ms": phases, "host_ms": host,
+            "clock": "cuda" if self.clock.cuda else "host", "tokens": marks.tokens,
+            "loss": _loss_value(marks.loss)}
+        if marks.peaks:
+            record["peak_allocated_bytes"] = marks.peaks
+        return record
+
+    def _reset_peak(self) -> None:
+        if self.clock.cuda:
+            self.torch.cuda.reset_peak_memory_stats()
+
+    def _read_peak(self, marks: StepMarks, name: str) -> None:
+        if self.clock.cuda:  # the allocator's own counters: read on the host, no wait for the GPU
+            marks.peaks[name] = int(self.torch.cuda.max_memory_allocated())
+
+    def _range_push(self, name: str) -> None:
+        if self.clock.cuda:
+            self.torch.cuda.nvtx.range_push(name)
+
+    def _range_pop(self) -> None:
+        if self.clock.cuda:
+            self.torch.cuda.nvtx.range_pop()
+
+    def finish(self, error: BaseException | None = None) -> dict[str, Any] | None:
+        """The steps still in flight waited for and written, then the summary. Once; later calls return None."""
+        if self.stopped:
+            return None
+        self.clock.wait()
+        self._write_done(everything=True)
+        self.stopped = True
+        return self._safely(self.run.finish, error)
+
+    def _safely(self, write, *args):
+        try:
+            return write(*args)
+        except OSError as exc:
+            self.stopped = True
+            self._say("write", f"cannot write to {self.run.run_dir}: {exc}; tracing stopped, your job goes on")
+            return None
+
+    def _say(self, key: str, message: str) -> None:
+        if key not in self.said:
+            self.said.add(key)
+            print(f"sysprof trace: {message}", file=sys.stderr)
+
+
+def _loss_value(loss: Any) -> float | None:
+    if loss is None:
+        return None
+    value = float(loss.item()) if hasattr(loss, "item") else float(loss)
+    return value if value == value and abs(value) != float("inf") else None  # strict JSON: no NaN or inf

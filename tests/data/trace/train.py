@@ -1,5 +1,6 @@
 """A small training loop with a real DataLoader, traced with sysprof.trace, for the tests (and a template for your
-own). argv: RUNS_DIR WORKERS SLEEP_MS_PER_ITEM [--raise-at N] [--eval-every N] [--misuse]"""
+own). argv: RUNS_DIR WORKERS SLEEP_MS_PER_ITEM [--device cuda --width W --repeat R] [--raise-at N] [--eval-every N]
+[--misuse]. On a GPU, --width and --repeat (each batch's rows repeated R times) size the step the GPU runs."""
 import argparse
 import time
 
@@ -33,13 +34,18 @@ def main():
     parser.add_argument("--raise-at", type=int)
     parser.add_argument("--eval-every", type=int)
     parser.add_argument("--misuse", action="store_true")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--width", type=int, default=1024)
+    parser.add_argument("--repeat", type=int, default=1)
     args = parser.parse_args()
     torch.manual_seed(0)
     torch.set_num_threads(1)
-    model = nn.Sequential(nn.Linear(256, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 1))
+    width, device = args.width, torch.device(args.device)
+    model = nn.Sequential(nn.Linear(256, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(),
+                          nn.Linear(width, 1)).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     loader = iter(DataLoader(Costly(args.sleep_ms), batch_size=16, num_workers=args.workers,
-                             prefetch_factor=4 if args.workers else None))
+                             prefetch_factor=4 if args.workers else None, pin_memory=device.type == "cuda"))
     tracker = trace.start(name=f"train-w{args.workers}", runs_dir=args.runs_dir, tokens_per_step=16, warmup=3)
     if args.misuse:
         with tracker.phase("data"):  # outside a step: said once, not timed
@@ -48,7 +54,7 @@ def main():
     for index in range(args.steps):
         with tracker.step() as step:
             with tracker.phase("data"):
-                x, y = next(loader)
+                x, y = (tensor.to(device, non_blocking=True).repeat(args.repeat, 1) for tensor in next(loader))
             with tracker.phase("forward"):
                 loss = nn.functional.mse_loss(model(x), y)
                 if args.misuse:
@@ -65,7 +71,7 @@ def main():
             if args.eval_every and index % args.eval_every == args.eval_every - 1:
                 with torch.no_grad():  # an evaluation pass every N steps, as a training script does
                     for _ in range(20):
-                        model(torch.randn(512, 256))
+                        model(torch.randn(512, 256, device=device))
     print(tracker.run_dir)
 
 

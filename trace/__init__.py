@@ -10,9 +10,10 @@
             with tracker.phase("optimizer"): opt.step(); opt.zero_grad()
             step.record(loss=loss)
 
-CUDA events per phase (never a wait for the GPU inside the loop), NVTX ranges, memory peaks per phase, tokens/s,
-the loss. The run is finished when the script ends (or at tracker.finish()); an exception that ends the script is
-written into the run with its traceback. SYSPROF_TRACE=0 (or enabled=False) gives a tracker that does nothing.
+CUDA events per phase (never a wait for the GPU inside the loop), NVTX ranges, memory peaks per phase (every 10th
+step), tokens/s, the loss. The run is finished when the script ends (or at tracker.finish()); an exception that
+ends the script is written into the run with its traceback. SYSPROF_TRACE=0 (or enabled=False) gives a tracker
+that does nothing.
 """
 from __future__ import annotations
 
@@ -25,14 +26,17 @@ from sysprof.trace.null import NullTracker
 from sysprof.trace.tracker import StepHandle, Tracker
 
 DEFAULT_WARMUP = 5  # compile, autotuning and the allocator's first growth happen in the first steps
+DEFAULT_MEMORY_EVERY = 10  # memory peaks per phase on every 10th step: the allocator's statistics are not free
 
 _started: Tracker | None = None
 
 
 def start(name: str = "trace", runs_dir: str | Path | None = None, tokens_per_step: int | None = None,
-          warmup: int = DEFAULT_WARMUP, enabled: bool | None = None) -> Tracker | NullTracker:
+          warmup: int = DEFAULT_WARMUP, enabled: bool | None = None, device: str | None = None,
+          memory_every: int = DEFAULT_MEMORY_EVERY) -> Tracker | NullTracker:
     """A tracker writing a new run directory under the runs root (--runs-dir's default); NullTracker when disabled
-    or when it cannot start (said once on stderr: the job goes on)."""
+    or when it cannot start (said once on stderr: the job goes on). device: "cuda" or "cpu" to say which clock
+    times the loop; by default CUDA events when the script has used CUDA by its first step."""
     global _started
     if enabled is False or (enabled is None and os.environ.get("SYSPROF_TRACE", "1") == "0"):
         return NullTracker()
@@ -42,7 +46,7 @@ def start(name: str = "trace", runs_dir: str | Path | None = None, tokens_per_st
         return _started
     from sysprof.trace.starting import new_tracker
 
-    tracker = new_tracker(name, runs_dir, tokens_per_step, warmup)
+    tracker = new_tracker(name, runs_dir, tokens_per_step, warmup, device, max(1, memory_every))
     if isinstance(tracker, Tracker):
         _started = tracker
         _finish_at_exit(tracker)

@@ -86,3 +86,10 @@ class CudaClock(HostClock):
 def _marks_of(marks: StepMarks) -> list[Mark]:
     found = [marks.start, *(m for _, start, end in marks.phases for m in (start, end))]
     return found + ([marks.end] if marks.end is not None else [])
+
+
+def clock_for(torch: Any, device: str | None) -> HostClock:
+    """CUDA events when asked, or when the script has used CUDA by its first step; else the host's clock (a CPU
+    loop on a GPU node must not be timed on an idle GPU)."""
+    cuda = device == "cuda" or (device is None and torch is not None and torch.cuda.is_initialized())
+    return CudaClock(torch) if cuda else HostClock()

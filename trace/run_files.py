@@ -26,11 +26,20 @@ class TraceRun:
         self.started = time.time()
         self.log = EventLog(run_dir, to_stdout=False)
         self.heartbeat = Heartbeat(run_dir, RUN, config).start()
-        rundir.write_json(run_dir / rundir.MANIFEST, {
-            "schema": SCHEMA_VERSION, "config": config, "env": env, "command": " ".join(sys.argv),
+        self._write_manifest()
+
+    def _write_manifest(self) -> None:
+        rundir.write_json(self.run_dir / rundir.MANIFEST, {
+            "schema": SCHEMA_VERSION, "config": self.config, "env": self.env, "command": " ".join(sys.argv),
             "argv": list(sys.argv), "capture": "trace", "started": self.started})
-        self.log({"event": events.HELLO, "schema": SCHEMA_VERSION, "env": env, "config": config,
-                  "run_dir": str(run_dir)})
+
+    def started_on(self, device: str, env: dict[str, Any]) -> None:
+        """The first step: where the loop runs is known now (its model is on its device), so the manifest says it
+        and whoever follows the run gets its first event."""
+        self.config, self.env = self.config | {"device": device}, env
+        self._write_manifest()
+        self.log({"event": events.HELLO, "schema": SCHEMA_VERSION, "env": env, "config": self.config,
+                  "run_dir": str(self.run_dir)})
         self.log({"event": events.STAGE, "name": "measured", "total": None})
 
     def write_step(self, record: dict[str, Any]) -> None:
@@ -59,3 +68,11 @@ class TraceRun:
         message = f"{type(error).__name__}: {error}".splitlines()[0] if str(error) else type(error).__name__
         return {"kind": kind, "message": f"{message} (traceback: {ERROR_LOG})", "phase": None,
                 "peak_allocated_bytes": None}
+
+
+def environment(torch: Any, cuda: bool) -> dict[str, Any]:
+    if torch is None:
+        return {"device_type": "cpu", "python_version": sys.version.split()[0]}
+    from sysprof.profiler_core.runner.environment import collect_env
+
+    return collect_env(torch.device("cuda", torch.cuda.current_device()) if cuda else torch.device("cpu"))

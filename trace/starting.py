@@ -1,6 +1,6 @@
-"""A tracker made for this process: its clock (CUDA events when torch has a GPU initialised or available, else the
-host's), a new run directory with the environment it ran in. Anything that stops it from starting is one line on
-stderr and a NullTracker: the user's job goes on untraced."""
+"""A tracker made for this process: a new run directory under the runs root. Which clock times the loop is decided
+at its first step (tracker.py). Anything that stops it from starting is one line on stderr and a NullTracker: the
+user's job goes on untraced."""
 from __future__ import annotations
 
 import sys
@@ -9,10 +9,9 @@ from typing import Any
 
 from sysprof.profiler_core.base import rundir
 from sysprof.profiler_core.base.errors import SysprofError
-from sysprof.trace.clock import CudaClock, HostClock
 from sysprof.trace.null import NullTracker
-from sysprof.trace.run_files import TraceRun
-from sysprof.trace.tracker import Tracker
+from sysprof.trace.run_files import TraceRun, environment
+from sysprof.trace.tracker import Timing, Tracker
 
 
 def _torch() -> Any:
@@ -23,30 +22,21 @@ def _torch() -> Any:
     return torch
 
 
-def new_tracker(name: str, runs_dir: str | Path | None, tokens_per_step: int | None, warmup: int):
+def new_tracker(name: str, runs_dir: str | Path | None, tokens_per_step: int | None, warmup: int,
+                device: str | None, memory_every: int):
     torch = _torch()
-    cuda = torch is not None and torch.cuda.is_available()
-    config = {"model": name, "source": "trace", "device": "cuda" if cuda else "cpu", "warmup": warmup,
-              "tokens_per_step": tokens_per_step}
+    config = {"model": name, "source": "trace", "device": device, "warmup": warmup,
+              "tokens_per_step": tokens_per_step, "memory_every": memory_every}
     try:
         root = rundir.runs_root(None if runs_dir is None else str(runs_dir))
         run_dir = rundir.new_timestamped_dir(root, f"trace-{_slug(name)}")
-        run = TraceRun(run_dir, config, _environment(torch, cuda))
+        run = TraceRun(run_dir, config, environment(torch, False))
     except (SysprofError, OSError) as exc:
         print(f"sysprof trace: not tracing: {exc}", file=sys.stderr)
         return NullTracker()
-    clock = CudaClock(torch) if cuda else HostClock()
-    return Tracker(run, clock, warmup, tokens_per_step, torch)
+    return Tracker(run, Timing(warmup, tokens_per_step, device, memory_every), torch)
 
 
 def _slug(name: str) -> str:
     kept = "".join(c if c.isalnum() or c in "-_." else "-" for c in name).strip("-.")
     return kept[:60] or "trace"
-
-
-def _environment(torch: Any, cuda: bool) -> dict[str, Any]:
-    if torch is None:
-        return {"device_type": "cpu", "python_version": sys.version.split()[0]}
-    from sysprof.profiler_core.runner.environment import collect_env
-
-    return collect_env(torch.device("cuda", torch.cuda.current_device()) if cuda else torch.device("cpu"))

@@ -9,10 +9,22 @@ from __future__ import annotations
 import sys
 from collections import deque
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
-from sysprof.trace.clock import HostClock, StepMarks
-from sysprof.trace.run_files import TraceRun
+from sysprof.trace.clock import HostClock, StepMarks, clock_for
+from sysprof.trace.run_files import TraceRun, environment
+
+
+@dataclass(frozen=True)
+class Timing:
+    """What the user asked of the tracker: warm-up steps left out of the statistics, the tokens of a step, the
+    device whose clock times it (None: decided at the first step), and every how many steps memory peaks are read
+    (reading the allocator's statistics costs tens of µs a phase: too much for every step of a short one)."""
+    warmup: int
+    tokens_per_step: int | None
+    device: str | None
+    memory_every: int
 
 
 class StepHandle:
@@ -29,10 +41,10 @@ class StepHandle:
 
 
 class Tracker:
-    def __init__(self, run: TraceRun, clock: HostClock, warmup: int, tokens_per_step: int | None,
-                 torch_module: Any = None):
-        self.run, self.clock, self.warmup, self.tokens_per_step = run, clock, warmup, tokens_per_step
-        self.torch = torch_module
+    def __init__(self, run: TraceRun, timing: Timing, torch_module: Any = None):
+        self.run, self.timing, self.torch = run, timing, torch_module
+        self.clock: HostClock | None = None  # chosen at the first step, once the model is on its device
+        self.pinned: list[Any] = []  # host scalars a step's loss is copied into, reused once read
         self.pending: deque[StepMarks] = deque()
         self.current: StepMarks | None = None
         self.in_phase: str | None = None
@@ -48,9 +60,12 @@ class Tracker:
     def step(self):
         if self.stopped or self.current is not None:
             self._say("nested", "a step inside a step: the inner one is not timed")
-            yield StepHandle(self, StepMarks(-1, self.clock.mark()))
+            yield StepHandle(self, StepMarks(-1, HostClock().mark()))
             return
-        self.current = StepMarks(self.count, self.clock.mark(), tokens=self.tokens_per_step)
+        if self.clock is None:
+            self._first_step()
+        assert self.clock is not None
+        self.current = StepMarks(self.count, self.clock.mark(), tokens=self.timing.tokens_per_step)
         self._range_push(f"step {self.count}")
         try:
             yield StepHandle(self, self.current)
@@ -60,9 +75,14 @@ class Tracker:
             raise
         self._end_step()
 
+    def _first_step(self) -> None:
+        self.clock = clock_for(self.torch, self.timing.device)
+        env = environment(self.torch, self.clock.cuda)
+        self._safely(self.run.started_on, "cuda" if self.clock.cuda else "cpu", env)
+
     def _end_step(self) -> None:
         marks, self.current = self.current, None
-        assert marks is not None
+        assert marks is not None and self.clock is not None
         marks.end = self.clock.mark()
         self._range_pop()
         self.count += 1
@@ -75,15 +95,19 @@ class Tracker:
             self._say(f"phase {name}", f"phase {name!r} outside a step or inside another phase: not timed")
             yield
             return
-        marks, self.in_phase = self.current, name
-        start = self.clock.mark()
+        marks, self.in_phase, clock = self.current, name, self.clock
+        assert clock is not None
+        start = clock.mark()
         self._range_push(name)
-        self._reset_peak()
+        sampled = clock.cuda and marks.index % self.timing.memory_every == 0
+        if sampled:
+            self.torch.cuda.reset_peak_memory_stats()
         try:
             yield
         finally:
-            marks.phases.append((name, start, self.clock.mark()))
-            self._read_peak(marks, name)
+            marks.phases.append((name, start, clock.mark()))
+            if sampled:  # the allocator's own counters: read on the host, no wait for the GPU
+                marks.peaks[name] = int(self.torch.cuda.max_memory_allocated())
             self._range_pop()
             self.in_phase = None
 
@@ -91,53 +115,49 @@ class Tracker:
         """A float now, or for a CUDA tensor a pinned host copy that arrives with the step (no wait here)."""
         if self.torch is not None and isinstance(loss, self.torch.Tensor):
             if loss.is_cuda:
-                host = self.torch.empty((), dtype=loss.dtype, pin_memory=True)
+                host = self.pinned.pop() if self.pinned else self.torch.empty((), pin_memory=True)
                 host.copy_(loss.detach().reshape(()), non_blocking=True)
                 return host
             return float(loss.detach())
         return float(loss)
 
     def _write_done(self, everything: bool = False) -> None:
-        while self.pending and (everything or self.clock.done(self.pending[0])):
+        clock = self.clock
+        while clock is not None and self.pending and (everything or clock.done(self.pending[0])):
             marks = self.pending.popleft()
-            record = self._record(marks)
-            self.clock.release(marks)
+            record = self._record(marks, clock)
+            clock.release(marks)
+            if self.torch is not None and isinstance(marks.loss, self.torch.Tensor):
+                self.pinned.append(marks.loss)
             self._safely(self.run.write_step, record)
 
-    def _record(self, marks: StepMarks) -> dict[str, Any]:
+    def _record(self, marks: StepMarks, clock: HostClock) -> dict[str, Any]:
         assert marks.end is not None
-        phases = {name: self.clock.elapsed_ms(start, end) for name, start, end in marks.phases}
+        phases = {name: clock.elapsed_ms(start, end) for name, start, end in marks.phases}
         host = {name: (end.host_s - start.host_s) * 1e3 for name, start, end in marks.phases}
         record: dict[str, Any] = {
-            "kind": "warmup" if marks.index < self.warmup else "measured", "index": marks.index,
-            "wall_ms": self.clock.elapsed_ms(marks.start, marks.end), "phases_ms": phases, "host_ms": host,
-            "clock": "cuda" if self.clock.cuda else "host", "tokens": marks.tokens,
+            "kind": "warmup" if marks.index < self.timing.warmup else "measured", "index": marks.index,
+            "wall_ms": clock.elapsed_ms(marks.start, marks.end), "phases_ms": phases, "host_ms": host,
+            "clock": "cuda" if clock.cuda else "host", "tokens": marks.tokens,
             "loss": _loss_value(marks.loss)}
         if marks.peaks:
             record["peak_allocated_bytes"] = marks.peaks
         return record
 
-    def _reset_peak(self) -> None:
-        if self.clock.cuda:
-            self.torch.cuda.reset_peak_memory_stats()
-
-    def _read_peak(self, marks: StepMarks, name: str) -> None:
-        if self.clock.cuda:  # the allocator's own counters: read on the host, no wait for the GPU
-            marks.peaks[name] = int(self.torch.cuda.max_memory_allocated())
-
     def _range_push(self, name: str) -> None:
-        if self.clock.cuda:
+        if self.clock is not None and self.clock.cuda:
             self.torch.cuda.nvtx.range_push(name)
 
     def _range_pop(self) -> None:
-        if self.clock.cuda:
+        if self.clock is not None and self.clock.cuda:
             self.torch.cuda.nvtx.range_pop()
 
     def finish(self, error: BaseException | None = None) -> dict[str, Any] | None:
         """The steps still in flight waited for and written, then the summary. Once; later calls return None."""
         if self.stopped:
             return None
-        self.clock.wait()
+        if self.clock is not None:
+            self.clock.wait()
         self._write_done(everything=True)
         self.stopped = True
         return self._safely(self.run.finish, error)

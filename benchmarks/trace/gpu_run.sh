@@ -6,6 +6,7 @@ set -uo pipefail
 out=${OUT:-benchmarks/trace/results/latest}
 mkdir -p "$out"
 nvidia-smi --query-gpu=name,power.limit,clocks.sm --format=csv > "$out/gpu.csv"
+python3 benchmarks/trace/costs.py > "$out/costs.md" 2>&1
 python3 -m pytest -q -p no:cacheprovider -m gpu tests/trace/test_trace_gpu.py 2>&1 | tail -15 > "$out/gpu_test.txt"
 python3 -m benchmarks.trace.overhead --device cuda --processes 5 --rounds 6 --block 30 --out "$out/overhead" \
     > "$out/overhead_cuda.md" 2>&1

@@ -37,7 +37,10 @@ def test_cuda_events_time_the_loop_and_the_gpu_waits_for_a_main_process_loader(t
     for run in (main_process, workers):
         steps = [s for s in run["steps"] if s["kind"] == "measured"]
         assert all(s["clock"] == "cuda" and s["loss"] is not None for s in steps)
-        assert all(set(s["peak_allocated_bytes"]) == {"data", "forward", "backward", "optimizer"} for s in steps)
+        sampled = [s for s in steps if s["index"] % 10 == 0]  # memory peaks are read on every 10th step
+        assert sampled and all(set(s["peak_allocated_bytes"]) == {"data", "forward", "backward", "optimizer"}
+                               for s in sampled)
+        assert not any("peak_allocated_bytes" in s for s in steps if s["index"] % 10)
     found = [f["kind"] for f in main_process["summary"]["findings"]]
     assert "input-bound" in found, main_process["summary"]["phases"]
     assert "GPU waits" in main_process["summary"]["findings"][0]["text"]

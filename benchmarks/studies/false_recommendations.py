@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from benchmarks.harness import run_json, run_tool
-from sysprof.profiler_core.api import study_tables
+from sysprof.profiler_core.studies.results import study_tables
 
 
 def advise_once(options: list[str], runs_dir: Path) -> tuple[Path | None, str]:

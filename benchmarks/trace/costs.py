@@ -1,5 +1,6 @@
 """What each thing the tracker does in a step costs on this GPU (µs per call, mean of many): the sizes behind the
 tracker's design (events pooled, memory peaks read on sampled steps, the loss through a pinned pool)."""
+import argparse
 import time
 
 import torch
@@ -16,6 +17,7 @@ def per_call_us(call, count: int = 5000) -> float:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     torch.cuda.init()
     x = torch.randn(1024, device="cuda")
     loss = x.sum()

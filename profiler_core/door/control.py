@@ -4,11 +4,11 @@ The app starts every process through ProcessControl; the files a process writes 
 are named here, never in the app."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from sysprof.profiler_core.base import events, rundir
 from sysprof.profiler_core.base.config import RunConfig
+from sysprof.profiler_core.base.processes import python_module
 from sysprof.profiler_core.documents.liveness import RUN, STUDY, LiveProcess, in_progress, live_process
 from sysprof.profiler_core.session.control import ProcessControl, run_to_end
 from sysprof.profiler_core.session.inspecting import (
@@ -50,12 +50,12 @@ def end_of_run(run_dir: Path, cfg: RunConfig, returncode: int | None, unfinished
 
 def study_argv(words: list[str], runs_root: Path) -> list[str]:
     """`sysprof sweep|study …` as the process the app starts, streaming STUDY_EVENTS."""
-    return [sys.executable, "-m", "sysprof.profiler_core", *words, "--runs-dir", str(runs_root), "--events"]
+    return [*python_module("sysprof.profiler_core"), *words, "--runs-dir", str(runs_root), "--events"]
 
 
 def report_argv(paths: list[Path], target: Path) -> list[str]:
     """`sysprof report PATH… -o TARGET` as the process the app starts (matplotlib and pandas stay out of the app)."""
-    return [sys.executable, "-m", "sysprof.profiler_core", "report", *map(str, paths), "-o", str(target)]
+    return [*python_module("sysprof.profiler_core"), "report", *map(str, paths), "-o", str(target)]
 
 
 def report_target(runs_root: Path) -> Path:

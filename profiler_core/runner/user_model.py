@@ -13,6 +13,7 @@ import importlib
 import importlib.util
 import inspect
 import json
+import os
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -60,6 +61,8 @@ def load_callable(spec: str, what: str) -> tuple[Callable[..., Any], dict[str, s
 def _import_target(target: str, what: str) -> tuple[Any, dict[str, str]]:
     if target.endswith(".py"):
         return _import_file(Path(target).expanduser(), what)
+    if os.getcwd() not in sys.path:  # `python -P`: a package in the working directory, found after all else
+        sys.path.append(os.getcwd())
     try:
         module = importlib.import_module(target)
     except ModuleNotFoundError as exc:
@@ -72,7 +75,9 @@ def _import_target(target: str, what: str) -> tuple[Any, dict[str, str]]:
 def _import_file(path: Path, what: str) -> tuple[Any, dict[str, str]]:
     if not path.is_file():
         raise ConfigError(f"{what}: no such file {path}")
-    sys.path.insert(0, str(path.resolve().parent))  # the file's own imports of its neighbours work
+    # the file's own imports of its neighbours work; after everything else, so no file there stands in for a module
+    # of the standard library or of an installed package
+    sys.path.append(str(path.resolve().parent))
     module_spec = importlib.util.spec_from_file_location(path.stem, path)
     assert module_spec is not None and module_spec.loader is not None  # a .py file always has a source loader
     module = importlib.util.module_from_spec(module_spec)

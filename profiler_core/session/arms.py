@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from sysprof.profiler_core.base import events, rundir
 from sysprof.profiler_core.base.config import RunConfig
+from sysprof.profiler_core.base.processes import python_module
 from sysprof.profiler_core.base.records import RunSummary
 from sysprof.profiler_core.session.process import RunnerProcess, mark_killed
 
@@ -32,7 +32,7 @@ def smoke_bound_s(cfg: RunConfig) -> float:
 
 def arms_argv(arms: list[tuple[RunConfig, Path]], blocks: int = BLOCKS, min_block_s: float = 0.0) -> list[str]:
     spec = [{"run_dir": str(path), "config": cfg.to_dict(), "smoke_s": smoke_bound_s(cfg)} for cfg, path in arms]
-    return [sys.executable, "-m", "sysprof.profiler_core.runner.arms", "--arms-json", json.dumps(spec),
+    return [*python_module("sysprof.profiler_core.runner.arms"), "--arms-json", json.dumps(spec),
             "--blocks", str(blocks)] + (["--min-block-s", f"{min_block_s:g}"] if min_block_s else [])
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from sysprof.profiler_core.base import events, rundir
 from sysprof.profiler_core.base.config import RunConfig
+from sysprof.profiler_core.base.processes import SAFE_PATH, python_module
 from sysprof.profiler_core.base.records import RunError, RunSummary
 
 CANCEL_GRACE_S = 15.0  # time an interrupted runner (and a wrapping nsys) gets to finish its files
@@ -22,15 +23,14 @@ def runner_argv(cfg: RunConfig, run_dir: Path, capture: str = "none", launcher: 
 
     launcher: a command the runner runs under (nsys profile …); with ranks torchrun starts it once per rank.
     hold: the runner starts up, then waits to be released (runner/hold.py; one process only)."""
-    runner = ["-m", "sysprof.profiler_core.runner", "--run-dir", str(run_dir),
+    runner = [SAFE_PATH, "-m", "sysprof.profiler_core.runner", "--run-dir", str(run_dir),
               "--config-json", json.dumps(cfg.to_dict())]
     runner += ["--capture", capture] if capture != "none" else []
     runner += ["--hold"] if hold else []
     if not cfg.distributed:
         return [*launcher, sys.executable, *runner]
-    if launcher:  # torchrun runs the launcher as the program of each rank, which then starts python
-        return [*torchrun_argv(cfg), "--no-python", *launcher, sys.executable, *runner]
-    return [*torchrun_argv(cfg), *runner]
+    # torchrun runs the given command as each rank's program (--no-python): the launcher, then python -P
+    return [*torchrun_argv(cfg), "--no-python", *launcher, sys.executable, *runner]
 
 
 def torchrun_argv(cfg: RunConfig) -> list[str]:
@@ -39,13 +39,13 @@ def torchrun_argv(cfg: RunConfig) -> list[str]:
     run with its reason."""
     meet = ["--standalone"] if cfg.nnodes == 1 else ["--nnodes", str(cfg.nnodes), "--rdzv-backend", "c10d",
                                                      "--rdzv-endpoint", str(cfg.rdzv_endpoint)]
-    return [sys.executable, "-m", "torch.distributed.run", *meet, "--nproc-per-node", str(cfg.nproc),
+    return [*python_module("torch.distributed.run"), *meet, "--nproc-per-node", str(cfg.nproc),
             "--max-restarts", "0"]
 
 
 def session_argv(cfg: RunConfig, run_dir: Path, nsys: str | None = None) -> list[str]:
     """The whole run (clean pass, then profiling and memory passes as configured) as one process."""
-    argv = [sys.executable, "-m", "sysprof.profiler_core.session", "--run-dir", str(run_dir),
+    argv = [*python_module("sysprof.profiler_core.session"), "--run-dir", str(run_dir),
             "--config-json", json.dumps(cfg.to_dict())]
     return argv + (["--nsys", nsys] if nsys else [])
 

@@ -125,7 +125,7 @@ def test_study_state_counts_cells_and_keeps_what_did_not_finish():
 
 def test_study_argv_adds_the_runs_root_and_the_event_stream(tmp_path):
     argv = study_argv("sweep --model 'small,medium' --ctx 128", tmp_path)
-    assert argv[1:] == ["-m", "sysprof.profiler_core", "sweep", "--model", "small,medium", "--ctx", "128",
+    assert argv[1:] == ["-P", "-m", "sysprof.profiler_core", "sweep", "--model", "small,medium", "--ctx", "128",
                         "--runs-dir", str(tmp_path), "--events"]
 
 
@@ -178,7 +178,7 @@ async def test_two_marked_runs_rerun_interleaved_from_runs_and_their_comparison_
 
 def test_ab_is_a_command_the_studies_line_takes():
     argv = study_argv("ab --a '--ctx 32' --b '--ctx 64'", Path("runs"))
-    assert argv[3:8] == ["ab", "--a", "--ctx 32", "--b", "--ctx 64"] and argv[-1] == "--events"
+    assert argv[4:9] == ["ab", "--a", "--ctx 32", "--b", "--ctx 64"] and argv[-1] == "--events"
 
 
 def test_the_form_is_a_and_the_ab_field_b_in_the_command_ab_runs():
@@ -191,7 +191,7 @@ def test_the_form_is_a_and_the_ab_field_b_in_the_command_ab_runs():
     command = ab_from_form(form, " --optimizer-impl fused ")
     parser = OneLineParser(prog="sysprof ab")
     add_ab_options(parser)
-    cfg_a, cfg_b = ab_configs(parser.parse_args(study_argv(command, Path("runs"))[4:]))
+    cfg_a, cfg_b = ab_configs(parser.parse_args(study_argv(command, Path("runs"))[5:]))
     assert cfg_a == RunConfig(model="tiny", device="cpu", ctx=32, batch=2, repeats=4)  # ab's repeats, not the form's
     assert cfg_b == RunConfig(model="tiny", device="cpu", ctx=32, batch=2, repeats=4, optimizer_impl="fused")
 

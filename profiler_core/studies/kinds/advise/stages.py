@@ -10,9 +10,11 @@ from typing import Any
 
 from sysprof.profiler_core.base import events, rundir
 from sysprof.profiler_core.base.config import RunConfig
+from sysprof.profiler_core.base.errors import StudyFailed
 from sysprof.profiler_core.base.nvml import visible_gpu_count
 from sysprof.profiler_core.session.arms import shareable
 from sysprof.profiler_core.studies import sweep
+from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kinds.advise import gpus as advise_gpus
 from sysprof.profiler_core.studies.kinds.advise.budget_plan import COMPILED_PROCESSES
 from sysprof.profiler_core.studies.kinds.advise.goal import goal_of
@@ -52,6 +54,31 @@ def run_cells(args: argparse.Namespace, study_dir: Path, shared: bool) -> None:
     with Progress(args.events).recorded(study_dir) as progress:
         sweep.run(study_dir, progress.sweep_listener("advise", study_dir), shared=shared, gpus=gpus if shared else (),
                   min_block_s=goal_of(advice).min_block_s)
+    stop_if_stopped(study_dir)
+
+
+def stop_if_stopped(study_dir: Path) -> None:
+    """A stage whose process was stopped (SIGINT, SIGTERM, a hang-up reach the whole process group) ends the advise
+    as the stop meant, with what finished kept: the next stage must not start."""
+    if any(_kind(cell.summary) == events.CANCELLED for cell in Study.load(study_dir).cells):
+        raise KeyboardInterrupt
+
+
+def diagnosis_failure(study_dir: Path) -> str | None:
+    """Why the diagnosis did not finish (its config fails, the process died), or None: a config that fails there
+    would fail in every candidate alike, so the advise ends with its reason."""
+    cells = Study.load(study_dir).cells
+    summary = cells[DIAGNOSIS_CELL].summary if len(cells) > DIAGNOSIS_CELL else None
+    if summary is None:
+        return "the diagnosis left no summary"
+    if summary.get("status") in (events.OK, events.OOM):
+        return None
+    return events.cell_reason(summary) or str(summary.get("status"))
+
+
+def _kind(summary: dict | None) -> str | None:
+    error = (summary or {}).get("error") or {}
+    return error.get("kind") or (summary or {}).get("status")
 
 
 def wall_share(study_dir: Path, base: RunConfig, shared: bool) -> float:
@@ -63,3 +90,13 @@ def wall_share(study_dir: Path, base: RunConfig, shared: bool) -> float:
 
 def update_advice(study_dir: Path, **fields: Any) -> None:
     rundir.write_json(study_dir / rundir.ADVICE_PLAN, (rundir.read_json(study_dir / rundir.ADVICE_PLAN) or {}) | fields)
+
+
+def after_the_diagnosis(study_dir: Path) -> None:
+    """Stopped during the diagnosis: stopped. A diagnosis that failed: the same config fails in every candidate, so
+    nothing else runs and its reason is the advise's."""
+    stop_if_stopped(study_dir)
+    failed = diagnosis_failure(study_dir)
+    if failed:
+        raise StudyFailed(f"the diagnosis (the config as given) did not finish: {failed}; no candidate was run "
+                          f"({study_dir})")

@@ -52,6 +52,7 @@ from sysprof.profiler_core.studies.kinds.advise.goal import GOALS, SPEED, goal_o
 from sysprof.profiler_core.studies.kinds.advise.plan_record import save_plan
 from sysprof.profiler_core.studies.kinds.advise.stages import (
     DIAGNOSIS_CELL,
+    after_the_diagnosis,
     diagnosis_seen,
     on_gpu,
     run_cells,
@@ -116,6 +117,7 @@ def run(args: argparse.Namespace) -> Path:
                             lambda study_dir: rundir.write_json(study_dir / rundir.ADVICE_PLAN, {
                                 "baseline": base.to_dict(), "diagnosis_cell": DIAGNOSIS_CELL,
                                 "budget_s": args.budget * 60, "gpus": gpus, "goal": args.goal}))
+    after_the_diagnosis(study_dir)
     _measure(args, study_dir, base, args.budget * 60 - (time.monotonic() - started) - CEILING_S[device])
     _ceiling(args, study_dir)
     return study_dir

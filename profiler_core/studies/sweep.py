@@ -19,6 +19,7 @@ from sysprof.profiler_core.base.errors import StudyError
 from sysprof.profiler_core.session.backends import choose_backend
 from sysprof.profiler_core.session.repeats import RepeatedRun
 from sysprof.profiler_core.studies.gpu_pool import run_on_gpus
+from sysprof.profiler_core.studies.lock import study_lock
 from sysprof.profiler_core.studies.shared_rounds import shared_rounds
 
 
@@ -94,6 +95,13 @@ def cell_summary(path: Path) -> dict | None:
 
 def run(sweep_dir: Path, on_event: Callable[[dict], None], nsys: str | None = None,
         gpus: Sequence[str] = (), shared: bool = False, min_block_s: float = 0.0) -> list[dict]:
+    """Run every cell not yet done, one process at a time in a directory (lock.py); one summary per cell."""
+    with study_lock(sweep_dir):
+        return _run(sweep_dir, on_event, nsys, gpus, shared, min_block_s)
+
+
+def _run(sweep_dir: Path, on_event: Callable[[dict], None], nsys: str | None,
+         gpus: Sequence[str], shared: bool, min_block_s: float) -> list[dict]:
     """Run every cell not yet done; returns one summary per cell, in plan order.
 
     With repeats, the processes go round-robin over the cells (every cell's first, then every cell's second, …),

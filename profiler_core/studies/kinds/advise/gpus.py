@@ -7,6 +7,7 @@ would hide gains the others show. The diagnosis, the ceiling and a cell that run
 """
 from __future__ import annotations
 
+import argparse
 import math
 import os
 from collections.abc import Iterable
@@ -77,3 +78,15 @@ def union_s(windows: Iterable[tuple[float, float]]) -> float:
             total += end - max(start, reached)
             reached = end
     return total
+
+
+def gpus_for(args: argparse.Namespace, device: str, saved: list[str] | None = None) -> list[str]:
+    """The GPUs the rounds run on, checked; the first one runs everything else."""
+    gpus = chosen(args.gpus) if args.gpus else list(saved or [])
+    if gpus and device != "cuda":
+        raise UsageError("--gpus measures on GPUs; this config runs on the CPU")
+    if gpus and args.fresh_processes:
+        raise UsageError("--gpus runs the rounds of shared processes side by side; --fresh-processes runs a "
+                         "process per cell, one at a time: leave one of them out")
+    run_diagnosis_on(gpus)
+    return gpus

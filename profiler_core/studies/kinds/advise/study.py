@@ -61,6 +61,7 @@ from sysprof.profiler_core.studies.kinds.advise.stages import (
     why_not_shared,
 )
 from sysprof.profiler_core.studies.kinds.advise.together import together
+from sysprof.profiler_core.studies.lock import study_lock
 
 DEFAULT_REPEATS = 4  # fresh processes per cell: the fewest a verdict between processes can rest on (Mann–Whitney)
 
@@ -103,7 +104,7 @@ def run(args: argparse.Namespace) -> Path:
     device = "cuda" if on_gpu(base) else "cpu"
     if goal_problem(GOALS[args.goal], device == "cuda"):
         raise UsageError(str(goal_problem(GOALS[args.goal], device == "cuda")))
-    gpus = _gpus_of(args, device)
+    gpus = advise_gpus.gpus_for(args, device)
     first_look = plan(candidates(base, device == "cuda", limit), args.budget * 60 - PROCESS_S[device], base,
                       device, shared=not args.fresh_processes)  # before the diagnosis: anything to measure at all?
     if not first_look.chosen:
@@ -117,22 +118,11 @@ def run(args: argparse.Namespace) -> Path:
                             lambda study_dir: rundir.write_json(study_dir / rundir.ADVICE_PLAN, {
                                 "baseline": base.to_dict(), "diagnosis_cell": DIAGNOSIS_CELL,
                                 "budget_s": args.budget * 60, "gpus": gpus, "goal": args.goal}))
-    after_the_diagnosis(study_dir)
-    _measure(args, study_dir, base, args.budget * 60 - (time.monotonic() - started) - CEILING_S[device])
-    _ceiling(args, study_dir)
+    with study_lock(study_dir):  # every stage, not only their cells: a resume must not plan in between
+        after_the_diagnosis(study_dir)
+        _measure(args, study_dir, base, args.budget * 60 - (time.monotonic() - started) - CEILING_S[device])
+        _ceiling(args, study_dir)
     return study_dir
-
-
-def _gpus_of(args: argparse.Namespace, device: str, saved: list[str] | None = None) -> list[str]:
-    """The GPUs the rounds run on (gpus.py), checked; the first one runs everything else."""
-    gpus = advise_gpus.chosen(args.gpus) if args.gpus else list(saved or [])
-    if gpus and device != "cuda":
-        raise UsageError("--gpus measures on GPUs; this config runs on the CPU")
-    if gpus and args.fresh_processes:
-        raise UsageError("--gpus runs the rounds of shared processes side by side; --fresh-processes runs a "
-                         "process per cell, one at a time: leave one of them out")
-    advise_gpus.run_diagnosis_on(gpus)
-    return gpus
 
 
 def _ceiling(args: argparse.Namespace, study_dir: Path) -> None:
@@ -183,8 +173,9 @@ def _measure(args: argparse.Namespace, study_dir: Path, base: RunConfig, budget_
 
 def resume(args: argparse.Namespace, study_dir: Path) -> Path:
     """The stages left (_resume_stages), then the answer's ceiling where the answer is new."""
-    _resume_stages(args, study_dir)
-    _ceiling(args, study_dir)
+    with study_lock(study_dir):
+        _resume_stages(args, study_dir)
+        _ceiling(args, study_dir)
     return study_dir
 
 
@@ -229,7 +220,7 @@ def _resumable(args: argparse.Namespace, study_dir: Path) -> list[RunConfig]:
         for problem in code_location_problems(cfg).values():
             raise UsageError(f"{study_dir}: {problem}")
     saved = (rundir.read_json(study_dir / rundir.ADVICE_PLAN) or {}).get("gpus")
-    update_advice(study_dir, gpus=_gpus_of(args, "cuda" if on_gpu(configs[0]) else "cpu", saved))
+    update_advice(study_dir, gpus=advise_gpus.gpus_for(args, "cuda" if on_gpu(configs[0]) else "cpu", saved))
     if args.budget is not None:  # minutes more: the study's budget grows by them, so a later resume keeps the rest
         update_advice(study_dir, budget_s=spent_s(study_dir) + args.budget * 60)
     return configs

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import csv
+import html
 import io
 import json
 import math
@@ -66,9 +67,15 @@ def to_csv(table) -> str:
     return buffer.getvalue()
 
 
+def markdown_text(text: str) -> str:
+    """Text that is not ours (a run folder's name, a factory's file, a --model-arg value, a kernel's template) as
+    Markdown shows it: never live HTML, whatever it holds (`<img onerror=…>` reads as the text it is)."""
+    return html.escape(text, quote=False)
+
+
 def to_markdown(table) -> str:
     columns, rows = table_records(table)
-    escape = lambda text: text.replace("|", r"\|").replace("\n", " ")  # noqa: E731
+    escape = lambda text: markdown_text(text).replace("|", r"\|").replace("\n", " ")  # noqa: E731
     lines = ["| " + " | ".join(escape(c) for c in columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(escape(cell_text(row.get(c))) for c in columns) + " |" for row in rows]
     return "\n".join(lines) + "\n"

@@ -8,8 +8,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
-from sysprof.profiler_core.render.export import cell_text, latex_escape, table_records, to_latex, to_markdown
+from sysprof.profiler_core.render.export import (
+    cell_text,
+    latex_escape,
+    markdown_text,
+    table_records,
+    to_latex,
+    to_markdown,
+)
 
 
 @dataclass(frozen=True)
@@ -45,25 +53,27 @@ def markdown(blocks: Sequence[Block], document: Path) -> str:
     parts = []
     for block in blocks:
         if block.kind == "heading":
-            parts.append(f"{'#' * block.level} {block.text}")
+            parts.append(f"{'#' * block.level} {markdown_text(block.text)}")
         elif block.kind == "text":
-            parts.append(block.text)
+            parts.append(markdown_text(block.text))
         elif block.kind == "code":
             parts.append(f"```\n{block.text}\n```")
         elif block.kind == "table":
-            parts.append(f"**{block.text}**\n\n{to_markdown(list(block.records)).rstrip()}")
+            parts.append(f"**{markdown_text(block.text)}**\n\n{to_markdown(list(block.records)).rstrip()}")
         elif block.kind == "figure":
             png, *others = (_relative(path, document) for path in block.paths)
             links = "".join(f" · [{Path(other).suffix[1:].upper()}]({other})" for other in others)
-            parts.append(f"![{block.text}]({png})\n\n*{block.text}*{links}")
+            parts.append(f"![{markdown_text(block.text)}]({png})\n\n*{markdown_text(block.text)}*{links}")
     return "\n\n".join(parts) + "\n"
 
 
 def _relative(path: Path, document: Path) -> str:
+    """The figure's link, percent-encoded: a name holding <, > or spaces stays one link and never markup."""
     try:
-        return path.resolve().relative_to(document.resolve().parent).as_posix()
+        relative = path.resolve().relative_to(document.resolve().parent).as_posix()
     except ValueError:
-        return path.resolve().as_posix()
+        relative = path.resolve().as_posix()
+    return quote(relative, safe="/._-")
 
 
 STYLE = """body{font-family:system-ui,sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem;color:#222}

@@ -18,7 +18,7 @@ def candidate_cells(study: Study, advice: dict) -> tuple[Any, list[Any]]:
     """The baseline's cell and the candidates' cells, in the plan's order (a study from before the diagnosis
     stage has its baseline first)."""
     first = advice.get("first_cell", 0)
-    if first is None:  # the budget left no candidate to measure
+    if first is None or first >= len(study.cells):  # no candidate to measure, or their cells not added yet
         return None, []
     return study.cells[first], study.cells[first + 1:first + 1 + len(advice.get("candidates", []))]
 

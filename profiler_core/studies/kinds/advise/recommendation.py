@@ -27,7 +27,11 @@ from sysprof.profiler_core.studies.kinds.advise.step_rows import (
 def recommendation(study: Study, advice: dict, measured: list[dict], combined: list[dict]) -> list[dict]:
     """The answer as the command line that runs it: the last step measured again that still helped; else why there
     is none (nothing passed, the gain did not hold, or its second measurement has not finished)."""
+    if "candidates" not in advice:  # the plan is written once the diagnosis has ended
+        return [{"answer": "not yet: the diagnosis is running", "command": None}]
     baseline, _ = candidate_cells(study, advice)
+    if baseline is None and advice["candidates"]:  # planned, their cells not added to the study yet
+        return [{"answer": "not yet: the candidates are being measured", "command": None}]
     if baseline is None:
         return [{"answer": "no candidate measured: the budget left none (see the skipped ones)", "command": None}]
     goal = goal_of(advice)
@@ -35,7 +39,8 @@ def recommendation(study: Study, advice: dict, measured: list[dict], combined: l
     if kept:
         return [_held_answer(study, advice, combined, kept[-1], baseline.config)]
     best = next((row for row in measured if row.get("why") == passed(goal)), None)
-    if best is None and any(row.get("status") == events.PENDING for row in measured):
+    unmeasured = len(measured) < len(advice["candidates"])  # their cells not in the plan yet
+    if best is None and (unmeasured or any(row.get("status") == events.PENDING for row in measured)):
         return [{"answer": "not yet: the candidates are being measured", "command": None}]
     if best is None:
         return [{"answer": "no candidate beat the baseline beyond noise with the same loss", "command": None}]

@@ -166,3 +166,17 @@ def config_to_args(cfg: RunConfig) -> list[str]:
         else:
             args += [flag(field.name)] if value is True else [flag(field.name), str(value)]
     return args
+
+
+def comma_items(text: str, option: str) -> list[str]:
+    """A comma-separated list of values, each one given once: an empty item (`64,,128`) is a typo, not a skip, and a
+    value given twice would run twice."""
+    items = [item.strip() for item in text.split(",")]
+    if not any(items):
+        raise ConfigError(f"{option}: no value")
+    if not all(items):
+        raise ConfigError(f"{option}: an empty value between commas in {text!r}")
+    twice = next((item for index, item in enumerate(items) if item in items[:index]), None)
+    if twice is not None:
+        raise ConfigError(f"{option}: {twice!r} given twice in {text!r}")
+    return items

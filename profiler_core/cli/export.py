@@ -99,6 +99,8 @@ def directory_tables(path: Path) -> dict[str, list[dict]]:
 def pick(tables: dict[str, list[dict]], wanted: str | None) -> tuple[str, list[dict]]:
     if wanted is None:
         return next(iter(tables.items()))
+    if not wanted.strip():  # every name starts with "": that would be a silent pick of the first
+        raise ConfigError(f"--table needs a name; choose from {', '.join(map(repr, tables))}")
     exact = [name for name in tables if name.lower() == wanted.lower()]
     matches = exact or [name for name in tables if name.lower().startswith(wanted.lower())]
     if not matches:

@@ -38,6 +38,10 @@ def add_report_options(parser) -> None:
 def command_report(args) -> int:
     if args.tables_only and args.output:
         raise UsageError("-o and --tables-only each name the one file written: give one of them")
+    seen = [path.resolve() for path in args.paths]
+    same = [path for index, path in enumerate(args.paths) if seen[index] in seen[:index]]
+    if same:  # two runs side by side would be compared: a run with itself is no comparison
+        raise UsageError(f"{same[0]} is given twice; report on different directories")
     target = args.tables_only or args.output or Path(DEFAULT_OUTPUT)
     _check_suffix(target, (".tex",) if args.tables_only else SUFFIXES)
     kinds = [_kind(path) for path in args.paths]

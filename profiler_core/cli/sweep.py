@@ -15,7 +15,13 @@ from sysprof.profiler_core.base import events, rundir
 from sysprof.profiler_core.base.code_specs import code_location_problems
 from sysprof.profiler_core.base.config import ConfigError, RunConfig
 from sysprof.profiler_core.base.errors import UsageError
-from sysprof.profiler_core.base.options import OPTION_HELP, add_model_args_file_option, flag, model_args
+from sysprof.profiler_core.base.options import (
+    OPTION_HELP,
+    add_model_args_file_option,
+    comma_items,
+    flag,
+    model_args,
+)
 from sysprof.profiler_core.memory.fit import cells_fit_problem
 from sysprof.profiler_core.render import export
 from sysprof.profiler_core.render.rows import print_rows
@@ -76,7 +82,7 @@ def add_sweep_options(parser) -> None:
 
 
 def _values(field: dataclasses.Field, text: str) -> list:
-    items = [item.strip() for item in text.split(",") if item.strip()]
+    items = comma_items(text, flag(field.name))
     if field.type == "bool":
         if any(item.lower() not in TRUE_WORDS + FALSE_WORDS for item in items):
             raise ConfigError(f"{flag(field.name)} takes true/false values; got {text!r}")
@@ -96,7 +102,8 @@ def model_arg_values(item: str) -> list[str]:
         json.loads(text)
         return [item]
     except json.JSONDecodeError:
-        return [f"{name}={value.strip()}" for value in text.split(",") if value.strip()] or [item]
+        # an empty value is left to the NAME=VALUE check (options.model_args), which says it that way
+        return [f"{name}={value}" for value in comma_items(text, f"--model-arg {name}")] if text else [item]
 
 
 def model_args_grid(args) -> tuple[list[tuple[str, ...]], list[str]]:

@@ -17,7 +17,7 @@ from sysprof.models.presets import PRESETS
 from sysprof.profiler_core.base import rundir
 from sysprof.profiler_core.base.config import ConfigError, RunConfig
 from sysprof.profiler_core.base.config_checks import validate
-from sysprof.profiler_core.base.options import add_config_options
+from sysprof.profiler_core.base.options import add_config_options, comma_items
 from sysprof.profiler_core.memory.fit import cells_fit_problem
 from sysprof.profiler_core.studies import sweep
 from sysprof.profiler_core.studies.document import Study
@@ -78,7 +78,7 @@ def run_configs(args: argparse.Namespace, name: str, configs: list[RunConfig], v
 
 def ints(text: str, option: str) -> list[int]:
     try:
-        values = [int(item) for item in text.split(",") if item.strip()]
+        values = [int(item) for item in comma_items(text, option)]
     except ValueError:
         raise ConfigError(f"{option} takes comma-separated integers; got {text!r}") from None
     if not values or min(values) < 0:
@@ -101,7 +101,7 @@ def positive(text: str, option: str) -> int:
 
 
 def choices(text: str, option: str, allowed: tuple[str, ...]) -> list[str]:
-    chosen = [item.strip() for item in text.split(",") if item.strip()]
+    chosen = comma_items(text, option)
     unknown = [item for item in chosen if item not in allowed]
     if unknown or not chosen:
         raise ConfigError(f"{option}: {'unknown value ' + repr(unknown[0]) if unknown else 'no value'} "

@@ -183,7 +183,7 @@ def test_the_loss_check_pairs_steps_after_the_same_number_of_weight_updates():
 
 
 @pytest.mark.parametrize("argv, reason", [
-    (["--budget", "0"], "--budget must be a positive number of minutes"),
+    (["--budget", "0"], "--budget must be a positive, finite number of minutes"),
     (["--repeats", "1"], "the advisor needs at least 2 processes per cell"),
     (["--ctx", "0"], "ctx must be a positive integer"),
     (["--ctx", "100000000", "--max-ctx", "100000000"], "the baseline itself: predicted peak memory"),

@@ -19,20 +19,22 @@ TWO_RANKS = RunConfig(model="tiny", nproc=2, device="cpu")
 def test_without_ranks_the_launcher_wraps_the_runner():
     argv = runner_argv(RunConfig(model="tiny"), Path("run"), "nsys", ["nsys", "profile", "-o", "run/profile"])
     assert argv[:5] == ["nsys", "profile", "-o", "run/profile", sys.executable]
-    assert argv[5:7] == ["-m", "sysprof.profiler_core.runner"] and argv[-2:] == ["--capture", "nsys"]
+    assert argv[5:8] == ["-P", "-m", "sysprof.profiler_core.runner"] and argv[-2:] == ["--capture", "nsys"]
 
 
 def test_with_ranks_torchrun_starts_the_launcher_once_per_rank():
     argv = runner_argv(TWO_RANKS, Path("run"), "nsys", ["nsys", "profile"])
     no_python = argv.index("--no-python")
-    assert argv[1:3] == ["-m", "torch.distributed.run"] and "--nproc-per-node" in argv[:no_python]
+    assert argv[1:4] == ["-P", "-m", "torch.distributed.run"] and "--nproc-per-node" in argv[:no_python]
     assert argv[no_python + 1:no_python + 4] == ["nsys", "profile", sys.executable]
 
 
-def test_with_ranks_and_no_launcher_torchrun_runs_the_runner_module():
+def test_with_ranks_and_no_launcher_torchrun_runs_the_runner_module_with_a_safe_path():
+    """torchrun would start `python -u -m MODULE`, the working directory first on its path: each rank's program is
+    given whole instead (--no-python), `python -P -m` as every process the tool starts."""
     argv = runner_argv(TWO_RANKS, Path("run"))
-    assert ("--no-python" not in argv
-            and argv[argv.index("--max-restarts") + 2:][:2] == ["-m", "sysprof.profiler_core.runner"])
+    after = argv[argv.index("--no-python") + 1:]
+    assert after[:4] == [sys.executable, "-P", "-m", "sysprof.profiler_core.runner"]
 
 
 def test_each_rank_names_its_own_report_through_nsys_environment_expansion(tmp_path):

@@ -89,8 +89,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> Path:
-    if args.budget is not None and not args.budget > 0:
-        raise UsageError(f"--budget must be a positive number of minutes; got {args.budget:g}")
+    if args.budget is not None and not 0 < args.budget < float("inf"):
+        raise UsageError(f"--budget must be a positive, finite number of minutes; got {args.budget:g}")
     if args.resume:
         return resume(args, args.resume)
     args.budget = DEFAULT_BUDGET_MIN if args.budget is None else args.budget

@@ -1,0 +1,29 @@
+"""Values a typo makes: refused up front with the option named, nothing run and no runs folder made. An empty item
+between commas, a value given twice, an infinite budget, an empty table name, one directory reported twice."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sysprof.profiler_core.cli import main as cli
+
+RUN = Path(__file__).resolve().parents[1] / "data" / "runs" / "small-h200-analyses"
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["sweep", "--model", "tiny", "--device", "cpu", "--ctx", "64,,128"], "--ctx: an empty value between commas"),
+    (["sweep", "--model", "tiny", "--device", "cpu", "--ctx", "64,64"], "--ctx: '64' given twice"),
+    (["sweep", "--model", "tiny,", "--device", "cpu"], "--model: an empty value between commas"),
+    (["sweep", "--model", "tiny", "--device", "cpu", "--model-arg", "x=1,,2"], "--model-arg x: an empty value"),
+    (["study", "precision", "--models", "tiny,,small", "--device", "cpu"], "--models: an empty value"),
+    (["advise", "--model", "tiny", "--device", "cpu", "--budget", "inf"], "--budget must be a positive, finite"),
+    (["export", str(RUN), "--table", ""], "--table needs a name"),
+    (["report", str(RUN), str(RUN)], "is given twice"),
+])
+def test_a_typo_is_refused_with_the_option_named_and_nothing_made(argv, said, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    runs = ["--runs-dir", str(tmp_path / "runs")] if argv[0] in ("sweep", "study", "advise") else []
+    assert cli.main([*argv, *runs]) == 2
+    assert said in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []

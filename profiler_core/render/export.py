@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import base64
 import csv
-import html
 import io
 import json
 import math
@@ -70,7 +69,7 @@ def to_csv(table) -> str:
 def markdown_text(text: str) -> str:
     """Text that is not ours (a run folder's name, a factory's file, a --model-arg value, a kernel's template) as
     Markdown shows it: never live HTML, whatever it holds (`<img onerror=…>` reads as the text it is)."""
-    return html.escape(text, quote=False)
+    return text.replace("<", "&lt;").replace(">", "&gt;")  # an entity decodes to text, never to a tag
 
 
 def to_markdown(table) -> str:

@@ -16,6 +16,9 @@ def gpus_problem(cfg: RunConfig, visible: int | None = None) -> str | None:
     """--nproc on GPUs takes one visible GPU per rank; on a node without GPUs (device auto) the ranks are CPU
     processes. Checked before anything starts: NVML answers in milliseconds, a launch takes seconds.
     visible: the count already asked (the Configure form asks once, not at every keystroke)."""
+    if cfg.device == "cuda" and not cfg.distributed:  # refused here, not by a runner seconds after it started
+        visible = visible_gpu_count() if visible is None else visible
+        return None if visible else "--device cuda: no CUDA GPU is visible here (CUDA_VISIBLE_DEVICES, nvidia-smi)"
     if not cfg.distributed or cfg.device not in ("auto", "cuda"):
         return None
     visible = visible_gpu_count() if visible is None else visible

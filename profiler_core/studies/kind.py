@@ -19,6 +19,7 @@ from sysprof.profiler_core.base.config import ConfigError, RunConfig
 from sysprof.profiler_core.base.config_checks import validate
 from sysprof.profiler_core.base.options import add_config_options, comma_items
 from sysprof.profiler_core.memory.fit import cells_fit_problem
+from sysprof.profiler_core.session.rank_checks import gpus_problem
 from sysprof.profiler_core.studies import sweep
 from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.progress import Progress, config_label
@@ -65,6 +66,9 @@ def run_configs(args: argparse.Namespace, name: str, configs: list[RunConfig], v
     cell; its directory."""
     for cfg in configs:
         validate(cfg)
+    device = next(filter(None, map(gpus_problem, configs)), None)
+    if device:
+        raise ConfigError(device)
     too_big = None if args.force else cells_fit_problem(configs, lambda cfg: config_label(cfg.to_dict()))
     if too_big:
         raise ConfigError(too_big)

@@ -27,3 +27,18 @@ def test_a_typo_is_refused_with_the_option_named_and_nothing_made(argv, said, tm
     assert cli.main([*argv, *runs]) == 2
     assert said in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "--model", "tiny", "--device", "cuda"],
+    ["sweep", "--model", "tiny", "--device", "cuda,cpu"],
+    ["advise", "--model", "tiny", "--device", "cuda"],
+])
+def test_device_cuda_without_a_gpu_is_refused_before_any_process_starts(argv, tmp_path, capsys, monkeypatch):
+    from sysprof.profiler_core.session import rank_checks
+
+    monkeypatch.setattr(rank_checks, "visible_gpu_count", lambda: 0)  # this host, whatever it has: no GPU seen
+    monkeypatch.chdir(tmp_path)
+    assert cli.main([*argv, "--runs-dir", str(tmp_path / "runs")]) == 2
+    assert "--device cuda: no CUDA GPU is visible here" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []

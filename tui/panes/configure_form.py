@@ -68,9 +68,9 @@ def checked_config(values: dict, visible_gpus: int,
         return None, {"model": str(exc)}
     problems = configs.config_problems(cfg)  # a factory, loss or optimizer whose file or module is not there too
     if "nproc" not in problems and not configs.type_problems(cfg):  # it reads the fields as their types
-        too_many_ranks = configs.gpus_problem(cfg, visible_gpus)
-        if too_many_ranks:
-            problems["nproc"] = too_many_ranks
+        no_gpu = configs.gpus_problem(cfg, visible_gpus)
+        if no_gpu:  # none for --device cuda, or fewer than --nproc ranks need
+            problems["device" if no_gpu.startswith("--device") else "nproc"] = no_gpu
     if not problems and memory:
         too_big = configs.fit_problem(cfg, memory.get(cfg.device))
         if too_big:

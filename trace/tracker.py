@@ -58,8 +58,9 @@ class Tracker:
 
     @contextmanager
     def step(self):
-        if self.stopped or self.current is not None:
-            self._say("nested", "a step inside a step: the inner one is not timed")
+        if self.stopped or self.current is not None:  # finished or failed to write (said then), or a misuse
+            if not self.stopped:
+                self._say("nested", "a step inside a step: the inner one is not timed")
             yield StepHandle(self, StepMarks(-1, HostClock().mark()))
             return
         if self.clock is None:
@@ -92,7 +93,8 @@ class Tracker:
     @contextmanager
     def phase(self, name: str):
         if self.stopped or self.current is None or self.in_phase is not None:
-            self._say(f"phase {name}", f"phase {name!r} outside a step or inside another phase: not timed")
+            if not self.stopped:  # a misuse, said once; a finished tracker times nothing, silently
+                self._say(f"phase {name}", f"phase {name!r} outside a step or inside another phase: not timed")
             yield
             return
         marks, self.in_phase, clock = self.current, name, self.clock

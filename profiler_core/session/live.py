@@ -124,8 +124,9 @@ def settle_died(live: LiveProcess) -> str:
         line = _settle_run(live, when)
     else:
         line = f"{live.directory.name}: died (last heartbeat {when}); finished cells are kept"
-        if study_kind(live.directory) not in (None, "attention"):  # a sweep plan: it resumes
-            line += f"; `sysprof sweep --resume {live.directory}` runs the rest"
+        kind = study_kind(live.directory)
+        if kind not in (None, "attention"):  # a sweep plan: it resumes (an advise's later stages too)
+            line += f"; `sysprof {'advise' if kind == 'advise' else 'sweep'} --resume {live.directory}` runs the rest"
     (live.directory / rundir.LIVE).unlink(missing_ok=True)
     return line
 

@@ -321,3 +321,15 @@ def test_a_runner_whose_reader_vanished_says_so_never_error_in_its_last_phase(tm
     assert summary["phases"]["step"]["n"] == measured_steps(run_dir) >= 3
     listed = sysprof(["ps"], cli_env)  # its launcher's mark is left behind: settled, with the runner's own words
     assert listed.returncode == 0 and "died:" in listed.stdout and "reading its events went away" in listed.stdout
+
+
+def test_a_dead_advise_study_is_told_to_resume_as_an_advise(tmp_path):
+    """`sweep --resume` would run the cells left and skip the advisor's later stages: an advise resumes as one."""
+    import shutil
+
+    study = tmp_path / "advise"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-tiny-cpu", study)
+    Heartbeat(study, "study").start().stopped.set()
+    old = time.time() - STALE_S - 1
+    os.utime(study / rundir.LIVE, (old, old))
+    assert settle_died(live_process(study)).endswith(f"`sysprof advise --resume {study}` runs the rest")

@@ -101,10 +101,14 @@ def study_row(record: dict) -> dict:
 
 
 def list_run_records(root: Path, extra: list[Path]) -> list[dict]:
-    """Runs and studies under root plus the runs opened on the command line, newest first."""
+    """Runs and studies under root plus the runs and studies opened on the command line, newest first."""
     paths = {p.resolve(): p for p in [*extra, *runs.list_runs(root)]}
     records = [run_record(p) for p in paths.values() if studies.study_kind(p) is None]
-    records += [study_row(record) for record in studies.list_studies(root)]
+    found = studies.list_studies(root)
+    listed = {Path(record["path"]).resolve() for record in found}
+    found += [record for path in extra if studies.study_kind(path) is not None and path.resolve() not in listed
+              for record in [studies.study_record(path)] if record]  # studies opened from elsewhere: listed too
+    records += [study_row(record) for record in found]
     return sorted(records, key=lambda r: r["started"], reverse=True)
 
 

@@ -80,21 +80,20 @@ def run_configs(args: argparse.Namespace, name: str, configs: list[RunConfig], v
     return sweep_dir
 
 
-def ints(text: str, option: str) -> list[int]:
+def ints(text: str, option: str, least: int = 0) -> list[int]:
+    """Comma-separated integers, each at least `least`; the message says the bound the option keeps."""
+    bound = "positive integers" if least == 1 else f"integers ≥ {least}"
     try:
         values = [int(item) for item in comma_items(text, option)]
     except ValueError:
-        raise ConfigError(f"{option} takes comma-separated integers; got {text!r}") from None
-    if not values or min(values) < 0:
-        raise ConfigError(f"{option} takes comma-separated integers ≥ 0; got {text!r}")
+        raise ConfigError(f"{option} takes comma-separated {bound}; got {text!r}") from None
+    if min(values) < least:
+        raise ConfigError(f"{option} takes comma-separated {bound}; got {text!r}")
     return values
 
 
 def positive_ints(text: str, option: str) -> list[int]:
-    values = ints(text, option) if text.strip() else [0]
-    if min(values) == 0:
-        raise ConfigError(f"{option} takes comma-separated positive integers; got {text!r}")
-    return values
+    return ints(text, option, least=1)
 
 
 def positive(text: str, option: str) -> int:

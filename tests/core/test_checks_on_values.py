@@ -20,10 +20,11 @@ RUN = Path(__file__).resolve().parents[1] / "data" / "runs" / "small-h200-analys
     (["advise", "--model", "tiny", "--device", "cpu", "--budget", "inf"], "--budget must be a positive, finite"),
     (["export", str(RUN), "--table", ""], "--table needs a name"),
     (["report", str(RUN), str(RUN)], "is given twice"),
+    (["study", "attention", "--device", "cpu", "--d", "-1"], "--d takes comma-separated positive integers"),
 ])
 def test_a_typo_is_refused_with_the_option_named_and_nothing_made(argv, said, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    runs = ["--runs-dir", str(tmp_path / "runs")] if argv[0] in ("sweep", "study", "advise") else []
+    runs = ["--runs-dir", str(tmp_path / "runs")] if argv[0] in ("sweep", "study", "advise") else []  # made: a fault
     assert cli.main([*argv, *runs]) == 2
     assert said in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []

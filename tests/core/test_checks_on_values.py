@@ -24,7 +24,7 @@ RUN = Path(__file__).resolve().parents[1] / "data" / "runs" / "small-h200-analys
 ])
 def test_a_typo_is_refused_with_the_option_named_and_nothing_made(argv, said, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    runs = ["--runs-dir", str(tmp_path / "runs")] if argv[0] in ("sweep", "study", "advise") else []  # made: a fault
+    runs = ["--runs-dir", str(tmp_path / "runs")] if argv[0] in ("sweep", "study", "advise") else []
     assert cli.main([*argv, *runs]) == 2
     assert said in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []

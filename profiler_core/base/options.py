@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -82,8 +83,17 @@ class OneLineParser(argparse.ArgumentParser):
     """argparse, but a user mistake is one line on stderr and exit 2 (no usage dump)."""
 
     def error(self, message: str) -> NoReturn:
-        sys.stderr.write(f"{self.prog}: error: {' '.join(message.split())}\n")  # a typed newline stays one line
+        sys.stderr.write(f"{self.prog}: error: {_with_hint(' '.join(message.split()))}\n")  # a newline stays one line
         sys.exit(2)
+
+
+def _with_hint(message: str) -> str:
+    """argparse takes a value that starts with -- for the next option: say how to give it as a value."""
+    found = re.match(r"argument (--[\w-]+): expected one argument$", message)
+    if found:
+        option = found.group(1)
+        return f"{message} (a value that starts with -- goes after an equals sign: {option}='--VALUE')"
+    return message
 
 
 class RaisingParser(argparse.ArgumentParser):

@@ -43,3 +43,11 @@ def test_device_cuda_without_a_gpu_is_refused_before_any_process_starts(argv, tm
     assert cli.main([*argv, "--runs-dir", str(tmp_path / "runs")]) == 2
     assert "--device cuda: no CUDA GPU is visible here" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_side_of_ab_that_starts_with_two_dashes_is_told_how_to_write_it(capsys):
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["ab", "--a", "--compile", "--b", "", "--model", "tiny"])
+    assert exited.value.code == 2
+    assert "--a: expected one argument (a value that starts with -- goes after an equals sign: --a='--VALUE')" \
+        in capsys.readouterr().err

@@ -114,7 +114,7 @@ def test_sweep_cli_json_and_bad_values(cli_env, tmp_path):
     assert [c["config"]["ctx"] for c in cells] == [16, 24] and all(c["status"] == "ok" for c in cells)
     for extra, reason in ((["--compile", "maybe"], "takes true/false values"), (["--ctx", "²"], "takes integers"),
                           (["--output", "/proc/no/table.md"], "not a writable folder"),
-                          (["--output", "table.txt"], "end the name in"), (["--ctx", ","], "lists no values"),
+                          (["--output", "table.txt"], "end the name in"), (["--ctx", ","], "--ctx: no value"),
                           (["--pivot", "ctx:dmodel"], "--pivot/--value: no column 'dmodel'"),
                           (["--pivot", "ctx", "--value", "fwd ms"], "no column 'fwd ms'")):
         bad = subprocess.run(args[:-1] + extra, env=cli_env, capture_output=True, text=True, timeout=60)

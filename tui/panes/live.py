@@ -75,7 +75,7 @@ def _why_not(figures, state: RunState) -> str:
 def throughput_text(state: RunState) -> str:
     numbers = running_throughput(state)
     lines = [f"tokens/s {optional(numbers.get('tokens_per_s'), ',.0f')}",
-             f"{optional(numbers.get('tflops'), '.2f')} TFLOP/s ({numbers.get('precision_used', NA)})",
+             f"{optional(numbers.get('tflops'), '.2f')} TFLOP/s ({numbers.get('precision_used') or NA})",
              f"MFU {optional(numbers.get('mfu'), '.1%')}" + _why_not(numbers, state)]
     compile_s = state.compile_s
     if compile_s is None and state.summary:

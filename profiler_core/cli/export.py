@@ -88,9 +88,9 @@ def attention_run_tables(run_dir: Path, attention: Mapping[str, Any]) -> dict[st
 
 def directory_tables(path: Path) -> dict[str, list[dict]]:
     if study_kind(path) is not None:
-        from sysprof.profiler_core.studies.results import study_tables
+        from sysprof.profiler_core.studies.table_models import study_models
 
-        return study_tables(path)
+        return {model.title: model.records() for model in study_models(path)}
     if not (path / rundir.MANIFEST).is_file():
         raise ConfigError(f"{path} is neither a run directory (no {rundir.MANIFEST}) nor a sweep or study directory")
     return run_tables(Run.load(path))

@@ -16,8 +16,8 @@ from sysprof.profiler_core.cli.export import directory_tables
 from sysprof.profiler_core.documents.run_document import MEMORY, Run
 from sysprof.profiler_core.render import report_figures as figures
 from sysprof.profiler_core.render import report_writers as blocks
-from sysprof.profiler_core.render.figure_data import table_figures
 from sysprof.profiler_core.render.report_writers import Block
+from sysprof.profiler_core.tables.model import TableModel
 
 DIGITS = 4  # significant digits of a report's table cells (an export keeps 6): a document is read, not parsed
 SKIPPED_TABLES = {"steps": "one row per step: `sysprof export {path} --table steps`"}
@@ -162,17 +162,15 @@ def _memory_timeline(run: Run, timeline: dict, draw: Drawer, directory: Path) ->
 
 def study_blocks(path: Path, draw: Drawer) -> list[Block]:
     from sysprof.profiler_core.studies.document import Study
-    from sysprof.profiler_core.studies.results import study_tables
+    from sysprof.profiler_core.studies.table_models import study_models
 
     study = Study.load(path)
     made = [blocks.heading(f"{study.kind} study {path.name}"), readable_table("what ran", study_what_ran(study)),
             blocks.text("To run it again:"),
             blocks.code(study.plan.get("command") or "(not recorded: the study predates sysprof recording it)")]
-    tables = study_tables(path)
-    for name, records in tables.items():
-        if records:
-            made.append(readable_table(name, records))
-    return made + study_figures(path.name, tables, draw)
+    models = study_models(path)
+    made += [readable_table(model.title, list(model.rows)) for model in models if model.rows]
+    return made + study_figures(path.name, models, draw)
 
 
 def study_what_ran(study) -> list[dict]:
@@ -193,10 +191,10 @@ def study_what_ran(study) -> list[dict]:
     return rows
 
 
-def study_figures(name: str, tables: dict[str, list[dict]], draw: Drawer) -> list[Block]:
+def study_figures(name: str, models: list[TableModel], draw: Drawer) -> list[Block]:
     made: list[Block] = []
-    for index, (title, records) in enumerate(tables.items()):
-        for label, panels in table_figures(title, records):
-            caption = f"{name}: {title}" + (" (speed-ups)" if label == "speedups" else "")
+    for index, model in enumerate(models):
+        for label, panels in model.figures:
+            caption = f"{name}: {model.title}" + (" (speed-ups)" if label == "speedups" else "")
             made += draw(caption, f"{name}-{index}-{label}", partial(figures.draw_panels, panels))
     return made

@@ -12,7 +12,8 @@ from sysprof.profiler_core.render import export
 from sysprof.profiler_core.render.rows import print_rows
 from sysprof.profiler_core.render.whole_tables import add_format_option, output_console
 from sysprof.profiler_core.studies.kinds import KINDS
-from sysprof.profiler_core.studies.results import all_cells_done, study_tables
+from sysprof.profiler_core.studies.results import all_cells_done
+from sysprof.profiler_core.studies.table_models import study_models
 from sysprof.profiler_core.studies.tables import compact
 
 err = Console(stderr=True, highlight=False)
@@ -51,19 +52,19 @@ def _common(parser) -> None:
 def emit_tables(args, study_dir: Path, started: float) -> int:
     """Print (or write) the study's tables, rebuilt from its directory; exit 1 when a cell did not finish
     (ok or oom)."""
-    tables = study_tables(study_dir)
-    main_table = next(iter(tables.values()))
+    models = study_models(study_dir)
     if args.output:
-        export.write_table(main_table, args.output)
+        export.write_table(models[0].records(), args.output)
     if args.json:
-        print(json.dumps({name: export.table_records(t)[1] for name, t in tables.items()} |
+        print(json.dumps({model.title: model.records() for model in models} |
                          {"study_dir": str(study_dir), "elapsed_s": time.perf_counter() - started}, default=str))
     elif not args.events:
-        for name, table in tables.items():
+        for model in models:
             raw = getattr(args, "format", None) == "csv"  # CSV to parse: each mean and std a value of its own
-            print_rows(output_console(args), table if raw else compact(table), name, args.full_names)
+            rows = [dict(row) for row in model.rows]
+            print_rows(output_console(args), rows if raw else compact(rows), model.title, args.full_names)
         err.print(f"[dim]{study_dir} ({time.perf_counter() - started:.0f} s)[/]")
-    return 0 if all_cells_done(tables) else 1
+    return 0 if all_cells_done({model.title: list(model.rows) for model in models}) else 1
 
 
 def _start(args) -> float:

@@ -5,8 +5,9 @@ from pathlib import Path
 
 from sysprof.profiler_core.documents.study_plans import study_kind
 from sysprof.profiler_core.studies.catalog import list_studies, study_record
+from sysprof.profiler_core.tables.model import TableModel
 
-__all__ = ["list_studies", "study_kind", "study_record", "study_tables", "study_templates"]
+__all__ = ["list_studies", "study_kind", "study_record", "study_models", "study_templates"]
 
 
 def study_templates(on_gpu: bool) -> dict[str, str]:
@@ -17,8 +18,8 @@ def study_templates(on_gpu: bool) -> dict[str, str]:
             for title, command in (kind.templates if on_gpu else kind.cpu_templates).items()}
 
 
-def study_tables(study_dir: Path) -> dict[str, list[dict]]:
-    """A study's tables rebuilt from its directory (pandas: call it from a worker thread)."""
-    from sysprof.profiler_core.studies.results import study_tables as build
+def study_models(study_dir: Path) -> list[TableModel]:
+    """A study's tables rebuilt from its directory, each with its figures (pandas: call it from a worker thread)."""
+    from sysprof.profiler_core.studies.table_models import study_models as build
 
     return build(study_dir)

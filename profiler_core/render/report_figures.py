@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sysprof.profiler_core.render.figure_data import Panel, Rows
-from sysprof.profiler_core.render.figure_data import number as _number
 from sysprof.profiler_core.render.memory_plot import IMAGE_SUFFIXES, PHASE_COLORS
+from sysprof.profiler_core.tables.figure_data import Panel, Rows
+from sysprof.profiler_core.tables.figure_data import number as _number
 
 MAX_WIDTH_IN = 14  # a page's width, give or take: more bars get narrower, not a wider figure
 MARKERS, LINESTYLES = ("o", "s", "^", "D"), ("-", "--", ":", "-.")

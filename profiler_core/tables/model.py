@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sysprof.profiler_core.base.units import NA
+from sysprof.profiler_core.tables.figure_data import Panel
 
 
 def plain(value: Any) -> str:
@@ -38,6 +39,12 @@ class TableModel:
     columns: tuple[Column, ...]
     rows: Sequence[Mapping[str, Any]] = field(default_factory=list)
     notes: tuple[str, ...] = ()  # lines that belong under the table (a finding, a legend)
+    figures: tuple[tuple[str, tuple[Panel, ...]], ...] = ()  # (name, panels) its rows make: the report draws them
+
+    def shown_columns(self) -> tuple[Column, ...]:
+        """The columns with a value in some row: a column empty in every row (memory on a CPU) is left out of a
+        view, not of an export."""
+        return tuple(c for c in self.columns if any(row.get(c.key) is not None for row in self.rows)) or self.columns
 
     def cells(self, row: Mapping[str, Any]) -> list[str]:
         return [column.text(row.get(column.key)) for column in self.columns]
@@ -45,6 +52,15 @@ class TableModel:
     def records(self) -> list[dict[str, Any]]:
         """The rows as an export writes them: the screen's column names, the raw values."""
         return [{column.label: row.get(column.key) for column in self.columns} for row in self.rows]
+
+
+def main_figure(models: Sequence[TableModel]) -> tuple[str, Panel] | None:
+    """The main figure, for a screen with room for one: the first panel of the first table that has one, with that
+    table's title."""
+    for model in models:
+        for _, panels in model.figures:
+            return model.title, panels[0]
+    return None
 
 
 def fixed_or_na(digits: int, suffix: str = "") -> Callable[[Any], str]:

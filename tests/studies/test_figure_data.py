@@ -1,11 +1,13 @@
 """Which columns become which lines: the report's figures and the Studies screen's figure are drawn from these
-panels (render/figure_data), built here from saved H200 study directories."""
+panels (tables/figure_data), built here from saved H200 study directories."""
 import math
 from pathlib import Path
 
 from sysprof.profiler_core.base.code_specs import short_spec
-from sysprof.profiler_core.render.figure_data import main_figure, row_label, table_figures
 from sysprof.profiler_core.studies.results import study_tables
+from sysprof.profiler_core.studies.table_models import study_models
+from sysprof.profiler_core.tables.figure_data import row_label, table_figures
+from sysprof.profiler_core.tables.model import main_figure
 
 STUDIES = Path(__file__).resolve().parents[1] / "data" / "studies"
 
@@ -34,12 +36,12 @@ def test_speedup_bars_name_each_row_and_leave_the_oom_row_at_zero():
 
 def test_the_warmup_curve_carries_its_spread_and_a_study_without_a_figure_has_none():
     tables = study_tables(STUDIES / "warmup-small-h200")
-    title, panel = main_figure(tables)
+    title, panel = main_figure(study_models(STUDIES / "warmup-small-h200"))
     step = next(series for series in panel.series if series.label == "step")
     warmup = tables["warm-up study"]
     assert title == "warm-up study" and step.x == [row["warm-up steps"] for row in warmup]
     assert step.err == [row["step std ms"] for row in warmup]
-    assert main_figure(study_tables(STUDIES / "advise-tiny-cpu")) is None
+    assert main_figure(study_models(STUDIES / "advise-tiny-cpu")) is None
 
 
 def test_a_users_attention_is_named_by_its_file_and_function_in_the_figure():
@@ -66,7 +68,7 @@ def test_speedup_bars_leave_out_the_baseline_and_name_a_forward_row_once():
 
 
 def test_two_users_files_of_one_name_stay_two_lines_in_the_figure():
-    from sysprof.profiler_core.render.figure_data import _line_groups
+    from sysprof.profiler_core.tables.figure_data import _line_groups
 
     rows = [{"impl": impl, "dtype": "fp32", "d": 16, "seq": 32, "status": "ok"}
             for impl in ("eager", "lab/a/mine.py:fn", "lab/b/mine.py:fn")]

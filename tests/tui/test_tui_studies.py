@@ -89,7 +89,7 @@ async def test_saved_attention_study_opens_offline_with_its_memory_accounting(tm
         await settle(app, pilot)
         pane = app.query_one("#pane-studies")
         assert pane.study.stage == "opened" and (pane.study.done, pane.study.cells) == (60, 60)
-        rows = next(rows for title, rows in pane.tables.items() if title.startswith("attention memory"))
+        rows = next(model.rows for title, model in pane.tables.items() if title.startswith("attention memory"))
         longest = {row["impl"]: row for row in rows if row["d"] == 64 and row["seq"] == 16384}
         assert longest["eager"]["T×T tensors saved"] == 1.03 and longest["sdpa"]["T×T tensors saved"] == 0
         assert "attention · opened · 60/60 cells run" in text(app)
@@ -105,7 +105,7 @@ async def test_runs_screen_lists_a_study_and_opens_it_in_studies(tmp_path):
         await settle(app, pilot, "enter")
         await settle(app, pilot)
         pane = app.query_one("#pane-studies")
-        first = pane.tables["warm-up study"][0]
+        first = pane.tables["warm-up study"].rows[0]
         assert first["warm-up steps"] == 0 and first["step first / mean"] > 5  # the H200's cold first step
 
 
@@ -170,7 +170,8 @@ async def test_two_marked_runs_rerun_interleaved_from_runs_and_their_comparison_
         assert command.startswith("ab --a=") and "--ctx 32" in command and "--ctx 64" in command
         pane = await wait_for_end(app, pilot)
         assert pane.study.stage == "finished", pane.study.message
-        title, rows = next(iter(pane.tables.items()))
+        title, model = next(iter(pane.tables.items()))
+        rows = model.rows
         assert title == "B against A"
         assert [row["phase"] for row in rows][:2] == ["forward", "backward"]
         assert {row["interleaved"] for row in rows} == {True} and all(row["n A/B"] == "4/4" for row in rows)
@@ -303,7 +304,7 @@ async def test_in_80_columns_why_a_candidate_was_not_run_is_read_under_the_table
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(app, pilot)
         pane, table, more = app.query_one("#pane-studies"), app.query_one("#study-table"), app.query_one("#study-more")
-        _, records = pane.current_table()
+        records = pane.current_table().rows
         row = next(index for index, record in enumerate(records) if record.get("why") == "needs CUDA")
         table.move_cursor(row=row)
         await settle(app, pilot)

@@ -26,8 +26,8 @@ from sysprof.profiler_core.api import (
     studies,
     vocab,
 )
-from sysprof.profiler_core.base.units import table_number
-from sysprof.profiler_core.render.figure_data import Panel, main_figure
+from sysprof.profiler_core.tables.figure_data import Panel
+from sysprof.profiler_core.tables.model import TableModel, main_figure
 from sysprof.tui.keys import pane_bindings
 from sysprof.tui.model.run_files import short_path
 from sysprof.tui.model.study_commands import last_line, study_argv, study_choices
@@ -41,7 +41,7 @@ from sysprof.tui.widgets.tables import MarkableTable, OutOfViewCells
 class StudiesPane(ReportActions, Pane):
     BINDINGS = pane_bindings("Studies")
     study: reactive[StudyState] = reactive(StudyState, always_update=True, init=False)
-    tables: reactive[dict] = reactive(dict, always_update=True, init=False)
+    tables: reactive[dict[str, TableModel]] = reactive(dict, always_update=True, init=False)  # title → table
 
     class Ended(Message):
         """A study this pane followed has ended: Runs lists it without being asked (g)."""
@@ -169,13 +169,13 @@ class StudiesPane(ReportActions, Pane):
     @work(thread=True, exclusive=True, exit_on_error=False, group="study-tables")
     def load_tables(self, directory: Path) -> None:
         try:
-            tables, record = studies.study_tables(directory), studies.study_record(directory) or {}
+            models, record = studies.study_models(directory), studies.study_record(directory) or {}
         except (SysprofError, OSError, KeyError, ValueError) as exc:
             self.app.call_from_thread(self.notify, f"cannot read {directory}: {exc}", severity="error")
             return
-        self.from_worker(self.show_tables, tables, record)
+        self.from_worker(self.show_tables, {model.title: model for model in models}, record)
 
-    def show_tables(self, tables: dict, record: dict) -> None:
+    def show_tables(self, tables: dict[str, TableModel], record: dict) -> None:
         if self.study.stage == "opened" and record:
             self.study = StudyState(stage="opened", kind=record["kind"], directory=record["path"],
                                     cells=record["cells"], pending=record["cells"], done=record["finished"],
@@ -186,9 +186,9 @@ class StudiesPane(ReportActions, Pane):
         self.query_one("#study-progress", Static).update(study.progress_line())
         self.query_one("#study-bar", ProgressBar).update(total=study.pending or None, progress=study.done)
 
-    def watch_tables(self, tables: dict) -> None:
+    def watch_tables(self, tables: dict[str, TableModel]) -> None:
         self.table_index = min(self.table_index, max(len(tables) - 1, 0))
-        self.figure = main_figure(tables)
+        self.figure = main_figure(list(tables.values()))
         self.query_one("#study-plot", StudyPlot).draw(self.figure[1] if self.figure else None)
         if self.figure is None:
             self.remove_class("-figure")
@@ -196,18 +196,20 @@ class StudiesPane(ReportActions, Pane):
         self.show_table()
 
     def show_answer(self) -> None:
-        recommended = (self.tables.get(vocab.RECOMMENDED_TABLE) or [{}])[0]
+        recommended = self.answer_row()
         answer = recommended.get("answer")
         self.set_class(bool(answer), "-answered")
         use = " [dim](u: use it in Configure)[/dim]" if recommended.get("command") else ""
         self.query_one("#study-answer", Static).update(f"[b]answer[/b]: {escape(answer)}{use}" if answer else "")
 
     def show_table(self) -> None:
-        title, records = self.current_table()
+        model = self.current_table()
+        title = model.title if model else ""
         table = self.query_one("#study-table", MarkableTable)
-        columns = {key: key for record in records for key, value in record.items()  # none empty in every row
-                   if any(other.get(key) is not None for other in records)}
-        table.show(columns, records, {key: table_number for key in columns})
+        if model is None:
+            table.show({}, [])
+        else:
+            table.show_model(replace(model, columns=model.shown_columns()))
         count = f" ({self.table_index + 1}/{len(self.tables)}, t: next)" if len(self.tables) > 1 else ""
         if self.has_class("-figure") and self.figure:
             title, count = self.figure[0], " (f: back to the table)"
@@ -224,10 +226,13 @@ class StudiesPane(ReportActions, Pane):
         self.toggle_class("-figure")
         self.show_table()
 
-    def current_table(self) -> tuple[str, list[dict]]:
-        if not self.tables:
-            return "", []
-        return list(self.tables.items())[self.table_index]
+    def current_table(self) -> TableModel | None:
+        return list(self.tables.values())[self.table_index] if self.tables else None
+
+    def answer_row(self) -> dict:
+        """The advisor's answer (its recommended table's row), or {} where the study has none."""
+        model = self.tables.get(vocab.RECOMMENDED_TABLE)
+        return dict(model.rows[0]) if model and model.rows else {}
 
     class UseConfig(Message):
         """The advisor's answer, to show in Configure."""
@@ -237,7 +242,7 @@ class StudiesPane(ReportActions, Pane):
             self.config = config
 
     def action_use_answer(self) -> None:
-        answer = (self.tables.get(vocab.RECOMMENDED_TABLE) or [{}])[0]
+        answer = self.answer_row()
         if not answer.get("command"):
             self.notify(answer.get("answer") or "No answer here: use it on an advise study that has one.",
                         severity="warning")
@@ -256,9 +261,10 @@ class StudiesPane(ReportActions, Pane):
         return [Path(self.study.directory)] if self.study.directory else []
 
     def export_table(self) -> ExportTable | None:
-        title, _ = self.current_table()
-        if not title:
+        model = self.current_table()
+        if model is None:
             return None
+        title = model.title
         name = re.sub(r"[^A-Za-z0-9.+]+", "-", title).strip("-").lower()
         directory = Path(self.study.directory) if self.study.directory else None
         return ExportTable(name, self.query_one("#study-table", MarkableTable).selected_records(), directory)

@@ -1,4 +1,4 @@
-"""The Studies screen's figure: the study's main figure (render/figure_data.main_figure, the same data as the
+"""The Studies screen's figure: the study's main figure (tables/figure_data.main_figure, the same data as the
 report's) drawn in the terminal with plotext. Log scales where the report has them; × where a cell ran out of
 memory; the 1× line under speed-ups."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ import math
 
 from textual_plotext import PlotextPlot
 
-from sysprof.profiler_core.render.figure_data import Panel
+from sysprof.profiler_core.tables.figure_data import Panel
 
 MAX_TICKS = 8
 COLORS = ("blue", "orange", "green", "red", "magenta", "cyan", "yellow", "gray")

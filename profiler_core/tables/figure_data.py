@@ -174,11 +174,3 @@ def table_figures(title: str, rows: Rows) -> list[tuple[str, list[Panel]]]:
     found = [(name, make(rows)) for name, make in FIGURES]
     found.append(("speedups", speedup_panels(rows, title)))
     return [(name, panels) for name, panels in found if panels]
-
-
-def main_figure(tables: dict[str, list[dict]]) -> tuple[str, Panel] | None:
-    """The study's main figure, for a screen with room for one: the first panel of the first table that has one."""
-    for title, rows in tables.items():
-        for _, panels in table_figures(title, rows):
-            return title, panels[0]
-    return None

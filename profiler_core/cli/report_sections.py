@@ -169,7 +169,7 @@ def study_blocks(path: Path, draw: Drawer) -> list[Block]:
             blocks.text("To run it again:"),
             blocks.code(study.plan.get("command") or "(not recorded: the study predates sysprof recording it)")]
     models = study_models(path)
-    made += [readable_table(model.title, list(model.rows)) for model in models if model.rows]
+    made += [readable_table(model.title, [dict(row) for row in model.rows]) for model in models if model.rows]
     return made + study_figures(path.name, models, draw)
 
 

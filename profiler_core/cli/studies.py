@@ -64,7 +64,7 @@ def emit_tables(args, study_dir: Path, started: float) -> int:
             rows = [dict(row) for row in model.rows]
             print_rows(output_console(args), rows if raw else compact(rows), model.title, args.full_names)
         err.print(f"[dim]{study_dir} ({time.perf_counter() - started:.0f} s)[/]")
-    return 0 if all_cells_done({model.title: list(model.rows) for model in models}) else 1
+    return 0 if all_cells_done({model.title: [dict(row) for row in model.rows] for model in models}) else 1
 
 
 def _start(args) -> float:

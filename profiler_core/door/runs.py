@@ -1,15 +1,17 @@
-"""Run directories: where they are, which they are, their analysis folders, and the app's note of its own cost."""
+"""Run directories: where they are, which they are, the Runs screen's rows, their analysis folders, and the app's
+note of its own cost."""
 from __future__ import annotations
 
 from pathlib import Path
 
 from sysprof.profiler_core.base import rundir
 from sysprof.profiler_core.base.config import RunConfig
-from sysprof.profiler_core.base.rundir import list_runs, runs_root
+from sysprof.profiler_core.base.rundir import runs_root
 from sysprof.profiler_core.documents.analysis_folder import AnalysisFolder
+from sysprof.profiler_core.door.run_list import list_run_records
 
-__all__ = ["AnalysisFolder", "export_target", "is_run_dir", "list_runs", "new_run_dir", "note_app_load",
-           "note_app_start", "runs_root"]
+__all__ = ["AnalysisFolder", "export_target", "is_run_dir", "list_run_records", "new_run_dir",
+           "note_app_load", "note_app_start", "runs_root"]
 
 
 def is_run_dir(path: Path) -> bool:

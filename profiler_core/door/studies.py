@@ -4,10 +4,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from sysprof.profiler_core.documents.study_plans import study_kind
-from sysprof.profiler_core.studies.catalog import list_studies, study_record
+from sysprof.profiler_core.studies.catalog import study_record
 from sysprof.profiler_core.tables.model import TableModel
 
-__all__ = ["list_studies", "study_kind", "study_record", "study_models", "study_templates"]
+__all__ = ["study_kind", "study_record", "study_models", "study_templates"]
 
 
 def study_templates(on_gpu: bool) -> dict[str, str]:

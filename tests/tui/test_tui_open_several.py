@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from sysprof.tui.panes.runs import list_run_records
+from sysprof.profiler_core.door.run_list import list_run_records
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 

@@ -478,11 +478,11 @@ async def test_the_runs_table_exports_under_the_runs_directory_with_readable_sta
 
 
 def test_a_run_name_longer_than_its_column_is_seen_to_be_cut():
-    from sysprof.tui.panes.runs import FORMATTERS, NAME_WIDTH
+    from sysprof.profiler_core.tables.runs_list import NAME_WIDTH, cut_name
 
-    cut = FORMATTERS["name"]("20261127-025516-tiny-ctx256-b4-train-fp32-naive")
+    cut = cut_name("20261127-025516-tiny-ctx256-b4-train-fp32-naive")
     assert cut == "20261127-025516-tiny-…" and len(cut) == NAME_WIDTH
-    assert FORMATTERS["name"]("tiny-ctx64") == "tiny-ctx64"
+    assert cut_name("tiny-ctx64") == "tiny-ctx64"
 
 
 def test_while_steps_are_measured_the_stage_line_keeps_its_length():

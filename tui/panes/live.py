@@ -12,6 +12,7 @@ from textual.widgets import Label, ProgressBar, Sparkline, Static
 from sysprof.profiler_core.api import events, gpus, numbers
 from sysprof.profiler_core.base.units import NA, format_ms, optional, ratio, telemetry_cells
 from sysprof.profiler_core.tables.run_tables import SHORT_PHASES
+from sysprof.profiler_core.tables.step_rows import STEP_PHASES, step_cells, step_columns, step_phases
 from sysprof.tui.model.live_numbers import (
     CHART_SERIES,
     chart_series,
@@ -24,8 +25,6 @@ from sysprof.tui.model.state import RunState
 from sysprof.tui.panes.base import ExportTable, Pane
 from sysprof.tui.widgets.quiet import update_quietly, update_text
 from sysprof.tui.widgets.tables import WholeCellsTable
-
-STEP_COLUMNS = ("step", "wall", "forward", "backward", "optimizer")
 
 
 def stage_text(state: RunState) -> str:
@@ -146,35 +145,47 @@ class StepTable(WholeCellsTable):
     Why made ahead, at fixed widths: a row added, or a column widened, changes the table's size, and that lays the
     whole screen out again (the largest cost of the app while steps arrive); a cell filled in only repaints its row."""
     run_state: reactive[RunState] = reactive(RunState, always_update=True, init=False)
-    WIDTHS = (9, 9, 9, 9, 9)  # "warm-up 9", "999.99 ms"; a longer cell widens its column (one layout)
+    WIDTH = 9  # "warm-up 9", "999.99 ms"; a longer cell widens its column (one layout)
     MOST_MADE_AHEAD = 10_000
 
     def on_mount(self) -> None:
         self.cursor_type = "row"
-        for column, width in zip(STEP_COLUMNS, self.WIDTHS, strict=True):
-            self.add_column(column, width=width)
         self.filled = 0
         self.run_dir: str | None = None  # the run whose rows the table holds
+        self.set_phases(STEP_PHASES)
+
+    def set_phases(self, phases: tuple[str, ...]) -> None:
+        """A column per phase (a traced loop names its own): new columns, the rows made again."""
+        self.clear(columns=True)
+        self.phases, self.shown_columns, self.filled = phases, step_columns(phases), 0
+        for column in self.shown_columns:
+            self.add_column(column.label, width=self.WIDTH)
 
     def watch_run_state(self, state: RunState) -> None:
         rows = [("warm-up", s) for s in state.warmup_steps] + [("step", s) for s in state.steps]
         ended_short = not state.running and self.row_count > len(rows)  # rows made for steps that never came
-        if len(rows) < self.filled or state.run_dir != self.run_dir or ended_short:  # another run, or this one ended
+        if state.run_dir != self.run_dir:  # another run: the columns of the usual phases until its steps name more
+            self.set_phases(STEP_PHASES)
+            self.run_dir = state.run_dir
+        elif len(rows) < self.filled or ended_short:  # this run ended: its rows as they came
             self.clear()
-            self.filled, self.run_dir = 0, state.run_dir
+            self.filled = 0
+        phases = step_phases(step for _, step in rows[self.filled:])
+        if not set(phases) <= set(self.phases):  # a phase the columns lack: made again with it, from the first row
+            self.set_phases(step_phases(step for _, step in rows))
         if self.row_count == 0 and state.running and planned_rows(state):  # made once the plan is known
-            self.add_rows([("",) * len(STEP_COLUMNS)] * min(planned_rows(state), self.MOST_MADE_AHEAD))
+            self.add_rows([("",) * len(self.shown_columns)] * min(planned_rows(state), self.MOST_MADE_AHEAD))
         for label, step in rows[self.filled:]:
-            phases = step.get("phases_ms", {})
-            cells = (f"{label} {step['index']}", format_ms(step["wall_ms"]),
-                     *(format_ms(phases[p]) if p in phases else "—" for p in STEP_COLUMNS[2:]))
-            if self.filled < self.row_count:
-                for column, cell in enumerate(cells):
-                    wider = len(cell) > self.ordered_columns[column].width
-                    self.update_cell_at(Coordinate(self.filled, column), cell, update_width=wider)
-            else:
-                self.add_row(*cells)
-            self.filled += 1
+            self.fill(step_cells(self.shown_columns, label, step))
+
+    def fill(self, cells: tuple[str, ...]) -> None:
+        if self.filled < self.row_count:
+            for column, cell in enumerate(cells):
+                wider = len(cell) > self.ordered_columns[column].width
+                self.update_cell_at(Coordinate(self.filled, column), cell, update_width=wider)
+        else:
+            self.add_row(*cells)
+        self.filled += 1
 
 
 def planned_rows(state: RunState) -> int:

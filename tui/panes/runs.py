@@ -15,33 +15,20 @@ from textual.message import Message
 from textual.widgets import DataTable, Static
 
 from sysprof.profiler_core.api import (
-    Run,
     RunConfig,
-    RunDirError,
     configs,
-    control,
     events,
     numbers,
     runs,
-    studies,
     vocab,
 )
-from sysprof.profiler_core.base.units import format_ms
 from sysprof.profiler_core.tables.compare_tables import TEXT_KEYS, compare_model
+from sysprof.profiler_core.tables.runs_list import NAME_WIDTH, runs_list_model
 from sysprof.tui.keys import pane_bindings
 from sysprof.tui.model.run_files import short_path
 from sysprof.tui.panes.base import ExportTable, Pane
 from sysprof.tui.reporting import ReportActions
 from sysprof.tui.widgets.tables import MarkableTable, OutOfViewCells
-
-# Status (the run's state) and the median step stay on screen at 80 columns; the table scrolls sideways for the rest.
-RUN_COLUMNS = {"name": "run", "state": "status", "step_median_ms": "median step", "steps": "steps", "model": "model",
-               "mode": "mode", "ctx": "ctx", "batch": "batch", "dtype": "dtype", "attention": "attention",
-               "device": "device"}
-NAME_WIDTH = 22  # the timestamp and the model; the rest of a run's name is in the columns
-MS = lambda value: "" if value is None else format_ms(value)  # noqa: E731
-FORMATTERS = {"step_median_ms": MS,  # a name longer than its column ends in "…": cut, and seen to be
-              "name": lambda name: name if len(name) <= NAME_WIDTH else name[:NAME_WIDTH - 1] + "…"}
 
 
 def ab_command(config_a: Mapping[str, Any], config_b: Mapping[str, Any], repeats: int = 4) -> str:
@@ -63,53 +50,9 @@ def differences_line(run_a: dict, run_b: dict) -> str:
     return f"\nA and B differ in {text}"
 
 
-def run_record(path: Path) -> dict:
-    """One row of the runs table; an unreadable directory shows as such instead of failing the list."""
-    try:
-        run = Run.load(path)
-    except RunDirError as exc:
-        return {"name": path.name, "path": str(path), "status": "unreadable", "state": "unreadable",
-                "error": str(exc), "started": 0}
-    config = run.config
-    model = configs.model_column(config) if "model" in config else None
-    running = _running(path)
-    return {"name": path.name, "path": str(path), "status": "running" if running else run.status,
-            "state": events.run_state(run.summary, running), "model": model, "mode": config.get("mode"),
-            "ctx": config.get("ctx"), "batch": config.get("batch"), "dtype": config.get("dtype"),
-            "attention": config.get("attention"), "device": run.env.get("device_type"),
-            "steps": run.measured_count, "step_median_ms": run.median_ms(),
-            "started": run.manifest.get("started") or path.stat().st_mtime, "summary": run.summary or {}}
-
-
 def _when(started: float) -> str | None:
     """A Unix time as local date and time to the second: a float in a table prints as 1.79575e+09."""
     return datetime.fromtimestamp(started).isoformat(sep=" ", timespec="seconds") if started else None
-
-
-def _running(path: Path) -> bool:
-    """Is the directory's process alive (then enter re-attaches to it)?"""
-    live = control.live_process(path)
-    return live is not None and live.alive
-
-
-def study_row(record: dict) -> dict:
-    """A sweep or study in the runs table: its kind and how many cells finished, in the status column."""
-    cells = f"{record['kind']} {record['finished']}/{record['cells']}"
-    status = f"{cells} running" if _running(Path(record["path"])) else cells
-    return {"name": record["name"], "path": record["path"], "status": status, "state": status,
-            "started": record["created"], "study": True}
-
-
-def list_run_records(root: Path, extra: list[Path]) -> list[dict]:
-    """Runs and studies under root plus the runs and studies opened on the command line, newest first."""
-    paths = {p.resolve(): p for p in [*extra, *runs.list_runs(root)]}
-    records = [run_record(p) for p in paths.values() if studies.study_kind(p) is None]
-    found = studies.list_studies(root)
-    listed = {Path(record["path"]).resolve() for record in found}
-    found += [record for path in extra if studies.study_kind(path) is not None and path.resolve() not in listed
-              for record in [studies.study_record(path)] if record]  # studies opened from elsewhere: listed too
-    records += [study_row(record) for record in found]
-    return sorted(records, key=lambda r: r["started"], reverse=True)
 
 
 class RunsPane(ReportActions, Pane):
@@ -159,12 +102,11 @@ class RunsPane(ReportActions, Pane):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="runs")
     def scan(self, root: Path, extra: list[Path]) -> None:
-        records = list_run_records(root, extra)
+        records = runs.list_run_records(root, extra)
         self.from_worker(self.show_runs, records)
 
     def show_runs(self, records: list[dict]) -> None:
-        self.query_one("#runs-table", MarkableTable).show(RUN_COLUMNS, records, FORMATTERS,
-                                                          widths={"name": NAME_WIDTH})
+        self.query_one("#runs-table", MarkableTable).show_model(runs_list_model(records), widths={"name": NAME_WIDTH})
 
     @on(DataTable.RowSelected, "#runs-table")
     def action_open_run(self) -> None:

@@ -8,8 +8,10 @@ from sysprof.profiler_core.base import events, rundir
 from sysprof.profiler_core.documents.study_plans import study_plan
 
 
-def _finished_cells(study_dir: Path, kind: str) -> int:
-    if kind == "attention":
+def _finished_cells(study_dir: Path) -> int:
+    """Cells that finished (ok or oom). A bench study's plan (its own processes, not runs) keeps a line per finished
+    cell; a sweep's cells are run directories, each finished once its summary says so."""
+    if (study_dir / rundir.ATTENTION_PLAN).is_file():
         return len(rundir.read_jsonl(study_dir / rundir.ATTENTION_CELLS))
     done = 0
     for summary_path in (study_dir / rundir.SWEEP_CELLS_DIR).glob(f"*/{rundir.SUMMARY}"):
@@ -27,7 +29,7 @@ def study_record(study_dir: Path) -> dict | None:
         return None
     kind, plan = found
     return {"name": study_dir.name, "path": str(study_dir), "kind": kind, "cells": len(plan.get("cells", [])),
-            "finished": _finished_cells(study_dir, kind), "created": plan.get("created") or study_dir.stat().st_mtime}
+            "finished": _finished_cells(study_dir), "created": plan.get("created") or study_dir.stat().st_mtime}
 
 
 def list_studies(root: Path) -> list[dict]:

@@ -5,15 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sysprof.profiler_core.analysis.compare import compare_summaries
 from sysprof.profiler_core.base import events
-from sysprof.profiler_core.documents.study_plans import AB_STUDY
 from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kernel_tables import profiled_sweep_tables, varied_fields
 from sysprof.profiler_core.studies.kinds import KINDS
 from sysprof.profiler_core.studies.memory_tables import memory_sweep_tables
 from sysprof.profiler_core.studies.tables import pivot, visible_columns
-from sysprof.profiler_core.tables.compare_tables import compare_model
 
 PIVOT_VALUE = "fwd mean ms"
 
@@ -22,8 +19,6 @@ def study_tables(study_dir: Path) -> dict[str, list[dict]]:
     """Title → records, the main table first. Cells not yet run show as pending rows. The directory is read once
     (studies/document.py); every table is built from that."""
     study = Study.load(study_dir)
-    if study.kind == AB_STUDY:
-        return ab_tables(study) | {"cells": _sweep_table(study)}
     found = KINDS.get(study.kind)
     if found is not None and not found.sweep_cells:
         return found.tables(study)
@@ -31,18 +26,6 @@ def study_tables(study_dir: Path) -> dict[str, list[dict]]:
         return found.tables(study) | {"cells": _sweep_table(study)}
     return ({"sweep results": _sweep_table(study)} | _default_pivot(study)
             | profiled_sweep_tables(study.rows, study.runs) | memory_sweep_tables(study.rows, study.runs))
-
-
-def ab_tables(study: Study) -> dict[str, list[dict]]:
-    """`sysprof ab`'s pair: B against A as compare prints it (none until both sides have finished processes)."""
-    summaries = study.summaries
-    if len(summaries) != 2 or not all(s and s.get("status") == events.OK for s in summaries):
-        return {}
-    summary_a, summary_b = summaries
-    assert summary_a is not None and summary_b is not None
-    rows = compare_summaries(summary_a, summary_b)
-    shown = compare_model(rows).records()
-    return {"B against A": [record | {"interleaved": row["interleaved"]} for record, row in zip(shown, rows)]}
 
 
 def _sweep_table(study: Study) -> list[dict]:

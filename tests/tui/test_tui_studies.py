@@ -185,7 +185,8 @@ def test_ab_is_a_command_the_studies_line_takes():
 def test_the_form_is_a_and_the_ab_field_b_in_the_command_ab_runs():
     from sysprof.profiler_core.base.config import RunConfig
     from sysprof.profiler_core.base.options import OneLineParser
-    from sysprof.profiler_core.cli.ab import ab_configs, add_ab_options
+    from sysprof.profiler_core.cli.ab import add_ab_options
+    from sysprof.profiler_core.studies.kinds.ab.sides import ab_configs
     from sysprof.tui.panes.configure_form import ab_from_form
 
     form = RunConfig(model="tiny", device="cpu", ctx=32, batch=2, repeats=3)

@@ -15,6 +15,10 @@ import pytest
 
 # Textual renders monochrome when NO_COLOR is set at all, which would change every snapshot.
 os.environ.pop("NO_COLOR", None)
+# One compute thread per process (this one and every runner it starts): the tests run side by side (pytest -n) and
+# start processes of their own, and torch's default of a thread per core would have them spin against each other.
+# The tests check what is computed and recorded, never how fast; a thread count given outside is kept.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 try:
     import pytest_textual_snapshot  # noqa: E402  (after NO_COLOR is cleared)

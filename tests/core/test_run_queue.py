@@ -44,7 +44,9 @@ def test_a_thread_sharing_its_core_with_busy_processes_waits_for_it():
     finally:
         clock.close()
         os.sched_setaffinity(0, before_affinity)
-    assert shared > 150 and shared > 5 * alone  # three runnable threads on one core: each waits most of the time
+    # Two busy processes pinned to this thread's core: it runs at most a third of the 600 ms it spins, so it waits
+    # 400 ms or more; other load on the machine only adds to that. Alone, it waits only for that other load.
+    assert shared > 300 and alone >= 0
 
 
 def test_no_schedstat_reads_none(monkeypatch):

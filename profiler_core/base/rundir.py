@@ -32,10 +32,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
+from sysprof.profiler_core.base import shapes
 from sysprof.profiler_core.base.config import RunConfig
 from sysprof.profiler_core.base.disk_space import is_disk_full, release_space
 from sysprof.profiler_core.base.errors import RunDirError
+from sysprof.profiler_core.base.events import SCHEMA_VERSION
 from sysprof.profiler_core.base.records import RunSummary, StepRecord
+from sysprof.profiler_core.base.shapes import shape_problem
 
 MANIFEST, STEPS, SUMMARY, STDERR = "manifest.json", "steps.jsonl", "summary.json", "stderr.log"
 # Passes after the clean one run in sub-directories, each a run directory of its own.
@@ -171,22 +174,49 @@ def read_json(path: Path) -> dict | None:
         raise RunDirError(f"{path} is not readable JSON: {exc}") from None
     if not isinstance(document, dict):
         raise RunDirError(f"{path} is not readable JSON: a {type(document).__name__}, not an object")
+    problem = shape_problem(document, shape) if (shape := _shape_of(path)) else None
+    if problem:
+        raise RunDirError(f"{path} is damaged: {problem}")
+    if path.name == MANIFEST and newer_schema(document):
+        raise RunDirError(f"{path} was written by a newer sysprof (schema {document['schema']}; this one reads "
+                          f"{SCHEMA_VERSION} and before): upgrade sysprof to read it")
     return document
+
+
+def newer_schema(manifest: Mapping[str, Any]) -> bool:
+    schema = manifest.get("schema")
+    return isinstance(schema, int) and not isinstance(schema, bool) and schema > SCHEMA_VERSION
+
+
+def _shape_of(path: Path) -> Mapping[str, shapes.Kinds] | None:
+    """The shape a run's document of this name must have (an analysis's by its folder)."""
+    if path.name == ANALYSIS:
+        return {KERNELS_DIR: shapes.KERNELS, MEMORY_DIR: shapes.MEMORY}.get(path.parent.name)
+    return {MANIFEST: shapes.MANIFEST, SUMMARY: shapes.SUMMARY}.get(path.name)
 
 
 def read_jsonl(path: Path) -> list[dict]:
     """Every complete line; a torn last line (a killed runner) is dropped, not fatal."""
+    return jsonl_records(path)[0]
+
+
+def jsonl_records(path: Path) -> tuple[list[dict], int]:
+    """Every complete line, and how many lines before the last were no record: damage to say, where a torn last
+    line is only a writer that was killed."""
     if not path.exists():
-        return []
-    records = []
-    for line in path.read_text(errors="replace").splitlines():
+        return [], 0
+    records, damaged = [], 0
+    lines = path.read_text(errors="replace").splitlines()
+    for number, line in enumerate(lines, 1):
         try:
             record = json.loads(line)
         except (json.JSONDecodeError, RecursionError):
-            continue
+            record = None
         if isinstance(record, dict):  # a line torn into something that parses (a number) is no record either
             records.append(record)
-    return records
+        elif line.strip() and number < len(lines):
+            damaged += 1
+    return records, damaged
 
 
 def read_summary(run_dir: Path) -> RunSummary | None:

@@ -41,9 +41,7 @@ def run_tables(run: Run) -> dict[str, list[dict]]:
               "steps": [dict(step) for step in run.steps]}
     kernels = run.path / rundir.KERNELS_DIR / rundir.PHASE_KERNELS
     if kernels.is_file():
-        import pandas as pd
-
-        tables["kernels"] = pd.read_csv(kernels).to_dict("records")
+        tables["kernels"] = whole_csv_rows(run, kernels)
     analysis = run.analysis(KERNELS) or {}
     tables |= export_tables(run_models(run))
     tables |= attention_run_tables(run.path, analysis.get("attention") or {})
@@ -86,6 +84,20 @@ def attention_run_tables(run_dir: Path, attention: Mapping[str, Any]) -> dict[st
     return tables
 
 
+def whole_csv_rows(run: Run, path: Path) -> list[dict]:
+    """A CSV's rows; one that ends mid-row was cut short (a full disk, a copy stopped): its whole rows are kept and
+    the cut is said in the run's problems, never read as a row of junk."""
+    import io
+
+    import pandas as pd
+
+    text = path.read_text(errors="replace")
+    if text and not text.endswith("\n"):
+        text = text[:text.rfind("\n") + 1]
+        run.problems[f"{path.parent.name}/{path.name}"] = f"{path} ends mid-row (cut short)"
+    return pd.read_csv(io.StringIO(text)).to_dict("records") if text.strip() else []
+
+
 def directory_tables(path: Path) -> dict[str, list[dict]]:
     if study_kind(path) is not None:
         from sysprof.profiler_core.studies.table_models import study_models
@@ -93,7 +105,16 @@ def directory_tables(path: Path) -> dict[str, list[dict]]:
         return {model.title: model.records() for model in study_models(path)}
     if not (path / rundir.MANIFEST).is_file():
         raise ConfigError(f"{path} is neither a run directory (no {rundir.MANIFEST}) nor a sweep or study directory")
-    return run_tables(Run.load(path))
+    run = Run.load(path)
+    tables = run_tables(run)
+    warn_of_damage(run)
+    return tables
+
+
+def warn_of_damage(run: Run) -> None:
+    """A damaged file whose tables were left out, said on stderr (the output stays the tables)."""
+    for note in run.damage_notes():
+        sys.stderr.write(f"sysprof: warning: {note}\n")
 
 
 def pick(tables: dict[str, list[dict]], wanted: str | None) -> tuple[str, list[dict]]:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from sysprof.profiler_core.base.errors import ExportError
-from sysprof.profiler_core.cli.export import directory_tables
+from sysprof.profiler_core.cli.export import run_tables, warn_of_damage
 from sysprof.profiler_core.documents.run_document import MEMORY, Run
 from sysprof.profiler_core.render import report_figures as figures
 from sysprof.profiler_core.render import report_writers as blocks
@@ -77,7 +77,9 @@ def run_blocks(run: Run, draw: Drawer) -> list[Block]:
     else:
         made.append(blocks.text(f"No summary: the run is {run.status} (not finished, or its process died before "
                                 "writing one); what it wrote is below."))
-    tables = directory_tables(run.path)
+    tables = run_tables(run)
+    warn_of_damage(run)
+    made += [blocks.text(f"Damaged: {note}.") for note in run.damage_notes()]
     for name, records in tables.items():
         if name in SKIPPED_TABLES:
             made.append(blocks.text(f"Not shown: {name}, {SKIPPED_TABLES[name].format(path=run.path)}."))

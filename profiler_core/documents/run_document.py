@@ -35,7 +35,10 @@ class Run:
         path = Path(path)
         if need_manifest and not (path / rundir.MANIFEST).is_file():
             raise RunDirError(f"{path} is not a run directory (no {rundir.MANIFEST})")
-        run = cls(path, steps=rundir.read_steps(path))
+        steps, damaged = rundir.jsonl_records(path / rundir.STEPS)
+        run = cls(path, steps=cast("list[StepRecord]", steps))
+        if damaged:
+            run.problems[rundir.STEPS] = f"{path / rundir.STEPS}: {damaged} damaged line(s) skipped"
         for name in (rundir.MANIFEST, rundir.SUMMARY):
             try:
                 document = rundir.read_json(path / name)
@@ -50,8 +53,11 @@ class Run:
         return run
 
     def damage_notes(self) -> tuple[str, ...]:
-        """Each file a tolerant load left out, why, and what the run shows instead."""
-        return tuple(f"{problem}; {'the statistics are from steps.jsonl' if name == rundir.SUMMARY else 'left out'}"
+        """Each damaged file a load or a read of an analysis met, why, and what the run shows instead."""
+        instead = {rundir.SUMMARY: "the statistics are from steps.jsonl", rundir.STEPS: "the steps shown are the rest",
+                   rundir.MANIFEST: "left out"}
+        return tuple(f"{problem}; " + instead.get(name, "only its whole rows are shown" if name.endswith(".csv")
+                                                  else "its tables are left out")
                      for name, problem in self.problems.items())
 
     @property
@@ -85,12 +91,14 @@ class Run:
         return step["n"] if step and step["n"] else len(self.measured_steps)
 
     def analysis(self, kind: str) -> dict | None:
-        """kind's analysis.json (KERNELS | MEMORY), read once; None where that pass did not run or left a torn file."""
+        """kind's analysis.json (KERNELS | MEMORY), read once; None where that pass did not run or left a damaged file
+        (then said in .problems)."""
         if kind not in self._analyses:
             try:
                 self._analyses[kind] = rundir.read_json(self.path / kind / rundir.ANALYSIS)
-            except RunDirError:
+            except RunDirError as exc:
                 self._analyses[kind] = None
+                self.problems[f"{kind}/{rundir.ANALYSIS}"] = str(exc)
         return self._analyses[kind]
 
     @cached_property

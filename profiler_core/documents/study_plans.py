@@ -7,7 +7,8 @@ from pathlib import Path
 from sysprof.profiler_core.base import rundir
 
 # Each plan file and the kind a plan of it is when it names none (plans from before "study" was recorded).
-PLAN_FILES = ((rundir.SWEEP_PLAN, "sweep"), (rundir.ATTENTION_PLAN, "attention"))
+PLAIN_SWEEP = "sweep"  # `sysprof sweep`: a grid of runs, no kind of its own
+PLAN_FILES = ((rundir.SWEEP_PLAN, PLAIN_SWEEP), (rundir.ATTENTION_PLAN, "attention"))
 AB_STUDY = "ab"  # `sysprof ab`: a sweep of two cells, A and B, run interleaved
 RECOMMENDED_TABLE = "recommended"  # `sysprof advise`'s answer (the app's Studies puts it into Configure)
 

@@ -57,6 +57,9 @@ class Study:
             raise StudyError(f"{path} is not a sweep or study directory")
         kind, plan = found
         if not (path / rundir.SWEEP_PLAN).is_file():
+            if not plan:  # a torn plan: not an empty study
+                raise StudyError(f"{path / rundir.ATTENTION_PLAN} is damaged (not a readable plan): the study cannot "
+                                 "be read")
             return cls(path, kind, plan)
         # a torn plan reads as empty there: load_plan says why, as it always has
         configs, varied = plan_configs(path, plan) if plan else load_plan(path)

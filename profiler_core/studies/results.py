@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from sysprof.profiler_core.base import events
+from sysprof.profiler_core.base.errors import StudyError
+from sysprof.profiler_core.documents.study_plans import PLAIN_SWEEP
 from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kernel_tables import profiled_sweep_tables, varied_fields
 from sysprof.profiler_core.studies.kinds import KINDS
@@ -20,6 +22,9 @@ def study_tables(study_dir: Path) -> dict[str, list[dict]]:
     (studies/document.py); every table is built from that."""
     study = Study.load(study_dir)
     found = KINDS.get(study.kind)
+    if found is None and study.kind != PLAIN_SWEEP:  # read as a sweep, its own tables would be silently missing
+        raise StudyError(f"{study_dir} is a study of kind {study.kind!r}, which this sysprof does not know (it knows "
+                         f"{', '.join([PLAIN_SWEEP, *KINDS])}): upgrade sysprof to read it")
     if found is not None and not found.sweep_cells:
         return found.tables(study)
     if found is not None:

@@ -19,7 +19,7 @@ RUN = Path(__file__).resolve().parents[1] / "data" / "runs" / "small-h200-analys
 @pytest.fixture
 def reads(monkeypatch) -> collections.Counter:
     counter: collections.Counter = collections.Counter()
-    for name in ("read_json", "read_jsonl"):
+    for name in ("read_json", "jsonl_records"):
         real = getattr(rundir, name)
         monkeypatch.setattr(rundir, name, lambda path, real=real: counter.update([Path(path).name]) or real(path))
     return counter

@@ -76,7 +76,7 @@ def test_a_cut_kernel_table_keeps_its_whole_rows_and_says_it_was_cut(tmp_path):
     code, out, err = sysprof("export", str(run), "--table", "kernels", "--format", "json")
     rows = json.loads(out)
     assert code == 0 and 0 < len(rows) < whole.count("\n") - 1 and "ends mid-row (cut short)" in err
-    assert all(row["phase"] and row["name"] and row["pct_of_phase"] >= 0 for row in rows)  # no junk row from the cut line
+    assert all(row["phase"] and row["name"] and row["pct_of_phase"] >= 0 for row in rows)  # no junk row from a cut
 
 
 def test_garbage_lines_in_the_steps_are_said_and_a_torn_last_line_is_not(tmp_path):

@@ -14,6 +14,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--runs-dir", help="root of run directories (default $SYSPROF_RUNS or ./runs)")
     args = parser.parse_args(argv)
     for path in args.run_dirs:
-        if not runs.is_run_dir(path) and studies.study_kind(path) is None:
+        try:
+            known = runs.is_run_dir(path) or studies.study_kind(path) is not None
+        except OSError as exc:  # a name too long, a loop of links
+            parser.error(f"{path}: {exc.strerror or exc}")
+        if not known:
             parser.error(f"{path} is not a run directory, nor a sweep or study directory")
     return args

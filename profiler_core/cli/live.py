@@ -44,6 +44,11 @@ def progress_text(live: LiveProcess) -> str:
 PS_COLUMNS = ("dir", "state", "kind", "pid", "progress", "started")
 
 
+def _inside(root: Path, directory: Path) -> bool:
+    """Is the directory itself under the runs root (not a link from it to elsewhere)? ps writes only there."""
+    return not directory.is_symlink() and directory.resolve().is_relative_to(root.resolve())
+
+
 def command_ps(args) -> int:
     root = rundir.runs_root(args.runs_dir)
     if root.exists() and not root.is_dir():
@@ -51,7 +56,11 @@ def command_ps(args) -> int:
     if not root.exists() and args.runs_dir:  # $SYSPROF_RUNS or ./runs may not exist yet: nothing has run
         raise UsageError(f"no such runs directory {root}")
     found = in_progress(root)
-    ended = [(settle_died(live), ended_state(live)) for live in found if not live.alive]
+    ours = [live for live in found if _inside(root, live.directory)]  # a link out of the root: someone else's
+    ended = [(settle_died(live), ended_state(live)) for live in ours if not live.alive]
+    ended += [(f"{live.directory}: its process is gone; left as it is (a link to {live.directory.resolve()}, outside "
+               f"{root}: `sysprof ps --runs-dir {live.directory.resolve().parent}` settles it)", "not settled")
+              for live in found if not live.alive and live not in ours]
     running = [live for live in found if live.alive]
     rows = [{"dir": str(live.directory), "state": events.RUNNING, "kind": live.kind, "pid": live.pid,
              "progress": progress_text(live),

@@ -206,11 +206,24 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write("sysprof: interrupted\n")
         return 130
     except OSError as exc:
-        if not disk_space.is_disk_full(exc):
+        return _os_error(exc)
+    except RuntimeError as exc:  # Path.resolve() of a loop of links, before Python 3.13 made it an OSError
+        if not str(exc).startswith("Symlink loop from"):
             raise
+        sys.stderr.write(f"sysprof: error: {str(exc).removeprefix('Symlink loop from ')}: a loop of links\n")
+        return 2
+
+
+def _os_error(exc: OSError) -> int:
+    """A full disk, or a path the system refuses (a name too long, a loop of links, no permission): one line."""
+    if disk_space.is_disk_full(exc):
         sys.stderr.write(f"sysprof: error: no space left on the device ({exc.filename or 'a run directory'}); "
                          "what was written before is kept\n")
         return 1
+    if exc.filename is None:  # not about a path the user gave: a fault of the tool, with its traceback
+        raise exc
+    sys.stderr.write(f"sysprof: error: {exc.filename}: {exc.strerror or exc}\n")
+    return 2
 
 
 def entry_point() -> None:

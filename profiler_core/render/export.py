@@ -10,6 +10,7 @@ import csv
 import io
 import json
 import math
+import os
 import tempfile
 from pathlib import Path
 
@@ -124,6 +125,10 @@ def check_writable(path: str | Path) -> None:
 
 def check_folder_writable(path: Path) -> None:
     """Fail now, with the reason, if no file can be written where path goes."""
+    name_max = _name_max(path.parent)
+    if name_max and len(os.fsencode(path.name)) > name_max:
+        raise ExportError(f"cannot write {path}: its name is {len(os.fsencode(path.name))} bytes, more than the "
+                          f"{name_max} a file name may have")
     try:  # the real test: make the folder and a file in it (os.access says yes to root even in /proc)
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=path.parent):
@@ -131,6 +136,16 @@ def check_folder_writable(path: Path) -> None:
     except OSError as exc:
         raise ExportError(f"cannot write {path}: {path.parent} is not a writable folder "
                           f"({exc.strerror or exc})") from None
+
+
+def _name_max(folder: Path) -> int | None:
+    """The longest file name the folder's file system takes (from the nearest folder that exists)."""
+    try:
+        while not folder.exists() and folder != folder.parent:
+            folder = folder.parent
+        return os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError):  # a folder name too long itself: the folder check that follows says so
+        return None
 
 
 def write_table(table, path: str | Path, fmt: str | None = None) -> Path:

@@ -189,6 +189,15 @@ def ordering_notes(found: Mapping[str, Any], phase: str = STEP) -> list[str]:
     return notes
 
 
+def differences_text(differences: Mapping[str, tuple[Any, Any]], fields: Any = None) -> str:
+    """"ctx 32 ≠ 64, model_args n_layer=4 ≠ n_layer=8": a list reads as its items, not as Python writes it."""
+    def shown(value: Any) -> str:
+        return ",".join(map(str, value)) or "none" if isinstance(value, (list, tuple)) else str(value)
+
+    return ", ".join(f"{field} {shown(differences[field][0])} ≠ {shown(differences[field][1])}"
+                     for field in (differences if fields is None else fields))
+
+
 def config_differences(config_a: Mapping[str, Any], config_b: Mapping[str, Any]) -> dict[str, tuple[Any, Any]]:
     """Config fields whose values differ (A's, B's), leaving out those that only shape the extra passes."""
     fields = [f for f in {**config_a, **config_b} if f not in PASS_FIELDS]

@@ -8,6 +8,7 @@ does when it runs, stays the runner's to find out.
 """
 from __future__ import annotations
 
+import ast
 import importlib.machinery
 import importlib.util
 import os
@@ -70,6 +71,34 @@ def target_problem(option: str, target: str, beside: list[str] | None = None) ->
     if _module_found(top, beside or []):
         return None
     return f"{option}: no module named {top!r} (is it installed or on PYTHONPATH?)"
+
+
+def name_problem(option: str, target: str, name: str) -> str | None:
+    """A file.py's top level without `name` (read, not run): the whole study would fail cell by cell. Left to the
+    import where the file could make names itself (a star import, a module __getattr__, globals())."""
+    if not target.endswith(".py"):
+        return None
+    try:
+        tree = ast.parse(Path(target).expanduser().read_text(errors="replace"))
+    except (OSError, SyntaxError, ValueError):
+        return None  # the import says it better, with its line
+    defined = {found for node in tree.body for found in _names_bound(node)}
+    dynamic = "*" in defined or "__getattr__" in defined or "globals" in {
+        node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    if dynamic or name in defined:
+        return None
+    functions = sorted(n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    return f"{option}: {target} defines no {name!r} (its functions: {', '.join(functions) or 'none'})"
+
+
+def _names_bound(node: ast.stmt) -> list[str]:
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return [(alias.asname or alias.name).split(".")[0] for alias in node.names]
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+        node, (ast.AnnAssign, ast.AugAssign)) else []
+    return [n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)]
 
 
 def _module_found(name: str, beside: list[str]) -> bool:

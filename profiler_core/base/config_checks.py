@@ -29,6 +29,8 @@ from sysprof.profiler_core.base.errors import ConfigError
 
 MAX_NPROC = 64  # ranks per node torchrun starts here; more is a typo, not a node
 MAX_REPEATS = 100
+MAX_STEPS = 1_000_000  # per process: more is a training job (trace it with sysprof.trace), not a measurement
+SEED_RANGE = range(0, 2**63)  # torch.manual_seed takes a 64-bit integer
 MAX_BUCKET_MB = 10_000
 DDP_FIELDS = ("ddp_bucket_mb", "ddp_static_graph", "ddp_bucket_view", "ddp_comm_hook")
 
@@ -96,6 +98,7 @@ def _value_problems(cfg: RunConfig) -> dict[str, str]:
     found["repeats"] = _repeats_problem(cfg.repeats)
     if cfg.warmup is None or not isinstance(cfg.warmup, int) or cfg.warmup < 0:
         found["warmup"] = f"warmup must be 0 or more; got {cfg.warmup!r}"
+    found.update(_bound_problems(cfg))
     found.update(_choice_problems(cfg))
     for name, problem in _user_code_problems(cfg).items():  # never over a problem found above (a bad choice)
         found[name] = found.get(name) or problem
@@ -109,6 +112,19 @@ def _value_problems(cfg: RunConfig) -> dict[str, str]:
     if not problems:
         problems.update(_shape_problems(cfg) or _capture_problems(cfg))
     return problems
+
+
+def _bound_problems(cfg: RunConfig) -> dict[str, str | None]:
+    """Numbers too large to mean what they say: a run that would never end, a seed torch cannot take."""
+    found: dict[str, str | None] = {}
+    for name in ("steps", "warmup"):
+        value = getattr(cfg, name)
+        if isinstance(value, int) and value > MAX_STEPS:
+            found[name] = (f"--{name} {value:,} is more than the {MAX_STEPS:,} a measurement takes; for a training "
+                           "job, trace it (sysprof.trace)")
+    if isinstance(cfg.seed, int) and cfg.seed not in SEED_RANGE:
+        found["seed"] = f"--seed must be 0 to 2**63-1; got {cfg.seed}"
+    return found
 
 
 def _choice_problems(cfg: RunConfig) -> dict[str, str | None]:

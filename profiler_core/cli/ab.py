@@ -24,6 +24,8 @@ def add_ab_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--runs-dir", help="where the pair's study directory goes (default: ./runs)")
     parser.add_argument("--events", action="store_true", help="JSON lines of progress on stdout")
     parser.add_argument("--json", action="store_true", help="the comparison as JSON")
+    parser.add_argument("--force", action="store_true",
+                        help="run a side even when its predicted memory is more than the device has (it ends OOM)")
     add_format_option(parser)
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from sysprof.profiler_core.analysis.compare import (
     compare_summaries,
     config_differences,
+    differences_text,
     ordering,
     ordering_notes,
     other_step_fields,
@@ -58,10 +59,6 @@ def _finished(path: Path, summary: RunSummary | None) -> RunSummary:
     return summary
 
 
-def _differences_text(differences: dict) -> str:
-    return ", ".join(f"{field} {a} ≠ {b}" for field, (a, b) in differences.items())
-
-
 def command_compare(args) -> int:
     if args.run_a.resolve() == args.run_b.resolve():
         raise UsageError(f"{args.run_a} is both A and B; compare two different runs")
@@ -70,7 +67,7 @@ def command_compare(args) -> int:
     differences = config_differences(summary_a.get("config") or {}, summary_b.get("config") or {})
     other_step = {field: differences[field] for field in other_step_fields(differences)}
     if other_step and not args.force:
-        raise UsageError(f"the runs measure different steps: {_differences_text(other_step)}; add --force to "
+        raise UsageError(f"the runs measure different steps: {differences_text(other_step)}; add --force to "
                          "compare anyway")
     rows = compare_summaries(summary_a, summary_b, args.min_effect)
     if not rows:
@@ -102,8 +99,8 @@ def comparison_notes(min_effect: float, differences: dict, found: dict, forced: 
     were compared because the user asked (--force)."""
     notes = [f"minimum effect {min_effect:.1%} (raised to the between-process spread where larger), α {ALPHA:g}"]
     if differences and not (forced and other_step_fields(differences)):
-        notes.append(f"A and B differ in {_differences_text(differences)}")
+        notes.append(f"A and B differ in {differences_text(differences)}")
     elif differences:
-        notes.append(f"note: the runs measure different steps ({_differences_text(differences)}); compared as "
+        notes.append(f"note: the runs measure different steps ({differences_text(differences)}); compared as "
                      "asked (--force)")
     return notes + ordering_notes(found)

@@ -28,6 +28,7 @@ from sysprof.profiler_core.cli.report import add_report_options, command_report
 from sysprof.profiler_core.cli.studies import add_advise_parser, add_study_parsers, command_study
 from sysprof.profiler_core.cli.sweep import add_sweep_options, command_sweep
 from sysprof.profiler_core.documents.liveness import RUN
+from sysprof.profiler_core.documents.study_plans import study_kind
 from sysprof.profiler_core.memory.fit import device_memory, fit_problem
 from sysprof.profiler_core.render import run_report as report
 from sysprof.profiler_core.render.analysis_report import print_analysis
@@ -150,6 +151,9 @@ def command_analyze(args) -> int:
     # Here, not at the top: the analyzers import pandas (and numpy), ~0.15 s that --help and models never need.
     from sysprof.profiler_core.readers.analyze import analyze_path
 
+    if study_kind(args.path) is not None:
+        raise UsageError(f"{args.path} is a sweep or study directory: `sysprof export` and `sysprof report` read it; "
+                         "analyze reads one run's directory (or a profile)")
     analysis = analyze_path(args.path, args.nsys, args.prefix, args.phase)
     if args.json:
         print(json.dumps(analysis, default=str))
@@ -198,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     on_stop_signals(signal.default_int_handler, (signal.SIGTERM, signal.SIGHUP))
     dump_stacks_on_request()
     try:
+        _check_options(args)
         return COMMANDS[args.command](args)
     except SysprofError as exc:
         sys.stderr.write(f"sysprof: error: {exc}\n")
@@ -212,6 +217,18 @@ def main(argv: list[str] | None = None) -> int:
             raise
         sys.stderr.write(f"sysprof: error: {str(exc).removeprefix('Symlink loop from ')}: a loop of links\n")
         return 2
+
+
+EMPTY_ALLOWED = {"a", "b"}  # ab's sides: "" is a side of the shared options alone
+
+
+def _check_options(args: argparse.Namespace) -> None:
+    """What argparse lets through: an empty value taken for "not given", two options that choose one thing."""
+    empty = next((name for name, value in vars(args).items() if value == "" and name not in EMPTY_ALLOWED), None)
+    if empty:
+        raise UsageError(f"--{empty.replace('_', '-')} is empty: give it a value or leave it out")
+    if getattr(args, "json", False) and getattr(args, "format", None):
+        raise UsageError("--json and --format both choose what is printed: give one of them")
 
 
 def _os_error(exc: OSError) -> int:

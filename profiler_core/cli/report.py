@@ -9,7 +9,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from sysprof.profiler_core.analysis.compare import compare_summaries, config_differences, ordering, other_step_fields
+from sysprof.profiler_core.analysis.compare import (
+    compare_summaries,
+    config_differences,
+    differences_text,
+    ordering,
+    other_step_fields,
+)
 from sysprof.profiler_core.analysis.verdicts import MIN_EFFECT
 from sysprof.profiler_core.base import events, rundir
 from sysprof.profiler_core.base.errors import ExportError, UsageError
@@ -135,7 +141,7 @@ def _pair_blocks(run_a: Run, run_b: Run) -> list[Block]:
     differences = config_differences(summary_a.get("config") or {}, summary_b.get("config") or {})
     other = other_step_fields(differences)
     if other:
-        changed = ", ".join(f"{field} {differences[field][0]} ≠ {differences[field][1]}" for field in other)
+        changed = differences_text(differences, other)
         return [blocks.text(f"{title}: not compared, the runs measure different steps ({changed}); "
                             f"`sysprof compare {run_a.path} {run_b.path} --force` compares them anyway.")]
     rows = compare_summaries(summary_a, summary_b, MIN_EFFECT)

@@ -16,6 +16,7 @@ from sysprof.profiler_core.base.code_specs import code_location_problems
 from sysprof.profiler_core.base.config import ConfigError, RunConfig
 from sysprof.profiler_core.base.errors import UsageError
 from sysprof.profiler_core.base.options import (
+    FLAG_NAMES,
     OPTION_HELP,
     add_model_args_file_option,
     comma_items,
@@ -129,10 +130,22 @@ def grid_from_args(args) -> tuple[dict[str, list], list[str]]:
     return grid, varied + varied_args
 
 
+def _check_resume_alone(args: argparse.Namespace) -> None:
+    """--resume runs the cells the sweep planned: an axis or setting given with it would be silently ignored."""
+    given = [FLAG_NAMES.get(field.name, f"--{field.name.replace('_', '-')}") for field in dataclasses.fields(RunConfig)
+             if getattr(args, field.name, None) is not None]
+    given += ["--model-args"] if getattr(args, "model_args_file", None) else []
+    if given:
+        flags = ", ".join(given)
+        raise UsageError(f"--resume runs the cells the sweep planned; {flags} would change none of them: drop "
+                         f"{'it' if len(given) == 1 else 'them'}, or start a new sweep")
+
+
 def command_sweep(args) -> int:
     if args.output:
         export.check_writable(args.output)  # before the sweep, not after an hour of it
     if args.resume:
+        _check_resume_alone(args)
         sweep_dir = args.resume
         configs, _ = sweep.load_plan(sweep_dir)
     else:

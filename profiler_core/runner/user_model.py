@@ -164,7 +164,8 @@ def build_optimizer(cfg: RunConfig, parameters: Any) -> tuple[torch.optim.Optimi
     kwargs = {"lr": DEFAULT_LR, **parse_model_args(cfg.optimizer_args), **IMPL_FLAGS[cfg.optimizer_impl]}
     try:
         optimizer = optimizer_class(parameters, **kwargs)
-    except (TypeError, ValueError, RuntimeError) as exc:  # unknown argument, bad value, fused where unsupported
+    # an unknown argument, a bad value (betas=[0.9] is an IndexError), fused where unsupported
+    except (TypeError, ValueError, RuntimeError, IndexError, KeyError) as exc:
         raise ConfigError(f"optimizer {cfg.optimizer} rejects {kwargs}: {str(exc).splitlines()[0]}") from None
     if not all(callable(getattr(optimizer, name, None)) for name in ("step", "zero_grad")):
         raise ConfigError(f"optimizer {cfg.optimizer} made a {type(optimizer).__name__} without step() and zero_grad()")

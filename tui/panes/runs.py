@@ -44,7 +44,7 @@ def differences_line(run_a: dict, run_b: dict) -> str:
                                                for run in (run_a, run_b)))
     if not differences:
         return ""
-    text = ", ".join(f"{field} {a} ≠ {b}" for field, (a, b) in differences.items())
+    text = numbers.differences_text(differences)
     if numbers.other_step_fields(differences):
         return f"\n[b]different steps[/b] ({text}): their times are not one step's before and after"
     return f"\nA and B differ in {text}"

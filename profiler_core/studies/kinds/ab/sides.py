@@ -10,6 +10,7 @@ from sysprof.profiler_core.base.config import RunConfig
 from sysprof.profiler_core.base.config_checks import validate
 from sysprof.profiler_core.base.errors import ConfigError, UsageError
 from sysprof.profiler_core.base.options import OneLineParser, add_config_options, config_from_args
+from sysprof.profiler_core.memory.fit import device_memory, fit_problem
 from sysprof.profiler_core.session.backends import choose_backend
 from sysprof.profiler_core.session.rank_checks import gpus_problem
 
@@ -50,7 +51,12 @@ def ab_configs(args: argparse.Namespace) -> tuple[RunConfig, RunConfig]:
     if args.repeats < 2:
         raise UsageError(f"--repeats {args.repeats}: ab needs at least 2 processes per side (the spread between "
                          f"processes is what a verdict is judged against); the default is {DEFAULT_REPEATS}")
+    shared = validate(config_from_args(args))  # a shared option's problem is no side's fault
     cfg_a, cfg_b = side_config(args, args.a, "a"), side_config(args, args.b, "b")
+    for side, cfg in (("", shared), ("--a: ", cfg_a), ("--b: ", cfg_b)):
+        too_big = None if getattr(args, "force", False) else fit_problem(cfg, device_memory(cfg.device))
+        if too_big:
+            raise UsageError(f"{side}{too_big}")
     if min(cfg_a.repeats, cfg_b.repeats) < 2:
         raise UsageError("a side's --repeats below 2: ab needs at least 2 processes per side; set --repeats once, "
                          "for both")

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sysprof.profiler_core.base import events, rundir
-from sysprof.profiler_core.base.code_specs import COMPILED_PREFIX, target_problem
+from sysprof.profiler_core.base.code_specs import COMPILED_PREFIX, name_problem, target_problem
 from sysprof.profiler_core.base.config import DTYPE_BYTES, ConfigError
 from sysprof.profiler_core.base.nvml import driver_version, gpu_name
 from sysprof.profiler_core.base.processes import python_module
@@ -42,7 +42,7 @@ def implementations(text: str) -> list[str]:
         if not target or not name.isidentifier():
             raise ConfigError(f"--impl: {item!r} is neither {', '.join(BUILT_IN)} nor your function as file.py:fn "
                               f"or module:fn ({COMPILED_PREFIX}file.py:fn compiles it)")
-        problem = target_problem("--impl", target)
+        problem = target_problem("--impl", target) or name_problem("--impl", target, name)
         if problem:
             raise ConfigError(problem)
     return chosen

@@ -138,9 +138,15 @@ def write_json(path: Path, payload: Mapping[str, Any]) -> None:
 
 
 def _write_json(path: Path, payload: Mapping[str, Any]) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
+    write_whole(path, json.dumps(payload, indent=1, default=str) + "\n")
+
+
+def write_whole(path: Path, text: str) -> None:
+    """The whole text or none of it (a temporary file, then a rename): a full disk leaves no cut or empty file in
+    path's place, and a file already there stays as it was."""
+    tmp = path.with_name(path.name + ".tmp")
     try:
-        tmp.write_text(json.dumps(payload, indent=1, default=str) + "\n")
+        tmp.write_text(text)
     except OSError:
         tmp.unlink(missing_ok=True)  # half a temporary file only takes space
         raise

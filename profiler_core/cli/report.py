@@ -64,7 +64,7 @@ def command_report(args) -> int:
         else:
             text = blocks.markdown(built, target)
     try:
-        target.write_text(text)
+        rundir.write_whole(target, text)
     except OSError as exc:
         raise ExportError(f"cannot write {target}: {exc.strerror or exc}") from None
     tables = sum(block.kind == "table" for block in built)

@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 from sysprof.profiler_core.base.errors import ExportError
+from sysprof.profiler_core.base.rundir import write_whole
 from sysprof.profiler_core.base.units import significant
 
 FORMAT_BY_SUFFIX = {".csv": "csv", ".md": "markdown", ".json": "json", ".tex": "latex"}
@@ -154,7 +155,7 @@ def write_table(table, path: str | Path, fmt: str | None = None) -> Path:
     text = render(table, fmt or format_for_path(path))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+        write_whole(path, text)
     except OSError as exc:
         raise ExportError(f"cannot write {path}: {exc.strerror or exc}") from None
     return path

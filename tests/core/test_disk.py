@@ -181,3 +181,20 @@ def test_a_sweep_stops_at_the_cell_that_filled_the_disk_and_says_how_to_go_on(ru
     cells = sorted((sweep_dir / rundir.SWEEP_CELLS_DIR).iterdir())
     assert rundir.read_summary(cells[0])["error"]["kind"] == events.DISK_FULL
     assert all(rundir.read_summary(cell) is None for cell in cells[1:])  # not run into a full disk
+
+
+@pytest.mark.slow
+def test_a_report_or_export_on_a_full_disk_leaves_no_cut_file_and_an_old_one_whole(make_disk, cli_env):
+    """The report's text is written whole or not at all: a full disk leaves the previous report as it was."""
+    disk = make_disk(64)
+    run = Path(__file__).resolve().parents[1] / "data" / "runs" / "small-h200-analyses"
+    (disk / "report.md").write_text("the report of yesterday\n")
+    with (disk / "filler").open("wb", buffering=0) as filler, pytest.raises(OSError):  # full to its last page
+        while True:
+            filler.write(b"\0" * 4096)
+    for args in (["report", str(run), "-o", str(disk / "report.md"), "--tables-only"],
+                 ["export", str(run), "--table", "steps", "--output", str(disk / "report.md")]):
+        done = sysprof(args, cli_env)
+        assert done.returncode != 0 and "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+        assert (disk / "report.md").read_text() == "the report of yesterday\n"
+        assert sorted(path.name for path in disk.iterdir()) == ["filler", "report.md"]

@@ -29,8 +29,12 @@ def reshaped(data: bytes) -> bytes:
     ("kernels/phase_kernels.csv", lambda data: b"name,total\nx,1\n", "3", "KeyError: 'phase'", "4", MEMORY_OK),
     ("memory/analysis.json", lambda data: b"[1, 2]", "4", "is not readable JSON: a list, not an object", "3",
      KERNELS_OK),
-    ("memory/analysis.json", reshaped, "4", "not a memory analysis (AttributeError", "3", KERNELS_OK),
+    ("memory/analysis.json", reshaped, "4", "is damaged: 'timeline' is a string, not an object", "3", KERNELS_OK),
     ("summary.json", half, "2", "the statistics are from steps.jsonl", "3", KERNELS_OK),
+    ("summary.json", lambda data: json.dumps(json.loads(data) | {"phases": "fast"}).encode(), "2",
+     "is damaged: 'phases' is a string, not an object", "3", KERNELS_OK),
+    ("manifest.json", lambda data: json.dumps(json.loads(data) | {"schema": 99}).encode(), "2",
+     "written by a newer sysprof (schema 99", "3", KERNELS_OK),
 ])
 async def test_a_damaged_file_is_named_on_its_pane_and_the_others_work(tmp_path, name, damage, pane, says, other,
                                                                         works):

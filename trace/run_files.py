@@ -24,6 +24,7 @@ class TraceRun:
     def __init__(self, run_dir: Path, config: dict[str, Any], env: dict[str, Any]):
         self.run_dir, self.config, self.env = run_dir, config, env
         self.steps: list[dict[str, Any]] = []
+        self.notes: list[dict[str, str]] = []  # findings from outside the steps (what automatic tracing found)
         self.written, self.flushed_at = 0, time.monotonic()
         self.started = time.time()
         self.log = EventLog(run_dir, to_stdout=False)
@@ -65,6 +66,7 @@ class TraceRun:
         failure = self._failure(error) if error is not None else None
         summary = loop_summary(self.config, self.env, self.steps, str(self.run_dir), failure)
         summary["ran"] = {"start": self.started, "end": time.time()}  # compare: did two jobs run at once?
+        summary["findings"] = [*self.notes, *summary["findings"]]
         try:
             rundir.write_json(self.run_dir / rundir.SUMMARY, summary)
             self.log(dict(events.finish_event(summary)))  # type: ignore[arg-type]

@@ -135,8 +135,11 @@ class Tracker:
 
     def _record(self, marks: StepMarks, clock: HostClock) -> dict[str, Any]:
         assert marks.end is not None
-        phases = {name: clock.elapsed_ms(start, end) for name, start, end in marks.phases}
-        host = {name: (end.host_s - start.host_s) * 1e3 for name, start, end in marks.phases}
+        phases: dict[str, float] = {}  # a phase entered more than once a step (gradient accumulation): its sum
+        host: dict[str, float] = {}
+        for name, start, end in marks.phases:
+            phases[name] = phases.get(name, 0.0) + clock.elapsed_ms(start, end)
+            host[name] = host.get(name, 0.0) + (end.host_s - start.host_s) * 1e3
         record: dict[str, Any] = {
             "kind": "warmup" if marks.index < self.timing.warmup else "measured", "index": marks.index,
             "wall_ms": clock.elapsed_ms(marks.start, marks.end), "phases_ms": phases, "host_ms": host,

@@ -27,6 +27,7 @@ from sysprof.profiler_core.cli.live import add_live_parsers, command_attach, com
 from sysprof.profiler_core.cli.report import add_report_options, command_report
 from sysprof.profiler_core.cli.studies import add_advise_parser, add_study_parsers, command_study
 from sysprof.profiler_core.cli.sweep import add_sweep_options, command_sweep
+from sysprof.profiler_core.cli.trace_command import add_trace_options, command_trace
 from sysprof.profiler_core.documents.liveness import RUN
 from sysprof.profiler_core.documents.study_plans import study_kind
 from sysprof.profiler_core.memory.fit import device_memory, fit_problem
@@ -94,6 +95,8 @@ def build_parser() -> OneLineParser:
                                                             "run-to-run noise"))
     add_ab_options(commands.add_parser("ab", help="A against B on this node: both run in fresh processes, "
                                                   "interleaved in time, then compared"))
+    add_trace_options(commands.add_parser("trace", help="your own training script, unchanged, its steps timed "
+                                                        "into a run directory: sysprof trace -- python train.py"))
     inspect = commands.add_parser("inspect", help="parameters, modules, counted FLOPs and predicted memory of a "
                                                   "model built on the meta device (nothing runs)")
     add_config_options(inspect)
@@ -193,7 +196,7 @@ def command_models(args) -> int:
 COMMANDS = {"run": command_run, "inspect": command_inspect, "models": command_models, "analyze": command_analyze,
             "sweep": command_sweep, "study": command_study, "advise": command_study, "compare": command_compare,
             "ab": command_ab, "export": command_export, "report": command_report, "ps": command_ps,
-            "attach": command_attach}
+            "attach": command_attach, "trace": command_trace}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -70,8 +70,8 @@ def attention_panels(rows: Rows) -> list[Panel]:
 
 
 def _attention_series(name: str, group: list[dict], key: str) -> Series:
-    xs, ys = measured((row["seq"], number(row.get(key))) for row in group if row.get("status") == OK)
-    missing = [row["seq"] for row in group if str(row.get("status", "")).lower() == OOM]
+    xs, ys = measured((row.get("seq"), number(row.get(key))) for row in group if row.get("status") == OK)
+    missing = [row.get("seq") for row in group if str(row.get("status", "")).lower() == OOM]
     first = group[0]
     return Series(name, xs, ys, missing=missing,
                   color_key=f"{first.get('dtype')} {first.get('d')}", style_key=str(first.get("impl")))
@@ -96,7 +96,7 @@ def warmup_panels(rows: Rows) -> list[Panel]:
     series = []
     for measure in (key[: -len(" mean ms")] for key in rows[0] if key.endswith(" mean ms")):
         ran = [row for row in rows if number(row.get(f"{measure} mean ms")) is not None]
-        xs, ys = measured((row["warm-up steps"], number(row.get(f"{measure} mean ms"))) for row in ran)
+        xs, ys = measured((row.get("warm-up steps"), number(row.get(f"{measure} mean ms"))) for row in ran)
         if xs:
             series.append(Series(measure, xs, ys, [number(row.get(f"{measure} std ms")) or 0.0 for row in ran]))
     return [Panel("warm-up", "warm-up steps", "mean ms per measured step (± std)", series)] if series else []
@@ -134,7 +134,7 @@ def scaling_panels(rows: Rows) -> list[Panel]:
     """Scaling efficiency against the number of GPUs (1.0: perfect)."""
     if not rows or not {"GPUs", "scaling efficiency"} <= set(rows[0]):
         return []
-    xs, ys = measured((row["GPUs"], number(row["scaling efficiency"])) for row in rows if number(row["GPUs"]))
+    xs, ys = measured((row["GPUs"], number(row.get("scaling efficiency"))) for row in rows if number(row.get("GPUs")))
     if not xs:
         return []
     series = [Series("efficiency", xs, ys)]
@@ -152,7 +152,7 @@ def throughput_panels(rows: Rows) -> list[Panel]:
         groups.setdefault(" ".join(f"{name}={row.get(name)}" for name in others) or "all", []).append(row)
     panels = []
     for key in ("tokens/s", "MFU %"):
-        series = [Series(label, *measured(sorted((row["params"], number(row.get(key))) for row in group
+        series = [Series(label, *measured(sorted((row.get("params"), number(row.get(key))) for row in group
                                                  if row.get("params") and number(row.get(key)))))
                   for label, group in groups.items()]
         series = [one for one in series if one.x]

@@ -67,7 +67,8 @@ def test_every_flag_in_help_is_documented_and_every_documented_flag_exists():
 
 
 NOT_SYSPROF_FLAGS = {"--nodes", "--ntasks-per-node", "--no-python", "--standalone",  # torchrun's and srun's, quoted
-                     "--config-json"}  # the ceiling runner's own (docs/contract.md), started by the advisor
+                     "--config-json",  # the ceiling runner's own (docs/contract.md), started by the advisor
+                     "--dist"}  # pytest-xdist's, in the test command
 
 
 def readme_examples() -> list[str]:

@@ -19,7 +19,7 @@ from sysprof.profiler_core.studies.kinds import KINDS
 
 def test_every_module_of_the_folder_is_a_kind_and_the_seed_studies_and_scaling_are_there():
     modules = {module.name for module in pkgutil.iter_modules(kinds_package.__path__)}
-    assert set(KINDS) == modules == {"advise", "warmup", "compile", "precision", "passes", "attention",
+    assert set(KINDS) == modules == {"ab", "advise", "warmup", "compile", "precision", "passes", "attention",
                                              "scaling"}
     assert all(isinstance(kind, StudyKind) and kind.help and kind.templates for kind in KINDS.values())
 

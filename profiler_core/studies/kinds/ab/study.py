@@ -40,4 +40,8 @@ def tables(study: Study) -> Tables:
 
 
 KIND = StudyKind(AB_STUDY, "A against B on this node: both in fresh processes, interleaved in time",
-                 add_side_options, run, tables, order=90)
+                 add_side_options, run, tables, order=90,
+                 templates={"ab: foreach against fused AdamW": "study ab --model small --a=--optimizer-impl=foreach "
+                                                               "--b=--optimizer-impl=fused"},
+                 cpu_templates={"ab: foreach against fused AdamW (CPU)": "study ab --model tiny --device cpu --ctx 64 "
+                                "--steps 5 --warmup 2 --a=--optimizer-impl=foreach --b=--optimizer-impl=fused"})

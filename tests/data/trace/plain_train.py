@@ -1,0 +1,63 @@
+"""A training loop with no line of sysprof in it, for `sysprof trace -- python plain_train.py …`: a real DataLoader,
+AdamW, optional gradient accumulation, an evaluation pass every N steps. argv: WORKERS SLEEP_MS_PER_ITEM
+[--steps N] [--accumulate K] [--eval-every N] [--no-optimizer] [--raise-at N] [--device cuda]."""
+import argparse
+import time
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+
+
+class Costly(Dataset):
+    """Each item costs `sleep_ms` of waiting, as a decode or an augmentation would, without using a core."""
+
+    def __init__(self, sleep_ms: float):
+        self.sleep_s = sleep_ms / 1e3
+
+    def __len__(self):
+        return 100_000
+
+    def __getitem__(self, index):
+        time.sleep(self.sleep_s)
+        return torch.randn(256), torch.randn(1)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("workers", type=int)
+    parser.add_argument("sleep_ms", type=float)
+    parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--accumulate", type=int, default=1)
+    parser.add_argument("--eval-every", type=int)
+    parser.add_argument("--no-optimizer", action="store_true")
+    parser.add_argument("--raise-at", type=int)
+    parser.add_argument("--device", default="cpu")
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    device = torch.device(args.device)
+    model = nn.Sequential(nn.Linear(256, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 1)).to(
+        device)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    loader = iter(DataLoader(Costly(args.sleep_ms), batch_size=16, num_workers=args.workers,
+                             prefetch_factor=4 if args.workers else None))
+    for index in range(args.steps):
+        for _ in range(args.accumulate):
+            x, y = (tensor.to(device) for tensor in next(loader))
+            loss = nn.functional.mse_loss(model(x), y) / args.accumulate
+            loss.backward()
+        if not args.no_optimizer:
+            opt.step()
+            opt.zero_grad()
+        if args.raise_at == index:
+            raise RuntimeError(f"the loss went wrong at step {index}")
+        if args.eval_every and index % args.eval_every == args.eval_every - 1:
+            with torch.no_grad():
+                for _ in range(20):
+                    model(torch.randn(512, 256, device=device))
+    print("trained", args.steps, "steps")
+
+
+if __name__ == "__main__":
+    main()

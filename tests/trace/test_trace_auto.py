@@ -1,0 +1,81 @@
+"""`sysprof trace -- python train.py`: a training script with no line of sysprof in it (tests/data/trace/
+plain_train.py: a real DataLoader, AdamW, gradient accumulation, an evaluation every N steps) has its steps found by
+hooks, in the run directory every command reads; a script that raises keeps what it finished; one with no optimizer
+step says what to add. CPU only: the host's clock times the phases."""
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import pytest
+
+from sysprof.profiler_core.cli import main as cli
+
+ROOT = Path(__file__).resolve().parents[2]
+PLAIN = ROOT / "tests" / "data" / "trace" / "plain_train.py"
+
+
+def traced(runs: Path, *script_args: str) -> tuple[subprocess.CompletedProcess, dict | None, list[dict]]:
+    done = subprocess.run([sys.executable, "-m", "sysprof.profiler_core", "trace", "--runs-dir", str(runs),
+                           "--warmup", "2", "--", sys.executable, str(PLAIN), *script_args],
+                          capture_output=True, text=True, timeout=300)
+    made = sorted(runs.glob("*-trace-*")) if runs.is_dir() else []
+    if not made:
+        return done, None, []
+    summary = json.loads((made[-1] / "summary.json").read_text())
+    lines = (made[-1] / "steps.jsonl").read_text().splitlines() if (made[-1] / "steps.jsonl").is_file() else []
+    steps = [json.loads(line) for line in lines]
+    return done, summary, steps
+
+
+@pytest.mark.slow
+def test_a_plain_loop_has_its_phases_found_its_input_wait_and_its_evaluations_named(tmp_path):
+    done, summary, steps = traced(tmp_path, "0", "0.5", "--steps", "20", "--eval-every", "5", "--accumulate", "2")
+    assert done.returncode == 0 and "trained 20 steps" in done.stdout, done.stderr
+    assert summary is not None and summary["status"] == "ok"
+    assert list(summary["phases"])[:4] == ["data", "forward", "backward", "optimizer"]
+    assert summary["phases"]["step"]["n"] == 18  # 20 optimizer steps, 2 of them warm-up
+    kinds = [finding["kind"] for finding in summary["findings"]]
+    assert kinds[:2] == ["steps found", "input-bound"] and "periodic spikes" in kinds
+    assert summary["findings"][0]["text"] == "found without code changes: data, forward, backward, optimizer, eval"
+    spikes = next(f for f in summary["findings"] if f["kind"] == "periodic spikes")
+    assert "every 5 steps" in spikes["text"] and "eval phase" in spikes["text"]
+    accumulated = [s for s in steps if "eval" not in s["phases_ms"]]
+    assert all(s["phases_ms"]["backward"] > 0 for s in accumulated)  # two backwards a step, summed
+
+
+@pytest.mark.slow
+def test_a_script_that_raises_keeps_its_steps_and_one_without_an_optimizer_says_what_to_add(tmp_path):
+    done, summary, steps = traced(tmp_path / "raises", "0", "0", "--steps", "20", "--raise-at", "6")
+    assert done.returncode == 1 and "RuntimeError: the loss went wrong at step 6" in done.stderr
+    assert summary is not None and summary["error"]["message"].startswith("RuntimeError: the loss went wrong")
+    assert len(steps) == 7  # the steps it finished, the one that raised among them (its optimizer had stepped)
+    done, summary, steps = traced(tmp_path / "inference", "0", "0", "--steps", "5", "--no-optimizer")
+    said = [line for line in done.stderr.splitlines() if line.startswith("sysprof trace: no optimizer step")]
+    assert done.returncode == 0 and len(said) == 1 and "with tracker.step():" in said[0]
+    assert summary is not None and steps == [] and "not found: optimizer" in summary["findings"][0]["text"]
+
+
+@pytest.mark.parametrize("argv, said", [
+    ([], "sysprof trace needs the script to run after --"),
+    (["--", "no-such-script.py"], "no such script no-such-script.py"),
+    (["--", "/bin/sh", "train.sh"], "sysprof trace needs the script to run after --"),
+])
+def test_a_command_that_cannot_be_traced_is_one_line(argv, said):
+    err = io.StringIO()
+    with redirect_stdout(io.StringIO()), redirect_stderr(err):
+        code = cli.main(["trace", *argv])
+    assert code != 0 and said in err.getvalue() and len(err.getvalue().strip().splitlines()) == 1
+
+
+def test_the_launcher_goes_before_the_script_and_torchrun_before_it_with_nproc():
+    from sysprof.profiler_core.cli.trace_command import traced_argv
+
+    assert traced_argv(["--", "python3", str(PLAIN), "0"], None) == ["python3", "-m", "sysprof.trace.launch",
+                                                                      str(PLAIN), "0"]
+    assert traced_argv([str(PLAIN)], 2)[1:5] == ["-m", "torch.distributed.run", "--nproc-per-node=2", "-m"]
+    assert traced_argv(["python", "-m", "pkg.train"], None)[-2:] == ["-m", "pkg.train"]

@@ -1,0 +1,56 @@
+"""`python -m sysprof.trace.launch SCRIPT [ARGS…]` (or `-m MODULE [ARGS…]`): the user's script, run as
+`python SCRIPT ARGS…` would run it, with its steps timed by hooks (hooks.py) into a run directory. What
+`sysprof trace -- python train.py …` starts, once per rank under torchrun. The run's options come in the
+environment (SYSPROF_TRACE_NAME, SYSPROF_TRACE_WARMUP, SYSPROF_TRACE_TOKENS, SYSPROF_RUNS), so the user's own
+arguments pass through untouched."""
+from __future__ import annotations
+
+import atexit
+import os
+import runpy
+import sys
+from pathlib import Path
+
+from sysprof import trace
+from sysprof.trace.hooks import install, say_at_end
+
+
+def _started():
+    name = os.environ.get("SYSPROF_TRACE_NAME") or "trace"
+    rank = os.environ.get("RANK")
+    tokens = os.environ.get("SYSPROF_TRACE_TOKENS")
+    return trace.start(name=f"{name}-rank{rank}" if rank is not None else name,
+                       warmup=int(os.environ.get("SYSPROF_TRACE_WARMUP") or trace.DEFAULT_WARMUP),
+                       tokens_per_step=int(tokens) if tokens else None)
+
+
+def main(argv: list[str]) -> None:
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__, file=sys.stderr)
+        raise SystemExit(2)
+    tracker = _started()
+    auto = install(tracker) if isinstance(tracker, trace.Tracker) else None
+    if auto is not None:
+        atexit.register(say_at_end, auto)  # registered after start()'s: runs before the run is finished
+        print(f"sysprof trace: run directory {tracker.run_dir}", file=sys.stderr)
+    try:
+        _run(argv)
+    except BaseException:
+        if auto is not None:
+            say_at_end(auto)  # before the exception's hook finishes the run with it
+        raise
+
+
+def _run(argv: list[str]) -> None:
+    if argv[0] == "-m" and len(argv) > 1:
+        sys.argv = [argv[1], *argv[2:]]
+        runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+        return
+    script = Path(argv[0])
+    sys.argv = list(argv)
+    sys.path[0] = str(script.resolve().parent)  # as `python SCRIPT` has it
+    runpy.run_path(str(script), run_name="__main__")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -28,6 +28,8 @@ class AutoSteps:
         self.opened_forward = False
         self.found: dict[str, bool] = dict.fromkeys([*PHASES, "eval"], False)
         self.said = False  # the end said (at exit, or before the exception that ends the script)
+        self.handles: list[Any] = []  # torch's hook handles, and the functions wrapped: what remove() undoes
+        self.restore: list[tuple[Any, str, Any]] = []
 
     def open_phase(self, name: str) -> bool:
         if self.phase is not None:
@@ -104,7 +106,7 @@ class AutoSteps:
 
 
 def install(tracker: Any) -> AutoSteps:
-    """The hooks, on this process's torch; the steps they drive end with the process."""
+    """The hooks, on this process's torch; the steps they drive end with the process (or at remove())."""
     import torch
     from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
     from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
@@ -112,13 +114,24 @@ def install(tracker: Any) -> AutoSteps:
 
     auto = AutoSteps(tracker, torch)
     iterator = dataloader._BaseDataLoaderIter
+    auto.restore = [(iterator, "__next__", iterator.__next__), (torch.autograd, "backward", torch.autograd.backward)]
     iterator.__next__ = auto.timed("data", iterator.__next__)  # type: ignore[method-assign]
     torch.autograd.backward = auto.timed("backward", torch.autograd.backward)
-    register_module_forward_pre_hook(auto.forward_starts)
-    register_module_forward_hook(auto.forward_ends, always_call=True)
-    register_optimizer_step_pre_hook(auto.optimizer_starts)
-    register_optimizer_step_post_hook(auto.optimizer_ends)
+    auto.handles = [register_module_forward_pre_hook(auto.forward_starts),
+                    register_module_forward_hook(auto.forward_ends, always_call=True),
+                    register_optimizer_step_pre_hook(auto.optimizer_starts),
+                    register_optimizer_step_post_hook(auto.optimizer_ends)]
     return auto
+
+
+def remove(auto: AutoSteps) -> None:
+    """The hooks taken off again, a step whose optimizer ran ended first (the overhead benchmark alternates)."""
+    if auto.optimizer_done:
+        auto.close_step()
+    for handle in auto.handles:
+        handle.remove()
+    for owner, name, original in auto.restore:
+        setattr(owner, name, original)
 
 
 def say_at_end(auto: AutoSteps) -> None:

@@ -1,12 +1,13 @@
 """What sysprof.trace adds to a real training loop: a nanoGPT-style model (tests/data/models/nanogpt_style) fed by a
-real DataLoader, timed with the tracker's four phases and its loss record against the same loop without a single
-tracker call.
+real DataLoader, timed with the tracker's four phases and its loss record (--mode api), or by the hooks of
+`sysprof trace` on the unchanged loop (--mode hooks: put on before its blocks, taken off after), against the same
+loop without a single tracker call.
 
 Each fresh process runs ROUNDS rounds; a round times BLOCK steps of each loop, their order alternating round to
 round, the GPU synchronised only at a block's ends. A process gives the median over its rounds of traced/plain;
 across processes the ratio's 95% t interval on the logarithms decides: pass when it lies under +1%.
 
-    python3 -m benchmarks.trace.overhead --device cuda --processes 5 --out DIR
+    python3 -m benchmarks.trace.overhead --device cuda --mode hooks --processes 5 --out DIR
 """
 from __future__ import annotations
 
@@ -104,15 +105,31 @@ def one_process(args) -> None:
     tracker = trace.start(name="overhead", runs_dir=args.runs_dir, tokens_per_step=size["batch"] * size["ctx"])
     plain = lambda: plain_step(model, optimizer, loader, args.device)  # noqa: E731
     traced = lambda: traced_step(tracker, model, optimizer, loader, args.device)  # noqa: E731
+    timed = {"api": lambda: block_ms(traced, args.block, args.device),
+             "hooks": lambda: hooked_block_ms(tracker, plain, args.block, args.device)}[args.mode]
     block_ms(plain, args.block, args.device)
-    block_ms(traced, args.block, args.device)  # both warmed up: compile-free, but allocator and autotuning
+    timed()  # both warmed up: compile-free, but allocator and autotuning
     ratios = []
     for index in range(args.rounds):
-        order = (plain, traced) if index % 2 == 0 else (traced, plain)
-        times = {id(loop): block_ms(loop, args.block, args.device) for loop in order}
-        ratios.append(times[id(traced)] / times[id(plain)])
-    print(json.dumps({"device": args.device, "ratio": statistics.median(ratios), "rounds": ratios,
+        if index % 2 == 0:
+            plain_ms, traced_ms = block_ms(plain, args.block, args.device), timed()
+        else:
+            traced_ms, plain_ms = timed(), block_ms(plain, args.block, args.device)
+        ratios.append(traced_ms / plain_ms)
+        times = {id(plain): plain_ms, id(traced): traced_ms}
+    print(json.dumps({"device": args.device, "mode": args.mode, "ratio": statistics.median(ratios), "rounds": ratios,
                       "plain_ms": times[id(plain)], "traced_ms": times[id(traced)]}))
+
+
+def hooked_block_ms(tracker, step, steps: int, device: str) -> float:
+    """The unchanged loop's block with `sysprof trace`'s hooks on (put on and taken off outside the timing)."""
+    from sysprof.trace.hooks import install, remove
+
+    auto = install(tracker)
+    try:
+        return block_ms(step, steps, device)
+    finally:
+        remove(auto)
 
 
 def verdict(ratios: list[float]) -> tuple[float, float, float, str]:
@@ -132,15 +149,16 @@ def drive(args) -> None:
     out.mkdir(parents=True, exist_ok=True)
     lines = []
     for index in range(args.processes):
-        done = subprocess.run([sys.executable, "-m", "benchmarks.trace.overhead", "--one", "--device", args.device,
-                               "--rounds", str(args.rounds), "--block", str(args.block), "--runs-dir",
-                               str(out / "runs")], capture_output=True, text=True, cwd=ROOT, timeout=1800)
+        argv = ["--one", "--device", args.device, "--mode", args.mode, "--rounds", str(args.rounds), "--block",
+                str(args.block), "--runs-dir", str(out / "runs")]
+        done = subprocess.run([sys.executable, "-m", "benchmarks.trace.overhead", *argv], capture_output=True,
+                              text=True, cwd=ROOT, timeout=1800)
         if done.returncode != 0:
             sys.exit(f"process {index} failed: {done.stderr[-2000:]}")
         lines.append(json.loads(done.stdout.strip().splitlines()[-1]))
-    (out / f"overhead-{args.device}.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    (out / f"overhead-{args.device}-{args.mode}.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     ratio, low, high, word = verdict([line["ratio"] for line in lines])
-    print(f"| {args.device} | {len(lines)} × {args.rounds} rounds × {args.block} steps | "
+    print(f"| {args.device} | {args.mode} | {len(lines)} × {args.rounds} rounds × {args.block} steps | "
           f"{statistics.median(line['plain_ms'] for line in lines):.2f} | "
           f"{statistics.median(line['traced_ms'] for line in lines):.2f} | {100 * (ratio - 1):+.2f}% "
           f"[{100 * (low - 1):+.2f}%, {100 * (high - 1):+.2f}%] | {word} |")
@@ -149,6 +167,7 @@ def drive(args) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda", choices=sorted(SIZES))
+    parser.add_argument("--mode", default="api", choices=("api", "hooks"))
     parser.add_argument("--processes", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--block", type=int, default=30)

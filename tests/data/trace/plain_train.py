@@ -1,6 +1,7 @@
 """A training loop with no line of sysprof in it, for `sysprof trace -- python plain_train.py …`: a real DataLoader,
 AdamW, optional gradient accumulation, an evaluation pass every N steps. argv: WORKERS SLEEP_MS_PER_ITEM
-[--steps N] [--accumulate K] [--eval-every N] [--no-optimizer] [--raise-at N] [--device cuda]."""
+[--steps N] [--accumulate K] [--eval-every N] [--no-optimizer] [--raise-at N] [--device cuda --width W --repeat R]
+[--compile]. On a GPU, --width and --repeat (each batch's rows repeated R times) size the step the GPU runs."""
 import argparse
 import time
 
@@ -33,19 +34,24 @@ def main():
     parser.add_argument("--no-optimizer", action="store_true")
     parser.add_argument("--raise-at", type=int)
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--width", type=int, default=1024)
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--compile", action="store_true")
     args = parser.parse_args()
     torch.manual_seed(0)
     torch.set_num_threads(1)
     device = torch.device(args.device)
-    model = nn.Sequential(nn.Linear(256, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 1)).to(
-        device)
+    width = args.width
+    model = nn.Sequential(nn.Linear(256, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(),
+                          nn.Linear(width, 1)).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     loader = iter(DataLoader(Costly(args.sleep_ms), batch_size=16, num_workers=args.workers,
-                             prefetch_factor=4 if args.workers else None))
+                             prefetch_factor=4 if args.workers else None, pin_memory=device.type == "cuda"))
+    forward = torch.compile(model) if args.compile else model
     for index in range(args.steps):
         for _ in range(args.accumulate):
-            x, y = (tensor.to(device) for tensor in next(loader))
-            loss = nn.functional.mse_loss(model(x), y) / args.accumulate
+            x, y = (tensor.to(device, non_blocking=True).repeat(args.repeat, 1) for tensor in next(loader))
+            loss = nn.functional.mse_loss(forward(x), y) / args.accumulate
             loss.backward()
         if not args.no_optimizer:
             opt.step()
@@ -57,6 +63,10 @@ def main():
                 for _ in range(20):
                     model(torch.randn(512, 256, device=device))
     print("trained", args.steps, "steps")
+    if args.compile:
+        from torch._dynamo.utils import counters
+
+        print("graph breaks", sum(counters["graph_break"].values()))
 
 
 if __name__ == "__main__":

@@ -57,12 +57,21 @@ def cuda_available() -> bool:
 
 
 def pytest_collection_modifyitems(config, items) -> None:
+    items.sort(key=_longest_first)
     if cuda_available():
         return
     skip_gpu = pytest.mark.skip(reason="needs a CUDA GPU (run them on a GPU machine)")
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip_gpu)
+
+
+def _longest_first(item) -> int:
+    """The end-to-end tests, then the other slow ones, then the rest (each group in file order): run side by side
+    (pytest -n), the longest start first and the short ones fill the gaps, so no long test starts last."""
+    if "e2e" in item.path.parts:
+        return 0
+    return 1 if "slow" in item.keywords else 2
 
 
 @pytest.fixture(scope="session")

@@ -21,12 +21,13 @@ from hypothesis import strategies as st
 from sysprof.profiler_core.base.config import ConfigError, RunConfig
 from sysprof.profiler_core.base.config_checks import validate
 from sysprof.profiler_core.cli import main as cli
+from sysprof.profiler_core.cli import trace_command
 from sysprof.profiler_core.studies import sweep
 from sysprof.profiler_core.studies.kinds import precision as precision_study
 from sysprof.profiler_core.studies.kinds.attention import cells as attention
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-EXAMPLES = 60  # per subcommand: 11 subcommands → 660 cases
+EXAMPLES = 60  # per subcommand: 14 subcommands → 840 cases
 PATH_DESTS = {"runs_dir", "output", "nsys", "resume", "directory", "path", "run_a", "run_b", "model_args_file",
               "model_factory"}
 
@@ -54,6 +55,7 @@ def stop_before_work(tmp_path_factory):
         patch.setattr(sweep, "run", would_run)
         patch.setattr(attention, "run_study", would_run)
         patch.setattr(precision_study, "_precision_lab", would_run)
+        patch.setattr(trace_command, "check_installed", would_run)  # the user's script would start next
         yield cwd
 
 

@@ -6,6 +6,7 @@ arguments pass through untouched."""
 from __future__ import annotations
 
 import atexit
+import importlib.util
 import os
 import runpy
 import sys
@@ -43,6 +44,9 @@ def main(argv: list[str]) -> None:
 
 def _run(argv: list[str]) -> None:
     if argv[0] == "-m" and len(argv) > 1:
+        if not _module_found(argv[1]):
+            print(f"sysprof trace: no module named {argv[1]!r} to run", file=sys.stderr)
+            raise SystemExit(2)
         sys.argv = [argv[1], *argv[2:]]
         runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
         return
@@ -50,6 +54,13 @@ def _run(argv: list[str]) -> None:
     sys.argv = list(argv)
     sys.path[0] = str(script.resolve().parent)  # as `python SCRIPT` has it
     runpy.run_path(str(script), run_name="__main__")
+
+
+def _module_found(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # a parent package missing, or not a module name at all
+        return False
 
 
 if __name__ == "__main__":

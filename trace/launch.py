@@ -29,6 +29,9 @@ def main(argv: list[str]) -> None:
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__, file=sys.stderr)
         raise SystemExit(2)
+    if argv[0] == "-m" and (len(argv) < 2 or not _module_found(argv[1])):  # before a run directory is made
+        print(f"sysprof trace: no module named {' '.join(argv[1:2])!r} to run", file=sys.stderr)
+        raise SystemExit(2)
     tracker = _started()
     auto = install(tracker) if isinstance(tracker, trace.Tracker) else None
     if auto is not None:
@@ -44,9 +47,6 @@ def main(argv: list[str]) -> None:
 
 def _run(argv: list[str]) -> None:
     if argv[0] == "-m" and len(argv) > 1:
-        if not _module_found(argv[1]):
-            print(f"sysprof trace: no module named {argv[1]!r} to run", file=sys.stderr)
-            raise SystemExit(2)
         sys.argv = [argv[1], *argv[2:]]
         runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
         return

@@ -28,7 +28,7 @@ def _tokens_per_s(measured: list[dict[str, Any]], step_median_ms: float | None) 
 def loop_summary(config: dict[str, Any], env: dict[str, Any], steps: list[dict[str, Any]], run_dir: str,
                  failure: dict[str, Any] | None) -> dict[str, Any]:
     measured = [s for s in steps if s["kind"] == "measured"]
-    phases = loop_phase_stats(measured) if measured else {}
+    phases: dict[str, Any] = dict(loop_phase_stats(measured)) if measured else {}
     summary: dict[str, Any] = {
         "status": events.FAILED_STATUS if failure else events.OK, "run_dir": run_dir, "config": config, "env": env,
         "phases": phases, "warmup_ms": [s["wall_ms"] for s in steps if s["kind"] == "warmup"], "compile_s": None,

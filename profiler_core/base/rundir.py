@@ -196,9 +196,10 @@ def newer_schema(manifest: Mapping[str, Any]) -> bool:
 
 def _shape_of(path: Path) -> Mapping[str, shapes.Kinds] | None:
     """The shape a run's document of this name must have (an analysis's by its folder)."""
-    if path.name == ANALYSIS:
-        return {KERNELS_DIR: shapes.KERNELS, MEMORY_DIR: shapes.MEMORY}.get(path.parent.name)
-    return {MANIFEST: shapes.MANIFEST, SUMMARY: shapes.SUMMARY}.get(path.name)
+    shapes_by_name: dict[str, Mapping[str, shapes.Kinds]] = (
+        {KERNELS_DIR: shapes.KERNELS, MEMORY_DIR: shapes.MEMORY} if path.name == ANALYSIS
+        else {MANIFEST: shapes.MANIFEST, SUMMARY: shapes.SUMMARY})
+    return shapes_by_name.get(path.parent.name if path.name == ANALYSIS else path.name)
 
 
 def read_jsonl(path: Path) -> list[dict]:

@@ -7,16 +7,17 @@ from collections.abc import Mapping
 from typing import Any
 
 Kinds = type | tuple[type, ...]
-NUMBER = (int, float)
+Shape = Mapping[str, Kinds]
+NUMBER: tuple[type, ...] = (int, float)
 
-MANIFEST = {"config": dict, "env": dict, "argv": list}
-SUMMARY = {"status": str, "config": dict, "env": dict, "phases": dict, "peak_memory_bytes": dict,
+MANIFEST: Shape = {"config": dict, "env": dict, "argv": list}
+SUMMARY: Shape = {"status": str, "config": dict, "env": dict, "phases": dict, "peak_memory_bytes": dict,
            "peak_reserved_bytes": dict, "error": dict, "repeats": dict, "between": dict, "profile": dict,
            "warmup_ms": list, "tokens_per_s": NUMBER, "tflops": NUMBER, "mfu": NUMBER, "params": NUMBER,
            "compile_s": NUMBER, "findings": list}
-KERNELS = {"kernels": list, "phases": dict, "gemm_fraction": dict, "attention": dict, "steps": list,
+KERNELS: Shape = {"kernels": list, "phases": dict, "gemm_fraction": dict, "attention": dict, "steps": list,
            "modules": dict, "communication": dict, "totals": dict, "notes": list}
-MEMORY = {"peak": dict, "top_allocations": list, "by_category": dict, "max_by_category": dict, "timeline": dict,
+MEMORY: Shape = {"peak": dict, "top_allocations": list, "by_category": dict, "max_by_category": dict, "timeline": dict,
           "notes": list, "predicted": dict, "predicted_vs_measured": list, "peak_allocated_bytes": NUMBER,
           "peak_reserved_bytes": NUMBER}
 WITH_PHASE_OBJECTS = ("phases",)  # each value an object: a phase's statistics
@@ -42,8 +43,9 @@ def shape_problem(document: Mapping[str, Any], shape: Mapping[str, Kinds]) -> st
             return f"'{key}' is {_a(value)}, not {_expected(kinds)}"
     for key in WITH_PHASE_OBJECTS:
         found = document.get(key)
-        bad = next((name for name, stats in found.items() if not isinstance(stats, dict)), None) \
-            if isinstance(found, dict) and key in shape else None
+        if not isinstance(found, dict) or key not in shape:
+            continue
+        bad = next((name for name, stats in found.items() if not isinstance(stats, dict)), None)
         if bad is not None:
             return f"'{key}' has '{bad}' as {_a(found[bad])}, not an object"
     return None

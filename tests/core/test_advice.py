@@ -534,6 +534,8 @@ def test_resume_with_a_larger_budget_runs_a_cut_combination_again_whole(tmp_path
     a fresh baseline, nothing is left out, and the cut combination stays on record."""
     import shutil
 
+    from sysprof.profiler_core.studies.kinds.advise import refine_plan as advise_refine_plan
+
     study_dir = tmp_path / "advise"
     shutil.copytree(Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-tiny-cpu", study_dir)
     plan_path = study_dir / "advice.json"
@@ -546,6 +548,8 @@ def test_resume_with_a_larger_budget_runs_a_cut_combination_again_whole(tmp_path
         real_row(described, baseline, cell) | ({"why": advise_verdicts.PASSED}
                                                if described["name"] in ("batch 16", "SDPA attention") else {})))
     cells_before = len(list((study_dir / "cells").iterdir()))
+    # the last stage (candidates on top of the answer) is another test's: here it would only add its cells
+    monkeypatch.setattr(advise_refine_plan, "refine", lambda *args, **kwargs: None)
     err = io.StringIO()
     with redirect_stdout(io.StringIO()), redirect_stderr(err):
         code = cli.main(["advise", "--resume", str(study_dir), "--budget", "30"])
@@ -555,8 +559,7 @@ def test_resume_with_a_larger_budget_runs_a_cut_combination_again_whole(tmp_path
     assert [step["name"] for step in advice["combination"]["steps"]] == [
         "batch 16", "batch 16 + SDPA attention", "batch 16 + SDPA attention + batch 32"]  # then its batch doubled
     assert advice["combination"]["left_out"] == [] and advice["combination"]["first_cell"] == cells_before
-    refined = advice.get("refine", {}).get("steps", [])  # the last stage, on top of the answer, after it
-    assert len(list((study_dir / "cells").iterdir())) == cells_before + 4 + (2 + len(refined) if refined else 0)
+    assert len(list((study_dir / "cells").iterdir())) == cells_before + 4
     rows = study_tables(study_dir)[advise_tables.COMBINATION_TABLE]
     assert [row["status"] for row in rows] == ["ok"] * 4
 

@@ -94,10 +94,10 @@ def test_a_study_cell_that_cannot_fit_is_refused(no_work):
     (["study", "attention", "--device", "cpu", "--seq", "128,0"], "--seq takes comma-separated positive integers"),
     (["study", "attention", "--device", "cpu", "--seq", "100000000"], "eager fp32 d=16 seq=100000000 at batch 8 "
                                                                       "needs at least"),
-    (["study", "attention", "--device", "cpu", "--seq", ""], "--seq takes comma-separated positive integers"),
-    (["study", "attention", "--device", "cpu", "--impl", ""], "--impl: no value"),
-    (["study", "passes", "--model", "tiny", "--device", "cpu", "--models", ""], "--models: no value"),
-    (["study", "passes", "--model", "tiny", "--device", "cpu", "--ctxs", ""], "--ctxs takes comma-separated"),
+    (["study", "attention", "--device", "cpu", "--seq", ""], "--seq is empty: give it a value or leave it out"),
+    (["study", "attention", "--device", "cpu", "--impl", ""], "--impl is empty"),
+    (["study", "passes", "--model", "tiny", "--device", "cpu", "--models", ""], "--models is empty"),
+    (["study", "passes", "--model", "tiny", "--device", "cpu", "--ctxs", ""], "--ctxs is empty"),
 ])
 def test_study_values_that_cannot_be_are_refused(no_work, argv, reason):
     assert reason in refused(argv)

@@ -18,7 +18,7 @@ RUN = Path(__file__).resolve().parents[1] / "data" / "runs" / "small-h200-analys
     (["sweep", "--model", "tiny", "--device", "cpu", "--model-arg", "x=1,,2"], "--model-arg x: an empty value"),
     (["study", "precision", "--models", "tiny,,small", "--device", "cpu"], "--models: an empty value"),
     (["advise", "--model", "tiny", "--device", "cpu", "--budget", "inf"], "--budget must be a positive, finite"),
-    (["export", str(RUN), "--table", ""], "--table needs a name"),
+    (["export", str(RUN), "--table", ""], "--table is empty: give it a value or leave it out"),
     (["report", str(RUN), str(RUN)], "is given twice"),
     (["study", "attention", "--device", "cpu", "--d", "-1"], "--d takes comma-separated positive integers"),
 ])

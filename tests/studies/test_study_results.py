@@ -150,7 +150,7 @@ def test_building_every_table_of_a_study_reads_each_file_once(monkeypatch):
     from sysprof.profiler_core.base import rundir
 
     reads: collections.Counter = collections.Counter()
-    for name in ("read_json", "read_jsonl"):
+    for name in ("read_json", "jsonl_records"):
         real = getattr(rundir, name)
         monkeypatch.setattr(rundir, name, lambda path, real=real: reads.update([Path(path).name]) or real(path))
     study_dir = Path(__file__).resolve().parents[1] / "data" / "studies" / "warmup-small-h200"

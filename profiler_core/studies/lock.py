@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from sysprof.profiler_core.base.errors import StudyError
+from sysprof.profiler_core.documents.study_plans import study_kind
 
 LOCK_FILE = ".running.lock"
 _held: dict[Path, int] = {}  # directory → how many times this process holds it
@@ -22,6 +23,10 @@ _held: dict[Path, int] = {}  # directory → how many times this process holds i
 
 @contextmanager
 def study_lock(study_dir: Path) -> Iterator[None]:
+    """Held while inside; StudyError when another process holds it, or when the directory holds no study (a lock
+    file is written only into a study's own directory, never into whatever path was given)."""
+    if study_kind(Path(study_dir)) is None:
+        raise StudyError(f"{study_dir} is not a sweep or study directory")
     key = Path(study_dir).resolve()
     if key in _held:
         _held[key] += 1

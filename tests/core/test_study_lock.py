@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +20,7 @@ CLI = [sys.executable, "-m", "sysprof.profiler_core"]
 
 
 def test_the_same_process_takes_the_lock_again_and_another_holder_is_named(tmp_path):
+    (tmp_path / "sweep.json").write_text(json.dumps({"study": "sweep", "varied": [], "cells": []}))
     with study_lock(tmp_path), study_lock(tmp_path):  # an advise's stages each run cells
         holder = subprocess.run([sys.executable, "-c", "from pathlib import Path; import sys; "
                                  "from sysprof.profiler_core.studies.lock import study_lock\n"
@@ -52,3 +55,19 @@ def test_a_second_resume_while_the_sweep_runs_is_refused_and_runs_nothing(tmp_pa
     for steps in written:  # one writer: a cell's step indices never repeat
         indices = [json.loads(line)["index"] for line in steps.read_text().splitlines()]
         assert len(indices) == len(set(indices)), steps
+
+
+def test_a_directory_that_holds_no_study_gets_no_lock_file(tmp_path):
+    """`advise --resume RUN_DIR` (a run, not a study) is refused before anything is written into it."""
+    import io
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from sysprof.profiler_core.cli import main as cli
+
+    run = tmp_path / "run"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "data" / "runs" / "tiny-ctx32", run)
+    before = sorted(path.name for path in run.iterdir())
+    err = io.StringIO()
+    with redirect_stdout(io.StringIO()), redirect_stderr(err):
+        assert cli.main(["advise", "--resume", str(run)]) != 0
+    assert sorted(path.name for path in run.iterdir()) == before and len(err.getvalue().splitlines()) == 1

@@ -8,11 +8,10 @@ from __future__ import annotations
 import dataclasses
 
 from sysprof.models.presets import PRESETS
-from sysprof.profiler_core.base.code_specs import code_location_problems, optimizer_shape_problem
+from sysprof.profiler_core.base.code_specs import code_location_problems
 from sysprof.profiler_core.base.config import (
     ATTENTIONS,
     COMPILE_MODES,
-    COMPILED_STEP,
     CUSTOM,
     DDP_COMM_HOOKS,
     DEVICES,
@@ -26,6 +25,7 @@ from sysprof.profiler_core.base.config import (
     RunConfig,
 )
 from sysprof.profiler_core.base.errors import ConfigError
+from sysprof.profiler_core.base.user_code_checks import user_code_problems
 
 MAX_NPROC = 64  # ranks per node torchrun starts here; more is a typo, not a node
 MAX_REPEATS = 100
@@ -100,7 +100,7 @@ def _value_problems(cfg: RunConfig) -> dict[str, str]:
         found["warmup"] = f"warmup must be 0 or more; got {cfg.warmup!r}"
     found.update(_bound_problems(cfg))
     found.update(_choice_problems(cfg))
-    for name, problem in _user_code_problems(cfg).items():  # never over a problem found above (a bad choice)
+    for name, problem in user_code_problems(cfg).items():  # never over a problem found above (a bad choice)
         found[name] = found.get(name) or problem
     found["nvtx_modules"] = _nvtx_modules_problem(cfg)
     if cfg.activation_checkpointing and cfg.mode == "forward":
@@ -141,26 +141,6 @@ def _repeats_problem(repeats: object) -> str | None:
     if not isinstance(repeats, int) or isinstance(repeats, bool) or not 1 <= repeats <= MAX_REPEATS:
         return f"repeats must be 1 to {MAX_REPEATS} fresh processes; got {repeats!r}"
     return None
-
-
-def _spec_problem(name: str, spec: str | None) -> str | None:
-    target, _, attribute = (spec or "").rpartition(":")
-    if spec is not None and not (target and attribute.isidentifier()):
-        return f"{name} must be module:callable or path/to/file.py:callable; got {spec!r}"
-    return None
-
-
-def _user_code_problems(cfg: RunConfig) -> dict[str, str | None]:
-    """The shape of --model-factory, --model-arg, --loss and --optimizer; whether their files or modules are there
-    is code_specs' to say, whether they import the runner's."""
-    args_problem = _pairs_problem("--model-arg", cfg.model_args) or (
-        "--model-arg needs --model-factory" if cfg.model_args and not cfg.model_factory else None)
-    return {"model_factory": _spec_problem("model_factory", cfg.model_factory),
-            "loss": _spec_problem("loss", cfg.loss),
-            "optimizer": optimizer_shape_problem(cfg.optimizer),
-            "model_args": args_problem,
-            "optimizer_args": _pairs_problem("--optimizer-arg", cfg.optimizer_args),
-            "optimizer_impl": _impl_problem(cfg)}
 
 
 def _nvtx_modules_problem(cfg: RunConfig) -> str | None:
@@ -208,20 +188,6 @@ def _nodes_problem(cfg: RunConfig) -> str | None:
     if cfg.rdzv_endpoint and not (host and port.isdigit()):
         return f"--rdzv-endpoint takes HOST:PORT; got {cfg.rdzv_endpoint!r}"
     return None
-
-
-def _impl_problem(cfg: RunConfig) -> str | None:
-    if cfg.optimizer_impl == COMPILED_STEP and cfg.dtype == "fp16":
-        return "--optimizer-impl compiled does not combine with fp16: its GradScaler steps the optimizer itself"
-    if cfg.optimizer_impl in ("default", COMPILED_STEP) or cfg.optimizer.startswith("torch.optim"):
-        return None
-    return f"--optimizer-impl {cfg.optimizer_impl} is for torch.optim's optimizers (fused: Adam, AdamW, SGD)"
-
-
-def _pairs_problem(option: str, items: tuple[str, ...]) -> str | None:
-    malformed = [item for item in items if "=" not in item or not item.partition("=")[0].isidentifier()
-                 or not item.partition("=")[2].strip()]
-    return f"{option} takes NAME=VALUE; got {malformed[0]!r}" if malformed else None
 
 
 def _capture_problems(cfg: RunConfig) -> dict[str, str]:

@@ -7,7 +7,6 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-from rich.markup import escape
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal
@@ -24,7 +23,6 @@ from sysprof.profiler_core.api import (
     events,
     gpus,
     studies,
-    vocab,
 )
 from sysprof.profiler_core.tables.figure_data import Panel
 from sysprof.profiler_core.tables.model import TableModel, main_figure
@@ -33,12 +31,13 @@ from sysprof.tui.model.run_files import short_path
 from sysprof.tui.model.study_commands import last_line, study_argv, study_choices
 from sysprof.tui.model.study_state import StudyState
 from sysprof.tui.panes.base import ExportTable, Pane
+from sysprof.tui.panes.study_table_view import StudyTableView
 from sysprof.tui.reporting import ReportActions
 from sysprof.tui.widgets.study_plot import StudyPlot
 from sysprof.tui.widgets.tables import MarkableTable, OutOfViewCells
 
 
-class StudiesPane(ReportActions, Pane):
+class StudiesPane(StudyTableView, ReportActions, Pane):
     BINDINGS = pane_bindings("Studies")
     study: reactive[StudyState] = reactive(StudyState, always_update=True, init=False)
     tables: reactive[dict[str, TableModel]] = reactive(dict, always_update=True, init=False)  # title → table
@@ -195,45 +194,6 @@ class StudiesPane(ReportActions, Pane):
         self.show_answer()
         self.show_table()
 
-    def show_answer(self) -> None:
-        recommended = self.answer_row()
-        answer = recommended.get("answer")
-        self.set_class(bool(answer), "-answered")
-        use = " [dim](u: use it in Configure)[/dim]" if recommended.get("command") else ""
-        self.query_one("#study-answer", Static).update(f"[b]answer[/b]: {escape(answer)}{use}" if answer else "")
-
-    def show_table(self) -> None:
-        model = self.current_table()
-        title = model.title if model else ""
-        table = self.query_one("#study-table", MarkableTable)
-        if model is None:
-            table.show({}, [])
-        else:
-            table.show_model(replace(model, columns=model.shown_columns()))
-        count = f" ({self.table_index + 1}/{len(self.tables)}, t: next)" if len(self.tables) > 1 else ""
-        if self.has_class("-figure") and self.figure:
-            title, count = self.figure[0], " (f: back to the table)"
-        elif self.figure:
-            count += " · f: figure"
-        self.query_one("#study-table-title", Static).update(f"[b]{escape(title)}[/b]{count}" if title else "")
-
-    def action_toggle_figure(self) -> None:
-        """The study's main figure (the report's, drawn here) in the table's place, and back."""
-        if self.figure is None:
-            self.notify("No figure for this study's tables (attention, warm-up, scaling, speed-ups and model sizes "
-                        "have one).", severity="warning")
-            return
-        self.toggle_class("-figure")
-        self.show_table()
-
-    def current_table(self) -> TableModel | None:
-        return list(self.tables.values())[self.table_index] if self.tables else None
-
-    def answer_row(self) -> dict:
-        """The advisor's answer (its recommended table's row), or {} where the study has none."""
-        model = self.tables.get(vocab.RECOMMENDED_TABLE)
-        return dict(model.rows[0]) if model and model.rows else {}
-
     class UseConfig(Message):
         """The advisor's answer, to show in Configure."""
 
@@ -251,11 +211,6 @@ class StudiesPane(ReportActions, Pane):
             self.post_message(self.UseConfig(configs.config_from_command(answer["command"])))
         except ConfigError as exc:
             self.notify(str(exc), title="Cannot use the answer", severity="error")
-
-    def action_next_table(self) -> None:
-        if self.tables:
-            self.table_index = (self.table_index + 1) % len(self.tables)
-            self.show_table()
 
     def report_paths(self) -> list[Path]:
         return [Path(self.study.directory)] if self.study.directory else []

@@ -113,10 +113,13 @@ def ranks_lines(ranks: dict | None) -> list[str]:
 
 
 def warnings_text(state: RunState) -> str:
-    """The run's stored warnings (stability: each with its cause and remedy), once it has finished (markup)."""
-    warnings = (state.summary.get("warnings") or []) if state.summary else []
-    lines = "\n".join(f"⚠ {escape(warning['message'])}" for warning in warnings)
-    return f"[yellow]{lines}[/yellow]" if lines else ""
+    """The run's stored warnings (stability: each with its cause and remedy), then a traced loop's findings (input-
+    bound, periodic spikes, drift, what the hooks found), each with what it rests on, once it has finished (markup)."""
+    summary = state.summary or {}
+    warnings = "\n".join(f"⚠ {escape(warning['message'])}" for warning in summary.get("warnings") or [])
+    findings = [f"● {escape(str(found['text']))} [dim](rests on {escape(str(found.get('rests_on', '')))})[/dim]"
+                for found in summary.get("findings") or [] if isinstance(found, dict) and found.get("text")]
+    return "\n".join(([f"[yellow]{warnings}[/yellow]"] if warnings else []) + findings)
 
 
 class StepChart(Vertical):

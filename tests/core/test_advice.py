@@ -188,7 +188,7 @@ def test_the_loss_check_pairs_steps_after_the_same_number_of_weight_updates():
     (["--ctx", "0"], "ctx must be a positive integer"),
     (["--ctx", "100000000", "--max-ctx", "100000000"], "the baseline itself: predicted peak memory"),
     (["--dtype", "bf16", "--attention", "sdpa", "--compile", "--optimizer-impl", "compiled", "--budget", "0.01"],
-     "no change the advisor knows applies to this config (bf16 autocast: already bf16;"),
+     "no change fits a --budget of 0.01 min; a larger one measures those over it (bf16 autocast: already bf16;"),
 ])
 def test_advise_refuses_what_cannot_give_an_answer_in_one_line(tmp_path, argv, reason):
     err = io.StringIO()

@@ -118,3 +118,12 @@ def test_a_study_of_an_unknown_kind_or_a_damaged_plan_is_refused_not_read_as_emp
     (attention / "study.json").write_text((attention / "study.json").read_text()[:40])
     code, _, err = sysprof("export", str(attention))
     assert code != 0 and "study.json is damaged (not a readable plan)" in err and len(err.splitlines()) == 1
+
+
+def test_a_stats_csv_whose_header_was_changed_names_the_file_and_the_column(tmp_path, shared_fixtures):
+    for csv in (shared_fixtures / "h200_small_fp32").glob("*.csv"):
+        shutil.copy(csv, tmp_path / csv.name)
+    table = tmp_path / "cuda_gpu_kern_sum.csv"
+    table.write_text(table.read_text().replace("Total Time (ns)", "Total Tiem", 1))
+    code, _, err = sysprof("analyze", str(tmp_path))
+    assert code != 0 and "cuda_gpu_kern_sum.csv: the cuda_gpu_kern_sum table has no 'total_ns' column" in err

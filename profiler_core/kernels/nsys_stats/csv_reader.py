@@ -41,10 +41,24 @@ def read_stats_csv(path: str | Path, report: str | None = None) -> pd.DataFrame:
         return next(iter(tables.values()))
     wanted = canonical_report_name(report) or report
     if wanted in tables:
-        return tables[wanted]
+        return _with_columns(tables[wanted], wanted, path)
     if list(tables) == ["unknown"]:  # nothing in the file names its report
-        return tables["unknown"]
+        return _with_columns(tables["unknown"], wanted, path)
     raise KernelReportError(f"{path}: no '{report}' table in this file (found: {', '.join(tables)})")
+
+
+# The columns the kernel tables read from each report (normalized names, stats_schema): a header damaged or renamed
+# by hand is said here, naming the file, not found later as a KeyError.
+NEEDED_COLUMNS = {"cuda_gpu_kern_sum": ("name", "total_ns", "instances"),
+                  "nvtx_kern_sum": ("total_ns",)}
+
+
+def _with_columns(frame: pd.DataFrame, report: str, path: Path) -> pd.DataFrame:
+    missing = [column for column in NEEDED_COLUMNS.get(report, ()) if len(frame) and column not in frame.columns]
+    if missing:
+        raise KernelReportError(f"{path}: the {report} table has no {', '.join(map(repr, missing))} column "
+                                f"(columns: {', '.join(map(str, frame.columns))}); is the file damaged?")
+    return frame
 
 
 def read_stats_tables(path: str | Path) -> dict[str, pd.DataFrame]:

@@ -109,7 +109,9 @@ def run(args: argparse.Namespace) -> Path:
                       device, shared=not args.fresh_processes)  # before the diagnosis: anything to measure at all?
     if not first_look.chosen:
         reasons = "; ".join(f"{c.name}: {why}" for c, why in first_look.skipped)
-        raise ConfigError(f"no change the advisor knows applies to this config ({reasons})")
+        over = any(why.startswith("over the budget") for _, why in first_look.skipped)
+        raise ConfigError(f"no change fits a --budget of {args.budget:g} min; a larger one measures those over it "
+                          f"({reasons})" if over else f"no change the advisor knows applies to this config ({reasons})")
     started = time.monotonic()
     if not args.events:
         Console(stderr=True, highlight=False).print(

@@ -324,13 +324,16 @@ def test_the_candidates_that_pass_are_combined_and_measured_again_interleaved(tm
 
 
 @pytest.mark.slow
-def test_resume_runs_the_cells_an_advise_study_did_not_finish(tmp_path):
+def test_resume_runs_the_cells_an_advise_study_did_not_finish(tmp_path, monkeypatch):
     import shutil
+
+    from sysprof.profiler_core.studies.kinds.advise import refine_plan as advise_refine_plan
 
     study_dir = tmp_path / "advise"
     shutil.copytree(Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-tiny-cpu", study_dir)
     lost = next((study_dir / "cells").glob("002-*"))
     shutil.rmtree(lost)  # as if the sweep was stopped before this cell ran
+    monkeypatch.setattr(advise_refine_plan, "refine", lambda *args, **kwargs: None)  # the last stage: its own test
     err = io.StringIO()
     with redirect_stdout(io.StringIO()), redirect_stderr(err):
         code = cli.main(["advise", "--resume", str(study_dir), "--budget", "1"])
@@ -357,6 +360,7 @@ def test_a_resume_without_budget_continues_the_studys_own(tmp_path, monkeypatch)
     (study_dir / "advice.json").write_text(json.dumps(advice | {"budget_s": advise_kind.spent_s(study_dir) + 600}))
     budgets, said = [], []
     monkeypatch.setattr(advise_kind, "cut_by_the_budget", lambda *args: budgets.append(args[-1]) or False)
+    monkeypatch.setattr(advise_kind.advise_refine_plan, "refine", lambda *args, **kwargs: None)  # its own test
     for extra in ([], ["--budget", "1"], []):
         err = io.StringIO()
         with redirect_stdout(io.StringIO()), redirect_stderr(err):

@@ -56,6 +56,7 @@ def test_eager_parts_are_timed_next_to_their_flops(cpu_study):
                                           "scale_mask": 2 * 2 * 64 * 64}
 
 
+@pytest.mark.slow  # its fixture runs the study in real processes
 def test_pivots_group_dtype_then_implementation_with_speedups(cpu_study):
     forward = cpu_study["fwd mean ms by d × seq"]
     assert list(forward[0]) == ["d", "seq", "fp32 eager", "fp32 sdpa", "bf16 eager", "bf16 sdpa",

@@ -100,9 +100,12 @@ def whole_csv_rows(run: Run, path: Path) -> list[dict]:
 
 def directory_tables(path: Path) -> dict[str, list[dict]]:
     if study_kind(path) is not None:
+        from sysprof.profiler_core.studies.document import Study
         from sysprof.profiler_core.studies.table_models import study_models
 
-        return {model.title: model.records() for model in study_models(path)}
+        tables = {model.title: model.records() for model in study_models(path)}
+        warn_notes(Study.load(path).damage_notes())
+        return tables
     if not (path / rundir.MANIFEST).is_file():
         raise ConfigError(f"{path} is neither a run directory (no {rundir.MANIFEST}) nor a sweep or study directory")
     run = Run.load(path)
@@ -113,7 +116,11 @@ def directory_tables(path: Path) -> dict[str, list[dict]]:
 
 def warn_of_damage(run: Run) -> None:
     """A damaged file whose tables were left out, said on stderr (the output stays the tables)."""
-    for note in run.damage_notes():
+    warn_notes(run.damage_notes())
+
+
+def warn_notes(notes) -> None:
+    for note in notes:
         sys.stderr.write(f"sysprof: warning: {note}\n")
 
 

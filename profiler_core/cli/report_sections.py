@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from sysprof.profiler_core.base.errors import ExportError
-from sysprof.profiler_core.cli.export import run_tables, warn_of_damage
+from sysprof.profiler_core.cli.export import run_tables, warn_notes, warn_of_damage
 from sysprof.profiler_core.documents.run_document import MEMORY, Run
 from sysprof.profiler_core.render import report_figures as figures
 from sysprof.profiler_core.render import report_writers as blocks
@@ -171,6 +171,8 @@ def study_blocks(path: Path, draw: Drawer) -> list[Block]:
             blocks.text("To run it again:"),
             blocks.code(study.plan.get("command") or "(not recorded: the study predates sysprof recording it)")]
     models = study_models(path)
+    warn_notes(study.damage_notes())
+    made += [blocks.text(f"Damaged: {note}.") for note in study.damage_notes()]
     made += [readable_table(model.title, [dict(row) for row in model.rows]) for model in models if model.rows]
     return made + study_figures(path.name, models, draw)
 

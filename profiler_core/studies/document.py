@@ -50,6 +50,16 @@ class Study:
     varied: list[str] = field(default_factory=list)
     cells: list[Cell] = field(default_factory=list)  # a sweep's cells in plan order; none for the attention study
 
+    def damage_notes(self) -> list[str]:
+        """What a damaged file left out of the study's tables: a cell's (its run's notes, named by its folder) or
+        the lines of the attention study's cells.jsonl that are no record."""
+        notes = [note for cell in self.cells for note in cell.run.damage_notes()]
+        damaged = rundir.jsonl_records(self.path / rundir.ATTENTION_CELLS)[1]
+        if damaged:
+            notes.append(f"{self.path / rundir.ATTENTION_CELLS}: {damaged} damaged line(s) skipped; those cells are "
+                         "left out (a resume runs them again)")
+        return notes
+
     @classmethod
     def load(cls, path: Path) -> Study:
         found = study_plan(path)

@@ -127,3 +127,14 @@ def test_a_stats_csv_whose_header_was_changed_names_the_file_and_the_column(tmp_
     table.write_text(table.read_text().replace("Total Time (ns)", "Total Tiem", 1))
     code, _, err = sysprof("analyze", str(tmp_path))
     assert code != 0 and "cuda_gpu_kern_sum.csv: the cuda_gpu_kern_sum table has no 'total_ns' column" in err
+
+
+def test_garbage_lines_in_a_studys_cells_are_said_by_export_and_report(tmp_path):
+    study = tmp_path / "attention"
+    shutil.copytree(STUDIES / "attention-oom-h200", study)
+    cells = (study / "cells.jsonl").read_text().splitlines()
+    (study / "cells.jsonl").write_text("\n".join([cells[0], "garbage", *cells[1:]]) + "\n")
+    code, _, err = sysprof("export", str(study), "--format", "json")
+    assert code == 0 and "cells.jsonl: 1 damaged line(s) skipped; those cells are left out" in err
+    code, text, err = report(study, tmp_path)
+    assert code == 0 and "Damaged: " in text and "1 damaged line(s) skipped" in err

@@ -1,6 +1,8 @@
 """Live: stage and progress, the step-time chart, running stats, throughput and GPU telemetry."""
 from __future__ import annotations
 
+from typing import Any
+
 from rich.markup import escape
 from rich.table import Table
 from textual.app import ComposeResult
@@ -115,7 +117,7 @@ def ranks_lines(ranks: dict | None) -> list[str]:
 def warnings_text(state: RunState) -> str:
     """The run's stored warnings (stability: each with its cause and remedy), then a traced loop's findings (input-
     bound, periodic spikes, drift, what the hooks found), each with what it rests on, once it has finished (markup)."""
-    summary = state.summary or {}
+    summary: dict[str, Any] = dict(state.summary or {})
     warnings = "\n".join(f"⚠ {escape(warning['message'])}" for warning in summary.get("warnings") or [])
     findings = [f"● {escape(str(found['text']))} [dim](rests on {escape(str(found.get('rests_on', '')))})[/dim]"
                 for found in summary.get("findings") or [] if isinstance(found, dict) and found.get("text")]

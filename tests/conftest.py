@@ -66,6 +66,12 @@ def pytest_collection_modifyitems(config, items) -> None:
             item.add_marker(skip_gpu)
 
 
+def pytest_xdist_auto_num_workers(config) -> int:
+    """`-n auto`: a worker per core and one more. Many tests wait (on a terminal's screen, on an advisor's budget, on
+    processes they started) more than they compute; the extra worker runs another test on the core they leave."""
+    return (os.cpu_count() or 1) + 1
+
+
 def _longest_first(item) -> int:
     """The end-to-end tests, then the other slow ones, then the rest (each group in file order): run side by side
     (pytest -n), the longest start first and the short ones fill the gaps, so no long test starts last."""

@@ -49,9 +49,11 @@ def summarize_ms(samples_ms: list[float]) -> PhaseStats:
 
 
 def phase_stats(measured_steps: list[StepRecord]) -> dict[str, PhaseStats]:
-    """Stats per phase that ran, plus the whole step's wall time."""
+    """Stats per phase that ran, plus the whole step's wall time; a traced loop's own phases (data, eval) first, in
+    the order its steps first name them."""
     stats: dict[str, PhaseStats] = {}
-    for phase in PHASES:
+    own = list(dict.fromkeys(phase for s in measured_steps for phase in s["phases_ms"] if phase not in PHASES))
+    for phase in [*own, *PHASES]:
         samples = [s["phases_ms"][phase] for s in measured_steps if s["phases_ms"].get(phase) is not None]
         if samples:
             stats[phase] = summarize_ms(samples)
@@ -60,7 +62,7 @@ def phase_stats(measured_steps: list[StepRecord]) -> dict[str, PhaseStats]:
     if both:  # each step's sum, so its median and spread are the sum's, not a sum of medians
         stats[FORWARD_BACKWARD] = summarize_ms(both)
     stats[STEP] = summarize_ms([s["wall_ms"] for s in measured_steps])
-    return {phase: stats[phase] for phase in TIMED_PHASES if phase in stats}
+    return {phase: stats[phase] for phase in [*own, *TIMED_PHASES] if phase in stats}
 
 
 PeakKey = Literal["peak_allocated_bytes", "peak_reserved_bytes"]

@@ -35,3 +35,12 @@ def test_a_run_of_the_tool_keeps_its_three_phases():
     columns = step_columns(step_phases([{"phases_ms": {"forward": 1.0}}]))
     assert step_cells(columns, "warm-up", {"index": 0, "wall_ms": 2.5, "phases_ms": {"forward": 1.0}})[3:] == (
         "—", "—")
+
+
+def test_the_running_statistics_name_a_traced_loops_own_phases_first(tmp_path):
+    from sysprof.profiler_core.analysis.metrics import phase_stats
+
+    measured = [step for step in traced_steps(tmp_path) if step["kind"] == "measured"]
+    stats = phase_stats(measured)
+    assert list(stats)[:2] == ["data", "eval"] and list(stats)[-1] == "step"
+    assert stats["data"]["n"] == 3 and stats["eval"]["n"] == 1  # eval ran in the last step only

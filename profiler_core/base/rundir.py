@@ -198,7 +198,8 @@ def _shape_of(path: Path) -> Mapping[str, shapes.Kinds] | None:
     """The shape a run's document of this name must have (an analysis's by its folder)."""
     shapes_by_name: dict[str, Mapping[str, shapes.Kinds]] = (
         {KERNELS_DIR: shapes.KERNELS, MEMORY_DIR: shapes.MEMORY} if path.name == ANALYSIS
-        else {MANIFEST: shapes.MANIFEST, SUMMARY: shapes.SUMMARY})
+        else {MANIFEST: shapes.MANIFEST, SUMMARY: shapes.SUMMARY, SWEEP_PLAN: shapes.SWEEP_PLAN,
+              ATTENTION_PLAN: shapes.ATTENTION_PLAN, ADVICE_PLAN: shapes.ADVICE})
     return shapes_by_name.get(path.parent.name if path.name == ANALYSIS else path.name)
 
 

@@ -20,7 +20,12 @@ KERNELS: Shape = {"kernels": list, "phases": dict, "gemm_fraction": dict, "atten
 MEMORY: Shape = {"peak": dict, "top_allocations": list, "by_category": dict, "max_by_category": dict, "timeline": dict,
           "notes": list, "predicted": dict, "predicted_vs_measured": list, "peak_allocated_bytes": NUMBER,
           "peak_reserved_bytes": NUMBER}
+SWEEP_PLAN: Shape = {"cells": list, "varied": list, "study": str, "command": str}
+ATTENTION_PLAN: Shape = {"cells": list, "study": str, "machine": dict}
+ADVICE: Shape = {"candidates": list, "skipped": list, "baseline": dict, "hints": dict, "combination": dict,
+                 "refine": dict, "earlier_combinations": list, "budget_s": NUMBER, "per_cell_s": NUMBER}
 WITH_PHASE_OBJECTS = ("phases",)  # each value an object: a phase's statistics
+LISTS_OF_OBJECTS = ("cells", "candidates", "skipped", "earlier_combinations")  # each item an object
 
 
 def _a(value: Any) -> str:
@@ -41,6 +46,10 @@ def shape_problem(document: Mapping[str, Any], shape: Mapping[str, Kinds]) -> st
         value = document.get(key)
         if value is not None and not _fits(value, kinds):
             return f"'{key}' is {_a(value)}, not {_expected(kinds)}"
+    for key in LISTS_OF_OBJECTS:
+        items = document.get(key)
+        if key in shape and isinstance(items, list) and not all(isinstance(item, dict) for item in items):
+            return f"'{key}' holds {_a(next(i for i in items if not isinstance(i, dict)))}, not only objects"
     for key in WITH_PHASE_OBJECTS:
         found = document.get(key)
         if not isinstance(found, dict) or key not in shape:

@@ -138,3 +138,17 @@ def test_garbage_lines_in_a_studys_cells_are_said_by_export_and_report(tmp_path)
     assert code == 0 and "cells.jsonl: 1 damaged line(s) skipped; those cells are left out" in err
     code, text, err = report(study, tmp_path)
     assert code == 0 and "Damaged: " in text and "1 damaged line(s) skipped" in err
+
+
+@pytest.mark.parametrize("study, name, fields, said", [
+    ("warmup-small-h200", "sweep.json", {"cells": "x"}, "sweep.json is damaged: 'cells' is a string, not a list"),
+    ("attention-oom-h200", "study.json", {"cells": 5}, "study.json is damaged (not a readable plan)"),
+    ("advise-tiny-cpu", "advice.json", {"candidates": "x"}, "advice.json is damaged: 'candidates' is a string"),
+    ("advise-tiny-cpu", "advice.json", {"skipped": [1]}, "'skipped' holds a number, not only objects"),
+])
+def test_a_study_plan_of_the_wrong_shape_is_one_line(tmp_path, study, name, fields, said):
+    copy = tmp_path / study
+    shutil.copytree(STUDIES / study, copy)
+    (copy / name).write_text(json.dumps(json.loads((copy / name).read_text()) | fields))
+    code, _, err = sysprof("export", str(copy), "--format", "json")
+    assert code != 0 and said in err and len(err.strip().splitlines()) == 1, err

@@ -83,6 +83,8 @@ async def test_quit_leaving_the_run_and_a_new_app_reattaches_and_replays_it_to_t
         await pilot.pause()
         assert f"Still running: {run_dir.name}" in notices(second)
         second.open_path(run_dir)  # what enter on its row in Runs does
+        # attached first (on a loaded machine that takes a while: idle is "not running" too), then its end
+        await wait_for(pilot, lambda: second.run_state.run_dir == str(run_dir))
         await wait_for(pilot, lambda: not second.run_state.running)
         await settle(second, pilot)
         assert second.run_state.stage == "finished" and second.run_state.run_dir == str(run_dir)

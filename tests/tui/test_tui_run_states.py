@@ -62,6 +62,8 @@ async def test_a_cancelled_run_says_cancelled_on_live_and_runs_with_the_steps_it
 async def test_runs_lists_saved_runs_without_a_state_key_as_ok_with_the_new_columns():
     app = build_app(runs_dir=str(RUNS), open_runs=[RUNS / "tiny-ctx32"])
     async with app.run_test(size=(80, 24)) as pilot:
+        # the opened run shows on Live once loaded (a while, on a loaded machine): Runs after that, not before
+        await wait_for(pilot, lambda: app.run_state.run_dir == str(RUNS / "tiny-ctx32"))
         await settle(app, pilot, "5")
         await wait_for(pilot, lambda: app.query_one("#runs-table").records)
         table = app.query_one("#runs-table")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from textual.widgets import Input
-from tui_helpers import settle, text
+from tui_helpers import settle, text, until_opened
 
 from sysprof.profiler_core.base.config import RunConfig
 from sysprof.tui.app import build_app
@@ -415,6 +415,7 @@ async def test_leaving_runs_while_comparing_stays_left():
 async def test_kernel_table_shows_short_names_and_the_detail_line_the_whole_name_unaltered():
     app = offline_app(ANALYSED)
     async with app.run_test(size=(100, 30)) as pilot:
+        await until_opened(app, pilot, ANALYSED)
         await settle(app, pilot, "3")
         assert "elementwise_kernel" in text(app) and "void at::native" not in text(app)
         await settle(app, pilot, "slash", *"direct_copy", "enter")

@@ -26,3 +26,14 @@ async def wait_until(pilot, condition, what: str, limit_s: float = 30.0) -> None
             return
         await pilot.pause(0.1)
     raise AssertionError(what)
+
+
+async def until_opened(app, pilot, run_dir, timeout: float = 60.0) -> None:
+    """A run the app opened at its start is loaded (the app shows Live then): on a loaded machine that comes after
+    the first keys, and would take the screen back from the pane they chose."""
+    for _ in range(int(timeout / 0.05)):
+        if app.run_state.run_dir == str(run_dir):
+            await settle(app, pilot)
+            return
+        await pilot.pause(0.05)
+    raise AssertionError(f"{run_dir} did not open in {timeout:.0f} s")

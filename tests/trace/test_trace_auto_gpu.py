@@ -10,17 +10,12 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.gpu, pytest.mark.slow]
+pytestmark = [pytest.mark.gpu, pytest.mark.slow, pytest.mark.usefixtures("needs_cuda")]
 
 PLAIN = Path(__file__).resolve().parents[2] / "tests" / "data" / "trace" / "plain_train.py"
 GPU_STEP = ["--device", "cuda", "--width", "4096", "--repeat", "64", "--steps", "60"]
 
 
-@pytest.fixture(autouse=True)
-def needs_cuda():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("needs a CUDA GPU")
 
 
 def traced(runs: Path, *args: str) -> tuple[str, dict, list[dict]]:

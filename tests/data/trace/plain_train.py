@@ -3,25 +3,11 @@ AdamW, optional gradient accumulation, an evaluation pass every N steps. argv: W
 [--steps N] [--accumulate K] [--eval-every N] [--no-optimizer] [--raise-at N] [--device cuda --width W --repeat R]
 [--compile]. On a GPU, --width and --repeat (each batch's rows repeated R times) size the step the GPU runs."""
 import argparse
-import time
 
 import torch
 from torch import nn
-from torch.utils.data import DataLoader, Dataset
-
-
-class Costly(Dataset):
-    """Each item costs `sleep_ms` of waiting, as a decode or an augmentation would, without using a core."""
-
-    def __init__(self, sleep_ms: float):
-        self.sleep_s = sleep_ms / 1e3
-
-    def __len__(self):
-        return 100_000
-
-    def __getitem__(self, index):
-        time.sleep(self.sleep_s)
-        return torch.randn(256), torch.randn(1)
+from costly import Costly
+from torch.utils.data import DataLoader
 
 
 def main():

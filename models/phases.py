@@ -10,6 +10,7 @@ import re
 FORWARD, BACKWARD, OPTIMIZER = "forward", "backward", "optimizer"
 PHASES = (FORWARD, BACKWARD, OPTIMIZER)  # in step order; a mode runs a prefix of them
 STEP = "step"  # the whole step's wall time, reported beside the phases
+DATA = "data"  # a traced loop's wait for its next batch (sysprof trace): a rank's own time, not a wait for the others
 OTHER = "other"  # kernels launched outside every phase range (data, synchronisation, the profiler itself)
 FORWARD_BACKWARD = "forward+backward"  # per step, the sum of the two: the reports' "fwd+bwd" (not timed on its own)
 TIMED_PHASES = (FORWARD, BACKWARD, FORWARD_BACKWARD, OPTIMIZER, STEP)  # a run's statistics and a comparison cover

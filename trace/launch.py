@@ -1,8 +1,9 @@
 """`python -m sysprof.trace.launch SCRIPT [ARGS…]` (or `-m MODULE [ARGS…]`): the user's script, run as
 `python SCRIPT ARGS…` would run it, with its steps timed by hooks (hooks.py) into a run directory. What
 `sysprof trace -- python train.py …` starts, once per rank under torchrun. The run's options come in the
-environment (SYSPROF_TRACE_NAME, SYSPROF_TRACE_WARMUP, SYSPROF_TRACE_TOKENS, SYSPROF_RUNS), so the user's own
-arguments pass through untouched."""
+environment (SYSPROF_TRACE_NAME, SYSPROF_TRACE_WARMUP, SYSPROF_TRACE_TOKENS, the run directory SYSPROF_TRACE_DIR
+with each rank in its place there, the steps to profile SYSPROF_TRACE_PROFILE), so the user's own arguments pass
+through untouched."""
 from __future__ import annotations
 
 import atexit
@@ -14,13 +15,12 @@ from pathlib import Path
 
 from sysprof import trace
 from sysprof.trace.hooks import install, say_at_end
+from sysprof.trace.starting import RUN_DIR_ENV
 
 
 def _started():
-    name = os.environ.get("SYSPROF_TRACE_NAME") or "trace"
-    rank = os.environ.get("RANK")
     tokens = os.environ.get("SYSPROF_TRACE_TOKENS")
-    return trace.start(name=f"{name}-rank{rank}" if rank is not None else name,
+    return trace.start(name=os.environ.get("SYSPROF_TRACE_NAME") or "trace",
                        warmup=int(os.environ.get("SYSPROF_TRACE_WARMUP") or trace.DEFAULT_WARMUP),
                        tokens_per_step=int(tokens) if tokens else None)
 
@@ -36,7 +36,8 @@ def main(argv: list[str]) -> None:
     auto = install(tracker) if isinstance(tracker, trace.Tracker) else None
     if auto is not None:
         atexit.register(say_at_end, auto)  # registered after start()'s: runs before the run is finished
-        print(f"sysprof trace: run directory {tracker.run_dir}", file=sys.stderr)
+        if RUN_DIR_ENV not in os.environ:  # else `sysprof trace` made it, and said so
+            print(f"sysprof trace: run directory {tracker.run_dir}", file=sys.stderr)
     try:
         _run(argv)
     except BaseException:

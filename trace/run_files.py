@@ -21,8 +21,11 @@ FLUSH_S = 0.25
 
 
 class TraceRun:
-    def __init__(self, run_dir: Path, config: dict[str, Any], env: dict[str, Any]):
+    def __init__(self, run_dir: Path, config: dict[str, Any], env: dict[str, Any],
+                 rank: dict[str, int] | None = None):
         self.run_dir, self.config, self.env = run_dir, config, env
+        self.rank = rank  # under torchrun: this process's rank, local rank and world size
+        self.extra: dict[str, Any] = {}  # added to the summary as it is (the steps nsys captured)
         self.steps: list[dict[str, Any]] = []
         self.notes: list[dict[str, str]] = []  # findings from outside the steps (what automatic tracing found)
         self.written, self.flushed_at = 0, time.monotonic()
@@ -66,6 +69,9 @@ class TraceRun:
         failure = self._failure(error) if error is not None else None
         summary = loop_summary(self.config, self.env, self.steps, str(self.run_dir), failure)
         summary["ran"] = {"start": self.started, "end": time.time()}  # compare: did two jobs run at once?
+        if self.rank is not None:
+            summary["rank"] = self.rank
+        summary |= self.extra
         summary["findings"] = [*self.notes, *summary["findings"]]
         try:
             rundir.write_json(self.run_dir / rundir.SUMMARY, summary)

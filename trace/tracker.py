@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sysprof.trace.clock import HostClock, StepMarks, clock_for
+from sysprof.trace.profile_window import ProfileWindow
 from sysprof.trace.run_files import TraceRun, environment
 
 
@@ -51,6 +52,7 @@ class Tracker:
         self.count = 0
         self.said: set[str] = set()
         self.stopped = False  # a write failed, or finish() ran: the loop goes on untraced
+        self.window: ProfileWindow | None = None  # the steps nsys captures (`sysprof trace --profile-steps`)
 
     @property
     def run_dir(self):
@@ -66,6 +68,8 @@ class Tracker:
         if self.clock is None:
             self._first_step()
         assert self.clock is not None
+        if self.window is not None:  # before the step's first mark: its wait for the GPU is no step's time
+            self.window.step_starts(self.count, self.clock.cuda)
         self.current = StepMarks(self.count, self.clock.mark(), tokens=self.timing.tokens_per_step)
         self._range_push(f"step {self.count}")
         try:
@@ -87,6 +91,8 @@ class Tracker:
         marks.end = self.clock.mark()
         self._range_pop()
         self.count += 1
+        if self.window is not None:
+            self.window.step_ends(marks.index)
         self.pending.append(marks)
         self._write_done()
 
@@ -163,6 +169,9 @@ class Tracker:
             return None
         if self.clock is not None:
             self.clock.wait()
+        if self.window is not None:
+            self.run.notes.append(self.window.close(self.count))
+            self.run.extra["profiled_steps"] = self.window.captured()
         self._write_done(everything=True)
         self.stopped = True
         return self._safely(self.run.finish, error)

@@ -15,7 +15,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sysprof.models.phases import STEP, TIMED_PHASES
+from sysprof.models.phases import DATA, STEP, TIMED_PHASES
 from sysprof.profiler_core.analysis.stability import process_label
 from sysprof.profiler_core.analysis.stragglers import evidence, measured_by_index, paired_tests, too_few_steps
 from sysprof.profiler_core.base.records import phases_of
@@ -44,7 +44,7 @@ def rank_record(rank: int, summary: Mapping[str, Any], steps: Sequence[Mapping[s
     waits = [s["cpu_wait_ms"] for s in measured if s.get("cpu_wait_ms") is not None]
     error = summary.get("error") or {}
     return {"rank": rank, "status": summary.get("status"), "error": error.get("message"),
-            "median_ms": {phase: phases[phase]["median_ms"] for phase in TIMED_PHASES if phase in phases},
+            "median_ms": {phase: phases[phase]["median_ms"] for phase in (DATA, *TIMED_PHASES) if phase in phases},
             "step_p90_ms": _p90(sorted(s["wall_ms"] for s in measured)),
             "peak_allocated_bytes": max(peaks, default=None),
             "tokens_per_s": summary.get("tokens_per_s"), "host": (summary.get("env") or {}).get("hostname"),
@@ -139,7 +139,8 @@ def _unexplained(row: Mapping[str, Any], others: Sequence[Mapping[str, Any]], te
 
 
 def _causes(row: Mapping[str, Any], others: Sequence[Mapping[str, Any]], test: Mapping[str, Any]) -> list[str]:
-    """What the node says slowed this rank: another process on its GPU, a CPU it waited for, a lower clock."""
+    """What the node says slowed this rank: another process on its GPU, a CPU it waited for, its data loader (a traced
+    loop), a lower clock."""
     causes = []
     if row.get("test_delay_ms"):
         causes.append(f"the test delay of {row['test_delay_ms']:g} ms in its forward (SYSPROF_TEST_SLOW_RANK)")
@@ -153,6 +154,10 @@ def _causes(row: Mapping[str, Any], others: Sequence[Mapping[str, Any]], test: M
             own - theirs >= CPU_WAIT_SHARE * (test["excess_ms"] or 0):
         causes.append(f"its main thread waited {own:.1f} ms per step for a CPU against {theirs:.1f} ms on the other "
                       "ranks (host load)")
+    own, theirs = row["median_ms"].get(DATA), _median_field([o["median_ms"] for o in others], DATA)
+    if own is not None and theirs is not None and own - theirs >= CPU_WAIT_SHARE * (test["excess_ms"] or 0) > 0:
+        causes.append(f"it waited {own:.1f} ms per step for its next batch against {theirs:.1f} ms on the other ranks "
+                      "(its data loader)")
     clock, their_clock = row.get("sm_clock_mhz"), _median_field(others, "sm_clock_mhz")
     if clock and their_clock and clock < CLOCK_GAP * their_clock:
         reasons = set(row.get("throttle_reasons") or ()) - {"idle"} - \

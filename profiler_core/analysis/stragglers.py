@@ -6,8 +6,9 @@ stretch, and a fixed phase ratio misses a wait that is 22% of a long backward (a
 the step from 215 to 302 ms and no finding named it).
 
 With DDP every rank waits for the slowest in the gradient all-reduce, so the wait lands in the others' backward.
-A rank's own compute in a step is therefore its forward and optimizer plus the backward less the wait it shows;
-the wait is taken as its backward less the shortest backward of that step (the last rank to arrive waits least).
+A rank's own time in a step is therefore every phase but its backward (forward and optimizer; in a traced loop also
+its wait for data) plus the backward less the wait it shows; the wait is taken as its backward less the shortest
+backward of that step (the last rank to arrive waits least).
 A rank is the straggler when its own compute is longer than the other ranks' (their median) in a clear majority
 of the steps (a one-sided sign test) by at least MIN_SHARE of the step. FSDP also waits in the forward's
 all-gathers, where a slow rank's forward and its victims' look alike: there the test can only miss, not misname.
@@ -46,7 +47,8 @@ def own_and_wait(steps: Mapping[int, Mapping[int, Mapping[str, Any]]]) -> tuple[
         floor = min(_phase(by_index[index], "backward") for by_index in steps.values())
         for rank, by_index in steps.items():
             step = by_index[index]
-            own[rank].append(_phase(step, "forward") + _phase(step, "optimizer") + floor)
+            own[rank].append(sum(float(ms or 0.0) for ms in (step.get("phases_ms") or {}).values())
+                             - _phase(step, "backward") + floor)
             wait[rank].append(_phase(step, "backward") - floor)
         walls.append(max(float(by_index[index].get("wall_ms") or 0.0) for by_index in steps.values()))
     return own, wait, walls

@@ -1,18 +1,21 @@
 """`sysprof trace [OPTIONS] -- python train.py ARGS…` (or `-- train.py ARGS…`, or `--nproc N -- train.py ARGS…`
-through torchrun): the user's own training script, unchanged, its steps timed by hooks (trace/hooks.py) into a run
-directory per process that every other command reads. Its exit code is the script's."""
+through torchrun): the user's own training script, unchanged, its steps timed by hooks (trace/hooks.py) into one run
+directory that every other command reads (each rank in its place there); `--profile-steps 200-220` captures those
+steps under nsys for kernel tables per phase. Its exit code is the script's (trace/job.py)."""
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 from pathlib import Path
 
+from sysprof.profiler_core.base import rundir
 from sysprof.profiler_core.base.errors import UsageError
+from sysprof.profiler_core.session.backends import Backend, choose_backend
 from sysprof.trace import DEFAULT_WARMUP
-
-LAUNCH = ["-m", "sysprof.trace.launch"]
+from sysprof.trace.job import Job, run_job
+from sysprof.trace.profile_window import parse_steps
+from sysprof.trace.starting import slug
 
 
 def positive_int(text: str) -> int:
@@ -29,13 +32,16 @@ def add_trace_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tokens-per-step", type=positive_int, help="tokens of one step, for tokens/s")
     parser.add_argument("--runs-dir", help="where the run directory goes (default $SYSPROF_RUNS or ./runs)")
     parser.add_argument("--nproc", type=positive_int, help="processes on this node, through torchrun")
+    parser.add_argument("--profile-steps", metavar="FIRST-LAST",
+                        help="capture these steps (counted from 0) under nsys: kernel tables per phase, per rank")
+    parser.add_argument("--nsys", help="the nsys to use (default: $SYSPROF_NSYS, PATH, the usual install folders)")
     parser.add_argument("script", nargs=argparse.REMAINDER,
                         help="after --: python train.py ARGS… (or train.py ARGS…, or -m MODULE ARGS…)")
 
 
-def traced_argv(command: list[str], nproc: int | None) -> list[str]:
-    """The command with the launcher put before the script: `python train.py a` → `python -m
-    sysprof.trace.launch train.py a`; with nproc, torchrun starts the launcher once per process."""
+def traced_command(command: list[str]) -> list[str]:
+    """The python and the script with its arguments: `-- python train.py a` → [python, train.py, a]; `train.py a`
+    gets this python."""
     words = command[1:] if command and command[0] == "--" else command
     if words and Path(words[0]).name.startswith("python") and not words[0].endswith(".py"):
         python, script = words[0], words[1:]
@@ -46,9 +52,7 @@ def traced_argv(command: list[str], nproc: int | None) -> list[str]:
                          "(or -- -m MODULE ARGS)")
     if script[0].endswith(".py") and not Path(script[0]).is_file():
         raise UsageError(f"no such script {script[0]}")
-    if nproc:
-        return [python, "-m", "torch.distributed.run", f"--nproc-per-node={nproc}", *LAUNCH, *script]
-    return [python, *LAUNCH, *script]
+    return [python, *script]
 
 
 def check_installed(python: str) -> None:
@@ -62,16 +66,25 @@ def check_installed(python: str) -> None:
                          f"({sys.executable}), or install sysprof into that environment")
 
 
+def _profiling(args) -> tuple[str | None, Backend | None]:
+    """--profile-steps checked and its nsys found, before anything starts."""
+    if args.profile_steps is None:
+        return None, None
+    try:
+        first, last = parse_steps(args.profile_steps)
+    except ValueError as exc:
+        raise UsageError(f"--profile-steps {exc}") from None
+    backend, _ = choose_backend("nsys", args.nsys)
+    return f"{first}-{last}", backend
+
+
 def command_trace(args) -> int:
     if args.warmup < 0:  # argparse's own type error names the option for the rest
         raise UsageError(f"--warmup must be 0 or more; got {args.warmup}")
-    argv = traced_argv(args.script, args.nproc)
-    check_installed(argv[0])
-    env = dict(os.environ)  # the script's own environment, with the run's options added
-    env |= {"SYSPROF_TRACE_NAME": args.name, "SYSPROF_TRACE_WARMUP": str(args.warmup)}
-    env |= {"SYSPROF_TRACE_TOKENS": str(args.tokens_per_step)} if args.tokens_per_step else {}
-    env |= {"SYSPROF_RUNS": args.runs_dir} if args.runs_dir else {}
-    try:
-        return subprocess.call(argv, env=env)
-    except KeyboardInterrupt:  # the script had it too, and ends its run with it
-        return 130
+    command = traced_command(args.script)
+    steps, backend = _profiling(args)
+    check_installed(command[0])
+    options = {"SYSPROF_TRACE_NAME": args.name, "SYSPROF_TRACE_WARMUP": str(args.warmup)}
+    options |= {"SYSPROF_TRACE_TOKENS": str(args.tokens_per_step)} if args.tokens_per_step else {}
+    run_dir = rundir.new_timestamped_dir(rundir.runs_root(args.runs_dir), f"trace-{slug(args.name)}")
+    return run_job(Job(command, run_dir, args.nproc or 1, options, steps, backend))

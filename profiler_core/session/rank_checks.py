@@ -66,8 +66,18 @@ def rank_failure(run_dir: Path, nproc: int) -> tuple[int | None, dict[str, Any]]
 def surviving_ranks(run_dir: Path, summary: dict[str, Any], cfg: RunConfig) -> dict[str, Any] | None:
     """A run whose ranks never reached the gather (one failed or was killed): the per-rank table and the per-step
     test of this node's ranks that measured steps (their steps.jsonl), the others named. None: none measured any."""
+    section = ranks_read_back(run_dir, summary, cfg.nproc)
+    if section is None:
+        return None
+    return {"world": cfg.nproc * cfg.nnodes, "parallel": cfg.parallel, "batch_per_rank": cfg.batch, **section}
+
+
+def ranks_read_back(run_dir: Path, summary: dict[str, Any], nproc: int) -> dict[str, Any] | None:
+    """The ranks section of this node's ranks from their own directories (each rank's summary and steps.jsonl): the
+    rows, the per-step test and the findings, with the job's tokens/s; the ranks that measured no step named. None:
+    none measured any."""
     records, without = [], []
-    for rank, local in local_ranks(summary, cfg.nproc):
+    for rank, local in local_ranks(summary, nproc):
         directory = rundir.rank_dir(run_dir, rank, local)
         own = summary if local == 0 else rundir.read_summary(directory)
         steps = rundir.read_steps(directory) if directory.is_dir() else []
@@ -81,5 +91,4 @@ def surviving_ranks(run_dir: Path, summary: dict[str, Any], cfg: RunConfig) -> d
     missing = [f"rank {rank} measured no step before the run stopped: the per-step test covers rank(s) {kept}"
                for rank in without]
     section = ranks_section(records, missing)
-    return {"world": cfg.nproc * cfg.nnodes, "parallel": cfg.parallel, "batch_per_rank": cfg.batch,
-            "tokens_per_s_all_ranks": all_ranks_throughput(section["rows"]), **section}
+    return {"tokens_per_s_all_ranks": all_ranks_throughput(section["rows"]), **section}

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sysprof.models.phases import attention_part_labels
+from sysprof.models.phases import DATA, attention_part_labels
 from sysprof.models.presets import human_count
 from sysprof.profiler_core.analysis.ranks import STRAGGLER_SCORE
 from sysprof.profiler_core.base.config import model_label
@@ -130,14 +130,28 @@ RANK_COLUMNS = (
 )
 
 
+DATA_COLUMN = Column(DATA, "data", fixed_or_na(1))  # a traced job's wait for its next batch, per rank
+
+
+def ranks_setup(ranks: Mapping[str, Any]) -> str:
+    """How the ranks share the work: `ddp · batch 4 per rank`; a traced torchrun job's are its own."""
+    if ranks.get("parallel") is None:
+        return "a traced job's own"
+    return f"{ranks['parallel']} · batch {ranks['batch_per_rank']} per rank"
+
+
 def ranks_model(ranks: Mapping[str, Any]) -> TableModel:
     """--nproc: one row per rank (ms with one decimal, so that a row fits 80 columns with its peak memory), the
-    slowest and fastest marked, a flagged straggler score named; the findings below."""
+    slowest and fastest marked, a flagged straggler score named; the findings below. A traced job's ranks have
+    their wait for data beside the phases."""
     total = ranks.get("tokens_per_s_all_ranks")
-    title = (f"{ranks['world']} ranks · {ranks['parallel']} · batch {ranks['batch_per_rank']} per rank · tokens/s "
-             f"all ranks {NA if total is None else f'{total:,.0f}'} · score: fastest step / this step "
+    title = (f"{ranks['world']} ranks · {ranks_setup(ranks)} · tokens/s all ranks "
+             f"{NA if total is None else f'{total:,.0f}'} · score: fastest step / this step "
              f"(flagged < {STRAGGLER_SCORE})")
-    return TableModel("ranks", title, RANK_COLUMNS, [_rank_row(row) for row in ranks["rows"]],
+    columns: tuple[Column, ...] = RANK_COLUMNS
+    if any(DATA in row["median_ms"] for row in ranks["rows"]):
+        columns = (*RANK_COLUMNS[:3], DATA_COLUMN, *RANK_COLUMNS[3:])
+    return TableModel("ranks", title, columns, [_rank_row(row) for row in ranks["rows"]],
                       tuple(ranks.get("findings") or ()))
 
 
@@ -146,6 +160,7 @@ def _rank_row(row: Mapping[str, Any]) -> dict[str, Any]:
     note = row["mark"] if row["status"] == "ok" else row["status"]
     if row.get("flagged"):
         note = f"{note} straggler".strip()
-    return {"rank": row["rank"], **{phase: ms.get(phase) for phase in ("step", "forward", "backward", "optimizer")},
+    return {"rank": row["rank"], **{phase: ms.get(phase) for phase in ("step", DATA, "forward", "backward",
+                                                                       "optimizer")},
             "step_p90_ms": row["step_p90_ms"], "peak_allocated_bytes": row["peak_allocated_bytes"],
             "straggler_score": row["straggler_score"], "note": note}

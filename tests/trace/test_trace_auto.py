@@ -72,10 +72,23 @@ def test_a_command_that_cannot_be_traced_is_one_line(argv, said):
     assert code != 0 and said in err.getvalue() and len(err.getvalue().strip().splitlines()) == 1
 
 
-def test_the_launcher_goes_before_the_script_and_torchrun_before_it_with_nproc():
-    from sysprof.profiler_core.cli.trace_command import traced_argv
+def test_the_launcher_goes_before_the_script_torchrun_before_it_with_nproc_and_nsys_before_each_rank(tmp_path):
+    from sysprof.profiler_core.cli.trace_command import traced_command
+    from sysprof.profiler_core.session.backends.nsys_backend import NsysBackend
+    from sysprof.trace.job import Job, launched_argv
 
-    assert traced_argv(["--", "python3", str(PLAIN), "0"], None) == ["python3", "-m", "sysprof.trace.launch",
-                                                                      str(PLAIN), "0"]
-    assert traced_argv([str(PLAIN)], 2)[1:5] == ["-m", "torch.distributed.run", "--nproc-per-node=2", "-m"]
-    assert traced_argv(["python", "-m", "pkg.train"], None)[-2:] == ["-m", "pkg.train"]
+    def argv(command, nproc=1, backend=None):
+        return launched_argv(Job(traced_command(command), tmp_path, nproc, {}, "3-4" if backend else None, backend))
+
+    assert argv(["--", "python3", str(PLAIN), "0"]) == ["python3", "-m", "sysprof.trace.launch", str(PLAIN), "0"]
+    assert argv([str(PLAIN)], 2)[1:6] == ["-m", "torch.distributed.run", "--nproc-per-node=2", "-m",
+                                         "sysprof.trace.launch"]
+    assert argv(["python", "-m", "pkg.train"])[-2:] == ["-m", "pkg.train"]
+    nsys = NsysBackend(Path("nsys"))
+    single = argv(["python", str(PLAIN)], backend=nsys)
+    assert single[:2] == ["nsys", "profile"] and "--capture-range=cudaProfilerApi" in single
+    assert single[single.index("-o") + 1] == str(tmp_path / "profiled" / "profile")
+    ranks = argv(["python", str(PLAIN)], 2, nsys)
+    assert ranks[4:7] == ["--no-python", "nsys", "profile"] and ranks[-4:] == ["python", "-m", "sysprof.trace.launch",
+                                                                              str(PLAIN)]
+    assert "%q{RANK}" in ranks[ranks.index("-o") + 1]

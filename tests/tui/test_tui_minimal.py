@@ -169,6 +169,6 @@ async def test_two_cpu_ranks_from_the_app_show_each_ranks_step(tmp_path):
         await pilot.pause()
         assert app.run_state.stage == "finished", app.run_state.error
         text = str(app.query_one("#live-throughput").render())
-        assert "2 ranks (ddp, batch 2 each; above: rank 0)" in text and "rank 1: step " in text
+        assert "2 ranks (ddp · batch 2 per rank; above: rank 0)" in text and "rank 1: step " in text
         assert "(fwd " in text
         assert (Path(app.run_state.run_dir) / "ranks" / "01" / "summary.json").is_file()

@@ -13,7 +13,7 @@ from textual.widgets import Label, ProgressBar, Sparkline, Static
 
 from sysprof.profiler_core.api import events, gpus, numbers
 from sysprof.profiler_core.base.units import NA, format_ms, optional, ratio, telemetry_cells
-from sysprof.profiler_core.tables.run_tables import SHORT_PHASES
+from sysprof.profiler_core.tables.run_tables import SHORT_PHASES, ranks_setup
 from sysprof.profiler_core.tables.step_rows import STEP_PHASES, step_cells, step_columns, step_phases
 from sysprof.tui.model.live_numbers import (
     CHART_SERIES,
@@ -100,12 +100,13 @@ def ranks_lines(ranks: dict | None) -> list[str]:
     flagged rank marked), then the findings; the numbers above are rank 0's."""
     if not ranks:
         return []
-    lines = [f"{ranks['world']} ranks ({ranks['parallel']}, batch {ranks['batch_per_rank']} each; above: rank 0), "
+    lines = [f"{ranks['world']} ranks ({ranks_setup(ranks)}; above: rank 0), "
              f"tokens/s all {optional(ranks.get('tokens_per_s_all_ranks'), ',.0f')}"]
     for row in ranks["rows"]:
         ms = row["median_ms"]
         phases = " · ".join(f"{short} {optional(ms.get(phase), '.1f')}" for short, phase in
-                            (("fwd", "forward"), ("bwd", "backward"), ("opt", "optimizer")) if phase in ms)
+                            (("data", "data"), ("fwd", "forward"), ("bwd", "backward"), ("opt", "optimizer"))
+                            if phase in ms)
         comm = f" · comm {row['comm_ms']:.1f} ({optional(row.get('overlap_pct'), '.0f')}% hidden)" \
             if row.get("comm_ms") is not None else ""
         mark = " slowest" if row["mark"] == "slowest" else ""

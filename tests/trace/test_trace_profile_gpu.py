@@ -1,0 +1,59 @@
+"""`sysprof trace --profile-steps` under a real nsys, and `sysprof trace --nproc 2` over NCCL: the chosen steps'
+kernels are tabled per phase in the run directory as a `sysprof run`'s are; two ranks of an unchanged DDP loop, one of
+them sharing its GPU with another job, give one run with per-rank rows, per-rank kernel tables and that rank named."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.gpu, pytest.mark.slow, pytest.mark.usefixtures("needs_cuda")]
+
+ROOT = Path(__file__).resolve().parents[2]
+PLAIN = ROOT / "tests" / "data" / "trace" / "plain_train.py"
+DDP = ROOT / "tests" / "data" / "trace" / "ddp_train.py"
+NEIGHBOUR = ROOT / "benchmarks" / "trace" / "neighbour.py"
+
+
+def trace(runs: Path, options: list[str], script: list[str]) -> tuple[subprocess.CompletedProcess, Path]:
+    done = subprocess.run([sys.executable, "-m", "sysprof.profiler_core", "trace", "--runs-dir", str(runs), *options,
+                           "--", sys.executable, *script], capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    [run_dir] = runs.glob("*-trace-*")
+    return done, run_dir
+
+
+def test_the_chosen_steps_are_captured_and_tabled_per_phase(tmp_path):
+    _, run_dir = trace(tmp_path, ["--warmup", "3", "--profile-steps", "8-11"],
+                       [str(PLAIN), "2", "0", "--device", "cuda", "--width", "2048", "--repeat", "16", "--steps", "20"])
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["profiled_steps"] == [8, 11] and not summary["profile"].get("error"), summary["profile"]
+    analysis = json.loads((run_dir / summary["profile"]["kernels"]).read_text())
+    assert len(analysis["steps"]) == 4
+    for phase in ("forward", "backward", "optimizer"):
+        assert analysis["phases"][phase]["gpu_ns"] > 0 and analysis["phases"][phase]["kernels_per_step"] > 0, phase
+    assert (run_dir / "kernels" / "phase_kernels.csv").is_file()
+    assert summary["profile"]["inflation"] is not None
+
+
+def test_two_nccl_ranks_give_one_run_per_rank_kernels_and_name_the_rank_whose_gpu_another_job_shares(tmp_path):
+    neighbour = subprocess.Popen([sys.executable, str(NEIGHBOUR), "300"], env={**os.environ,
+                                                                              "CUDA_VISIBLE_DEVICES": "1"})
+    try:
+        time.sleep(5)  # the neighbour's context up and its kernels queued before the job starts
+        _, run_dir = trace(tmp_path, ["--nproc", "2", "--warmup", "5", "--profile-steps", "20-23"],
+                           [str(DDP), "--device", "cuda", "--width", "4096", "--repeat", "128", "--steps", "60"])
+    finally:
+        neighbour.kill()
+        neighbour.wait()
+    summary = json.loads((run_dir / "summary.json").read_text())
+    ranks = summary["ranks"]
+    assert [row["rank"] for row in ranks["rows"]] == [0, 1]
+    assert [row["rank"] for row in summary["profile"]["ranks"] if not row.get("error")] == [0, 1]
+    assert (run_dir / "kernels" / "ranks" / "01" / "analysis.json").is_file()
+    assert any(f.startswith("rank 1 ") and "another process" in f for f in ranks["findings"]), ranks["findings"]

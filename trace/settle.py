@@ -1,0 +1,82 @@
+"""What only the whole traced job gives, added by `sysprof trace` (the process that launched it) once the job has
+ended, to the summary of its run directory (rank 0's, where every reader looks):
+
+- warnings from the node's readings over the job (other processes on a GPU, clocks, host load: session/watch.py),
+  as a `sysprof run` has them;
+- a torchrun job's per-rank table and straggler findings, read back from each rank's own directory: the ranks
+  never wait for each other on the tool's account, inside the user's job;
+- the kernel tables of the steps nsys captured (--profile-steps), per phase, per rank, as a `sysprof run`'s."""
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from sysprof.profiler_core.analysis.rank_readings import with_gpu_readings
+from sysprof.profiler_core.analysis.ranks import local_ranks, with_findings
+from sysprof.profiler_core.base import rundir
+from sysprof.profiler_core.base.errors import SysprofError
+from sysprof.profiler_core.session.analysis import analyze_kernels, analyze_rank_kernels
+from sysprof.profiler_core.session.backends import Backend
+from sysprof.profiler_core.session.rank_checks import ranks_read_back
+from sysprof.profiler_core.session.watch import MeasuredWatch
+
+
+def settle_job(run_dir: Path, nproc: int, backend: Backend | None, watch: MeasuredWatch) -> list[str]:
+    """The summary completed and written again; what to tell the user (one line each). Nothing to add to a job
+    that ended before its tracker wrote a summary (killed): `sysprof ps` settles that one."""
+    found = rundir.read_summary(run_dir)
+    if found is None:
+        return [f"{run_dir} has no summary: the job ended before the tracker could write one"]
+    summary: dict[str, Any] = dict(found)
+    said = []
+    summary["warnings"] = watch.warnings(summary, rundir.read_steps(run_dir))
+    if nproc > 1:
+        summary["ranks"] = job_ranks(run_dir, summary, nproc, watch)
+    if backend is not None:
+        summary["profile"] = profiled_steps(backend, run_dir, summary, nproc)
+        if error := summary["profile"].get("error"):
+            said.append(f"kernel tables unavailable: {error}")
+    try:
+        watch.save(run_dir)
+        rundir.write_json(run_dir / rundir.SUMMARY, summary)
+    except (OSError, SysprofError) as exc:
+        said.append(f"could not complete {run_dir / rundir.SUMMARY}: {exc}")
+    return said
+
+
+def job_ranks(run_dir: Path, summary: dict[str, Any], nproc: int, watch: MeasuredWatch) -> dict[str, Any] | None:
+    section = ranks_read_back(run_dir, summary, nproc)
+    if section is None:
+        return None
+    ranks = {"world": nproc, "parallel": None, "batch_per_rank": None, **section}
+    return with_findings(with_gpu_readings(ranks, watch.per_gpu_medians(), summary.get("rank")))
+
+
+def profiled_steps(backend: Backend, run_dir: Path, summary: dict[str, Any], nproc: int) -> dict[str, Any]:
+    """The profiled steps' record: which were captured and how much the capture slowed them against the job's other
+    measured steps, then the kernel tables (or why there are none)."""
+    pass_dir = run_dir / rundir.PROFILED_DIR
+    window = summary.get("profiled_steps")  # [first, last] the tracker captured, None when none
+    record: dict[str, Any] = {"backend": backend.name, "version": backend.version(), "dir": rundir.PROFILED_DIR,
+                              "steps": window, **_slowdown(rundir.read_steps(run_dir), window)}
+    if window is None:
+        return record | {"error": _window_text(summary) or "no step was profiled"}
+    if nproc > 1:
+        return record | analyze_rank_kernels(backend, pass_dir, run_dir, local_ranks(summary, nproc))
+    return record | analyze_kernels(backend, pass_dir, run_dir)
+
+
+def _window_text(summary: dict[str, Any]) -> str | None:
+    return next((f["text"] for f in summary.get("findings") or [] if f.get("kind") == "profiled steps"), None)
+
+
+def _slowdown(steps: Sequence[Mapping[str, Any]], window: list[int] | None) -> dict[str, Any]:
+    if window is None:
+        return {}
+    inside = [s["wall_ms"] for s in steps if s.get("kind") == "measured" and window[0] <= s["index"] <= window[1]]
+    others = [s["wall_ms"] for s in steps if s.get("kind") == "measured" and not window[0] <= s["index"] <= window[1]]
+    clean, recorded = (statistics.median(v) if v else None for v in (others, inside))
+    return {"clean_median_ms": clean, "recorded_median_ms": recorded,
+            "inflation": recorded / clean if clean and recorded else None}

@@ -44,3 +44,6 @@ async def test_a_traced_loop_shows_its_phases_and_findings_on_live(tmp_path):
         table = app.query_one(StepTable)
         assert [column.label.plain for column in table.ordered_columns] == [
             "step", "wall", "data", "forward", "backward", "optimizer"]
+        charted = {series: len(app.query_one(f"#chart-{series}").data) for series in ("wall", "data", "eval")}
+        assert charted == {"wall": 12, "data": 12, "eval": 0}  # 1 warm-up + 11 measured; no evaluation here
+        assert app.query_one("#chart-row-data").display and not app.query_one("#chart-row-eval").display

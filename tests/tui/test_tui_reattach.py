@@ -27,8 +27,9 @@ TINY = RunConfig(model="tiny", ctx=32, batch=2, warmup=2, steps=3, device="cpu")
 
 
 def slow_fake(cfg, run_dir):
+    """The recorded run, its last event held until the test lets it go (run_dir/../let-it-end)."""
     return [sys.executable, str(DATA / "fake_runner.py"), str(DATA / "events" / "tiny_cpu_train.jsonl"),
-            "--run-dir", str(run_dir), "--delay", "0.6"]
+            "--run-dir", str(run_dir), "--delay", "0.6", "--hold-last", str(Path(run_dir).parent / "let-it-end")]
 
 
 def real_session(runs: Path, steps: int) -> tuple[subprocess.Popen, Path]:
@@ -83,8 +84,9 @@ async def test_quit_leaving_the_run_and_a_new_app_reattaches_and_replays_it_to_t
         await pilot.pause()
         assert f"Still running: {run_dir.name}" in notices(second)
         second.open_path(run_dir)  # what enter on its row in Runs does
-        # attached first (on a loaded machine that takes a while: idle is "not running" too), then its end
+        # attached first (the run's last event is held until then, however long a loaded machine takes), then its end
         await wait_for(pilot, lambda: second.run_state.run_dir == str(run_dir))
+        (tmp_path / "let-it-end").touch()
         await wait_for(pilot, lambda: not second.run_state.running)
         await settle(second, pilot)
         assert second.run_state.stage == "finished" and second.run_state.run_dir == str(run_dir)

@@ -8,7 +8,8 @@ from typing import Any
 from sysprof.profiler_core.api import PhaseStats, RunConfig, numbers
 from sysprof.tui.model.state import RunState
 
-CHART_SERIES = ("wall", "forward", "backward", "optimizer")
+CHART_SERIES = ("wall", "data", "forward", "backward", "optimizer", "eval")
+OWN_LOOP_SERIES = ("data", "eval")  # a traced loop's wait for data and its evaluations: charted once a step has them
 
 
 def running_phases(state: RunState) -> dict[str, PhaseStats]:

@@ -17,6 +17,7 @@ from sysprof.profiler_core.tables.run_tables import SHORT_PHASES, ranks_setup
 from sysprof.profiler_core.tables.step_rows import STEP_PHASES, step_cells, step_columns, step_phases
 from sysprof.tui.model.live_numbers import (
     CHART_SERIES,
+    OWN_LOOP_SERIES,
     chart_series,
     profiled_numbers,
     running_phases,
@@ -126,18 +127,22 @@ def warnings_text(state: RunState) -> str:
 
 
 class StepChart(Vertical):
-    """One sparkline per series (wall, forward, backward, optimizer) over warm-up and measured steps."""
+    """One sparkline per series (wall, forward, backward, optimizer; a traced loop's data and eval once it has them)
+    over warm-up and measured steps."""
     run_state: reactive[RunState] = reactive(RunState, always_update=True, init=False)
 
     def compose(self) -> ComposeResult:
         for series in CHART_SERIES:
-            with Horizontal(classes="chart-row"):
+            with Horizontal(classes="chart-row", id=f"chart-row-{series}") as row:
+                row.display = series not in OWN_LOOP_SERIES
                 yield Label(series, id=f"chart-label-{series}", classes="chart-label")
                 yield Sparkline([], id=f"chart-{series}", classes=f"chart-{series}")
 
     def watch_run_state(self, state: RunState) -> None:
         medians = running_phases(state)
         for series, values in chart_series(state).items():
+            if series in OWN_LOOP_SERIES:
+                self.query_one(f"#chart-row-{series}").display = bool(values)
             self.query_one(f"#chart-{series}", Sparkline).data = values
             stats = medians.get("step" if series == "wall" else series)
             median = stats.get("median_ms") if stats else None

@@ -15,24 +15,26 @@ from typing import Any
 
 from sysprof.profiler_core.analysis.rank_readings import with_gpu_readings
 from sysprof.profiler_core.analysis.ranks import local_ranks, with_findings
-from sysprof.profiler_core.base import rundir
+from sysprof.profiler_core.base import events, rundir
 from sysprof.profiler_core.base.errors import SysprofError
 from sysprof.profiler_core.session.analysis import analyze_kernels, analyze_rank_kernels
 from sysprof.profiler_core.session.backends import Backend
-from sysprof.profiler_core.session.rank_checks import ranks_read_back
+from sysprof.profiler_core.session.rank_checks import ranks_read_back, with_rank_failure
 from sysprof.profiler_core.session.watch import MeasuredWatch
+from sysprof.trace.summary import loop_summary
 
 
 def settle_job(run_dir: Path, nproc: int, backend: Backend | None, watch: MeasuredWatch) -> list[str]:
-    """The summary completed and written again; what to tell the user (one line each). Nothing to add to a job
-    that ended before its tracker wrote a summary (killed): `sysprof ps` settles that one."""
-    found = rundir.read_summary(run_dir)
+    """The summary completed and written again; what to tell the user (one line each). A job killed before its
+    tracker wrote the summary gets one from the steps it wrote (a rank killed by torchrun when another failed)."""
+    found = rundir.read_summary(run_dir) or killed_summary(run_dir)
     if found is None:
-        return [f"{run_dir} has no summary: the job ended before the tracker could write one"]
+        return [f"{run_dir} has no summary: the job ended before its first step"]
     summary: dict[str, Any] = dict(found)
     said = []
     summary["warnings"] = watch.warnings(summary, rundir.read_steps(run_dir))
     if nproc > 1:
+        summary = with_rank_failure(summary, run_dir, nproc)  # the rank that failed first, named
         summary["ranks"] = job_ranks(run_dir, summary, nproc, watch)
     if backend is not None:
         summary["profile"] = profiled_steps(backend, run_dir, summary, nproc)
@@ -44,6 +46,17 @@ def settle_job(run_dir: Path, nproc: int, backend: Backend | None, watch: Measur
     except (OSError, SysprofError) as exc:
         said.append(f"could not complete {run_dir / rundir.SUMMARY}: {exc}")
     return said
+
+
+def killed_summary(run_dir: Path) -> dict[str, Any] | None:
+    """The summary a killed job's tracker could not write, from its manifest and the steps it wrote."""
+    manifest = rundir.read_json(run_dir / rundir.MANIFEST)
+    if manifest is None:
+        return None
+    failure = {"kind": events.KILLED, "message": "the job was killed before its tracker could finish the run",
+               "phase": None, "peak_allocated_bytes": None}
+    return loop_summary(manifest.get("config") or {}, manifest.get("env") or {}, list(rundir.read_steps(run_dir)),
+                        str(run_dir), failure)
 
 
 def job_ranks(run_dir: Path, summary: dict[str, Any], nproc: int, watch: MeasuredWatch) -> dict[str, Any] | None:

@@ -1,7 +1,8 @@
 """A data-parallel training loop with no line of sysprof in it, for `sysprof trace --nproc 2 -- ddp_train.py …`:
 DistributedDataParallel over gloo (CPU) or NCCL (--device cuda, a GPU per rank), a real DataLoader, AdamW.
-argv: [--steps N] [--slow-loader-rank R --slow-ms MS] [--width W] [--repeat R] [--device cuda]. The slow rank's
-loader waits MS per item (a slow disk or decode on one node's share of the data)."""
+argv: [--steps N] [--slow-loader-rank R --slow-ms MS] [--raise-on-rank R --raise-at N] [--width W] [--repeat R]
+[--device cuda]. The slow rank's loader waits MS per item (a slow disk or decode on one node's share of the data);
+the raising rank fails at step N, while the others wait for it in the gradient all-reduce."""
 import argparse
 import os
 
@@ -18,6 +19,8 @@ def main():
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--slow-loader-rank", type=int)
     parser.add_argument("--slow-ms", type=float, default=0.0)
+    parser.add_argument("--raise-on-rank", type=int)
+    parser.add_argument("--raise-at", type=int)
     parser.add_argument("--width", type=int, default=256)
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--device", default="cpu")
@@ -36,7 +39,9 @@ def main():
     opt = torch.optim.AdamW(ddp.parameters(), lr=1e-3)
     sleep_ms = args.slow_ms if rank == args.slow_loader_rank else 0.0
     loader = iter(DataLoader(Costly(sleep_ms), batch_size=8, num_workers=0))
-    for _ in range(args.steps):
+    for index in range(args.steps):
+        if rank == args.raise_on_rank and index == args.raise_at:
+            raise RuntimeError(f"rank {rank} lost its shard at step {index}")
         x, y = (tensor.to(device).repeat(args.repeat, 1) for tensor in next(loader))
         loss = nn.functional.mse_loss(ddp(x), y)
         loss.backward()

@@ -55,7 +55,8 @@ def killed_summary(run_dir: Path) -> dict[str, Any] | None:
         return None
     failure = {"kind": events.KILLED, "message": "the job was killed before its tracker could finish the run",
                "phase": None, "peak_allocated_bytes": None}
-    return loop_summary(manifest.get("config") or {}, manifest.get("env") or {}, list(rundir.read_steps(run_dir)),
+    steps: list[dict[str, Any]] = [dict(step) for step in rundir.read_steps(run_dir)]
+    return loop_summary(manifest.get("config") or {}, manifest.get("env") or {}, steps,
                         str(run_dir), failure)
 
 

@@ -136,7 +136,7 @@ COMMANDS = {
     "compare": ["compare", RUNS / "tiny-ctx32", RUNS / "tiny-ctx64", "--force"],
     "a run with two ranks": ["run", "--model", "tiny", "--device", "cpu", "--ctx", "32", "--batch", "2",
                              "--warmup", "1", "--steps", "3", "--nproc", "2"],
-    "a sweep": ["sweep", "--model", "tiny", "--device", "cpu", "--ctx", "16,32", "--batch", "2", "--warmup", "0",
+    "a sweep": ["sweep", "--model", "tiny", "--device", "cpu", "--ctx", "16", "--batch", "2", "--warmup", "0",
                 "--steps", "2", "--mode", "forward,train"],
     "a study": ["study", "passes", "--device", "cpu", "--models", "tiny", "--ctxs", "16,24", "--steps", "2",
                 "--warmup", "0"],

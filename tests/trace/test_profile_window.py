@@ -4,7 +4,9 @@ options refused before anything starts. The capture itself, under a real nsys, i
 from __future__ import annotations
 
 import io
+import json
 from contextlib import redirect_stderr
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -80,3 +82,23 @@ def test_a_bad_window_or_a_missing_nsys_is_one_line_before_anything_starts(tmp_p
         code = cli(["trace", "--runs-dir", str(tmp_path / "runs"), *options, "--", "python", __file__])
     assert code == 2 and said in err.getvalue() and len(err.getvalue().strip().splitlines()) == 1
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_window_that_captured_nothing_leaves_the_run_whole_and_says_why_there_are_no_kernel_tables(tmp_path):
+    from sysprof.profiler_core.session.backends.nsys_backend import NsysBackend
+    from sysprof.profiler_core.session.watch import MeasuredWatch
+    from sysprof.trace.settle import settle_job
+    from sysprof.trace.starting import new_tracker
+
+    tracker = new_tracker("cpu-loop", tmp_path, None, 1, "cpu", 10)
+    tracker.window = ProfileWindow(CudaCalls(), 2, 3)
+    for _ in range(5):
+        with tracker.step(), tracker.phase("forward"):
+            pass
+    tracker.finish()
+    said = settle_job(tracker.run_dir, 1, NsysBackend(Path("no-nsys-here")), MeasuredWatch("cpu"))
+    reason = "steps 2-3 not profiled: the loop ran on the CPU, and nsys captures CUDA work"
+    assert said == [f"kernel tables unavailable: {reason}"]
+    summary = json.loads((tracker.run_dir / "summary.json").read_text())
+    assert summary["status"] == "ok" and summary["profiled_steps"] is None and summary["profile"]["error"] == reason
+    assert summary["phases"]["step"]["n"] == 4

@@ -63,4 +63,4 @@ def run_job(job: Job) -> int:
         print("sysprof trace: reading the profiled steps' kernels…", file=sys.stderr)
     for line in settle_job(job.run_dir, job.nproc, job.backend, watch):
         print(f"sysprof trace: {line}", file=sys.stderr)
-    return code
+    return code if code >= 0 else 128 - code  # killed by signal N: the shell's 128 + N

@@ -1,8 +1,11 @@
 """A training loop with no line of sysprof in it, for `sysprof trace -- python plain_train.py …`: a real DataLoader,
 AdamW, optional gradient accumulation, an evaluation pass every N steps. argv: WORKERS SLEEP_MS_PER_ITEM
-[--steps N] [--accumulate K] [--eval-every N] [--no-optimizer] [--raise-at N] [--device cuda --width W --repeat R]
-[--compile]. On a GPU, --width and --repeat (each batch's rows repeated R times) size the step the GPU runs."""
+[--steps N] [--accumulate K] [--eval-every N] [--no-optimizer] [--raise-at N] [--kill-at N] [--device cuda
+--width W --repeat R] [--compile]. --kill-at N ends the process with SIGTERM in the step after N, as a job scheduler would. On a GPU, --width and --repeat (each batch's rows repeated R times) size the step the GPU runs."""
 import argparse
+import os
+import signal
+import time
 
 import torch
 from torch import nn
@@ -19,6 +22,7 @@ def main():
     parser.add_argument("--eval-every", type=int)
     parser.add_argument("--no-optimizer", action="store_true")
     parser.add_argument("--raise-at", type=int)
+    parser.add_argument("--kill-at", type=int)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--width", type=int, default=1024)
     parser.add_argument("--repeat", type=int, default=1)
@@ -42,6 +46,10 @@ def main():
         if not args.no_optimizer:
             opt.step()
             opt.zero_grad()
+        if args.kill_at == index:  # a pause, so the next step's start writes the steps so far (every 0.25 s at most)
+            time.sleep(0.3)
+        if args.kill_at is not None and index == args.kill_at + 1:
+            os.kill(os.getpid(), signal.SIGTERM)
         if args.raise_at == index:
             raise RuntimeError(f"the loss went wrong at step {index}")
         if args.eval_every and index % args.eval_every == args.eval_every - 1:

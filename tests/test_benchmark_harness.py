@@ -32,6 +32,7 @@ def test_interleaving_runs_every_label_once_a_round_and_reverses_the_order():
     assert [index for index, _ in order] == [0] * 3 + [1] * 3 + [2] * 3 + [3] * 3
 
 
+@pytest.mark.slow  # over 5 s on a 2-core machine: not for the fast tier
 def test_config_flags_reach_the_tool_as_it_takes_them(tmp_path):
     parser = argparse.ArgumentParser()
     add_config_flags(parser, model="tiny", device="cpu", steps=2)

@@ -439,6 +439,7 @@ def test_a_launch_bound_diagnosis_puts_cuda_graphs_and_a_larger_batch_before_bf1
     assert advise_diagnosis.hints({"status": "oom"}, analysis) == advise_diagnosis.Hints()
 
 
+@pytest.mark.slow  # over 5 s on a 2-core machine: not for the fast tier
 def test_a_budget_the_diagnosis_used_up_is_a_plan_with_nothing_measured_and_says_so(tmp_path):
     """advise stopped after its diagnosis (the plan never written), resumed with too little budget left."""
     import shutil

@@ -193,6 +193,7 @@ def hung(process: subprocess.Popen, timeout_s: float, runs: Path, printed) -> st
     return f"no exit {timeout_s} s after the signal; printed:\n{printed()[-4000:]}{logs}\n--- the CLI:\n"
 
 
+@pytest.mark.slow  # over 5 s on a 2-core machine: not for the fast tier
 def test_sysprof_run_marks_its_directory_while_it_runs(tmp_path, cli_env):
     log = tmp_path / "run.log"
     process = subprocess.Popen([sys.executable, "-m", "sysprof.profiler_core", "run", "--model", "tiny", "--ctx", "32",

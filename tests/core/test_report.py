@@ -35,6 +35,7 @@ def markdown_report(tmp_path_factory):
     return where / "report.md", done.stderr
 
 
+@pytest.mark.slow  # over 5 s on a 2-core machine: not for the fast tier
 def test_every_table_of_every_directory_is_in_the_report_as_export_writes_it(markdown_report):
     path, _ = markdown_report
     text = path.read_text()
@@ -49,6 +50,7 @@ def test_every_table_of_every_directory_is_in_the_report_as_export_writes_it(mar
     assert "Not shown: steps" in text
 
 
+@pytest.mark.slow  # the shared report takes over 5 s to write on a 2-core machine
 def test_kernel_tables_keep_the_largest_per_phase_with_base_names(markdown_report):
     text = markdown_report[0].read_text()
     kernels = directory_tables(ANALYSED)["kernels"]
@@ -60,6 +62,7 @@ def test_kernel_tables_keep_the_largest_per_phase_with_base_names(markdown_repor
     assert rows[0].startswith(f"| {first['phase']} | ") and f"| {first['total_ns']} |" in rows[0]
 
 
+@pytest.mark.slow  # the shared report takes over 5 s to write on a 2-core machine
 def test_every_figure_it_links_exists_as_png_and_svg(markdown_report):
     path, stderr = markdown_report
     links = LINK.findall(path.read_text())
@@ -74,6 +77,7 @@ def test_every_figure_it_links_exists_as_png_and_svg(markdown_report):
     assert f"{len(pngs)} figures" in stderr
 
 
+@pytest.mark.slow  # the shared report takes over 5 s to write on a 2-core machine
 def test_what_ran_names_the_machine_and_the_command_to_run_it_again(markdown_report):
     text = markdown_report[0].read_text()
     warmup = text.split("## warmup study warmup-small-h200")[1]
@@ -85,6 +89,7 @@ def test_what_ran_names_the_machine_and_the_command_to_run_it_again(markdown_rep
     assert "2 ranks · ddp" in two  # the headline as the CLI prints it
 
 
+@pytest.mark.slow  # the shared report takes over 5 s to write on a 2-core machine
 def test_runs_of_different_steps_are_not_compared_and_the_report_says_how_to(markdown_report):
     text = markdown_report[0].read_text()
     comparison = text.split("## Comparison")[1]
@@ -92,6 +97,7 @@ def test_runs_of_different_steps_are_not_compared_and_the_report_says_how_to(mar
         in comparison and "--force" in comparison
 
 
+@pytest.mark.slow  # over 5 s on a 2-core machine: not for the fast tier
 def test_html_is_one_file_with_its_figures_inside(tmp_path):
     done = report(ANALYSED, ATTENTION_OOM, "-o", tmp_path / "report.html", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -205,6 +211,7 @@ EXAMPLE_SOURCES = {
 }
 
 
+@pytest.mark.slow  # over 5 s on a 2-core machine: not for the fast tier
 @pytest.mark.parametrize("name", sorted(EXAMPLE_SOURCES))
 def test_the_example_reports_are_what_report_writes_today(name, tmp_path):
     """docs/runs-and-analysis.md links these as what `sysprof report` writes: a change to the report shows here,

@@ -3,6 +3,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from tui_helpers import until_opened
 
 from sysprof.profiler_core.base.config import RunConfig
 from sysprof.tui.app import SysprofApp, build_app
@@ -35,6 +36,9 @@ async def loaded(pilot) -> None:
 def snap(snap_compare, app, *keys) -> bool:
     async def settle(pilot):
         await loaded(pilot)
+        first = app.open_runs[0] if app.open_runs else None
+        if first and (first / "manifest.json").is_file():  # a run (not a study) opened on Live: on a loaded machine
+            await until_opened(app, pilot, first)  # it loads after the first keys, and would take the screen back
         for key in keys:
             await pilot.press(key)
             await loaded(pilot)

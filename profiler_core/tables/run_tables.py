@@ -136,7 +136,7 @@ DATA_COLUMN = Column(DATA, "data", fixed_or_na(1))  # a traced job's wait for it
 def ranks_setup(ranks: Mapping[str, Any]) -> str:
     """How the ranks share the work: `ddp · batch 4 per rank`; a traced torchrun job's are its own."""
     if ranks.get("parallel") is None:
-        return "a traced job's own"
+        return "split by the traced job itself"
     return f"{ranks['parallel']} · batch {ranks['batch_per_rank']} per rank"
 
 

@@ -24,7 +24,7 @@ def tool(name: str) -> str:
 
 
 def test_ruff_is_clean():
-    result = subprocess.run([tool("ruff"), "check", "profiler_core", "tui", "models", "tests", "benchmarks"],
+    result = subprocess.run([tool("ruff"), "check", *SOURCE_FOLDERS, "tests", "benchmarks"],
                             cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-1000:]
 

@@ -30,6 +30,7 @@ class StepMarks:
     loss: Any = None  # a pinned host copy (CUDA) or a float, read once the step is done
     tokens: int | None = None
     peaks: dict[str, int] = field(default_factory=dict)
+    recorded_by: str | None = None  # the pass of a step a slowing capture records (step_windows.py)
 
 
 class HostClock:

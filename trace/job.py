@@ -13,7 +13,6 @@ from sysprof.profiler_core.base.nvml import visible_gpu_count
 from sysprof.profiler_core.base.rundir import PROFILED_DIR
 from sysprof.profiler_core.session.backends import Backend
 from sysprof.profiler_core.session.watch import MeasuredWatch
-from sysprof.trace.profile_window import PROFILE_ENV
 from sysprof.trace.settle import settle_job
 from sysprof.trace.starting import RUN_DIR_ENV
 
@@ -21,12 +20,12 @@ from sysprof.trace.starting import RUN_DIR_ENV
 @dataclass(frozen=True)
 class Job:
     """What to launch: the command (python and script), the run directory, torchrun's process count (1: none), the
-    steps to profile as "FIRST-LAST" with the backend that profiles them, and the run's options for the launcher."""
+    run's options for the job's environment (the steps to profile or record among them), and the backend that
+    profiles the steps (None: none are)."""
     command: list[str]
     run_dir: Path
     nproc: int
     options: dict[str, str]
-    profile_steps: str | None = None
     backend: Backend | None = None
 
 
@@ -46,7 +45,6 @@ def launched_argv(job: Job) -> list[str]:
 def run_job(job: Job) -> int:
     """The job's exit code, once its run is settled; what the run could not get is said on stderr."""
     env = dict(os.environ) | job.options | {RUN_DIR_ENV: str(job.run_dir)}
-    env |= {PROFILE_ENV: job.profile_steps} if job.profile_steps else {}
     if job.backend is not None:
         (job.run_dir / PROFILED_DIR).mkdir(parents=True, exist_ok=True)
     watch = MeasuredWatch("cuda" if visible_gpu_count() else "cpu", job.nproc)

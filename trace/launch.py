@@ -2,8 +2,8 @@
 `python SCRIPT ARGS…` would run it, with its steps timed by hooks (hooks.py) into a run directory. What
 `sysprof trace -- python train.py …` starts, once per rank under torchrun. The run's options come in the
 environment (SYSPROF_TRACE_NAME, SYSPROF_TRACE_WARMUP, SYSPROF_TRACE_TOKENS, the run directory SYSPROF_TRACE_DIR
-with each rank in its place there, the steps to profile SYSPROF_TRACE_PROFILE), so the user's own arguments pass
-through untouched."""
+with each rank in its place there, the steps to profile SYSPROF_TRACE_PROFILE or record SYSPROF_TRACE_MEMORY), so
+the user's own arguments pass through untouched."""
 from __future__ import annotations
 
 import atexit

@@ -5,7 +5,9 @@ ended, to the summary of its run directory (rank 0's, where every reader looks):
   as a `sysprof run` has them;
 - a torchrun job's per-rank table and straggler findings, read back from each rank's own directory: the ranks
   never wait for each other on the tool's account, inside the user's job;
-- the kernel tables of the steps nsys captured (--profile-steps), per phase, per rank, as a `sysprof run`'s."""
+- the kernel tables of the steps nsys captured (--profile-steps), per phase, per rank, as a `sysprof run`'s;
+- the memory analysis of the steps whose allocator history was recorded (--memory-steps), per rank, as a
+  `sysprof run`'s memory pass has it: read here, not in the job, which only dumped the snapshot."""
 from __future__ import annotations
 
 import statistics
@@ -17,7 +19,8 @@ from sysprof.profiler_core.analysis.rank_readings import with_gpu_readings
 from sysprof.profiler_core.analysis.ranks import local_ranks, with_findings
 from sysprof.profiler_core.base import events, rundir
 from sysprof.profiler_core.base.errors import SysprofError
-from sysprof.profiler_core.session.analysis import analyze_kernels, analyze_rank_kernels
+from sysprof.profiler_core.readers import MEMORY_SNAPSHOT_READER, ReadOptions
+from sysprof.profiler_core.session.analysis import analyze_kernels, analyze_rank_kernels, analyze_snapshot_in
 from sysprof.profiler_core.session.backends import Backend
 from sysprof.profiler_core.session.rank_checks import ranks_read_back, with_rank_failure
 from sysprof.profiler_core.session.watch import MeasuredWatch
@@ -40,6 +43,10 @@ def settle_job(run_dir: Path, nproc: int, backend: Backend | None, watch: Measur
         summary["profile"] = profiled_steps(backend, run_dir, summary, nproc)
         if error := summary["profile"].get("error"):
             said.append(f"kernel tables unavailable: {error}")
+    if "memory_steps" in summary:  # the tracker was asked for them (None: it recorded none, and says why)
+        summary["memory"] = recorded_memory(run_dir, summary, nproc)
+        if error := summary["memory"].get("error"):
+            said.append(f"memory analysis unavailable: {error}")
     try:
         watch.save(run_dir)
         rundir.write_json(run_dir / rundir.SUMMARY, summary)
@@ -82,8 +89,47 @@ def profiled_steps(backend: Backend, run_dir: Path, summary: dict[str, Any], npr
     return record | analyze_kernels(backend, pass_dir, run_dir)
 
 
-def _window_text(summary: dict[str, Any]) -> str | None:
-    return next((f["text"] for f in summary.get("findings") or [] if f.get("kind") == "profiled steps"), None)
+def recorded_memory(run_dir: Path, summary: dict[str, Any], nproc: int) -> dict[str, Any]:
+    """The memory steps' record: which steps the allocator history holds and how much recording slowed them against
+    the job's other measured steps, then each rank's snapshot analysed (or why there is none)."""
+    window = summary.get("memory_steps")  # [first, last] the tracker recorded, None when none
+    record: dict[str, Any] = {
+        "status": summary["status"], "dir": rundir.MEMORY_DIR, "steps": window,
+        "note": "allocator history is recorded over the chosen steps only: it slows the steps it records",
+        **_slowdown(rundir.read_steps(run_dir), window)}
+    if window is None:
+        return record | {"error": _window_text(summary, "memory steps") or "no step was recorded"}
+    label = f"{summary['config'].get('model')} (traced loop)"
+    record |= _rank_memory(run_dir, 0, rundir.MEMORY_DIR, label)
+    if nproc > 1:
+        (first, _), *others = local_ranks(summary, nproc)
+        own = {"error": f"rank {first}: {record['error']}"} if record.get("error") else \
+            {"peak_allocated_bytes": record["peak_allocated_bytes"], "analysis": record["analysis"]}
+        record["ranks"] = [{"rank": first, **own}, *(_rank_row(run_dir, rank, local, label) for rank, local in others)]
+    return record
+
+
+def _rank_row(run_dir: Path, rank: int, local: int, label: str) -> dict[str, Any]:
+    """Another rank's snapshot, in its own directory (ranks/NN/memory, as its tracker wrote it)."""
+    where = f"{rundir.rank_dir(Path(), rank, local).as_posix()}/{rundir.MEMORY_DIR}"
+    return {"rank": rank, **_rank_memory(run_dir, rank, where, label)}
+
+
+def _rank_memory(run_dir: Path, rank: int, where: str, label: str) -> dict[str, Any]:
+    found = analyze_snapshot_in(run_dir / where, where, _snapshot_analysis, label,
+                                f"rank {rank} wrote no allocator snapshot")
+    return dict(found)
+
+
+def _snapshot_analysis(snapshot: Path) -> dict:
+    analysis = MEMORY_SNAPSHOT_READER.read(snapshot, ReadOptions())
+    analysis["notes"] = [*analysis.get("notes", []), "no predicted memory for a traced loop: its model is yours",
+                         "a traced loop gives no attention shape: its attention scores count as activations"]
+    return analysis
+
+
+def _window_text(summary: dict[str, Any], kind: str = "profiled steps") -> str | None:
+    return next((f["text"] for f in summary.get("findings") or [] if f.get("kind") == kind), None)
 
 
 def _slowdown(steps: Sequence[Mapping[str, Any]], window: list[int] | None) -> dict[str, Any]:

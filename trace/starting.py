@@ -12,8 +12,8 @@ from typing import Any
 from sysprof.profiler_core.base import rundir
 from sysprof.profiler_core.base.errors import SysprofError
 from sysprof.trace.null import NullTracker
-from sysprof.trace.profile_window import window_from_environment
 from sysprof.trace.run_files import TraceRun, environment
+from sysprof.trace.step_windows import windows_from_environment
 from sysprof.trace.tracker import Timing, Tracker
 
 RUN_DIR_ENV = "SYSPROF_TRACE_DIR"  # the run directory `sysprof trace` made for the job it launched
@@ -38,7 +38,7 @@ def new_tracker(name: str, runs_dir: str | Path | None, tokens_per_step: int | N
         print(f"sysprof trace: not tracing: {exc}", file=sys.stderr)
         return NullTracker()
     tracker = Tracker(run, Timing(warmup, tokens_per_step, device, memory_every), torch)
-    tracker.window = window_from_environment(torch)
+    tracker.windows = windows_from_environment(torch, run.run_dir)
     return tracker
 
 

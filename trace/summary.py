@@ -7,7 +7,7 @@ from typing import Any
 from sysprof.profiler_core.analysis.loop_findings import loop_findings
 from sysprof.profiler_core.analysis.metrics import peak_memory_by_phase, summarize_ms
 from sysprof.profiler_core.base import events
-from sysprof.profiler_core.base.records import PhaseStats
+from sysprof.profiler_core.base.records import PhaseStats, clean_measured
 
 
 def loop_phase_stats(measured: list[dict[str, Any]]) -> dict[str, PhaseStats]:
@@ -27,7 +27,7 @@ def _tokens_per_s(measured: list[dict[str, Any]], step_median_ms: float | None) 
 
 def loop_summary(config: dict[str, Any], env: dict[str, Any], steps: list[dict[str, Any]], run_dir: str,
                  failure: dict[str, Any] | None) -> dict[str, Any]:
-    measured = [s for s in steps if s["kind"] == "measured"]
+    measured = [dict(s) for s in clean_measured(steps)]
     phases: dict[str, Any] = dict(loop_phase_stats(measured)) if measured else {}
     summary: dict[str, Any] = {
         "status": events.FAILED_STATUS if failure else events.OK, "run_dir": run_dir, "config": config, "env": env,

@@ -12,9 +12,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from sysprof.profiler_core.memory.phases import PHASE_ANNOTATION
 from sysprof.trace.clock import HostClock, StepMarks, clock_for
-from sysprof.trace.profile_window import ProfileWindow
 from sysprof.trace.run_files import TraceRun, environment
+from sysprof.trace.step_windows import StepWindow
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ class Tracker:
         self.count = 0
         self.said: set[str] = set()
         self.stopped = False  # a write failed, or finish() ran: the loop goes on untraced
-        self.window: ProfileWindow | None = None  # the steps nsys captures (`sysprof trace --profile-steps`)
+        self.windows: list[StepWindow] = []  # steps nsys or the allocator's history records (step_windows.py)
 
     @property
     def run_dir(self):
@@ -68,9 +69,10 @@ class Tracker:
         if self.clock is None:
             self._first_step()
         assert self.clock is not None
-        if self.window is not None:  # before the step's first mark: its wait for the GPU is no step's time
-            self.window.step_starts(self.count, self.clock.cuda)
-        self.current = StepMarks(self.count, self.clock.mark(), tokens=self.timing.tokens_per_step)
+        for window in self.windows:  # before the step's first mark: its wait for the GPU is no step's time
+            window.step_starts(self.count, self.clock.cuda)
+        self.current = StepMarks(self.count, self.clock.mark(), tokens=self.timing.tokens_per_step,
+                                 recorded_by=self._recorded_by())
         self._range_push(f"step {self.count}")
         try:
             yield StepHandle(self, self.current)
@@ -91,8 +93,8 @@ class Tracker:
         marks.end = self.clock.mark()
         self._range_pop()
         self.count += 1
-        if self.window is not None:
-            self.window.step_ends(marks.index)
+        for window in self.windows:
+            window.step_ends(marks.index)
         self.pending.append(marks)
         self._write_done()
 
@@ -107,6 +109,7 @@ class Tracker:
         assert clock is not None
         start = clock.mark()
         self._range_push(name)
+        note = self._phase_note(name, marks)
         sampled = clock.cuda and marks.index % self.timing.memory_every == 0
         if sampled:
             self.torch.cuda.reset_peak_memory_stats()
@@ -116,6 +119,8 @@ class Tracker:
             marks.phases.append((name, start, clock.mark()))
             if sampled:  # the allocator's own counters: read on the host, no wait for the GPU
                 marks.peaks[name] = int(self.torch.cuda.max_memory_allocated())
+            if note is not None:
+                note.__exit__(None, None, None)
             self._range_pop()
             self.in_phase = None
 
@@ -139,6 +144,19 @@ class Tracker:
                 self.pinned.append(marks.loss)
             self._safely(self.run.write_step, record)
 
+    def _phase_note(self, name: str, marks: StepMarks) -> Any:
+        """In a step whose allocator history is recorded, the phase as a record_function range, which the history
+        keeps beside its events: the memory analysis then knows each allocation's phase from the loop itself."""
+        if marks.recorded_by != "memory":
+            return None
+        note = self.torch.profiler.record_function(PHASE_ANNOTATION + name)
+        note.__enter__()
+        return note
+
+    def _recorded_by(self) -> str | None:
+        """The pass of a step that a slowing capture records (left out of the statistics), None for a clean one."""
+        return next((w.capture.pass_name for w in self.windows if w.recording() and w.capture.pass_name), None)
+
     def _record(self, marks: StepMarks, clock: HostClock) -> dict[str, Any]:
         assert marks.end is not None
         phases: dict[str, float] = {}  # a phase entered more than once a step (gradient accumulation): its sum
@@ -153,6 +171,8 @@ class Tracker:
             "loss": _loss_value(marks.loss)}
         if marks.peaks:
             record["peak_allocated_bytes"] = marks.peaks
+        if marks.recorded_by:
+            record["pass"] = marks.recorded_by
         return record
 
     def _range_push(self, name: str) -> None:
@@ -169,9 +189,9 @@ class Tracker:
             return None
         if self.clock is not None:
             self.clock.wait()
-        if self.window is not None:
-            self.run.notes.append(self.window.close(self.count))
-            self.run.extra["profiled_steps"] = self.window.captured()
+        for window in self.windows:
+            self.run.notes.append(window.close(self.count))
+            self.run.extra[window.capture.key] = window.captured()
         self._write_done(everything=True)
         self.stopped = True
         return self._safely(self.run.finish, error)

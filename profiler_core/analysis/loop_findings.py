@@ -13,6 +13,8 @@ import statistics
 from collections import Counter
 from typing import Any
 
+from sysprof.profiler_core.base.records import clean_measured
+
 DATA_PHASES = ("data", "dataloader", "input", "batch", "load")
 INPUT_BOUND_SHARE = 0.20  # a data phase this share of the median step or more: the loop waits for its input
 # (a prefetched batch still costs its hand-over from a worker: on a busy 2-core host up to a tenth of a small step)
@@ -24,7 +26,7 @@ MIN_STEPS = 10
 
 
 def loop_findings(steps: list[dict[str, Any]]) -> list[dict[str, str]]:
-    measured = [s for s in steps if s.get("kind") == "measured"]
+    measured = [dict(s) for s in clean_measured(steps)]
     if len(measured) < MIN_STEPS:
         return []
     found = [input_bound(measured), periodic_spikes(measured), drift(measured), memory_growth(measured)]

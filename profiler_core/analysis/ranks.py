@@ -18,7 +18,7 @@ from typing import Any
 from sysprof.models.phases import DATA, STEP, TIMED_PHASES
 from sysprof.profiler_core.analysis.stability import process_label
 from sysprof.profiler_core.analysis.stragglers import evidence, measured_by_index, paired_tests, too_few_steps
-from sysprof.profiler_core.base.records import phases_of
+from sysprof.profiler_core.base.records import clean_measured, phases_of
 
 # Test and benchmark only: "RANK:MS" delays that rank's forward by about MS ms (runner/distributed.slow_forward); a
 # rank it delays names it as its cause.
@@ -39,7 +39,7 @@ def rank_record(rank: int, summary: Mapping[str, Any], steps: Sequence[Mapping[s
     """What the per-rank table needs from one rank: its phase medians, step p90, peak memory, status, the median
     wait of its main thread for a CPU; and its measured steps' phases for the per-step test (rank_table drops them)."""
     phases = phases_of(summary)
-    measured = [s for s in steps if s.get("kind") == "measured"]
+    measured = clean_measured(steps)
     peaks = [b for b in (summary.get("peak_memory_bytes") or {}).values() if b is not None]
     waits = [s["cpu_wait_ms"] for s in measured if s.get("cpu_wait_ms") is not None]
     error = summary.get("error") or {}

@@ -21,6 +21,8 @@ import statistics
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from sysprof.profiler_core.base.records import clean_measured
+
 ALPHA = 0.05  # sign test: 9 of 10 steps slower passes (p 0.011), 8 of 10 does not (p 0.055)
 MIN_SHARE = 0.05  # the rank's excess own compute, as a share of the step: below it, not worth a finding
 MIN_STEPS = 5  # below this many paired steps even all of them slower is no proof at ALPHA
@@ -28,7 +30,7 @@ MIN_STEPS = 5  # below this many paired steps even all of them slower is no proo
 
 def measured_by_index(steps: Iterable[Mapping[str, Any]]) -> dict[int, Mapping[str, Any]]:
     """A rank's measured steps by their index (warmup and other passes' steps left out)."""
-    return {int(s["index"]): s for s in steps if s.get("kind") == "measured" and "index" in s}
+    return {int(s["index"]): s for s in clean_measured(steps) if "index" in s}
 
 
 def _phase(step: Mapping[str, Any], name: str) -> float:

@@ -7,7 +7,7 @@ documents whose keys depend on what ran (a profiled pass, a memory pass, an erro
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, TypedDict
 
 
@@ -211,3 +211,9 @@ def median_ms(summary: Mapping[str, Any] | None, phase: str = "step") -> float |
 
     summary: a RunSummary, or any summary read from disk."""
     return (phases_of(summary).get(phase) or {}).get("median_ms")
+
+
+def clean_measured(steps: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The measured steps the statistics are over: not warm-up, not a profiled or memory pass's (which carry "pass";
+    a traced loop's steps the allocator history recorded among them)."""
+    return [s for s in steps if s.get("kind") == "measured" and not s.get("pass")]

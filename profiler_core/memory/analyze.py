@@ -117,13 +117,19 @@ def _blocks_caveat(replay: Replay) -> str:
     return "" if replay.blocks_replayed else f" (a lower bound here: {replay.blocks_note})"
 
 
+def _phases_from(replay: Replay) -> str:
+    if replay.phases_from_loop:
+        return "phases are the traced loop's own (its sysprof.phase ranges in the recorded history)"
+    return "phases are inferred from stack frames and Optimizer.* annotations, not NVTX"
+
+
 def _notes(replay: Replay, facts: dict, peak: dict) -> list[str]:
     notes = [f"Bytes are requested tensor sizes from the trace: peak_allocated_bytes is {REQUESTED_PEAK_COUNTER}. "
              f"{BLOCK_PEAK_COUNTER} counts allocator blocks (requests rounded up to 512 B, some given a whole free "
              "block) and reads higher: allocator_peak.allocated_bytes"
              + _blocks_caveat(replay) + ".",
              f"Peak in {step_words(peak, peak['recorded_steps'])} (peak.step {peak['step']}, event "
-             f"{peak['event_index']}); phases are inferred from stack frames and Optimizer.* annotations, not NVTX."]
+             f"{peak['event_index']}); {_phases_from(replay)}."]
     if facts["optimizer"]:
         notes.append(f"Optimizer '{facts['optimizer']}' seen in the trace: blocks alive since before recording are "
                      f"split assuming {facts['states_per_parameter']} state tensor(s) per parameter, by size class.")

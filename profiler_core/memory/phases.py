@@ -12,8 +12,11 @@ A memory snapshot carries no NVTX ranges, so phases are inferred:
 3. torch adds `Optimizer.step#…` / `Optimizer.zero_grad#…` START/END records to
    `external_annotations` (with time_us); every event inside one of those ranges is optimizer, which
    holds even for snapshots recorded without stacks.
+4. A traced loop's recorded steps name their own phases: the tracker opens a `sysprof.phase:NAME`
+   record_function range around each phase (PHASE_ANNOTATION), and every event from one's start to the next's
+   is in that phase (data, eval, or any phase the loop names). This is the loop's own word, so it comes first.
 
-A new step begins whenever forward starts after backward or optimizer.
+A new step begins whenever forward (or a traced loop's data phase) starts after backward or optimizer.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from sysprof.profiler_core.base.units import ordinal
 from .frames import StackCache
 
 BEFORE_RECORDING = "before_recording"
+PHASE_ANNOTATION = "sysprof.phase:"  # the record_function range a traced loop opens around a recorded phase
+STEP_OPENERS = ("forward", "data")
 UNKNOWN = "unknown"
 
 
@@ -43,44 +48,59 @@ class PhaseMark:
         return {"phase": self.phase, "step": self.step, "event_index": self.event_index, "t_ms": t_ms}
 
 
-def optimizer_ranges(annotations: list[dict] | None) -> list[tuple[int, int]]:
-    """(start_us, end_us) of every Optimizer.* annotation pair, sorted."""
+def annotated_ranges(annotations: list[dict] | None) -> list[tuple[int, int, str]]:
+    """(start_us, end_us, name) of every START/END annotation pair that names a phase, sorted: a traced loop's
+    `sysprof.phase:NAME` ranges, and torch's Optimizer.* ranges."""
     ranges, open_starts = [], {}
     for note in annotations or []:
         name, stage, time_us = note.get("name", ""), note.get("stage"), note.get("time_us")
-        if not name.startswith("Optimizer.") or time_us is None:
+        if not name.startswith((PHASE_ANNOTATION, "Optimizer.")) or time_us is None:
             continue
         if stage == "START":
             open_starts[name] = time_us
         elif stage == "END" and name in open_starts:
-            ranges.append((open_starts.pop(name), time_us))
+            ranges.append((open_starts.pop(name), time_us, name))
     return sorted(ranges)
 
 
-def _inside(ranges: list[tuple[int, int]], starts: list[int], time_us: int | None) -> bool:
-    if time_us is None or not ranges:
-        return False
-    position = bisect.bisect_right(starts, time_us) - 1
-    return position >= 0 and time_us <= ranges[position][1]
+def has_loop_phases(annotations: list[dict] | None) -> bool:
+    return any(str(note.get("name", "")).startswith(PHASE_ANNOTATION) for note in annotations or [])
+
+
+class RangeLookup:
+    """The annotated phase of an event's time. A traced loop's own ranges cover its recorded steps end to end: an
+    event between two of them (the batch moved to the GPU after the data phase, before forward) belongs to the
+    phase last opened. torch's Optimizer.* ranges count only inside them."""
+
+    def __init__(self, ranges: list[tuple[int, int, str]]):
+        self.own = [(start, name.removeprefix(PHASE_ANNOTATION)) for start, _, name in ranges
+                    if name.startswith(PHASE_ANNOTATION)]
+        self.optimizer = [(start, end) for start, end, name in ranges if name.startswith("Optimizer.")]
+        self.own_starts = [start for start, _ in self.own]
+        self.optimizer_starts = [start for start, _ in self.optimizer]
+
+    def phase(self, time_us: int | None) -> str | None:
+        if time_us is None:
+            return None
+        position = bisect.bisect_right(self.own_starts, time_us) - 1
+        if position >= 0:
+            return self.own[position][1]
+        position = bisect.bisect_right(self.optimizer_starts, time_us) - 1
+        return "optimizer" if position >= 0 and time_us <= self.optimizer[position][1] else None
 
 
 def assign_phases(trace: list[dict], stacks: StackCache, annotations: list[dict] | None = None):
     """Per event: (phases, steps) lists, plus the PhaseMark at every change of phase."""
-    ranges = optimizer_ranges(annotations)
-    starts = [start for start, _ in ranges]
+    lookup = RangeLookup(annotated_ranges(annotations))
     phases: list[str] = []
     steps: list[int] = []
     marks: list[PhaseMark] = []
     current, step = UNKNOWN, 0
     for index, event in enumerate(trace):
         time_us = event.get("time_us")
-        evidence: str | None
-        if _inside(ranges, starts, time_us):
-            evidence = "optimizer"
-        else:
-            evidence = stacks.summary(event.get("frames")).phase_evidence
+        evidence = lookup.phase(time_us) or stacks.summary(event.get("frames")).phase_evidence
         if evidence and evidence != current:
-            if evidence == "forward" and current in ("backward", "optimizer"):
+            if evidence in STEP_OPENERS and current in ("backward", "optimizer"):
                 step += 1
             current = evidence
             marks.append(PhaseMark(current, step, index, time_us))

@@ -29,7 +29,7 @@ import numpy as np
 
 from .blocks import FREE_DONE_ACTIONS, SEGMENT_GROW, SEGMENT_SHRINK, replay_blocks, rounded
 from .frames import EMPTY_STACK, StackCache, StackSummary
-from .phases import BEFORE_RECORDING, PhaseMark, assign_phases
+from .phases import BEFORE_RECORDING, PhaseMark, assign_phases, has_loop_phases
 
 ACTIVE_BLOCK_STATES = {"active_allocated", "active_pending_free"}
 
@@ -78,6 +78,7 @@ class Replay:
     # Allocator blocks after each event (blocks.py): what torch.cuda.max_memory_allocated counts. None: built by hand
     block_levels: np.ndarray | None = None
     block_baseline_bytes: int = 0
+    phases_from_loop: bool = False  # a traced loop's own phase ranges gave the phases (phases.py)
     blocks_replayed: bool = False  # False: some or all requests count rounded up to 512 B (blocks_note says why)
     blocks_note: str | None = None
 
@@ -198,6 +199,7 @@ def replay_trace(snapshot: dict, device: int | None = None) -> Replay:
         device=device,
         times_us=[event.get("time_us") for event in trace],
         phases=phases, steps=steps, marks=marks, notes=notes,
+        phases_from_loop=has_loop_phases(snapshot.get("external_annotations")),
         tags_recorded=any("user_metadata" in event for event in trace[:1]),
         block_levels=block_baseline + np.cumsum(blocks.deltas),
         block_baseline_bytes=block_baseline,

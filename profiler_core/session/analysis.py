@@ -109,15 +109,23 @@ def memory_analysis(cfg: RunConfig, snapshot: Path) -> dict:
 def analyze_memory(cfg: RunConfig, pass_dir: Path, recorded: RunSummary, where: str = rundir.MEMORY_DIR) -> PassRecord:
     """memory/analysis.json from the pass's snapshot, with the predicted accounting beside it (where: the pass
     directory's path in the run directory)."""
+    label = f"{cfg.model} · ctx {cfg.ctx} · batch {cfg.batch} · {cfg.dtype} · {cfg.mode}"
+    return analyze_snapshot_in(pass_dir, where, lambda snapshot: memory_analysis(cfg, snapshot), label,
+                               f"no allocator snapshot was written ({recorded['status']})")
+
+
+def analyze_snapshot_in(pass_dir: Path, where: str, analysis_of, label: str, missing: str) -> PassRecord:
+    """pass_dir's snapshot analysed (analysis_of) into its analysis.json and timeline images; the record that points
+    at them, or {"error": missing} without a snapshot. A traced loop's memory steps come through here too."""
     snapshot = pass_dir / rundir.MEMORY_SNAPSHOT
     if not snapshot.is_file():
-        return {"error": f"no allocator snapshot was written ({recorded['status']})"}
+        return {"error": missing}
     try:
-        analysis = memory_analysis(cfg, snapshot)
+        analysis = analysis_of(snapshot)
     except SnapshotError as exc:
         return {"error": str(exc)}
     analysis["snapshot"] = snapshot.name  # beside this file: the run directory may be copied elsewhere
-    images = timeline_images(cfg, analysis, pass_dir)
+    images = timeline_images(label, analysis, pass_dir)
     analysis["images"] = images.get("images", [])
     analysis["notes"] = [*analysis.get("notes", []), *([images["note"]] if "note" in images else [])]
     rundir.write_json(pass_dir / rundir.ANALYSIS, analysis)
@@ -126,17 +134,16 @@ def analyze_memory(cfg: RunConfig, pass_dir: Path, recorded: RunSummary, where: 
             "images": [f"{where}/{name}" for name in analysis["images"]]}
 
 
-def timeline_images(cfg: RunConfig, analysis: dict, pass_dir: Path) -> dict:
+def timeline_images(label: str, analysis: dict, pass_dir: Path) -> dict:
     """memory/timeline.png and .svg: {"images": [names]}, or {"note": why not} (no matplotlib, no timeline, a
-    plotting error): the analysis is worth keeping without them."""
+    plotting error): the analysis is worth keeping without them. label: what ran, for the title."""
     from sysprof.profiler_core.render.memory_plot import MISSING_MATPLOTLIB, write_timeline_images
 
     timeline = analysis.get("timeline") or {}
     if not timeline.get("active_bytes"):
         return {"note": "no memory timeline image: the snapshot recorded no allocations"}
     steps = len({mark.get("step") for mark in timeline.get("phase_marks") or []})
-    title = (f"{cfg.model} · ctx {cfg.ctx} · batch {cfg.batch} · {cfg.dtype} · {cfg.mode}: active memory over "
-             f"{steps} recorded step{'s' if steps != 1 else ''}")
+    title = f"{label}: active memory over {steps} recorded step{'s' if steps != 1 else ''}"
     try:
         return {"images": [path.name for path in write_timeline_images(timeline, pass_dir, title)]}
     except ImportError:

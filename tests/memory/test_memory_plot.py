@@ -6,12 +6,11 @@ import json
 import sys
 from pathlib import Path
 
-from sysprof.profiler_core.base.config import RunConfig
 from sysprof.profiler_core.render.memory_plot import MISSING_MATPLOTLIB, peak_point, phase_spans, write_timeline_images
 from sysprof.profiler_core.session.analysis import timeline_images
 
 ANALYSIS = Path(__file__).resolve().parents[1] / "data" / "runs" / "small-h200-analyses" / "memory" / "analysis.json"
-CFG = RunConfig(model="small", ctx=256, batch=4, device="cuda")
+LABEL = "small · ctx 256 · batch 4 · fp32 · train"
 
 
 def saved_analysis() -> dict:
@@ -47,11 +46,11 @@ def test_png_and_svg_are_written_with_title_peak_and_phases(tmp_path):
 
 def test_the_memory_pass_names_its_images_or_says_why_there_are_none(tmp_path, monkeypatch):
     analysis = saved_analysis()
-    assert timeline_images(CFG, analysis, tmp_path) == {"images": ["timeline.png", "timeline.svg"]}
+    assert timeline_images(LABEL, analysis, tmp_path) == {"images": ["timeline.png", "timeline.svg"]}
     assert "small · ctx 256 · batch 4 · fp32 · train: active memory over 2 recorded steps" in (
         tmp_path / "timeline.svg").read_text()
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if the `plots` extra were not installed
-    assert timeline_images(CFG, analysis, tmp_path / "none") == {"note": MISSING_MATPLOTLIB}
+    assert timeline_images(LABEL, analysis, tmp_path / "none") == {"note": MISSING_MATPLOTLIB}
     assert not (tmp_path / "none").exists()
     empty = analysis | {"timeline": {"t": [0.0], "active_bytes": [], "t_unit": "event"}}
-    assert "recorded no allocations" in timeline_images(CFG, empty, tmp_path)["note"]
+    assert "recorded no allocations" in timeline_images(LABEL, empty, tmp_path)["note"]

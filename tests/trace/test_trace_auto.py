@@ -78,7 +78,7 @@ def test_the_launcher_goes_before_the_script_torchrun_before_it_with_nproc_and_n
     from sysprof.trace.job import Job, launched_argv
 
     def argv(command, nproc=1, backend=None):
-        return launched_argv(Job(traced_command(command), tmp_path, nproc, {}, "3-4" if backend else None, backend))
+        return launched_argv(Job(traced_command(command), tmp_path, nproc, {}, backend))
 
     assert argv(["--", "python3", str(PLAIN), "0"]) == ["python3", "-m", "sysprof.trace.launch", str(PLAIN), "0"]
     assert argv([str(PLAIN)], 2)[1:6] == ["-m", "torch.distributed.run", "--nproc-per-node=2", "-m",

@@ -1,6 +1,7 @@
-"""`sysprof trace --profile-steps` under a real nsys, and `sysprof trace --nproc 2` over NCCL: the chosen steps'
-kernels are tabled per phase in the run directory as a `sysprof run`'s are; two ranks of an unchanged DDP loop, one of
-them sharing its GPU with another job, give one run with per-rank rows, per-rank kernel tables and that rank named."""
+"""`sysprof trace --profile-steps` under a real nsys, `--memory-steps` with the real allocator history, and
+`sysprof trace --nproc 2` over NCCL: the chosen steps' kernels are tabled per phase in the run directory as a
+`sysprof run`'s are, the recorded steps' memory analysed per phase; two ranks of an unchanged DDP loop, one of them
+sharing its GPU with another job, give one run with per-rank rows, per-rank kernel tables and that rank named."""
 from __future__ import annotations
 
 import json
@@ -39,6 +40,22 @@ def test_the_chosen_steps_are_captured_and_tabled_per_phase(tmp_path):
         assert analysis["phases"][phase]["gpu_ns"] > 0 and analysis["phases"][phase]["kernels_per_step"] > 0, phase
     assert (run_dir / "kernels" / "phase_kernels.csv").is_file()
     assert summary["profile"]["inflation"] is not None
+
+
+def test_memory_steps_are_analysed_per_phase_beside_profiled_steps_and_left_out_of_the_statistics(tmp_path):
+    _, run_dir = trace(tmp_path, ["--warmup", "3", "--profile-steps", "8-9", "--memory-steps", "12-13"],
+                       [str(PLAIN), "2", "0", "--device", "cuda", "--width", "2048", "--repeat", "16", "--steps", "20"])
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["memory_steps"] == [12, 13] and not summary["memory"].get("error"), summary["memory"]
+    assert summary["profiled_steps"] == [8, 9] and not summary["profile"].get("error"), summary["profile"]
+    steps = [json.loads(line) for line in (run_dir / "steps.jsonl").read_text().splitlines()]
+    assert [s["index"] for s in steps if s.get("pass") == "memory"] == [12, 13]
+    assert summary["phases"]["step"]["n"] == 20 - 3 - 2  # the recorded steps are slowed: not in the statistics
+    analysis = json.loads((run_dir / summary["memory"]["analysis"]).read_text())
+    assert analysis["peak_allocated_bytes"] == summary["memory"]["peak_allocated_bytes"] > 0
+    marked = {mark["phase"] for mark in analysis["timeline"]["phase_marks"]}
+    assert {"forward", "backward", "optimizer"} <= marked, marked
+    assert summary["memory"]["inflation"] is not None and (run_dir / "memory" / "timeline.png").is_file()
 
 
 def test_two_nccl_ranks_give_one_run_per_rank_kernels_and_name_the_rank_whose_gpu_another_job_shares(tmp_path):

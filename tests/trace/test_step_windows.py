@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from sysprof.profiler_core.cli.main import main as cli
-from sysprof.trace.profile_window import ProfileWindow, parse_steps
+from sysprof.trace.step_windows import MemoryCapture, NsysCapture, StepWindow, parse_steps
 
 
 def test_steps_are_read_as_an_inclusive_range_or_one_step():
@@ -32,7 +32,7 @@ class CudaCalls:
         self.cuda = SimpleNamespace(synchronize=lambda: self.calls.append("sync"), cudart=lambda: runtime)
 
 
-def stepped(window: ProfileWindow, steps: int, cuda: bool = True) -> dict:
+def stepped(window: StepWindow, steps: int, cuda: bool = True) -> dict:
     for index in range(steps):
         window.step_starts(index, cuda)
         window.step_ends(index)
@@ -41,7 +41,7 @@ def stepped(window: ProfileWindow, steps: int, cuda: bool = True) -> dict:
 
 def test_the_capture_starts_as_the_first_chosen_step_starts_and_stops_as_the_last_ends_after_waiting_for_the_gpu():
     torch = CudaCalls()
-    window = ProfileWindow(torch, 3, 5)
+    window = StepWindow(NsysCapture(torch), 3, 5)
     for index in range(3):
         window.step_starts(index, True)
         window.step_ends(index)
@@ -60,21 +60,23 @@ def test_the_capture_starts_as_the_first_chosen_step_starts_and_stops_as_the_las
 
 def test_the_run_says_which_steps_were_captured_when_the_job_ends_early_or_runs_on_the_cpu():
     torch = CudaCalls()
-    cut = ProfileWindow(torch, 3, 10)
+    cut = StepWindow(NsysCapture(torch), 3, 10)
     assert stepped(cut, 6)["text"] == "steps 3-5 profiled of the steps 3-10 asked: the job ended first"
     assert torch.calls == ["sync", "start", "sync", "stop"] and cut.captured() == [3, 5]
-    never = ProfileWindow(CudaCalls(), 200, 220)
+    never = StepWindow(NsysCapture(CudaCalls()), 200, 220)
     assert stepped(never, 150)["text"] == "steps 200-220 not profiled: the job ended after 150 steps"
     assert never.captured() is None
-    on_cpu = ProfileWindow(CudaCalls(), 1, 1)
+    on_cpu = StepWindow(NsysCapture(CudaCalls()), 1, 1)
     assert stepped(on_cpu, 4, cuda=False)["text"] == "step 1 not profiled: the loop ran on the CPU, and nsys " \
                                                      "captures CUDA work"
-    assert on_cpu.torch.calls == [] and on_cpu.captured() is None
+    assert on_cpu.capture.torch.calls == [] and on_cpu.captured() is None
 
 
 @pytest.mark.parametrize("options, said", [
     (["--profile-steps", "9-3"], "--profile-steps '9-3': expected 0 <= FIRST <= LAST"),
     (["--profile-steps", "2-4", "--nsys", "no/such/nsys"], "no/such/nsys"),
+    (["--memory-steps", "x"], "--memory-steps 'x': expected FIRST-LAST step numbers"),
+    (["--profile-steps", "2-4", "--memory-steps", "4-5"], "overlap: recording memory slows the steps nsys profiles"),
 ])
 def test_a_bad_window_or_a_missing_nsys_is_one_line_before_anything_starts(tmp_path, options, said):
     err = io.StringIO()
@@ -91,7 +93,7 @@ def test_a_window_that_captured_nothing_leaves_the_run_whole_and_says_why_there_
     from sysprof.trace.starting import new_tracker
 
     tracker = new_tracker("cpu-loop", tmp_path, None, 1, "cpu", 10)
-    tracker.window = ProfileWindow(CudaCalls(), 2, 3)
+    tracker.windows = [StepWindow(NsysCapture(CudaCalls()), 2, 3)]
     for _ in range(5):
         with tracker.step(), tracker.phase("forward"):
             pass
@@ -102,3 +104,72 @@ def test_a_window_that_captured_nothing_leaves_the_run_whole_and_says_why_there_
     summary = json.loads((tracker.run_dir / "summary.json").read_text())
     assert summary["status"] == "ok" and summary["profiled_steps"] is None and summary["profile"]["error"] == reason
     assert summary["phases"]["step"]["n"] == 4
+
+
+class AllocatorCalls:
+    """torch's allocator-history surface the memory window calls, in order; the dump writes what it is given."""
+
+    def __init__(self, dump_fails: bool = False):
+        self.calls: list[str] = []
+
+        def record(enabled="all", **options):
+            self.calls.append("record" if enabled else "stop recording")
+
+        def dump(path):
+            self.calls.append("dump")
+            if dump_fails:
+                raise OSError(28, "No space left on device")
+            Path(path).write_bytes(b"snapshot")
+        self.cuda = SimpleNamespace(memory=SimpleNamespace(_record_memory_history=record, _dump_snapshot=dump))
+
+
+def test_the_allocator_history_spans_the_chosen_steps_and_is_dumped_where_a_runs_memory_pass_writes_it(tmp_path):
+    torch = AllocatorCalls()
+    window = StepWindow(MemoryCapture(torch, tmp_path), 3, 4)
+    recording = []
+    for index in range(7):
+        window.step_starts(index, True)
+        recording.append(window.recording())
+        window.step_ends(index)
+    assert recording == [False, False, False, True, True, False, False]
+    assert torch.calls == ["record", "dump", "stop recording"]
+    assert (tmp_path / "memory" / "memory_snapshot.pickle").read_bytes() == b"snapshot"
+    assert window.close(7)["text"] == "steps 3-4 memory-recorded" and window.captured() == [3, 4]
+
+
+def test_a_snapshot_that_cannot_be_written_ends_the_recording_and_the_loop_goes_on(tmp_path):
+    torch = AllocatorCalls(dump_fails=True)
+    window = StepWindow(MemoryCapture(torch, tmp_path), 1, 1)
+    stepped(window, 3)
+    assert torch.calls == ["record", "dump", "stop recording"] and window.captured() is None
+    assert window.close(3)["text"] == "step 1 not memory-recorded: OSError: [Errno 28] No space left on device"
+
+
+def test_memory_steps_on_a_cpu_loop_are_a_reason_in_the_run_and_the_statistics_keep_every_step(tmp_path):
+    from sysprof.profiler_core.session.watch import MeasuredWatch
+    from sysprof.trace.settle import settle_job
+    from sysprof.trace.starting import new_tracker
+
+    tracker = new_tracker("cpu-loop", tmp_path, None, 1, "cpu", 10)
+    tracker.windows = [StepWindow(MemoryCapture(AllocatorCalls(), tracker.run_dir), 2, 3)]
+    for _ in range(5):
+        with tracker.step(), tracker.phase("forward"):
+            pass
+    tracker.finish()
+    said = settle_job(tracker.run_dir, 1, None, MeasuredWatch("cpu"))
+    reason = "steps 2-3 not memory-recorded: the loop ran on the CPU, and the allocator history is CUDA's"
+    assert said == [f"memory analysis unavailable: {reason}"]
+    summary = json.loads((tracker.run_dir / "summary.json").read_text())
+    assert summary["memory_steps"] is None and summary["memory"]["error"] == reason
+    assert summary["phases"]["step"]["n"] == 4 and "profile" not in summary
+
+
+def test_steps_a_capture_slowed_are_kept_but_left_out_of_the_loops_statistics():
+    from sysprof.trace.summary import loop_summary
+
+    steps = [{"kind": "warmup", "index": 0, "wall_ms": 50.0, "phases_ms": {"forward": 40.0}}]
+    steps += [{"kind": "measured", "index": i, "wall_ms": 10.0, "phases_ms": {"forward": 8.0}} for i in range(1, 12)]
+    steps += [{"kind": "measured", "index": i, "wall_ms": 14.0, "phases_ms": {"forward": 11.0}, "pass": "memory"}
+              for i in (12, 13)]
+    summary = loop_summary({}, {}, steps, "run", None)
+    assert summary["phases"]["step"]["n"] == 11 and summary["phases"]["step"]["max_ms"] == 10.0

@@ -59,3 +59,4 @@ def test_report_and_the_memory_table_read_the_traced_runs_memory(analysed):
     text = (run_dir / "report.md").read_text()
     assert "steps 12-13 memory-recorded" in text and "**memory by category**" in text
     assert "| optimizer_state | 37797896 |" in text and "| data | 0 | other | trace/plain_train.py:43" in text
+

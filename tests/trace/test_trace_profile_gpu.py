@@ -58,6 +58,23 @@ def test_memory_steps_are_analysed_per_phase_beside_profiled_steps_and_left_out_
     assert summary["memory"]["inflation"] is not None and (run_dir / "memory" / "timeline.png").is_file()
 
 
+def test_two_ranks_sharing_one_gpu_give_per_rank_rows_kernel_tables_and_memory_and_name_the_slow_loader(tmp_path):
+    """Both ranks on GPU 0 over gloo (NCCL takes one GPU per rank): each rank's CUDA clock, its own nsys report and
+    its own allocator history, in one run; rank 1's loader waits 3 ms an item."""
+    _, run_dir = trace(tmp_path, ["--nproc", "2", "--warmup", "5", "--profile-steps", "10-12", "--memory-steps",
+                                  "15-16"],
+                       [str(DDP), "--device", "cuda", "--one-gpu", "--width", "2048", "--repeat", "16", "--steps", "30",
+                        "--slow-loader-rank", "1", "--slow-ms", "3"])
+    summary = json.loads((run_dir / "summary.json").read_text())
+    ranks = summary["ranks"]
+    assert [row["rank"] for row in ranks["rows"]] == [0, 1] and summary["env"]["device_type"] == "cuda"
+    assert [row["rank"] for row in summary["profile"]["ranks"] if not row.get("error")] == [0, 1], summary["profile"]
+    assert (run_dir / "kernels" / "ranks" / "01" / "analysis.json").is_file()
+    assert [row["rank"] for row in summary["memory"]["ranks"] if not row.get("error")] == [0, 1], summary["memory"]
+    assert (run_dir / "ranks" / "01" / "memory" / "analysis.json").is_file()
+    assert any(f.startswith("rank 1 ") and "data loader" in f for f in ranks["findings"]), ranks["findings"]
+
+
 def test_two_nccl_ranks_give_one_run_per_rank_kernels_and_name_the_rank_whose_gpu_another_job_shares(tmp_path):
     import torch
 

@@ -1,7 +1,8 @@
 """A data-parallel training loop with no line of sysprof in it, for `sysprof trace --nproc 2 -- ddp_train.py …`:
 DistributedDataParallel over gloo (CPU) or NCCL (--device cuda, a GPU per rank), a real DataLoader, AdamW.
 argv: [--steps N] [--slow-loader-rank R --slow-ms MS] [--raise-on-rank R --raise-at N] [--width W] [--repeat R]
-[--device cuda]. The slow rank's loader waits MS per item (a slow disk or decode on one node's share of the data);
+[--device cuda [--one-gpu]]. --one-gpu puts every rank on GPU 0 over gloo (NCCL takes one GPU per rank). The
+slow rank's loader waits MS per item (a slow disk or decode on one node's share of the data);
 the raising rank fails at step N, while the others wait for it in the gradient all-reduce."""
 import argparse
 import os
@@ -24,12 +25,14 @@ def main():
     parser.add_argument("--width", type=int, default=256)
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--one-gpu", action="store_true")
     args = parser.parse_args()
     rank, local = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
     cuda = args.device == "cuda"
+    local = 0 if args.one_gpu else local
     if cuda:
         torch.cuda.set_device(local)
-    dist.init_process_group("nccl" if cuda else "gloo")
+    dist.init_process_group("nccl" if cuda and not args.one_gpu else "gloo")
     torch.manual_seed(0)
     torch.set_num_threads(1)
     device = torch.device("cuda", local) if cuda else torch.device("cpu")

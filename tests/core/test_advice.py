@@ -324,38 +324,18 @@ def test_the_candidates_that_pass_are_combined_and_measured_again_interleaved(tm
 
 
 @pytest.mark.slow
-def test_resume_runs_the_cells_an_advise_study_did_not_finish(tmp_path, monkeypatch):
-    import shutil
-
-    from sysprof.profiler_core.studies.kinds.advise import refine_plan as advise_refine_plan
-
-    study_dir = tmp_path / "advise"
-    shutil.copytree(Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-tiny-cpu", study_dir)
-    lost = next((study_dir / "cells").glob("002-*"))
-    shutil.rmtree(lost)  # as if the sweep was stopped before this cell ran
-    monkeypatch.setattr(advise_refine_plan, "refine", lambda *args, **kwargs: None)  # the last stage: its own test
-    err = io.StringIO()
-    with redirect_stdout(io.StringIO()), redirect_stderr(err):
-        code = cli.main(["advise", "--resume", str(study_dir), "--budget", "1"])
-    assert code == 0, err.getvalue()
-    assert (lost / "summary.json").is_file() and "8 cells, 4 to run" in err.getvalue()
-    tables = study_tables(study_dir)
-    assert [row["status"] for row in tables["advice: each candidate against the baseline, interleaved"]
-            if row["candidate"] == "SDPA attention"] == ["ok"]
-
-
-@pytest.mark.slow
-def test_a_resume_without_budget_continues_the_studys_own(tmp_path, monkeypatch):
-    """The real tiny study resumed after a lost cell: without --budget its last stage is judged against what is left
-    of the study's own budget (here 10 minutes past its processes' time); --budget 1 gives a minute more, which the
-    study's budget keeps for the next plain resume."""
+def test_a_resume_runs_the_cells_not_finished_and_without_budget_continues_the_studys_own(tmp_path, monkeypatch):
+    """The real tiny study resumed after a lost cell: the cell runs again (its candidate gets its row back), and
+    without --budget the last stage is judged against what is left of the study's own budget (here 10 minutes past
+    its processes' time); --budget 1 gives a minute more, which the study's budget keeps for the next plain resume."""
     import shutil
 
     from sysprof.profiler_core.studies.kinds.advise import study as advise_kind
 
     study_dir = tmp_path / "advise"
     shutil.copytree(Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-tiny-cpu", study_dir)
-    shutil.rmtree(next((study_dir / "cells").glob("002-*")))
+    lost = next((study_dir / "cells").glob("002-*"))
+    shutil.rmtree(lost)  # as if the sweep was stopped before this cell ran
     advice = json.loads((study_dir / "advice.json").read_text())
     (study_dir / "advice.json").write_text(json.dumps(advice | {"budget_s": advise_kind.spent_s(study_dir) + 600}))
     budgets, said = [], []
@@ -364,12 +344,17 @@ def test_a_resume_without_budget_continues_the_studys_own(tmp_path, monkeypatch)
     for extra in ([], ["--budget", "1"], []):
         err = io.StringIO()
         with redirect_stdout(io.StringIO()), redirect_stderr(err):
-            assert cli.main(["advise", "--resume", str(study_dir), *extra]) == 0
-        said.append(err.getvalue().splitlines()[0])
+            assert cli.main(["advise", "--resume", str(study_dir), *extra]) == 0, err.getvalue()
+        said.append(err.getvalue())
+    assert (lost / "summary.json").is_file() and "8 cells, 4 to run" in said[0]
+    tables = study_tables(study_dir)
+    assert [row["status"] for row in tables["advice: each candidate against the baseline, interleaved"]
+            if row["candidate"] == "SDPA attention"] == ["ok"]
     assert 450 < budgets[0] < 600 and 50 < budgets[1] <= 60 and 50 < budgets[2] <= 60
-    left, _, rest = said[0].removeprefix("budget: ").partition(" ")
+    first = [line.splitlines()[0] for line in said]
+    left, _, rest = first[0].removeprefix("budget: ").partition(" ")
     assert 7.5 < float(left) <= 10 and rest == "min left of the study's own (--budget MINUTES for more)"
-    assert said[1] == "budget: 1 min more" and said[2].startswith("budget: 1.0 min left of the study's own")
+    assert first[1] == "budget: 1 min more" and first[2].startswith("budget: 1.0 min left of the study's own")
 
 
 def test_what_a_study_spent_counts_every_process_once_and_a_budget_typed_before_it_was_kept(tmp_path):

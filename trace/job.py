@@ -11,7 +11,9 @@ from pathlib import Path
 
 from sysprof.profiler_core.base.nvml import visible_gpu_count
 from sysprof.profiler_core.base.rundir import PROFILED_DIR
+from sysprof.profiler_core.documents.liveness import RUN
 from sysprof.profiler_core.session.backends import Backend
+from sysprof.profiler_core.session.live import Heartbeat
 from sysprof.profiler_core.session.watch import MeasuredWatch
 from sysprof.trace.settle import settle_job
 from sysprof.trace.starting import RUN_DIR_ENV
@@ -43,7 +45,24 @@ def launched_argv(job: Job) -> list[str]:
 
 
 def run_job(job: Job) -> int:
-    """The job's exit code, once its run is settled; what the run could not get is said on stderr."""
+    """The job's exit code, once its run is settled; what the run could not get is said on stderr. The run is marked
+    live by this process from the launch to the last event (settle.py writes it), so `sysprof ps`, `attach` and the
+    app follow it through the reading of its profiled and memory steps."""
+    heartbeat = Heartbeat(job.run_dir, RUN, {"model": job.options.get("SYSPROF_TRACE_NAME"), "source": "trace"})
+    heartbeat.start()
+    try:
+        code, watch = _launched(job)
+        if job.backend is not None:
+            print("sysprof trace: reading the profiled steps' kernels…", file=sys.stderr)
+        for line in settle_job(job.run_dir, job.nproc, job.backend, watch):
+            print(f"sysprof trace: {line}", file=sys.stderr)
+    finally:
+        heartbeat.stop()
+    return code if code >= 0 else 128 - code  # killed by signal N: the shell's 128 + N
+
+
+def _launched(job: Job) -> tuple[int, MeasuredWatch]:
+    """The job run to its end with the node watched meanwhile: its exit code (−N: killed by signal N)."""
     env = dict(os.environ) | job.options | {RUN_DIR_ENV: str(job.run_dir)}
     if job.backend is not None:
         (job.run_dir / PROFILED_DIR).mkdir(parents=True, exist_ok=True)
@@ -57,8 +76,4 @@ def run_job(job: Job) -> int:
         code = process.wait()
     finally:
         watch.stop()
-    if job.backend is not None:
-        print("sysprof trace: reading the profiled steps' kernels…", file=sys.stderr)
-    for line in settle_job(job.run_dir, job.nproc, job.backend, watch):
-        print(f"sysprof trace: {line}", file=sys.stderr)
-    return code if code >= 0 else 128 - code  # killed by signal N: the shell's 128 + N
+    return code, watch

@@ -21,9 +21,14 @@ FLUSH_S = 0.25
 
 
 class TraceRun:
+    """settled_by_launcher: under `sysprof trace`, which marks the directory live for the whole job and writes the
+    last event itself once it has completed the run (settle.py): the Live screen then follows the run through the
+    reading of its profiled and memory steps, to the summary every reader ends with."""
+
     def __init__(self, run_dir: Path, config: dict[str, Any], env: dict[str, Any],
-                 rank: dict[str, int] | None = None):
+                 rank: dict[str, int] | None = None, settled_by_launcher: bool = False):
         self.run_dir, self.config, self.env = run_dir, config, env
+        self.settled_by_launcher = settled_by_launcher
         self.rank = rank  # under torchrun: this process's rank, local rank and world size
         self.extra: dict[str, Any] = {}  # added to the summary as it is (the steps nsys captured)
         self.steps: list[dict[str, Any]] = []
@@ -31,7 +36,7 @@ class TraceRun:
         self.written, self.flushed_at = 0, time.monotonic()
         self.started = time.time()
         self.log = EventLog(run_dir, to_stdout=False)
-        self.heartbeat = Heartbeat(run_dir, RUN, config).start()
+        self.heartbeat = None if settled_by_launcher else Heartbeat(run_dir, RUN, config).start()
         self._write_manifest()
 
     def _write_manifest(self) -> None:
@@ -75,9 +80,11 @@ class TraceRun:
         summary["findings"] = [*self.notes, *summary["findings"]]
         try:
             rundir.write_json(self.run_dir / rundir.SUMMARY, summary)
-            self.log(dict(events.finish_event(summary)))  # type: ignore[arg-type]
+            if not self.settled_by_launcher:
+                self.log(dict(events.finish_event(summary)))  # type: ignore[arg-type]
         finally:
-            self.heartbeat.stop()
+            if self.heartbeat is not None:
+                self.heartbeat.stop()
             self.log.close()
         return summary
 

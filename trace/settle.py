@@ -22,37 +22,65 @@ from sysprof.profiler_core.base.errors import SysprofError
 from sysprof.profiler_core.readers import MEMORY_SNAPSHOT_READER, ReadOptions
 from sysprof.profiler_core.session.analysis import analyze_kernels, analyze_rank_kernels, analyze_snapshot_in
 from sysprof.profiler_core.session.backends import Backend
+from sysprof.profiler_core.session.live import EventLog
 from sysprof.profiler_core.session.rank_checks import ranks_read_back, with_rank_failure
 from sysprof.profiler_core.session.watch import MeasuredWatch
 from sysprof.trace.summary import loop_summary
 
 
 def settle_job(run_dir: Path, nproc: int, backend: Backend | None, watch: MeasuredWatch) -> list[str]:
-    """The summary completed and written again; what to tell the user (one line each). A job killed before its
-    tracker wrote the summary gets one from the steps it wrote (a rank killed by torchrun when another failed)."""
+    """The summary completed and written again, then the run's last event (whoever follows the run ends with the
+    completed summary); what to tell the user (one line each). A job killed before its tracker wrote the summary
+    gets one from the steps it wrote (a rank killed by torchrun when another failed)."""
     found = rundir.read_summary(run_dir) or killed_summary(run_dir)
     if found is None:
         return [f"{run_dir} has no summary: the job ended before its first step"]
-    summary: dict[str, Any] = dict(found)
+    log = _event_log(run_dir)
+    try:
+        summary, said = completed(dict(found), run_dir, nproc, backend, watch, log)
+        try:
+            watch.save(run_dir)
+            rundir.write_json(run_dir / rundir.SUMMARY, summary)
+        except (OSError, SysprofError) as exc:
+            said.append(f"could not complete {run_dir / rundir.SUMMARY}: {exc}")
+        log(dict(events.finish_event(summary)))  # type: ignore[arg-type]
+    finally:
+        log.close()
+    return said
+
+
+def _event_log(run_dir: Path) -> EventLog:
+    try:
+        return EventLog(run_dir, to_stdout=False)
+    except OSError:  # the summary's own write says why; the analysis goes on without events
+        return EventLog(None, to_stdout=False)
+
+
+def completed(summary: dict[str, Any], run_dir: Path, nproc: int, backend: Backend | None, watch: MeasuredWatch,
+              log: EventLog) -> tuple[dict[str, Any], list[str]]:
+    """The summary with what only the whole job gives, each analysis announced as a `sysprof run` announces its
+    own (the Live screen shows "analysing", then each screen's file); the lines that say what is missing."""
     said = []
     summary["warnings"] = watch.warnings(summary, rundir.read_steps(run_dir))
     if nproc > 1:
         summary = with_rank_failure(summary, run_dir, nproc)  # the rank that failed first, named
         summary["ranks"] = job_ranks(run_dir, summary, nproc, watch)
+    if backend is not None or "memory_steps" in summary:
+        log({"event": events.STAGE, "name": "analysing"})
     if backend is not None:
         summary["profile"] = profiled_steps(backend, run_dir, summary, nproc)
-        if error := summary["profile"].get("error"):
-            said.append(f"kernel tables unavailable: {error}")
+        said += _announced(log, "kernels", summary["profile"], "kernel tables unavailable")
     if "memory_steps" in summary:  # the tracker was asked for them (None: it recorded none, and says why)
         summary["memory"] = recorded_memory(run_dir, summary, nproc)
-        if error := summary["memory"].get("error"):
-            said.append(f"memory analysis unavailable: {error}")
-    try:
-        watch.save(run_dir)
-        rundir.write_json(run_dir / rundir.SUMMARY, summary)
-    except (OSError, SysprofError) as exc:
-        said.append(f"could not complete {run_dir / rundir.SUMMARY}: {exc}")
-    return said
+        said += _announced(log, "memory", summary["memory"], "memory analysis unavailable")
+    return summary, said
+
+
+def _announced(log: EventLog, kind: str, record: dict[str, Any], unavailable: str) -> list[str]:
+    if error := record.get("error"):
+        return [f"{unavailable}: {error}"]
+    log({"event": events.ANALYSIS, "kind": kind, "path": record["kernels" if kind == "kernels" else "analysis"]})
+    return []
 
 
 def killed_summary(run_dir: Path) -> dict[str, Any] | None:

@@ -33,7 +33,8 @@ def new_tracker(name: str, runs_dir: str | Path | None, tokens_per_step: int | N
     config = {"model": name, "source": "trace", "device": device, "warmup": warmup,
               "tokens_per_step": tokens_per_step, "memory_every": memory_every}
     try:
-        run = TraceRun(_run_dir(name, runs_dir), config, environment(torch, False), _rank())
+        run = TraceRun(_run_dir(name, runs_dir), config, environment(torch, False), _rank(),
+                       settled_by_launcher=bool(os.environ.get(RUN_DIR_ENV)))
     except (SysprofError, OSError) as exc:
         print(f"sysprof trace: not tracing: {exc}", file=sys.stderr)
         return NullTracker()

@@ -19,9 +19,10 @@ ROOT = Path(__file__).resolve().parents[2]
 PLAIN = ROOT / "tests" / "data" / "trace" / "plain_train.py"
 
 
-def traced(runs: Path, *script_args: str) -> tuple[subprocess.CompletedProcess, dict | None, list[dict]]:
+def traced(runs: Path, *script_args: str, options: tuple[str, ...] = ()) -> tuple[subprocess.CompletedProcess,
+                                                                                dict | None, list[dict]]:
     done = subprocess.run([sys.executable, "-m", "sysprof.profiler_core", "trace", "--runs-dir", str(runs),
-                           "--warmup", "2", "--", sys.executable, str(PLAIN), *script_args],
+                           "--warmup", "2", *options, "--", sys.executable, str(PLAIN), *script_args],
                           capture_output=True, text=True, timeout=300)
     made = sorted(runs.glob("*-trace-*")) if runs.is_dir() else []
     if not made:
@@ -34,18 +35,33 @@ def traced(runs: Path, *script_args: str) -> tuple[subprocess.CompletedProcess, 
 
 @pytest.mark.slow
 def test_a_plain_loop_has_its_phases_found_its_input_wait_and_its_evaluations_named(tmp_path):
-    done, summary, steps = traced(tmp_path, "0", "0.5", "--steps", "20", "--eval-every", "5", "--accumulate", "2")
+    done, summary, steps = traced(tmp_path, "0", "0.5", "--steps", "20", "--eval-every", "5", "--accumulate", "2",
+                                  options=("--memory-steps", "3-4"))
     assert done.returncode == 0 and "trained 20 steps" in done.stdout, done.stderr
     assert summary is not None and summary["status"] == "ok"
     assert list(summary["phases"])[:4] == ["data", "forward", "backward", "optimizer"]
     assert summary["phases"]["step"]["n"] == 18  # 20 optimizer steps, 2 of them warm-up
     kinds = [finding["kind"] for finding in summary["findings"]]
-    assert kinds[:2] == ["steps found", "input-bound"] and "periodic spikes" in kinds
+    assert kinds[:3] == ["steps found", "memory steps", "input-bound"] and "periodic spikes" in kinds
     assert summary["findings"][0]["text"] == "found without code changes: data, forward, backward, optimizer, eval"
     spikes = next(f for f in summary["findings"] if f["kind"] == "periodic spikes")
     assert "every 5 steps" in spikes["text"] and "eval phase" in spikes["text"]
     accumulated = [s for s in steps if "eval" not in s["phases_ms"]]
     assert all(s["phases_ms"]["backward"] > 0 for s in accumulated)  # two backwards a step, summed
+    # `sysprof trace` kept the run live through its analysis and ended it with the completed summary
+    assert "memory analysis unavailable: steps 3-4 not memory-recorded: the loop ran on the CPU" in done.stderr
+    ending = last_events(tmp_path)
+    assert ending[0] == {"event": "stage", "name": "analysing"} and ending[1]["event"] == "finished"
+    assert ending[1]["summary"]["warnings"] == summary["warnings"] and "memory" in ending[1]["summary"]
+    assert not list(tmp_path.glob("*/live.json"))
+
+
+def last_events(runs: Path) -> list[dict]:
+    """The events after the last step: what `sysprof trace` wrote once the job had ended."""
+    [run_dir] = runs.glob("*-trace-*")
+    written = [json.loads(line) for line in (run_dir / "session_events.jsonl").read_text().splitlines()]
+    last_step = max(i for i, event in enumerate(written) if event["event"] in ("step", "warmup_step"))
+    return written[last_step + 1:]
 
 
 @pytest.mark.slow
@@ -100,3 +116,5 @@ def test_a_job_killed_by_a_signal_exits_as_the_shell_says_and_its_run_keeps_the_
     assert done.returncode == 128 + 15 and "Traceback" not in done.stderr
     assert summary is not None and summary["state"] == "killed" and summary["error"]["kind"] == "killed"
     assert len(steps) == 9 and summary["phases"]["step"]["n"] == 7  # steps 0-8 written, 2 of them warm-up
+    [ending] = last_events(tmp_path)  # the tracker could write none: `sysprof trace` ends the run for it
+    assert ending["event"] == "failed" and ending["kind"] == "killed" and ending["summary"]["state"] == "killed"

@@ -69,6 +69,7 @@ def measured(count: int) -> tuple:
                   "optimizer": 2.0 + i % 2}} for i in range(count))
 
 
+@pytest.mark.slow  # six app sessions of about 5 s each on a 2-core machine
 @pytest.mark.parametrize("device_chars", range(19, 25))  # the old stage line crossed 78 columns at 10 or 100 steps
 async def test_live_lays_the_screen_out_for_the_first_steps_only_whatever_the_stage_lines_length(
         tmp_path, monkeypatch, device_chars):

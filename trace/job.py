@@ -17,6 +17,7 @@ from sysprof.profiler_core.session.live import Heartbeat
 from sysprof.profiler_core.session.watch import MeasuredWatch
 from sysprof.trace.settle import settle_job
 from sysprof.trace.starting import RUN_DIR_ENV
+from sysprof.trace.step_windows import MEMORY_ENV, parse_steps
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,8 @@ def run_job(job: Job) -> int:
         code, watch = _launched(job)
         if job.backend is not None:
             print("sysprof trace: reading the profiled steps' kernels…", file=sys.stderr)
-        for line in settle_job(job.run_dir, job.nproc, job.backend, watch):
+        memory = job.options.get(MEMORY_ENV)
+        for line in settle_job(job.run_dir, job.nproc, job.backend, watch, parse_steps(memory) if memory else None):
             print(f"sysprof trace: {line}", file=sys.stderr)
     finally:
         heartbeat.stop()

@@ -28,16 +28,21 @@ from sysprof.profiler_core.session.watch import MeasuredWatch
 from sysprof.trace.summary import loop_summary
 
 
-def settle_job(run_dir: Path, nproc: int, backend: Backend | None, watch: MeasuredWatch) -> list[str]:
+def settle_job(run_dir: Path, nproc: int, backend: Backend | None, watch: MeasuredWatch,
+               memory_window: tuple[int, int] | None = None) -> list[str]:
     """The summary completed and written again, then the run's last event (whoever follows the run ends with the
     completed summary); what to tell the user (one line each). A job killed before its tracker wrote the summary
     gets one from the steps it wrote (a rank killed by torchrun when another failed)."""
     found = rundir.read_summary(run_dir) or killed_summary(run_dir)
     if found is None:
         return [f"{run_dir} has no summary: the job ended before its first step"]
+    summary = dict(found)
+    if memory_window is not None and "memory_steps" not in summary:  # killed before its tracker said what it recorded
+        dumped = (run_dir / rundir.MEMORY_DIR / rundir.MEMORY_SNAPSHOT).is_file()
+        summary["memory_steps"] = list(memory_window) if dumped else None
     log = _event_log(run_dir)
     try:
-        summary, said = completed(dict(found), run_dir, nproc, backend, watch, log)
+        summary, said = completed(summary, run_dir, nproc, backend, watch, log)
         try:
             watch.save(run_dir)
             rundir.write_json(run_dir / rundir.SUMMARY, summary)
@@ -126,7 +131,7 @@ def recorded_memory(run_dir: Path, summary: dict[str, Any], nproc: int) -> dict[
         "note": "allocator history is recorded over the chosen steps only: it slows the steps it records",
         **_slowdown(rundir.read_steps(run_dir), window)}
     if window is None:
-        return record | {"error": _window_text(summary, "memory steps") or "no step was recorded"}
+        return record | {"error": _window_text(summary, "memory steps") or "the job ended before any was dumped"}
     label = f"{summary['config'].get('model')} (traced loop)"
     record |= _rank_memory(run_dir, 0, rundir.MEMORY_DIR, label)
     if nproc > 1:
@@ -144,8 +149,11 @@ def _rank_row(run_dir: Path, rank: int, local: int, label: str) -> dict[str, Any
 
 
 def _rank_memory(run_dir: Path, rank: int, where: str, label: str) -> dict[str, Any]:
-    found = analyze_snapshot_in(run_dir / where, where, _snapshot_analysis, label,
-                                f"rank {rank} wrote no allocator snapshot")
+    try:
+        found = analyze_snapshot_in(run_dir / where, where, _snapshot_analysis, label,
+                                    f"rank {rank} wrote no allocator snapshot")
+    except OSError as exc:  # the analysis could not be written beside the snapshot
+        return {"error": f"rank {rank}: cannot write its memory analysis: {exc}"}
     return dict(found)
 
 

@@ -113,10 +113,12 @@ class StepWindow:
             return False
         return True
 
-    def close(self, steps_done: int) -> dict[str, str]:
-        """At the job's end: the capture stopped if still open; the finding that says which steps it holds."""
+    def close(self, steps_done: int, last_begun: int | None = None) -> dict[str, str]:
+        """At the job's end: the capture stopped if still open (it holds the steps up to last_begun, a step that
+        raised among them); the finding that says which steps it holds."""
         if self.recording():
-            self._stop(steps_done - 1)
+            assert self.started is not None
+            self._stop(max(steps_done - 1 if last_begun is None else last_begun, self.started))
         return {"kind": self.capture.key.replace("_", " "), "text": self._text(steps_done),
                 "rests_on": self.capture.rests_on}
 
@@ -125,7 +127,7 @@ class StepWindow:
         return None if self.started is None or self.stopped is None else [self.started, self.stopped]
 
     def _text(self, steps_done: int) -> str:
-        asked = f"steps {self.first}-{self.last}" if self.last > self.first else f"step {self.first}"
+        asked = _steps(self.first, self.last)
         done = self.capture.done
         if self.failed:
             return f"{asked} not {done}: {self.failed}"
@@ -135,8 +137,12 @@ class StepWindow:
             return f"{asked} not {done}: the job ended after {steps_done} step{'s' * (steps_done != 1)}"
         assert self.stopped is not None
         if self.stopped < self.last:
-            return f"steps {self.started}-{self.stopped} {done} of the {asked} asked: the job ended first"
+            return f"{_steps(self.started, self.stopped)} {done} of the {asked} asked: the job ended first"
         return f"{asked} {done}"
+
+
+def _steps(first: int, last: int) -> str:
+    return f"steps {first}-{last}" if last > first else f"step {first}"
 
 
 def windows_from_environment(torch: Any, run_dir: Path) -> list[StepWindow]:

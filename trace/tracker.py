@@ -54,6 +54,7 @@ class Tracker:
         self.said: set[str] = set()
         self.stopped = False  # a write failed, or finish() ran: the loop goes on untraced
         self.windows: list[StepWindow] = []  # steps nsys or the allocator's history records (step_windows.py)
+        self.raised_in: int | None = None  # the step an exception left unfinished: a capture holds it too
 
     @property
     def run_dir(self):
@@ -77,7 +78,7 @@ class Tracker:
         try:
             yield StepHandle(self, self.current)
         except BaseException:  # the step did not finish: it is not a step's time (the error ends the run)
-            self.current, self.in_phase = None, None
+            self.current, self.in_phase, self.raised_in = None, None, self.count
             self._range_pop()
             raise
         self._end_step()
@@ -149,8 +150,11 @@ class Tracker:
         keeps beside its events: the memory analysis then knows each allocation's phase from the loop itself."""
         if marks.recorded_by != "memory":
             return None
-        note = self.torch.profiler.record_function(PHASE_ANNOTATION + name)
-        note.__enter__()
+        try:
+            note = self.torch.profiler.record_function(PHASE_ANNOTATION + name)
+            note.__enter__()
+        except Exception:  # the phases are then inferred from stack frames, as for a `sysprof run`
+            return None
         return note
 
     def _recorded_by(self) -> str | None:
@@ -190,17 +194,22 @@ class Tracker:
         if self.clock is not None:
             self.clock.wait()
         for window in self.windows:
-            self.run.notes.append(window.close(self.count))
+            self.run.notes.append(window.close(self.count, self._last_begun()))
             self.run.extra[window.capture.key] = window.captured()
         self._write_done(everything=True)
         self.stopped = True
         return self._safely(self.run.finish, error)
+
+    def _last_begun(self) -> int:
+        return self.raised_in if self.raised_in is not None else self.count - 1
 
     def _safely(self, write, *args):
         try:
             return write(*args)
         except OSError as exc:
             self.stopped = True
+            for window in self.windows:  # no step ends any more: a capture left open would slow the rest of the job
+                window.close(self.count, self._last_begun())
             self._say("write", f"cannot write to {self.run.run_dir}: {exc}; tracing stopped, your job goes on")
             return None
 

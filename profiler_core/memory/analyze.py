@@ -16,7 +16,7 @@ import os
 
 from .categories import bytes_by_category, classify_allocations, max_by_category
 from .modules import module_memory, module_types_beside
-from .phases import BEFORE_RECORDING, step_words
+from .phases import BEFORE_RECORDING, STEP_OPENERS, step_words
 from .replay import Allocation, Replay, replay_trace
 from .snapshot import load_snapshot
 from .timeline import DEFAULT_MAX_POINTS, downsample_timeline
@@ -83,8 +83,9 @@ def _recorded_steps(replay: Replay) -> int | None:
 def _peak_summary(replay: Replay) -> dict:
     return _moment(replay, replay.peak_index) | {
         "recorded_steps": _recorded_steps(replay),
-        # the recording began inside a step: its first phase is not forward, so step 0 is that step's tail
-        "first_step_partial": bool(replay.marks) and replay.marks[0].phase != "forward",
+        # the recording began inside a step: its first phase opens none (forward, or a traced loop's data), so step
+        # 0 is that step's tail
+        "first_step_partial": bool(replay.marks) and replay.marks[0].phase not in STEP_OPENERS,
         "counter": REQUESTED_PEAK_COUNTER,
     }
 

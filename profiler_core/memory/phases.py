@@ -31,6 +31,9 @@ from .frames import StackCache
 BEFORE_RECORDING = "before_recording"
 PHASE_ANNOTATION = "sysprof.phase:"  # the record_function range a traced loop opens around a recorded phase
 STEP_OPENERS = ("forward", "data")
+# The loop's own phase names the analysis knows (its rules and step counting): a range of another name (a loop's
+# "fwd" or "train_step") is left to the stack frames, as if the loop had named none.
+KNOWN_PHASES = ("data", "forward", "backward", "optimizer", "eval")
 UNKNOWN = "unknown"
 
 
@@ -64,29 +67,38 @@ def annotated_ranges(annotations: list[dict] | None) -> list[tuple[int, int, str
 
 
 def has_loop_phases(annotations: list[dict] | None) -> bool:
-    return any(str(note.get("name", "")).startswith(PHASE_ANNOTATION) for note in annotations or [])
+    return any(str(note.get("name", "")).removeprefix(PHASE_ANNOTATION) in KNOWN_PHASES
+               for note in annotations or [] if str(note.get("name", "")).startswith(PHASE_ANNOTATION))
 
 
 class RangeLookup:
-    """The annotated phase of an event's time. A traced loop's own ranges cover its recorded steps end to end: an
-    event between two of them (the batch moved to the GPU after the data phase, before forward) belongs to the
-    phase last opened. torch's Optimizer.* ranges count only inside them."""
+    """The annotated phase of an event's time: inside one of a traced loop's own ranges, its phase; inside torch's
+    Optimizer.* range (zero_grad at the top of a loop, between two of the loop's phases), optimizer; between two of
+    the loop's ranges (the batch moved to the GPU after the data phase, before forward), the phase last opened."""
 
     def __init__(self, ranges: list[tuple[int, int, str]]):
-        self.own = [(start, name.removeprefix(PHASE_ANNOTATION)) for start, _, name in ranges
-                    if name.startswith(PHASE_ANNOTATION)]
-        self.optimizer = [(start, end) for start, end, name in ranges if name.startswith("Optimizer.")]
-        self.own_starts = [start for start, _ in self.own]
-        self.optimizer_starts = [start for start, _ in self.optimizer]
+        own = [(start, end, name.removeprefix(PHASE_ANNOTATION)) for start, end, name in ranges
+               if name.startswith(PHASE_ANNOTATION)]
+        self.own = [r for r in own if r[2] in KNOWN_PHASES]
+        self.optimizer = [(start, end, "optimizer") for start, end, name in ranges if name.startswith("Optimizer.")]
+        self.own_starts = [start for start, _, _ in self.own]
+        self.optimizer_starts = [start for start, _, _ in self.optimizer]
 
     def phase(self, time_us: int | None) -> str | None:
         if time_us is None:
             return None
-        position = bisect.bisect_right(self.own_starts, time_us) - 1
-        if position >= 0:
-            return self.own[position][1]
-        position = bisect.bisect_right(self.optimizer_starts, time_us) - 1
-        return "optimizer" if position >= 0 and time_us <= self.optimizer[position][1] else None
+        own = _latest(self.own, self.own_starts, time_us)
+        if own is not None and time_us <= own[1]:
+            return own[2]
+        inside = _latest(self.optimizer, self.optimizer_starts, time_us)
+        if inside is not None and time_us <= inside[1]:
+            return "optimizer"
+        return own[2] if own is not None else None
+
+
+def _latest(ranges: list[tuple[int, int, str]], starts: list[int], time_us: int) -> tuple[int, int, str] | None:
+    position = bisect.bisect_right(starts, time_us) - 1
+    return ranges[position] if position >= 0 else None
 
 
 def assign_phases(trace: list[dict], stacks: StackCache, annotations: list[dict] | None = None):

@@ -173,3 +173,38 @@ def test_steps_a_capture_slowed_are_kept_but_left_out_of_the_loops_statistics():
               for i in (12, 13)]
     summary = loop_summary({}, {}, steps, "run", None)
     assert summary["phases"]["step"]["n"] == 11 and summary["phases"]["step"]["max_ms"] == 10.0
+
+
+def test_a_step_that_raises_inside_the_window_is_held_by_it_and_a_failed_write_ends_the_recording(tmp_path):
+    from sysprof.trace.starting import new_tracker
+
+    window = StepWindow(MemoryCapture(AllocatorCalls(), tmp_path), 5, 7)
+    stepped(window, 5)
+    window.step_starts(5, True)  # step 5 raises: 5 steps done, step 5 begun
+    assert window.close(5, 5)["text"] == "step 5 memory-recorded of the steps 5-7 asked: the job ended first"
+    assert window.captured() == [5, 5]
+
+    tracker = new_tracker("cpu-loop", tmp_path / "runs", None, 0, "cpu", 10)
+    torch = AllocatorCalls()
+    tracker.windows = [StepWindow(MemoryCapture(torch, tracker.run_dir), 1, 8)]
+    tracker.windows[0].step_starts(1, True)  # as a CUDA loop's first chosen step starts it
+
+    def full_disk(record):
+        raise OSError(28, "No space left on device")
+    tracker.run.write_step = full_disk
+    with tracker.step(), tracker.phase("forward"):
+        pass
+    assert torch.calls == ["record", "dump", "stop recording"]  # no step ends any more: the recording is ended
+
+
+def test_the_loops_own_phase_ranges_give_way_to_torchs_optimizer_range_between_them_and_unknown_names_are_left():
+    from sysprof.profiler_core.memory.phases import RangeLookup, annotated_ranges
+
+    def notes(*ranges):
+        return [{"name": name, "stage": stage, "time_us": t} for name, start, end in ranges
+                for stage, t in (("START", start), ("END", end))]
+    ranges = (("sysprof.phase:data", 10, 20), ("Optimizer.zero_grad#AdamW", 22, 24), ("sysprof.phase:forward", 30, 40),
+              ("sysprof.phase:fwd_custom", 50, 60))
+    lookup = RangeLookup(annotated_ranges(notes(*ranges)))
+    assert [lookup.phase(t) for t in (5, 15, 21, 23, 25, 35, 45, 55)] == [
+        None, "data", "data", "optimizer", "data", "forward", "forward", "forward"]

@@ -112,9 +112,11 @@ def test_the_launcher_goes_before_the_script_torchrun_before_it_with_nproc_and_n
 
 @pytest.mark.slow
 def test_a_job_killed_by_a_signal_exits_as_the_shell_says_and_its_run_keeps_the_steps_it_wrote(tmp_path):
-    done, summary, steps = traced(tmp_path, "0", "0", "--steps", "30", "--kill-at", "8")
+    done, summary, steps = traced(tmp_path, "0", "0", "--steps", "30", "--kill-at", "8",
+                                  options=("--memory-steps", "3-4"))
     assert done.returncode == 128 + 15 and "Traceback" not in done.stderr
     assert summary is not None and summary["state"] == "killed" and summary["error"]["kind"] == "killed"
     assert len(steps) == 9 and summary["phases"]["step"]["n"] == 7  # steps 0-8 written, 2 of them warm-up
-    [ending] = last_events(tmp_path)  # the tracker could write none: `sysprof trace` ends the run for it
-    assert ending["event"] == "failed" and ending["kind"] == "killed" and ending["summary"]["state"] == "killed"
+    assert summary["memory"]["error"] == "the job ended before any was dumped"  # asked, and said why there is none
+    analysing, ending = last_events(tmp_path)  # the tracker could write none: `sysprof trace` ends the run for it
+    assert analysing["name"] == "analysing" and ending["event"] == "failed" and ending["kind"] == "killed" and ending["summary"]["state"] == "killed"

@@ -47,6 +47,7 @@ def test_the_snapshot_is_analysed_with_the_loops_own_phases_and_the_state_split_
     assert by_category["optimizer_state"] == 2 * by_category["parameters"] > 0  # AdamW: two states a parameter
     assert by_category["gradients"] == by_category["parameters"]
     assert any("traced loop's own" in note for note in analysis["notes"])
+    assert analysis["peak"]["first_step_partial"] is False  # the recording began as the data phase opened step 12
 
 
 def test_report_and_the_memory_table_read_the_traced_runs_memory(analysed):

@@ -133,7 +133,7 @@ def recorded_memory(run_dir: Path, summary: dict[str, Any], nproc: int) -> dict[
     if window is None:
         return record | {"error": _window_text(summary, "memory steps") or "the job ended before any was dumped"}
     label = f"{summary['config'].get('model')} (traced loop)"
-    record |= _rank_memory(run_dir, 0, rundir.MEMORY_DIR, label)
+    record |= _rank_memory(run_dir, rundir.MEMORY_DIR, label, "no allocator snapshot was written")
     if nproc > 1:
         (first, _), *others = local_ranks(summary, nproc)
         own = {"error": f"rank {first}: {record['error']}"} if record.get("error") else \
@@ -145,15 +145,15 @@ def recorded_memory(run_dir: Path, summary: dict[str, Any], nproc: int) -> dict[
 def _rank_row(run_dir: Path, rank: int, local: int, label: str) -> dict[str, Any]:
     """Another rank's snapshot, in its own directory (ranks/NN/memory, as its tracker wrote it)."""
     where = f"{rundir.rank_dir(Path(), rank, local).as_posix()}/{rundir.MEMORY_DIR}"
-    return {"rank": rank, **_rank_memory(run_dir, rank, where, label)}
+    found = _rank_memory(run_dir, where, label, "no allocator snapshot was written")
+    return {"rank": rank, **({"error": f"rank {rank}: {found['error']}"} if found.get("error") else found)}
 
 
-def _rank_memory(run_dir: Path, rank: int, where: str, label: str) -> dict[str, Any]:
+def _rank_memory(run_dir: Path, where: str, label: str, missing: str) -> dict[str, Any]:
     try:
-        found = analyze_snapshot_in(run_dir / where, where, _snapshot_analysis, label,
-                                    f"rank {rank} wrote no allocator snapshot")
+        found = analyze_snapshot_in(run_dir / where, where, _snapshot_analysis, label, missing)
     except OSError as exc:  # the analysis could not be written beside the snapshot
-        return {"error": f"rank {rank}: cannot write its memory analysis: {exc}"}
+        return {"error": f"cannot write the memory analysis: {exc}"}
     return dict(found)
 
 

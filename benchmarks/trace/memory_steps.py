@@ -8,14 +8,12 @@ commands alternating, ROUNDS of each; the median and range over rounds, and the 
 """
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
-from benchmarks.trace.profile_steps import TRAIN, spread
+from benchmarks.trace.profile_steps import TRAIN, alternated, parsed_args, spread
 
 LIMIT = 0.05
 
@@ -43,21 +41,8 @@ def memory_figures(runs: Path) -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--model", default="small")
-    parser.add_argument("--ctx", type=int, default=256)
-    parser.add_argument("--batch", type=int, default=4)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--out", type=Path, required=True)
-    args = parser.parse_args()
-    figures: dict[str, list[dict]] = {"run": [], "trace": []}
-    for round_ in range(args.rounds):
-        for kind in ("run", "trace") if round_ % 2 == 0 else ("trace", "run"):
-            runs = args.out / kind
-            runs.mkdir(parents=True, exist_ok=True)
-            argv = run_argv(args, runs) if kind == "run" else trace_argv(args, runs)
-            subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
-            figures[kind].append(memory_figures(runs))
+    args = parsed_args("the memory analysis of `sysprof trace --memory-steps` against a `sysprof run --memory`")
+    figures = alternated(args, {"run": run_argv, "trace": trace_argv}, memory_figures)
     (args.out / "memory_steps.json").write_text(json.dumps(figures, indent=1))
     return report(figures, args)
 

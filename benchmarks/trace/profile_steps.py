@@ -41,23 +41,32 @@ def phase_figures(runs: Path) -> dict[str, dict[str, float]]:
             for phase in PHASES if phase in analysis["phases"]}
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser()
+def parsed_args(description: str):
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--model", default="small")
     parser.add_argument("--ctx", type=int, default=256)
     parser.add_argument("--batch", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--out", type=Path, required=True)
-    args = parser.parse_args()
-    figures: dict[str, list[dict]] = {"run": [], "trace": []}
+    return parser.parse_args()
+
+
+def alternated(args, argvs: dict, figures_of) -> dict[str, list[dict]]:
+    """ROUNDS fresh processes of each command ({"run": argv(args, runs), "trace": …}), their order reversed every
+    other round; figures_of(runs) read after each. Saved as NAME.json beside the runs."""
+    figures: dict[str, list[dict]] = {kind: [] for kind in argvs}
     for round_ in range(args.rounds):
-        order = ("run", "trace") if round_ % 2 == 0 else ("trace", "run")
-        for kind in order:
+        for kind in list(argvs) if round_ % 2 == 0 else list(argvs)[::-1]:
             runs = args.out / kind
             runs.mkdir(parents=True, exist_ok=True)
-            argv = run_argv(args, runs) if kind == "run" else trace_argv(args, runs)
-            subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
-            figures[kind].append(phase_figures(runs))
+            subprocess.run(argvs[kind](args, runs), check=True, stdout=subprocess.DEVNULL)
+            figures[kind].append(figures_of(runs))
+    return figures
+
+
+def main() -> int:
+    args = parsed_args("kernel tables of `sysprof trace --profile-steps` against a `sysprof run --profiler nsys`")
+    figures = alternated(args, {"run": run_argv, "trace": trace_argv}, phase_figures)
     (args.out / "profile_steps.json").write_text(json.dumps(figures, indent=1))
     return report(figures, args)
 

@@ -24,6 +24,6 @@ async def test_the_memory_screen_shows_the_recorded_steps_by_the_loops_own_phase
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(app, pilot, "4")
         screen = " ".join(text(app).split())
-        assert "peak 155.37 MiB in optimizer step 0" in screen, screen[:1500]
+        assert "peak 155.37 MiB in optimizer step 0" in screen and "D/F/B/O: phase starts" in screen, screen[:1500]
         plot = app.query_one("#memory-timeline").render().plain
         assert all(letter in plot for letter in "DFBO"), plot

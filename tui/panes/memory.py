@@ -112,7 +112,7 @@ class MemoryPane(Pane):
             self.query_one("#memory-axis", Static).update(
                 f"active {bytes_cell(min(timeline.get('active_bytes') or [0]))} … "
                 f"{bytes_cell(max(timeline.get('active_bytes') or [0]))} over {times[-1]:,.0f} "
-                f"{timeline.get('t_unit', '')} · F/B/O: phase starts · x: peak")
+                f"{timeline.get('t_unit', '')} · {phase_letters(timeline)}: phase starts · x: peak")
         self.watch_table_name(self.table_name)
 
     def watch_table_name(self, name: str) -> None:
@@ -135,3 +135,11 @@ class MemoryPane(Pane):
             return None
         table = self.query_one("#memory-table", MarkableTable)
         return ExportTable(self.table_name.replace(" ", "_"), table.selected_records())
+
+
+def phase_letters(timeline: dict) -> str:
+    """The plot's phase initials, as "F/B/O" (a traced loop's data phase adds D): a run's three when it has no marks."""
+    found = {(mark.get("phase") or "?")[0].upper() for mark in timeline.get("phase_marks") or []}
+    order = "DFBOE"  # a step's phases in the order they run, then any other
+    return "/".join(sorted(found, key=lambda letter: (order.index(letter) if letter in order else len(order),
+                                                      letter))) or "F/B/O"

@@ -157,7 +157,7 @@ class SysprofApp(PaneNavigation, RunActions, TableExportActions, App):
             self.open_run(path)
             # After the refresh the new run state causes (panes rebuild their tables): switched before it, the
             # tab change was sometimes lost.
-            self.call_after_refresh(self.action_show_pane, "live")
+            self.call_after_refresh(self.show_pane_unless_moved, "live", self.shown_pane_name())
 
     @on(StudiesPane.Ended)
     def study_ended(self) -> None:

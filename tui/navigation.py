@@ -53,6 +53,15 @@ class PaneNavigation(_PaneHost):
         panes = self.screen.query(f"#pane-{tabs.first(TabbedContent).active}") if tabs else None
         return panes.first(Pane) if panes else None
 
+    def shown_pane_name(self) -> str | None:
+        tabs = self.screen.query("#panes") if self.screen_stack else None
+        return tabs.first(TabbedContent).active if tabs else None
+
+    def show_pane_unless_moved(self, pane: str, shown_then: str | None) -> None:
+        """A switch deferred to after a refresh: a pane the user chose meanwhile (a key pressed first) stays."""
+        if self.shown_pane_name() == shown_then:
+            self.action_show_pane(pane)
+
     def action_show_pane(self, pane: str) -> None:
         tabs = self.screen.query("#panes")
         if pane in PANES and tabs and tabs.first(TabbedContent).active != pane:

@@ -166,6 +166,25 @@ async def test_a_gpu_run_without_passes_says_which_pass_to_add(tmp_path):
         assert "this run had no memory pass" in " ".join(text(app).split())
 
 
+async def test_a_pane_chosen_before_an_opened_run_is_drawn_stays_shown():
+    """Opening a run switches to Live after the next refresh; a key pressed before that refresh (a loaded machine,
+    a fast typist) chose a pane, and it stays."""
+    app = offline_app(ANALYSED)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(app, pilot)
+        app.open_path(ANALYSED)
+        app.action_show_pane("memory")  # in the same tick: before the refresh the switch to Live waits for
+        await settle(app, pilot)
+        await pilot.pause(0.1)
+        assert app.shown_pane_name() == "memory"
+        app.action_show_pane("runs")
+        await settle(app, pilot)
+        app.open_path(ANALYSED)  # as Runs' enter does: nothing chosen since, so Live shows
+        await settle(app, pilot)
+        await pilot.pause(0.1)
+        assert app.shown_pane_name() == "live"
+
+
 async def test_memory_screen_peaks_timeline_and_tables():
     app = offline_app(ANALYSED)
     async with app.run_test(size=(100, 30)) as pilot:
@@ -211,10 +230,10 @@ async def test_runs_screen_lists_newest_first_opens_and_compares():
         await settle(app, pilot, "enter")
         assert app.run_state.run_dir.endswith(chosen)
         for _ in range(300):  # the Live pane may still be switching in under a loaded suite (30 s at most)
-            if app.query_one("#panes").active == "live":
+            if app.shown_pane_name() == "live":
                 break
             await pilot.pause(0.1)
-        assert app.query_one("#panes").active == "live"
+        assert app.shown_pane_name() == "live"
 
 
 async def test_runs_screen_names_a_factory_run_by_its_model_compares_and_opens_it(factory_run):
@@ -263,7 +282,7 @@ async def test_live_screen_fills_from_fake_runner_and_remembers_config(tmp_path)
     app = build_app(runs_dir=str(tmp_path), argv_factory=fake_factory(), initial=TINY, settings_path=settings)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(app, pilot, "ctrl+r")
-        assert app.query_one("#panes").active == "live" and app.run_state.stage == "finished"
+        assert app.shown_pane_name() == "live" and app.run_state.stage == "finished"
         assert len(app.query_one("#chart-wall").data) == 5
         assert "tokens/s" in text(app) and "no telemetry" in str(app.query_one("#telemetry").render())
     assert json.loads(settings.read_text())["ctx"] == 32
@@ -408,7 +427,7 @@ async def test_leaving_runs_while_comparing_stays_left():
             app.screen.focused.blur()  # what Widget._on_hide does when the runs tab is hidden
         for _ in range(5):
             await pilot.pause(0.05)
-        assert app.query_one("#panes").active == "live"
+        assert app.shown_pane_name() == "live"
         assert app.screen.focused is not None and app.query_one("#pane-live") in app.screen.focused.ancestors
 
 
@@ -432,19 +451,19 @@ async def test_switching_screens_never_types_into_a_field(tmp_path):
         command = app.query_one("#study-command").value
         assert not isinstance(app.focused, Input)  # Studies offers its list, not its command line
         await settle(app, pilot, "1")
-        assert app.query_one("#panes").active == "configure" and app.query_one("#study-command").value == command
+        assert app.shown_pane_name() == "configure" and app.query_one("#study-command").value == command
         repeats = app.query_one("#repeats", Input)
         repeats.focus()
         await settle(app, pilot, "ctrl+pagedown")  # while typing: the next screen, the field keeps its value
-        assert app.query_one("#panes").active == "live" and repeats.value == "3"
+        assert app.shown_pane_name() == "live" and repeats.value == "3"
         await settle(app, pilot, "ctrl+pageup")
         repeats.focus()
         await settle(app, pilot, "end", "2")  # a plain digit in a field is text, as typed
-        assert app.query_one("#panes").active == "configure" and repeats.value == "32"
+        assert app.shown_pane_name() == "configure" and repeats.value == "32"
         await settle(app, pilot, "backspace", "enter", "2")  # Enter ends the edit: the next digit switches
-        assert app.query_one("#panes").active == "live" and repeats.value == "3"
+        assert app.shown_pane_name() == "live" and repeats.value == "3"
         await settle(app, pilot, "ctrl+pageup", "ctrl+pageup")  # round the end: Configure, then Help
-        assert app.query_one("#panes").active == "help"
+        assert app.shown_pane_name() == "help"
 
 
 async def test_a_longer_run_opened_after_a_shorter_one_shows_only_its_own_steps():

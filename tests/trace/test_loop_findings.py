@@ -1,0 +1,19 @@
+"""The findings about a traced loop, read from the steps of real traced runs (tests/data/trace/)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from sysprof.profiler_core.analysis.loop_findings import loop_findings
+
+STRAY_SPIKE = Path(__file__).resolve().parents[1] / "data" / "trace" / "stray-spike-cpu" / "steps.jsonl"
+
+
+def test_a_lone_spike_beside_the_evaluations_is_left_out_of_the_period_and_the_eval_phase_is_named():
+    """Steps 5, 10 and 15 evaluate (an 'eval' phase only they have); step 2, slow on a busy host, is a spike too and
+    comes first. The finding lists the recurring ones and puts their extra time in the phase they share."""
+    steps = [json.loads(line) for line in STRAY_SPIKE.read_text().splitlines()]
+    found = {finding["kind"]: finding["text"] for finding in loop_findings(steps)}
+    spikes = found["periodic spikes"]
+    assert spikes.startswith("every 5 steps a step takes ") and "(steps 5, 10, 15; 3 in all)" in spikes
+    assert "the extra time in the eval phase" in spikes

@@ -336,6 +336,9 @@ def test_a_resume_runs_the_cells_not_finished_and_without_budget_continues_the_s
     shutil.copytree(Path(__file__).resolve().parents[1] / "data" / "studies" / "advise-tiny-cpu", study_dir)
     lost = next((study_dir / "cells").glob("002-*"))
     shutil.rmtree(lost)  # as if the sweep was stopped before this cell ran
+    plan = json.loads((study_dir / "sweep.json").read_text())
+    plan["cells"][2]["repeats"] = 2  # its processes run again: two of them are enough to give its row back
+    (study_dir / "sweep.json").write_text(json.dumps(plan))
     advice = json.loads((study_dir / "advice.json").read_text())
     (study_dir / "advice.json").write_text(json.dumps(advice | {"budget_s": advise_kind.spent_s(study_dir) + 600}))
     budgets, said = [], []
@@ -346,7 +349,8 @@ def test_a_resume_runs_the_cells_not_finished_and_without_budget_continues_the_s
         with redirect_stdout(io.StringIO()), redirect_stderr(err):
             assert cli.main(["advise", "--resume", str(study_dir), *extra]) == 0, err.getvalue()
         said.append(err.getvalue())
-    assert (lost / "summary.json").is_file() and "8 cells, 4 to run" in said[0]
+    rerun = next((study_dir / "cells").glob("002-*"))  # named by its repeats now: -x2
+    assert (rerun / "summary.json").is_file() and "8 cells, 2 to run" in said[0]
     tables = study_tables(study_dir)
     assert [row["status"] for row in tables["advice: each candidate against the baseline, interleaved"]
             if row["candidate"] == "SDPA attention"] == ["ok"]
@@ -532,7 +536,9 @@ def test_resume_with_a_larger_budget_runs_a_cut_combination_again_whole(tmp_path
     advice = json.loads(plan_path.read_text())
     cut = advice["combination"] | {"left_out": [{"name": "batch 16 + SDPA attention",
                                                   "options": "--batch 16 --attention sdpa"}]}
-    plan_path.write_text(json.dumps(advice | {"combination": cut}))
+    # the new cells take the baseline's repeats: 2 processes each instead of the study's 4 is enough for the stages
+    baseline = advice["baseline"] | {"repeats": 2}
+    plan_path.write_text(json.dumps(advice | {"combination": cut, "baseline": baseline}))
     real_row = advise_tables.candidate_row
     monkeypatch.setattr(advise_tables, "candidate_row", lambda described, baseline, cell, goal=None: (
         real_row(described, baseline, cell) | ({"why": advise_verdicts.PASSED}

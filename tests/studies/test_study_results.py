@@ -91,10 +91,12 @@ def test_a_directory_that_is_no_study_is_one_clear_error(tmp_path):
 
 
 @pytest.mark.slow
-def test_precision_study_keeps_its_lab_in_the_directory(tmp_path):
-    """The lab runs once, before the cells; its tables come back from the study directory like the rest."""
+def test_precision_study_keeps_its_lab_in_the_directory_and_times_forward_and_the_train_step_in_one_command(tmp_path):
+    """The lab runs once, before the cells; its tables come back from the study directory like the rest. Over two
+    modes, one command times forward alone and each phase of the train step."""
     args = [sys.executable, "-m", "sysprof.profiler_core", "study", "precision", "--models", "tiny", "--device", "cpu",
-            "--ctx", "16", "--steps", "2", "--warmup", "0", "--runs-dir", str(tmp_path), "--json"]
+            "--ctx", "16", "--steps", "2", "--warmup", "0", "--modes", "forward,train", "--runs-dir", str(tmp_path),
+            "--json"]
     done = subprocess.run(args, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     printed = json.loads(done.stdout)
@@ -103,13 +105,17 @@ def test_precision_study_keeps_its_lab_in_the_directory(tmp_path):
     tables = study_tables(study_dir)
     title = "fp32 vs bf16 on cpu (speedups from the medians; TF32 is a CUDA matmul mode, so its cells are left out)"
     assert list(tables)[0] == title and any(name.startswith("accumulating") for name in tables)
-    assert [row["status"] for row in tables["cells"]] == ["ok"] * 2  # no TF32 cell off CUDA
+    assert [row["status"] for row in tables["cells"]] == ["ok"] * 4  # no TF32 cell off CUDA
     autocast = next(name for name in tables if name.startswith("dtypes under autocast"))
     assert "cpu autocast has its own op lists, not CUDA's" in autocast
     precision = printed[title]
     assert not any(key.startswith("tf32") for key in precision[0])
-    assert [row["measured"] for row in precision] == ["forward", "forward+backward", "train step"]
+    assert [(row["mode"], row["measured"]) for row in precision] == [
+        ("forward", "forward"), ("train", "forward"), ("train", "forward+backward"), ("train", "train step")]
     assert all(row["fp32 speedup"] == 1.0 and row["params"] > 0 and row["bf16 median ms"] > 0 for row in precision)
+    refused = subprocess.run([*args[:args.index("--modes")], "--modes", "inference", "--runs-dir", str(tmp_path)],
+                             capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2 and "--modes: unknown value 'inference'" in refused.stderr
 
 
 @pytest.mark.slow
@@ -158,23 +164,6 @@ def test_building_every_table_of_a_study_reads_each_file_once(monkeypatch):
     cells = len(tables["cells"])
     assert len(tables) == 2 and cells == 4
     assert reads == {"sweep.json": 1, "manifest.json": cells, "summary.json": cells, "steps.jsonl": cells}
-
-
-@pytest.mark.slow
-def test_precision_study_over_modes_times_forward_and_the_train_step_in_one_command(tmp_path):
-    args = [sys.executable, "-m", "sysprof.profiler_core", "study", "precision", "--models", "tiny", "--device", "cpu",
-            "--ctx", "16", "--steps", "2", "--warmup", "0", "--modes", "forward,train", "--runs-dir", str(tmp_path),
-            "--json"]
-    done = subprocess.run(args, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    printed = json.loads(done.stdout)
-    precision = next(rows for title, rows in printed.items() if title.startswith("fp32 vs bf16 on cpu"))
-    assert [(row["mode"], row["measured"]) for row in precision] == [
-        ("forward", "forward"), ("train", "forward"), ("train", "forward+backward"), ("train", "train step")]
-    assert all(row["bf16 median ms"] > 0 for row in precision)
-    refused = subprocess.run([*args[:args.index("--modes")], "--modes", "inference", "--runs-dir", str(tmp_path)],
-                             capture_output=True, text=True, timeout=120)
-    assert refused.returncode == 2 and "--modes: unknown value 'inference'" in refused.stderr
 
 
 def test_a_pivot_that_averages_over_a_varied_field_it_leaves_out_says_so():

@@ -129,6 +129,7 @@ def test_a_stats_csv_whose_header_was_changed_names_the_file_and_the_column(tmp_
     assert code != 0 and "cuda_gpu_kern_sum.csv: the cuda_gpu_kern_sum table has no 'total_ns' column" in err
 
 
+@pytest.mark.slow  # the report draws the study's figures: about 5 s on a 2-core machine
 def test_garbage_lines_in_a_studys_cells_are_said_by_export_and_report(tmp_path):
     study = tmp_path / "attention"
     shutil.copytree(STUDIES / "attention-oom-h200", study)

@@ -198,6 +198,7 @@ def test_the_form_is_a_and_the_ab_field_b_in_the_command_ab_runs():
     assert cfg_b == RunConfig(model="tiny", device="cpu", ctx=32, batch=2, repeats=4, optimizer_impl="fused")
 
 
+@pytest.mark.slow  # about 5 s on a 2-core machine: not for the fast tier
 async def test_ab_from_configure_starts_on_studies_and_a_b_that_changes_nothing_is_one_line(tmp_path):
     app = studies_app(tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:
@@ -213,6 +214,7 @@ async def test_ab_from_configure_starts_on_studies_and_a_b_that_changes_nothing_
         assert pane.study.stage == "failed" and "A and B are the same config" in pane.study.message
 
 
+@pytest.mark.slow  # about 5 s on a 2-core machine: not for the fast tier
 async def test_advise_from_configure_starts_the_advisor_on_the_forms_config_within_the_budget(tmp_path):
     app = studies_app(tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:
@@ -231,6 +233,7 @@ async def test_advise_from_configure_starts_the_advisor_on_the_forms_config_with
         assert pane.study.stage == "failed" and "over the budget" in pane.study.message
 
 
+@pytest.mark.slow  # about 5 s on a 2-core machine: not for the fast tier
 @pytest.mark.parametrize("configure_shown_before", [False, True])
 async def test_u_puts_the_advisors_answer_into_configure_keeping_the_forms_repeats(tmp_path, configure_shown_before):
     app = studies_app(tmp_path, ADVISE)
@@ -254,6 +257,7 @@ async def test_u_on_a_study_without_an_answer_says_so(tmp_path):
         assert any("No answer here" in str(n.message) for n in app._notifications)
 
 
+@pytest.mark.slow  # about 5 s on a 2-core machine: not for the fast tier
 async def test_picking_another_template_fills_the_command_line_and_its_first_value_does_not(tmp_path):
     app = studies_app(tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:

@@ -140,10 +140,10 @@ def test_bad_rank_settings_are_one_line(changes, field, text):
 
 @pytest.mark.slow
 def test_two_ranks_on_cpu_are_timed_gathered_and_tabled(cli_env):
-    result = sysprof(["run", *TWO_RANKS, "--steps", "3", "--json"], cli_env)
-    assert result.returncode == 0, result.stderr
-    summary = json.loads(result.stdout)
-    run_dir = Path(summary["run_dir"])
+    human = sysprof(["run", *TWO_RANKS, "--steps", "3"], cli_env)  # its tables, then its directory's summary
+    assert human.returncode == 0, human.stderr
+    [run_dir] = Path(cli_env["SYSPROF_RUNS"]).iterdir()
+    summary = json.loads((run_dir / "summary.json").read_text())
     assert run_dir.name.endswith("-ddp2") and summary["ranks"]["world"] == 2
     rows = summary["ranks"]["rows"]
     assert [row["rank"] for row in rows] == [0, 1] and all(row["status"] == "ok" for row in rows)
@@ -151,7 +151,6 @@ def test_two_ranks_on_cpu_are_timed_gathered_and_tabled(cli_env):
     rank_one = [json.loads(line) for line in (run_dir / "ranks" / "01" / "steps.jsonl").read_text().splitlines()]
     assert sum(step["kind"] == "measured" for step in rank_one) == 3
     assert summary["ranks"]["tokens_per_s_all_ranks"] == pytest.approx(sum(row["tokens_per_s"] for row in rows))
-    human = sysprof(["run", *TWO_RANKS, "--steps", "2"], cli_env)
     words = " ".join(human.stdout.split())  # a title may wrap at 80 columns
     assert "2 ranks · ddp · batch 2 per rank" in words and "rank 0 of 2" in words
 

@@ -17,3 +17,10 @@ def test_a_lone_spike_beside_the_evaluations_is_left_out_of_the_period_and_the_e
     spikes = found["periodic spikes"]
     assert spikes.startswith("every 5 steps a step takes ") and "(steps 5, 10, 15; 3 in all)" in spikes
     assert "the extra time in the eval phase" in spikes
+
+
+def test_two_events_of_one_period_at_different_offsets_are_both_kept():
+    from sysprof.profiler_core.analysis.loop_findings import _on_the_period
+
+    assert _on_the_period([2, 5, 8, 10, 13, 15, 18], 5) == [5, 8, 10, 13, 15, 18]
+    assert _on_the_period([2, 5, 10, 15], 5) == [5, 10, 15]

@@ -141,8 +141,9 @@ class SysprofApp(PaneNavigation, RunActions, TableExportActions, App):
         except RunDirError as exc:
             self.notify(str(exc), title="Cannot open run", severity="error")
 
-    def open_path(self, path: Path) -> None:
-        """A run directory opens on Live, a sweep or study directory on Studies; one still running re-attaches."""
+    def open_path(self, path: Path, switches: int | None = None) -> None:
+        """A run directory opens on Live, a sweep or study directory on Studies; one still running re-attaches.
+        switches: the pane switches counted when the user asked (a pane chosen since is kept)."""
         live = control.live_process(path)
         if live is not None and live.alive:
             self.attach(live)
@@ -157,7 +158,8 @@ class SysprofApp(PaneNavigation, RunActions, TableExportActions, App):
             self.open_run(path)
             # After the refresh the new run state causes (panes rebuild their tables): switched before it, the
             # tab change was sometimes lost.
-            self.call_after_refresh(self.show_pane_unless_moved, "live", self.shown_pane_name())
+            self.call_after_refresh(self.show_pane_unless_moved, "live",
+                                    self.pane_switches if switches is None else switches)
 
     @on(StudiesPane.Ended)
     def study_ended(self) -> None:
@@ -166,7 +168,7 @@ class SysprofApp(PaneNavigation, RunActions, TableExportActions, App):
 
     @on(RunsPane.Open)
     def run_chosen(self, message: RunsPane.Open) -> None:
-        self.open_path(message.path)
+        self.open_path(message.path, message.switches)
 
     @on(RunsPane.Interleave)
     @on(ConfigurePane.Interleave)

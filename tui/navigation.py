@@ -27,6 +27,8 @@ else:
 class PaneNavigation(_PaneHost):
     """Mixed into the App: needs pane_factories (pane name → its maker) and a focus_pending flag."""
 
+    pane_switches = 0  # by keys, commands and the app (not tab clicks): what a deferred switch checks
+
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         for key in GLOBAL_KEYS:
@@ -57,14 +59,16 @@ class PaneNavigation(_PaneHost):
         tabs = self.screen.query("#panes") if self.screen_stack else None
         return tabs.first(TabbedContent).active if tabs else None
 
-    def show_pane_unless_moved(self, pane: str, shown_then: str | None) -> None:
-        """A switch deferred to after a refresh: a pane the user chose meanwhile (a key pressed first) stays."""
-        if self.shown_pane_name() == shown_then:
+    def show_pane_unless_moved(self, pane: str, switches_then: int) -> None:
+        """A switch deferred to after a refresh: a pane chosen since switches_then was counted (a key pressed
+        first, even before the app read the message that asked for this switch) stays."""
+        if self.pane_switches == switches_then:
             self.action_show_pane(pane)
 
     def action_show_pane(self, pane: str) -> None:
         tabs = self.screen.query("#panes")
         if pane in PANES and tabs and tabs.first(TabbedContent).active != pane:
+            self.pane_switches += 1
             self.build_pane(tabs.first(TabbedContent).get_pane(pane))
             # A focused widget that is hidden hands focus to a sibling in its own pane, which switches the tabs
             # back (TabbedContent follows focus): let go of it first; pane_shown focuses the new pane.

@@ -5,12 +5,14 @@
 Each sample is one fresh process and its CPU (user + system, from the kernel's account of the waited-for child):
 `import torch`; `import torch, torch._dynamo` (every training process imports the latter: building an optimizer
 and its first step do); and a whole `sysprof` runner pass of the tiny preset on the CPU (2 warm-up and 3 measured
-train steps at ctx 32), which is what each real run a test starts costs. Median and min–max over the repeats.
+train steps at ctx 32), which is what each real run a test starts costs. Median and min–max over the repeats;
+OMP_NUM_THREADS=1 unless the caller sets it.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import statistics
 import subprocess
@@ -23,7 +25,8 @@ TINY = {"model": "tiny", "ctx": 32, "batch": 4, "warmup": 2, "steps": 3, "device
 
 def child_cpu_s(argv: list[str]) -> float:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run(argv, check=True, capture_output=True)
+    # one compute thread, as the tests run them (a thread count given outside is kept)
+    subprocess.run(argv, check=True, capture_output=True, env={"OMP_NUM_THREADS": "1", **os.environ})
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 

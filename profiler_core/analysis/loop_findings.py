@@ -63,26 +63,34 @@ def _spike_indices(steps: list[dict[str, Any]]) -> list[int]:
 
 
 def periodic_spikes(steps: list[dict[str, Any]]) -> dict[str, str] | None:
-    spikes = _spike_indices(steps)
-    if len(spikes) < 3:
-        return None
-    gaps = Counter(b - a for a, b in zip(spikes, spikes[1:]))
-    period, count = gaps.most_common(1)[0]
-    if count < max(2, (len(spikes) - 1) // 2):
-        return None
-    spikes = _on_the_period(spikes, period)
+    found = _spike_indices(steps)
+    period = _period(found)
+    spikes = _on_the_period(found, period) if period else []
     if len(spikes) < 3:
         return None
     by_index = {s["index"]: s for s in steps}
     spiked = statistics.median(by_index[i]["wall_ms"] for i in spikes)
-    usual = statistics.median(s["wall_ms"] for s in steps if s["index"] not in set(spikes))
-    where = _where_the_time_went(steps, spikes)
+    usual = statistics.median(s["wall_ms"] for s in steps if s["index"] not in set(found))
+    where = _where_the_time_went(steps, spikes, set(found))
     return {"kind": "periodic spikes",
             "text": f"every {period} steps a step takes {spiked:.1f} ms against {usual:.1f} ms (steps "
                     f"{', '.join(map(str, spikes[:4]))}{', …' if len(spikes) > 4 else ''}; {len(spikes)} in all), "
                     f"{where}: evaluation, checkpointing or logging every {period} steps? The medians leave them out",
             "rests_on": f"step times ({_clock(steps)}) above {SPIKE_FACTOR}× the median and {SPIKE_MADS:g} MADs "
                         f"out, recurring at one period"}
+
+
+def _period(spikes: list[int]) -> int | None:
+    """The distance at which most spikes have another spike after them: the neighbours' gaps and the gaps two and
+    three spikes on are the candidates (two events of one period at different offsets alternate their gaps); the
+    shortest wins a tie. None when it pairs too few of them to be a period."""
+    if len(spikes) < 3:
+        return None
+    at = set(spikes)
+    candidates = Counter(b - a for k in (1, 2, 3) for a, b in zip(spikes, spikes[k:])).most_common(5)
+    pairs = {gap: sum(index + gap in at for index in spikes) for gap, _ in candidates}
+    period = min(pairs, key=lambda gap: (-pairs[gap], gap))
+    return period if pairs[period] >= max(2, (len(spikes) - 1) // 2) else None
 
 
 def _on_the_period(spikes: list[int], period: int) -> list[int]:
@@ -92,12 +100,13 @@ def _on_the_period(spikes: list[int], period: int) -> list[int]:
     return [index for index in spikes if residues[index % period] >= 2]
 
 
-def _where_the_time_went(steps: list[dict[str, Any]], spikes: list[int]) -> str:
-    """The phase (or the time outside every phase) that grew most in the spiked steps."""
+def _where_the_time_went(steps: list[dict[str, Any]], spikes: list[int], every_spike: set[int]) -> str:
+    """The phase (or the time outside every phase) that grew most in the spiked steps, against the steps that are
+    no spike at all."""
     def parts(step: dict[str, Any]) -> dict[str, float]:
         return step["phases_ms"] | {"outside the phases": step["wall_ms"] - sum(step["phases_ms"].values())}
     spiked = [parts(s) for s in steps if s["index"] in set(spikes)]
-    usual = [parts(s) for s in steps if s["index"] not in set(spikes)]
+    usual = [parts(s) for s in steps if s["index"] not in every_spike]
     names = dict.fromkeys(name for p in spiked for name in p)  # a phase only the spiked steps have (eval) counts
     growth = {name: statistics.median(p.get(name, 0.0) for p in spiked) - statistics.median(p.get(name, 0.0)
                                                                                             for p in usual)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from textual.widgets import Input
-from tui_helpers import settle, text, until_opened
+from tui_helpers import settle, text, until_opened, wait_until
 
 from sysprof.profiler_core.base.config import RunConfig
 from sysprof.tui.app import build_app
@@ -166,23 +166,34 @@ async def test_a_gpu_run_without_passes_says_which_pass_to_add(tmp_path):
         assert "this run had no memory pass" in " ".join(text(app).split())
 
 
-async def test_a_pane_chosen_before_an_opened_run_is_drawn_stays_shown():
+async def test_a_pane_chosen_before_an_opened_run_is_drawn_stays_shown(monkeypatch):
     """Opening a run switches to Live after the next refresh; a key pressed before that refresh (a loaded machine,
-    a fast typist) chose a pane, and it stays."""
+    a fast typist), even before the app read Runs' enter, chose a pane, and it stays."""
+    from sysprof.tui.app import SysprofApp
+    from sysprof.tui.panes.runs import RunsPane
+
+    deferred: list[tuple] = []
+    real = SysprofApp.show_pane_unless_moved
+    monkeypatch.setattr(SysprofApp, "show_pane_unless_moved",
+                        lambda self, *given: deferred.append(given) or real(self, *given))
     app = offline_app(ANALYSED)
     async with app.run_test(size=(100, 30)) as pilot:
-        await settle(app, pilot)
+        await wait_until(pilot, lambda: len(deferred) == 1, "the start's switch to Live")
+        await settle(app, pilot)  # and the start's own focus (Textual focuses Live's table; the tabs follow focus)
         app.open_path(ANALYSED)
         app.action_show_pane("memory")  # in the same tick: before the refresh the switch to Live waits for
+        await wait_until(pilot, lambda: len(deferred) == 2, "the deferred switch")
         await settle(app, pilot)
-        await pilot.pause(0.1)
         assert app.shown_pane_name() == "memory"
-        app.action_show_pane("runs")
+        await settle(app, pilot, "5")
+        app.query_one(RunsPane).post_message(RunsPane.Open(ANALYSED, app.pane_switches))  # enter on a run
+        app.action_show_pane("memory")  # a key the app handles before the message
+        await wait_until(pilot, lambda: len(deferred) == 3, "the deferred switch after enter")
         await settle(app, pilot)
-        app.open_path(ANALYSED)  # as Runs' enter does: nothing chosen since, so Live shows
-        await settle(app, pilot)
-        await pilot.pause(0.1)
-        assert app.shown_pane_name() == "live"
+        assert app.shown_pane_name() == "memory"
+        await settle(app, pilot, "5")
+        app.query_one(RunsPane).post_message(RunsPane.Open(ANALYSED, app.pane_switches))  # nothing chosen since
+        await wait_until(pilot, lambda: app.shown_pane_name() == "live", "Live after Runs' enter")
 
 
 async def test_memory_screen_peaks_timeline_and_tables():

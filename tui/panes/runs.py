@@ -59,9 +59,9 @@ class RunsPane(ReportActions, Pane):
     BINDINGS = pane_bindings("Runs")
 
     class Open(Message):
-        def __init__(self, path: Path):
+        def __init__(self, path: Path, switches: int | None = None):
             super().__init__()
-            self.path = path
+            self.path, self.switches = path, switches  # the app's pane switches when enter was pressed
 
     class Interleave(Message):
         """Run this `sysprof ab` command on Studies."""
@@ -112,7 +112,7 @@ class RunsPane(ReportActions, Pane):
     def action_open_run(self) -> None:
         record = self.query_one("#runs-table", MarkableTable).cursor_record()
         if record:
-            self.post_message(self.Open(Path(record["path"])))
+            self.post_message(self.Open(Path(record["path"]), getattr(self.app, "pane_switches", None)))
 
     def _two_marked_runs(self, key: str) -> tuple[dict, dict] | None:
         """The two marked rows when they are two different runs; else a notice and None."""

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from sysprof.profiler_core.base import events, rundir
 from sysprof.profiler_core.base.config import RunConfig
-from sysprof.profiler_core.base.processes import python_module
+from sysprof.profiler_core.base.processes import torch_module
 from sysprof.profiler_core.base.records import RunSummary
 from sysprof.profiler_core.session.process import RunnerProcess, mark_killed
 
@@ -32,7 +32,7 @@ def smoke_bound_s(cfg: RunConfig) -> float:
 
 def arms_argv(arms: list[tuple[RunConfig, Path]], blocks: int = BLOCKS, min_block_s: float = 0.0) -> list[str]:
     spec = [{"run_dir": str(path), "config": cfg.to_dict(), "smoke_s": smoke_bound_s(cfg)} for cfg, path in arms]
-    return [*python_module("sysprof.profiler_core.runner.arms"), "--arms-json", json.dumps(spec),
+    return [*torch_module("sysprof.profiler_core.runner.arms"), "--arms-json", json.dumps(spec),
             "--blocks", str(blocks)] + (["--min-block-s", f"{min_block_s:g}"] if min_block_s else [])
 
 

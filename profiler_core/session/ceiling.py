@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from sysprof.profiler_core.base.config import RunConfig
-from sysprof.profiler_core.base.processes import python_module
+from sysprof.profiler_core.base.processes import torch_module
 
 CEILING_TIMEOUT_S = 180.0  # start-up, one meta pass and a few seconds of matmuls: minutes only for a huge model
 
 
 def ceiling_argv(cfg: RunConfig) -> list[str]:
-    return [*python_module("sysprof.profiler_core.runner.ceiling"), "--config-json", json.dumps(cfg.to_dict())]
+    return [*torch_module("sysprof.profiler_core.runner.ceiling"), "--config-json", json.dumps(cfg.to_dict())]
 
 
 def measure_ceiling(cfg: RunConfig, stderr_log: Path) -> dict[str, Any]:

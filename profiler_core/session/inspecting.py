@@ -10,14 +10,14 @@ from pathlib import Path
 from sysprof.profiler_core.base import events, rundir
 from sysprof.profiler_core.base.config import RunConfig
 from sysprof.profiler_core.base.errors import ConfigError, InspectFailed
-from sysprof.profiler_core.base.processes import python_module
+from sysprof.profiler_core.base.processes import torch_module
 from sysprof.profiler_core.base.records import InspectReport
 
 INSPECT_TIMEOUT_S = 300.0  # a large user model on the meta device: minutes at worst, never forever
 
 
 def inspect_argv(cfg: RunConfig, depth: int) -> list[str]:
-    return [*python_module("sysprof.profiler_core.runner.inspect_model"), "--config-json",
+    return [*torch_module("sysprof.profiler_core.runner.inspect_model"), "--config-json",
             json.dumps(cfg.to_dict()), "--depth", str(depth)]
 
 

@@ -5,15 +5,15 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from sysprof.profiler_core.base import events, rundir
 from sysprof.profiler_core.base.config import RunConfig
-from sysprof.profiler_core.base.processes import SAFE_PATH, python_module
+from sysprof.profiler_core.base.processes import python_module, torch_module
 from sysprof.profiler_core.base.records import RunError, RunSummary
 
+RUNNER = "sysprof.profiler_core.runner"
 CANCEL_GRACE_S = 15.0  # time an interrupted runner (and a wrapping nsys) gets to finish its files
 
 
@@ -23,14 +23,15 @@ def runner_argv(cfg: RunConfig, run_dir: Path, capture: str = "none", launcher: 
 
     launcher: a command the runner runs under (nsys profile …); with ranks torchrun starts it once per rank.
     hold: the runner starts up, then waits to be released (runner/hold.py; one process only)."""
-    runner = [SAFE_PATH, "-m", "sysprof.profiler_core.runner", "--run-dir", str(run_dir),
-              "--config-json", json.dumps(cfg.to_dict())]
+    # under a launcher the runner starts fresh: a process a warm-start server forked would escape it
+    runner = python_module(RUNNER) if launcher else torch_module(RUNNER)
+    runner += ["--run-dir", str(run_dir), "--config-json", json.dumps(cfg.to_dict())]
     runner += ["--capture", capture] if capture != "none" else []
     runner += ["--hold"] if hold else []
     if not cfg.distributed:
-        return [*launcher, sys.executable, *runner]
+        return [*launcher, *runner]
     # torchrun runs the given command as each rank's program (--no-python): the launcher, then python -P
-    return [*torchrun_argv(cfg), "--no-python", *launcher, sys.executable, *runner]
+    return [*torchrun_argv(cfg), "--no-python", *launcher, *runner]
 
 
 def torchrun_argv(cfg: RunConfig) -> list[str]:
@@ -39,7 +40,7 @@ def torchrun_argv(cfg: RunConfig) -> list[str]:
     run with its reason."""
     meet = ["--standalone"] if cfg.nnodes == 1 else ["--nnodes", str(cfg.nnodes), "--rdzv-backend", "c10d",
                                                      "--rdzv-endpoint", str(cfg.rdzv_endpoint)]
-    return [*python_module("torch.distributed.run"), *meet, "--nproc-per-node", str(cfg.nproc),
+    return [*torch_module("torch.distributed.run"), *meet, "--nproc-per-node", str(cfg.nproc),
             "--max-restarts", "0"]
 
 

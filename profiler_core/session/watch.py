@@ -19,23 +19,30 @@ from typing import Any
 from sysprof.profiler_core.analysis.stability import warnings_for_summary
 from sysprof.profiler_core.base import rundir
 from sysprof.profiler_core.base.nvml import NvmlSampler, visible_gpu_index
+from sysprof.profiler_core.base.processes import stand_in_of
 
 PERIOD_S = 0.25  # NVML's clock and reason readings are instantaneous: a few per second catch a dip of a step
 
 
-def descends_from(pid: int, ancestors: set[int], depth: int = 6) -> bool:
-    """Whether pid is one of ancestors or their child's child… (/proc): torchrun's ranks are the runner's children."""
+def descends_from(pid: int, ancestors: set[int], depth: int = 8) -> bool:
+    """Whether pid is one of ancestors or their child's child… (/proc): torchrun's ranks are the runner's children.
+    A process a warm-start server forked counts as the child of its stand-in, the process its launcher started."""
     for _ in range(depth):
         if pid in ancestors:
             return True
-        try:
-            status = Path(f"/proc/{pid}/status").read_text()
-        except OSError:  # gone, another pid namespace, not Linux: not provably ours
+        parent = stand_in_of(pid) or _parent_of(pid)
+        if parent is None or parent <= 1:
             return False
-        pid = int(next((line.split()[1] for line in status.splitlines() if line.startswith("PPid:")), "0"))
-        if pid <= 1:
-            return False
+        pid = parent
     return False
+
+
+def _parent_of(pid: int) -> int | None:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:  # gone, another pid namespace, not Linux: not provably ours
+        return None
+    return int(next((line.split()[1] for line in status.splitlines() if line.startswith("PPid:")), "0"))
 
 
 def _other_processes(sampler: NvmlSampler, ours: set[int]) -> list[dict]:

@@ -10,6 +10,7 @@ from rank_reports import SqliteBackend, unpack_rank_reports
 
 from sysprof.profiler_core.analysis.rank_readings import with_communication
 from sysprof.profiler_core.base.config import RunConfig
+from sysprof.profiler_core.base.processes import WARM_START
 from sysprof.profiler_core.session.backends.nsys_backend import NsysBackend
 from sysprof.profiler_core.session.process import runner_argv
 
@@ -25,7 +26,7 @@ def test_without_ranks_the_launcher_wraps_the_runner():
 def test_with_ranks_torchrun_starts_the_launcher_once_per_rank():
     argv = runner_argv(TWO_RANKS, Path("run"), "nsys", ["nsys", "profile"])
     no_python = argv.index("--no-python")
-    assert argv[1:4] == ["-P", "-m", "torch.distributed.run"] and "--nproc-per-node" in argv[:no_python]
+    assert argv[1:5] == ["-P", "-m", WARM_START, "torch.distributed.run"] and "--nproc-per-node" in argv[:no_python]
     assert argv[no_python + 1:no_python + 4] == ["nsys", "profile", sys.executable]
 
 
@@ -34,7 +35,7 @@ def test_with_ranks_and_no_launcher_torchrun_runs_the_runner_module_with_a_safe_
     given whole instead (--no-python), `python -P -m` as every process the tool starts."""
     argv = runner_argv(TWO_RANKS, Path("run"))
     after = argv[argv.index("--no-python") + 1:]
-    assert after[:4] == [sys.executable, "-P", "-m", "sysprof.profiler_core.runner"]
+    assert after[:5] == [sys.executable, "-P", "-m", WARM_START, "sysprof.profiler_core.runner"]
 
 
 def test_each_rank_names_its_own_report_through_nsys_environment_expansion(tmp_path):

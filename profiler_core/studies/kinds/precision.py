@@ -12,7 +12,7 @@ from sysprof.profiler_core.base.config import MODES
 from sysprof.profiler_core.base.config_checks import validate
 from sysprof.profiler_core.base.errors import ConfigError, StudyFailed
 from sysprof.profiler_core.base.options import config_from_args
-from sysprof.profiler_core.base.processes import python_module
+from sysprof.profiler_core.base.processes import torch_module
 from sysprof.profiler_core.studies.document import Study
 from sysprof.profiler_core.studies.kind import (
     StudyKind,
@@ -47,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _precision_lab(device: str) -> dict:
-    done = subprocess.run([*python_module("sysprof.profiler_core.runner.precision_lab"), "--device", device],
+    done = subprocess.run([*torch_module("sysprof.profiler_core.runner.precision_lab"), "--device", device],
                           capture_output=True, text=True)
     refused = events.decode_lines(done.stdout, (events.FAILED,))
     if refused and refused[0].get("kind") == events.CONFIG:

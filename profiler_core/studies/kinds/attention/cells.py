@@ -12,7 +12,7 @@ from sysprof.profiler_core.base import events, rundir
 from sysprof.profiler_core.base.code_specs import COMPILED_PREFIX, name_problem, target_problem
 from sysprof.profiler_core.base.config import DTYPE_BYTES, ConfigError
 from sysprof.profiler_core.base.nvml import driver_version, gpu_name
-from sysprof.profiler_core.base.processes import python_module
+from sysprof.profiler_core.base.processes import torch_module
 from sysprof.profiler_core.base.units import format_bytes
 from sysprof.profiler_core.kernels.attention_flops import attention_flops, ratio
 
@@ -77,7 +77,7 @@ def fit_problem(groups: list[list[dict]], batch: int, limit: tuple[int, str] | N
 
 
 def bench_argv(cells: list[dict], batch: int, iters: int, dtype: str, device: str) -> list[str]:
-    return [*python_module("sysprof.profiler_core.runner.attention_bench"), "--cells-json", json.dumps(cells),
+    return [*torch_module("sysprof.profiler_core.runner.attention_bench"), "--cells-json", json.dumps(cells),
             "--batch", str(batch), "--iters", str(iters), "--dtype", dtype, "--device", device]
 
 

@@ -155,8 +155,8 @@ class Forwarder:
 
     def give_back(self) -> None:
         """Nothing was forked: the handlers this process had, and the signals that came meanwhile, are its own."""
-        for signum, handler in self.before.items():
-            signal.signal(signum, handler)
+        for forwarded, handler in self.before.items():
+            signal.signal(forwarded, handler)
         for signum in self.waiting:
             signal.raise_signal(signum)
 

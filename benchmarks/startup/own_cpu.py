@@ -8,6 +8,9 @@ import sys
 
 
 def main() -> None:
+    if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
+        print(__doc__)
+        sys.exit(0 if len(sys.argv) > 1 else 2)
     module = sys.argv[1]
     sys.argv = [module, *sys.argv[2:]]
     try:

@@ -36,10 +36,12 @@ IDLE = "SYSPROF_WARM_IDLE_S"  # how long a server without work waits before it e
 IDLE_S = 120.0
 INJECTED = ("LD_PRELOAD", "CUDA_INJECTION64_PATH")
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
-# Set per process or per test by launchers, read by nothing torch does at import: a server serves them all.
+# Set per process or per test by launchers, or the terminal's, and read by nothing torch does at import (CUDA and
+# NCCL read theirs when a process first uses them): a server serves them all.
 PER_PROCESS = {"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE", "ROLE_RANK",
-               "ROLE_NAME", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "CUDA_VISIBLE_DEVICES", "PWD", "OLDPWD",
-               "_", "SHLVL"}
+               "ROLE_NAME", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "CUDA_VISIBLE_DEVICES",
+               "TORCH_NCCL_ASYNC_ERROR_HANDLING", "PWD", "OLDPWD", "_", "SHLVL", "TERM", "TERM_PROGRAM",
+               "TERM_PROGRAM_VERSION", "COLORTERM", "COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR", "TMUX", "TMUX_PANE"}
 PER_PROCESS_PREFIXES = ("TORCHELASTIC_", "SYSPROF_", "PYTEST_")
 MAX_SOCKET_PATH = 100  # AF_UNIX paths end at 107 bytes
 

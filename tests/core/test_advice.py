@@ -213,17 +213,17 @@ def test_advise_on_the_cpu_diagnoses_then_measures_its_candidates_against_the_ba
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
         code = cli.main(["advise", "--model", "tiny", "--device", "cpu", "--ctx", "32", "--warmup", "1", "--steps",
-                         "4", "--repeats", "2", "--budget", "1.5", "--runs-dir", str(tmp_path), "--json"])
+                         "4", "--repeats", "2", "--budget", "1", "--runs-dir", str(tmp_path), "--json"])
     assert code == 0, err.getvalue()
     said = err.getvalue()
-    assert "plan: the baseline and 0 candidates" not in said, said  # 1.5 min leaves room for one at least
+    assert "plan: the baseline and 0 candidates" not in said, said  # 1 min leaves room for one at least
     assert said.index("diagnosis: one process of the config as given") < said.index("plan: the baseline and ")
     assert "  skip  TF32 for fp32 matmuls: TF32 is a CUDA matmul mode" in said
     study_dir = Path(json.loads(out.getvalue())["study_dir"])
     advice = json.loads((study_dir / "advice.json").read_text())
     assert advice["diagnosis_cell"] == 0 and advice["first_cell"] == 1 and advice["hints"]["launch_bound"] == []
     assert advice["per_cell_s"] > 0  # the candidates' cells as timed: what a resumed combination is planned with
-    assert advice["budget_s"] == 90  # what a resume without --budget takes the rest of
+    assert advice["budget_s"] == 60  # what a resume without --budget takes the rest of
     tables = study_tables(study_dir)
     rows = tables["advice: each candidate against the baseline, interleaved"]
     measured = [row for row in rows if row["status"] == "ok"]

@@ -107,7 +107,8 @@ def test_switched_off_or_under_an_injected_tool_the_process_runs_fresh(warm_env,
 def test_a_server_serves_every_rank_and_test_but_not_another_thread_count():
     base = {"PATH": "/usr/bin", "OMP_NUM_THREADS": "1"}
     same = server_key({**base, "RANK": "1", "MASTER_PORT": "29500", "CUDA_VISIBLE_DEVICES": "3",
-                       "PYTEST_CURRENT_TEST": "t", "TORCHELASTIC_RUN_ID": "x", "SYSPROF_ANYTHING": "1"})
+                       "PYTEST_CURRENT_TEST": "t", "TORCHELASTIC_RUN_ID": "x", "SYSPROF_ANYTHING": "1",
+                       "TERM": "tmux-256color", "NO_COLOR": "", "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1"})
     assert same == server_key(base)
     assert server_key({**base, "OMP_NUM_THREADS": "2"}) != server_key(base)
 

@@ -249,7 +249,7 @@ def test_a_study_at_80_by_24_draws_its_figure_and_writes_its_report(tmp_path):
 
 
 def test_advise_from_configure_runs_to_its_answer_on_the_studies_screen(tmp_path):
-    """The real app asks the real advisor about the form's config (tiny on the CPU, a 2-minute budget): Studies
+    """The real app asks the real advisor about the form's config (tiny on the CPU, a 1-minute budget): Studies
     shows the candidates as they land, then the answer above the tables; u takes an answer into Configure."""
     name = f"sysprof-e2e-advise-{tmp_path.name}"
     settings = tmp_path / "config" / "sysprof-tui"
@@ -263,8 +263,8 @@ def test_advise_from_configure_runs_to_its_answer_on_the_studies_screen(tmp_path
         wait_for(name, "tiny (3.1M)", timeout=60)  # the form of the saved config
         tmux("send-keys", "-t", name, "BTab", "BTab")  # from the form's first field back to the budget field
         time.sleep(0.5)
-        tmux("send-keys", "-t", name, "-l", "2")
-        wait_for(name, "Advise (ctrl+y)", absent="budget in minutes (20)")  # 2 minutes typed, not the default
+        tmux("send-keys", "-t", name, "-l", "1")
+        wait_for(name, "Advise (ctrl+y)", absent="budget in minutes (20)")  # 1 minute typed, not the default
         tmux("send-keys", "-t", name, "C-y")
         wait_for(name, "advise · running", timeout=60)
         shown = wait_for(name, "each candidate against the baseline", timeout=180)  # the plan, once the diagnosis ran

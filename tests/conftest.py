@@ -80,10 +80,9 @@ def pytest_collection_modifyitems(config, items) -> None:
 
 
 def pytest_xdist_auto_num_workers(config) -> int:
-    """`-n auto`: two workers per core. Most of the long tests wait (on a terminal's screen, on an advisor's budget,
-    on processes they started, which the warm start forks without importing torch again) more than they compute; a
-    second worker per core runs another test on the core they leave."""
-    return 2 * (os.cpu_count() or 1)
+    """`-n auto`: a worker per core and one more. Many tests wait (on a terminal's screen, on an advisor's budget, on
+    processes they started) more than they compute; the extra worker runs another test on the core they leave."""
+    return (os.cpu_count() or 1) + 1
 
 
 def _longest_first(item) -> int:

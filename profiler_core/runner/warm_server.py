@@ -15,10 +15,10 @@ running for IDLE_S seconds the server exits.
 """
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
-import runpy
 import selectors
 import signal
 import socket
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sysprof.profiler_core.base.processes import STAND_IN_FOLDER, warm_folder
-from sysprof.profiler_core.runner.warm_start import FORWARDED
+from sysprof.profiler_core.runner.warm_start import FORWARDED, run_as_main
 
 READ_TIMEOUT_S = 10.0  # a stand-in sends its request at once; one that does not is dropped
 
@@ -66,7 +66,7 @@ def main() -> None:
         path.unlink(missing_ok=True)
         return
     become(request)
-    runpy.run_module(request.module, run_name="__main__", alter_sys=True)
+    run_as_main(request.module)
 
 
 def _lock(path: Path) -> int | None:
@@ -93,6 +93,10 @@ def _bind(path: Path) -> socket.socket | None:
 
 def unfit() -> str | None:
     """Why this process may not fork the processes asked of it, None if it may."""
+    try:
+        os.close(os.pidfd_open(os.getpid()))  # how it learns that a forked process ended (Linux 5.3)
+    except OSError as error:
+        return f"no pidfd_open here ({error})"
     if _threads() > 1:
         _settle()
     threads = _threads()
@@ -149,26 +153,28 @@ class Server:
     def _accept(self) -> Request | None:
         connection, _ = self.listener.accept()
         request = _receive(connection)
-        if request is None or unfit():
+        if request is None or unfit():  # the stand-in reads no pid and runs the module itself
+            _close(request.fds if request else [])
             connection.close()
             return None
         pid = os.fork()
         if pid == 0:
             connection.close()
             self._close_all()
+            # before any of its code runs: from then on it counts as its stand-in's child (the server removes it)
+            with contextlib.suppress(OSError):  # without it, only the GPU watch cannot tell it is ours
+                _stand_in_file(os.getpid()).write_text(str(request.stand_in))
             return request
-        self._started(pid, connection, request)
+        _close(request.fds)  # a pipe stays open while any copy of it is
+        _send(connection, {"pid": pid})
+        self._watch(pid, connection)
         return None
 
-    def _started(self, pid: int, connection: socket.socket, request: Request) -> None:
-        for fd in request.fds:
-            os.close(fd)
-        _stand_in_file(pid).write_text(str(request.stand_in))
+    def _watch(self, pid: int, connection: socket.socket) -> None:
         pidfd = os.pidfd_open(pid)
         self.running[pid] = (connection, pidfd)
         self.selector.register(pidfd, selectors.EVENT_READ, ("ended", pid))
         self.selector.register(connection, selectors.EVENT_READ, ("stand-in", pid))
-        _send(connection, {"pid": pid})
 
     def _ended(self, pid: int) -> None:
         _, status = os.waitpid(pid, 0)
@@ -183,13 +189,14 @@ class Server:
 
     def _stand_in_spoke(self, pid: int) -> None:
         """A stand-in says nothing after its request: readable means it is gone, and so must its process be."""
-        connection, pidfd = self.running[pid]
-        assert connection is not None
+        connection, pidfd = self.running.get(pid, (None, -1))
+        if connection is None:  # ended in the same batch of events
+            return
         self.selector.unregister(connection)
         connection.close()
         self.running[pid] = (None, pidfd)
         try:
-            os.kill(pid, signal.SIGKILL)
+            os.killpg(pid, signal.SIGKILL)  # it leads a group of its own: its workers go with it
         except ProcessLookupError:
             pass
 
@@ -206,20 +213,25 @@ class Server:
 
 def _receive(connection: socket.socket) -> Request | None:
     connection.settimeout(READ_TIMEOUT_S)
+    fds: list[int] = []
     try:
         _, fds, _, _ = socket.recv_fds(connection, 1, 4)
-        line = connection.makefile("rb").readline()
-        fields = json.loads(line)
-    except (OSError, ValueError):
+        fields = json.loads(connection.makefile("rb").readline())
+        request = Request(**{name: fields[name] for name in ("module", "argv", "env", "umask", "ignored", "cpus",
+                                                              "stand_in")}, fds=fds)
+    except (OSError, ValueError, KeyError, TypeError):  # a request cut short or not ours: nothing is forked
+        _close(fds)
         return None
     connection.settimeout(None)
     if len(fds) != 4:
-        for fd in fds:
-            os.close(fd)
+        _close(fds)
         return None
-    return Request(**{name: fields[name] for name in ("module", "argv", "env", "umask", "ignored", "cpus",
-                                                       "stand_in")},
-                   fds=fds)
+    return request
+
+
+def _close(fds: list[int]) -> None:
+    for fd in fds:
+        os.close(fd)
 
 
 def _send(connection: socket.socket, message: dict) -> None:

@@ -26,6 +26,7 @@ import signal
 import socket
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 from sysprof.profiler_core.base.processes import SAFE_PATH, warm_folder
@@ -53,9 +54,17 @@ def main() -> None:
     status = forked(module, args) if wanted(os.environ) else None
     if status is None:
         sys.argv = [module, *args]
-        runpy.run_module(module, run_name="__main__", alter_sys=True)
+        run_as_main(module)
         return
     exit_as(status)
+
+
+def run_as_main(module: str) -> None:
+    """MODULE run as `python -m` runs it: in a `__main__` of its own that lives until the interpreter ends.
+    (runpy.run_module frees the module's globals as it returns: a DDP model's gloo process group freed then joins,
+    holding the GIL, a thread of its own that waits for the GIL.)"""
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    runpy._run_module_as_main(module, alter_argv=True)  # type: ignore[attr-defined]
 
 
 def wanted(env: os._Environ | dict[str, str]) -> bool:
@@ -74,7 +83,9 @@ def server_key(env: dict[str, str]) -> str:
                                                      Path(__file__).with_name("warm_server.py")) if path]
     limits = [resource.getrlimit(getattr(resource, name)) for name in dir(resource) if name.startswith("RLIMIT_")]
     shared = sorted((name, value) for name, value in env.items() if not per_process(name))
-    facts = [sys.executable, sys.path, list(sys.flags), stamps, limits, os.getpriority(os.PRIO_PROCESS, 0), shared]
+    # the CPUs too: OpenBLAS and OpenMP size their pools from them when torch loads them
+    facts = [sys.executable, sys.path, list(sys.flags), stamps, limits, os.getpriority(os.PRIO_PROCESS, 0),
+             sorted(os.sched_getaffinity(0)), shared]
     return hashlib.sha256(json.dumps(facts, default=str).encode()).hexdigest()[:24]
 
 
@@ -192,7 +203,9 @@ def exit_as(status: int) -> None:
     """End as the forked process ended: the same exit code, or death by the same signal."""
     code = os.waitstatus_to_exitcode(status)
     if code < 0:
-        signal.signal(-code, signal.SIG_DFL)
+        if -code not in (signal.SIGKILL, signal.SIGSTOP):  # their handling cannot be changed, nor needs to be
+            signal.signal(-code, signal.SIG_DFL)
+        resource.setrlimit(resource.RLIMIT_CORE, (0, resource.getrlimit(resource.RLIMIT_CORE)[1]))  # one dump is enough
         sys.stdout.flush()
         os.kill(os.getpid(), -code)
         code = 128 - code

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from sysprof.profiler_core.base.processes import STAND_IN_FOLDER, torch_module
-from sysprof.profiler_core.runner.warm_start import server_key
+from sysprof.profiler_core.runner.warm_start import server_key, wanted
 from sysprof.profiler_core.session.watch import descends_from
 
 PROBE = Path(__file__).resolve().parents[1] / "data" / "warm"
@@ -56,15 +56,16 @@ def forked_probe(env: dict, *args: str, **popen) -> tuple[subprocess.Popen, dict
 
 
 def test_a_forked_process_keeps_the_launchers_streams_folder_environment_and_exit_code(warm_env, tmp_path):
-    env = {**warm_env, "PROBE_VALUE": "seven"}
-    process, said = forked_probe(env, "exit", "3", cwd=tmp_path)
+    forked_probe(warm_env, "exit", "0", cwd="/")[0].communicate(timeout=60)  # the server: started elsewhere
+    # what differs from the server's own: a variable left out of its key, the folder, the umask
+    process = probe({**warm_env, "SYSPROF_PROBE": "seven"}, "exit", "3", cwd=tmp_path,
+                    preexec_fn=lambda: os.umask(0o027))
+    said = first_line(process)
     rest, _ = process.communicate(timeout=60)
     assert said["torch_imported_before"], "no server forked the probe"
     assert said["pid"] != process.pid and said["ppid"] != process.pid  # another process, not the launcher's child
     assert (said["cwd"], said["probe_value"], said["argv"]) == (str(tmp_path), "seven", ["exit", "3"])
-    umask = os.umask(0)
-    os.umask(umask)
-    assert said["umask"] == umask
+    assert said["umask"] == 0o027
     assert process.returncode == 3 and rest == ""
     assert not (Path(warm_env["XDG_RUNTIME_DIR"]) / f"sysprof-warm-{os.getuid()}" / STAND_IN_FOLDER
                 / str(said["pid"])).exists()
@@ -80,6 +81,10 @@ def test_ctrl_c_reaches_the_forked_process_and_a_signal_death_is_passed_on(warm_
     process.send_signal(signal.SIGTERM)
     process.communicate(timeout=60)
     assert process.returncode == -signal.SIGTERM
+    process, said = forked_probe(warm_env, "wait")
+    os.kill(said["pid"], signal.SIGKILL)  # the forked process itself, as the kernel's OOM killer would
+    process.communicate(timeout=60)
+    assert process.returncode == -signal.SIGKILL
 
 
 def test_the_forked_process_is_counted_as_its_launchers_and_dies_with_it(warm_env, monkeypatch):
@@ -102,6 +107,12 @@ def test_switched_off_or_under_an_injected_tool_the_process_runs_fresh(warm_env,
     said = first_line(process)
     process.communicate(timeout=60)
     assert said["pid"] == process.pid and not said["torch_imported_before"]
+
+
+def test_nsys_or_any_injected_tool_and_the_switch_keep_a_process_fresh():
+    assert wanted({}) and wanted({"LD_PRELOAD": ""})
+    assert not wanted({"SYSPROF_WARM_START": "0"}) and not wanted({"LD_PRELOAD": "libinject.so"})
+    assert not wanted({"CUDA_INJECTION64_PATH": "libToolsInjection64.so"})
 
 
 def test_a_server_serves_every_rank_and_test_but_not_another_thread_count():

@@ -1,6 +1,7 @@
-"""A module the warm-start tests run: it says where and how it runs, then ends as its first argument says.
+"""A module the warm-start tests run: it prints where and how it runs as one JSON line, then ends as its first
+argument says.
 
-    warm_probe exit CODE | warm_probe wait   (wait: prints "ready", then sleeps; Ctrl-C ends it with code 7)
+    warm_probe exit CODE | warm_probe wait   (wait: sleeps a minute; Ctrl-C ends it with code 7)
 """
 import json
 import os
@@ -8,15 +9,15 @@ import signal
 import sys
 import time
 
-print(json.dumps({"pid": os.getpid(), "ppid": os.getppid(), "cwd": os.getcwd(), "argv": sys.argv[1:],
-                  "probe_value": os.environ.get("PROBE_VALUE"), "umask": os.umask(0o022),
-                  "sighup_ignored": signal.getsignal(signal.SIGHUP) == signal.SIG_IGN,
-                  "torch_imported_before": "torch" in sys.modules}), flush=True)
-if sys.argv[1] == "wait":
-    try:
+said = {"pid": os.getpid(), "ppid": os.getppid(), "cwd": os.getcwd(), "argv": sys.argv[1:],
+        "probe_value": os.environ.get("SYSPROF_PROBE"), "umask": os.umask(0o022),
+        "sighup_ignored": signal.getsignal(signal.SIGHUP) == signal.SIG_IGN,
+        "torch_imported_before": "torch" in sys.modules}
+try:  # from before the line is printed: a Ctrl-C may follow it at once
+    print(json.dumps(said), flush=True)
+    if sys.argv[1] == "wait":
         time.sleep(60)
-    except KeyboardInterrupt:
-        print("interrupted", flush=True)
-        sys.exit(7)
-    sys.exit(0)
-sys.exit(int(sys.argv[2]))
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+    sys.exit(7)
+sys.exit(int(sys.argv[2]) if sys.argv[1] == "exit" else 0)

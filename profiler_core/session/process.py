@@ -23,8 +23,9 @@ def runner_argv(cfg: RunConfig, run_dir: Path, capture: str = "none", launcher: 
 
     launcher: a command the runner runs under (nsys profile …); with ranks torchrun starts it once per rank.
     hold: the runner starts up, then waits to be released (runner/hold.py; one process only)."""
-    # under a launcher the runner starts fresh: a process a warm-start server forked would escape it
-    runner = python_module(RUNNER) if launcher else torch_module(RUNNER)
+    # Fresh under a launcher (a process a warm-start server forked would escape it) and as torchrun's ranks: a forked
+    # rank could hang at its end, its gloo group freed with the GIL held while gloo's own thread waited for the GIL.
+    runner = python_module(RUNNER) if launcher or cfg.distributed else torch_module(RUNNER)
     runner += ["--run-dir", str(run_dir), "--config-json", json.dumps(cfg.to_dict())]
     runner += ["--capture", capture] if capture != "none" else []
     runner += ["--hold"] if hold else []

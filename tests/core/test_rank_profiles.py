@@ -35,7 +35,7 @@ def test_with_ranks_and_no_launcher_torchrun_runs_the_runner_module_with_a_safe_
     given whole instead (--no-python), `python -P -m` as every process the tool starts."""
     argv = runner_argv(TWO_RANKS, Path("run"))
     after = argv[argv.index("--no-python") + 1:]
-    assert after[:5] == [sys.executable, "-P", "-m", WARM_START, "sysprof.profiler_core.runner"]
+    assert after[:4] == [sys.executable, "-P", "-m", "sysprof.profiler_core.runner"]  # ranks start fresh
 
 
 def test_each_rank_names_its_own_report_through_nsys_environment_expansion(tmp_path):

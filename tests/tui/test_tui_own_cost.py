@@ -60,7 +60,10 @@ async def test_while_steps_arrive_the_app_redraws_rarely_and_stays_within_its_cp
     measured_s = sum(step["wall_ms"] for step in app.run_state.steps) / 1e3
     assert counts["redraws"] <= measured_s * REDRAWS_PER_S + 3, counts
     assert counts["with_steps"] >= 3, counts  # enough redraws after the first for a layout per redraw to show
-    assert counts["layouts"] <= 1, (counts, asked)  # then cells change, not sizes
+    # then cells change, not sizes; the footer alone may lay itself out once more: its keys change as the run starts,
+    # and how soon the measured steps follow depends on how fast the runner starts (a forked one starts at once)
+    by_others = [name for name in asked if not name.startswith("Footer")]
+    assert counts["layouts"] <= (1 if by_others else 2), (counts, asked)
     assert record["ui_cpu_pct_while_measured"] < APP_CPU_BUDGET_PCT, record
 
 

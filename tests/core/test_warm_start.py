@@ -55,6 +55,7 @@ def forked_probe(env: dict, *args: str, **popen) -> tuple[subprocess.Popen, dict
         time.sleep(0.5)
 
 
+@pytest.mark.slow
 def test_a_forked_process_keeps_the_launchers_streams_folder_environment_and_exit_code(warm_env, tmp_path):
     forked_probe(warm_env, "exit", "0", cwd="/")[0].communicate(timeout=60)  # the server: started elsewhere
     # what differs from the server's own: a variable left out of its key, the folder, the umask
@@ -71,6 +72,7 @@ def test_a_forked_process_keeps_the_launchers_streams_folder_environment_and_exi
                 / str(said["pid"])).exists()
 
 
+@pytest.mark.slow
 def test_ctrl_c_reaches_the_forked_process_and_a_signal_death_is_passed_on(warm_env):
     process, said = forked_probe(warm_env, "wait")
     assert said["torch_imported_before"]
@@ -87,6 +89,7 @@ def test_ctrl_c_reaches_the_forked_process_and_a_signal_death_is_passed_on(warm_
     assert process.returncode == -signal.SIGKILL
 
 
+@pytest.mark.slow
 def test_the_forked_process_is_counted_as_its_launchers_and_dies_with_it(warm_env, monkeypatch):
     monkeypatch.setenv("XDG_RUNTIME_DIR", warm_env["XDG_RUNTIME_DIR"])  # where descends_from reads stand-ins
     process, said = forked_probe(warm_env, "wait", preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
@@ -100,6 +103,7 @@ def test_the_forked_process_is_counted_as_its_launchers_and_dies_with_it(warm_en
     assert not Path(f"/proc/{said['pid']}").exists(), "the forked process outlived its killed launcher"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("setting", [{"SYSPROF_WARM_START": "0"}, {"CUDA_INJECTION64_PATH": "libinjection.so"}])
 def test_switched_off_or_under_an_injected_tool_the_process_runs_fresh(warm_env, setting):
     forked_probe(warm_env, "exit", "0")[0].communicate(timeout=60)  # a server is ready

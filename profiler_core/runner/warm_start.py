@@ -60,9 +60,8 @@ def main() -> None:
 
 
 def run_as_main(module: str) -> None:
-    """MODULE run as `python -m` runs it: in a `__main__` of its own that lives until the interpreter ends.
-    (runpy.run_module frees the module's globals as it returns: a DDP model's gloo process group freed then joins,
-    holding the GIL, a thread of its own that waits for the GIL.)"""
+    """MODULE run as `python -m` runs it (runpy's own function for that): in a `__main__` of its own that lives until
+    the interpreter ends, where runpy.run_module would free the module's globals as it returns."""
     sys.modules["__main__"] = types.ModuleType("__main__")
     runpy._run_module_as_main(module, alter_argv=True)  # type: ignore[attr-defined]
 
@@ -123,7 +122,10 @@ def forked(module: str, args: list[str]) -> int | None:
 
 
 def _ask(connection: socket.socket, module: str, args: list[str], forwarder: Forwarder) -> int | None:
-    here = os.open(".", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        here = os.open(".", os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:  # a working folder this process may not open: it runs the module itself
+        return None
     umask = os.umask(0)
     os.umask(umask)
     request = {"module": module, "argv": args, "env": dict(os.environ), "umask": umask, "stand_in": os.getpid(),

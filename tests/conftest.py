@@ -53,12 +53,21 @@ def pytest_configure(config) -> None:
     CLI commands) that import them, and where the environment says not to write bytecode (PYTHONDONTWRITEBYTECODE)
     each of them would compile every module it imports again (about 0.25 s of CPU for the CLI). Only the controller
     compiles (xdist workers start after it); an out-of-date file is compiled afresh by Python itself."""
+    project_on_the_path()
     if hasattr(config, "workerinput"):
         return
     import compileall
 
     for folder in ("models", "profiler_core", "trace", "tui"):
         compileall.compile_dir(str(ROOT / folder), quiet=1, workers=0)
+
+
+def project_on_the_path() -> None:
+    """Every process a test starts has the project on PYTHONPATH (ahead of what the host put there): one environment
+    for all of them, so the processes that import torch share one warm-start server, which serves one environment."""
+    host = os.environ.get("PYTHONPATH", "")
+    if host.split(os.pathsep)[0] != str(ROOT):
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (str(ROOT), host)))
 
 
 def cuda_available() -> bool:
@@ -102,9 +111,8 @@ def shared_fixtures() -> Path:
 
 @pytest.fixture
 def cli_env(tmp_path) -> dict:
-    """Environment for CLI subprocesses: the project importable, runs under tmp_path."""
-    path = os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH"))))  # keep what the host added
-    env = dict(os.environ, PYTHONPATH=path, SYSPROF_RUNS=str(tmp_path / "runs"))
+    """Environment for CLI subprocesses: runs under tmp_path (the project is on the path for every test)."""
+    env = dict(os.environ, SYSPROF_RUNS=str(tmp_path / "runs"))
     env.pop("NO_COLOR", None)
     return env
 

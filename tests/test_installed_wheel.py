@@ -72,10 +72,10 @@ def installed(tmp_path_factory) -> Path:
     venv.create(env_dir, with_pip=False)
     python = env_dir / "bin" / "python"
     site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                          capture_output=True, text=True, check=True).stdout.strip()
+                          capture_output=True, text=True, check=True, env=users_env()).stdout.strip()
     (Path(site) / "borrowed_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     pip = [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", "--no-index"]
-    subprocess.run([*pip, str(wheel)], check=True, capture_output=True, timeout=300)
+    subprocess.run([*pip, str(wheel)], check=True, capture_output=True, timeout=300, env=users_env())
     return env_dir / "bin"
 
 
@@ -90,7 +90,7 @@ def build_wheel(work: Path) -> Path:
             shutil.copy2(ROOT / name, source / name)
     out = work / "dist"
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out),
-                    str(source)], check=True, capture_output=True, timeout=300)
+                    str(source)], check=True, capture_output=True, timeout=300, env=users_env())
     return next(out.glob("*.whl"))
 
 
@@ -104,8 +104,13 @@ def user_repo(tmp_path) -> Path:
 
 
 def run_in(repo: Path, command: list[str]) -> subprocess.CompletedProcess:
-    env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "SYSPROF_RUNS")}
-    return subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(command, cwd=repo, env=users_env(), capture_output=True, text=True, timeout=300)
+
+
+def users_env() -> dict[str, str]:
+    """A user's environment: not the suite's path to the repository (pip would take its egg-info for the tool
+    installed) nor its runs folder."""
+    return {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "SYSPROF_RUNS")}
 
 
 def test_the_wheel_installs_the_tool_under_one_root_and_nothing_editable(installed):

@@ -206,11 +206,14 @@ def execute(runner: Runner) -> int:
     if code is not None:
         return code
     summary = runner.finish(events.OK)
+    backend = None
     if runner.rank:
         summary = gather_ranks(runner, summary)
-        distributed.leave()
+        backend = distributed.leave()
     with contextlib.suppress(ReaderGone):  # it finished and its summary is written: nobody left to tell is no failure
         emit(events.FINISHED, summary_path=str(runner.run_dir / rundir.SUMMARY), summary=summary)
+    if backend == "gloo":
+        distributed.end_gloo_rank(0)
     return 0
 
 

@@ -42,7 +42,9 @@ FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signa
 PER_PROCESS = {"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE", "ROLE_RANK",
                "ROLE_NAME", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "CUDA_VISIBLE_DEVICES",
                "TORCH_NCCL_ASYNC_ERROR_HANDLING", "PWD", "OLDPWD", "_", "SHLVL", "TERM", "TERM_PROGRAM",
-               "TERM_PROGRAM_VERSION", "COLORTERM", "COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR", "TMUX", "TMUX_PANE"}
+               "TERM_PROGRAM_VERSION", "COLORTERM", "COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR", "TMUX", "TMUX_PANE",
+               "TTY_COMPATIBLE", "TTY_INTERACTIVE",  # rich's say on the terminal, read when a console is made
+               "TORCHINDUCTOR_CACHE_DIR"}  # torch writes it into its own environment when it first compiles
 PER_PROCESS_PREFIXES = ("TORCHELASTIC_", "SYSPROF_", "PYTEST_")
 MAX_SOCKET_PATH = 100  # AF_UNIX paths end at 107 bytes
 

@@ -23,9 +23,10 @@ def runner_argv(cfg: RunConfig, run_dir: Path, capture: str = "none", launcher: 
 
     launcher: a command the runner runs under (nsys profile …); with ranks torchrun starts it once per rank.
     hold: the runner starts up, then waits to be released (runner/hold.py; one process only)."""
-    # Fresh under a launcher (a process a warm-start server forked would escape it) and as torchrun's ranks: a forked
-    # rank could hang at its end, its gloo group freed with the GIL held while gloo's own thread waited for the GIL.
-    runner = python_module(RUNNER) if launcher or cfg.distributed else torch_module(RUNNER)
+    # Fresh under a launcher (a process a warm-start server forked would escape it) and as ranks on GPUs, whose end
+    # in a forked process is not yet proven; ranks on the CPU end as runner/distributed.end_gloo_rank says.
+    fresh = launcher or (cfg.distributed and cfg.device != "cpu")
+    runner = python_module(RUNNER) if fresh else torch_module(RUNNER)
     runner += ["--run-dir", str(run_dir), "--config-json", json.dumps(cfg.to_dict())]
     runner += ["--capture", capture] if capture != "none" else []
     runner += ["--hold"] if hold else []

@@ -32,10 +32,15 @@ def test_with_ranks_torchrun_starts_the_launcher_once_per_rank():
 
 def test_with_ranks_and_no_launcher_torchrun_runs_the_runner_module_with_a_safe_path():
     """torchrun would start `python -u -m MODULE`, the working directory first on its path: each rank's program is
-    given whole instead (--no-python), `python -P -m` as every process the tool starts."""
+    given whole instead (--no-python), `python -P -m` as every process the tool starts. Ranks on the CPU start warm;
+    ranks on GPUs start fresh."""
     argv = runner_argv(TWO_RANKS, Path("run"))
     after = argv[argv.index("--no-python") + 1:]
-    assert after[:4] == [sys.executable, "-P", "-m", "sysprof.profiler_core.runner"]  # ranks start fresh
+    assert after[:5] == [sys.executable, "-P", "-m", WARM_START, "sysprof.profiler_core.runner"]
+    for device in ("cuda", "auto"):
+        argv = runner_argv(RunConfig(model="tiny", nproc=2, device=device), Path("run"))
+        after = argv[argv.index("--no-python") + 1:]
+        assert after[:4] == [sys.executable, "-P", "-m", "sysprof.profiler_core.runner"]
 
 
 def test_each_rank_names_its_own_report_through_nsys_environment_expansion(tmp_path):

@@ -123,7 +123,8 @@ def test_a_server_serves_every_rank_and_test_but_not_another_thread_count():
     base = {"PATH": "/usr/bin", "OMP_NUM_THREADS": "1"}
     same = server_key({**base, "RANK": "1", "MASTER_PORT": "29500", "CUDA_VISIBLE_DEVICES": "3",
                        "PYTEST_CURRENT_TEST": "t", "TORCHELASTIC_RUN_ID": "x", "SYSPROF_ANYTHING": "1",
-                       "TERM": "tmux-256color", "NO_COLOR": "", "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1"})
+                       "TERM": "tmux-256color", "NO_COLOR": "", "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1",
+                       "TTY_COMPATIBLE": "0", "TORCHINDUCTOR_CACHE_DIR": "/tmp/torchinductor_user"})
     assert same == server_key(base)
     assert server_key({**base, "OMP_NUM_THREADS": "2"}) != server_key(base)
 

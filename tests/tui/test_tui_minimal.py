@@ -89,21 +89,36 @@ async def test_real_tiny_run_through_the_real_runner(tmp_path):
     assert "ui_cpu_pct_while_measured" in record  # None when all 3 steps came in one read: too short to say
 
 
-def test_the_apps_own_load_is_its_cpu_over_the_measured_wall_time():
-    import time
+class Clocks:
+    """The process's CPU clock and the wall clock, moved by the test: the load a host puts on the app is no part of
+    what is checked."""
 
-    from sysprof.tui.model.own_load import MeasuredLoad
+    def __init__(self) -> None:
+        self.cpu = self.wall = 0.0
 
-    busy, idle = MeasuredLoad(), MeasuredLoad()
-    for load, work in ((busy, lambda: sum(range(10**7))), (idle, lambda: time.sleep(0.3))):
-        load.stage("warmup")
-        started = time.monotonic()
-        load.stage("measured")
-        while time.monotonic() - started < 0.3:
-            work()
-        load.stage("finished")
-    assert MeasuredLoad().percent() is None
-    assert idle.percent() < 20 < busy.percent() <= 110  # one busy core is 100%
+    def process_time(self) -> float:
+        return self.cpu
+
+    def monotonic(self) -> float:
+        return self.wall
+
+    def spend(self, cpu_s: float, wall_s: float) -> None:
+        self.cpu += cpu_s
+        self.wall += wall_s
+
+
+def test_the_apps_own_load_is_its_cpu_over_the_measured_wall_time(monkeypatch):
+    from sysprof.tui.model import own_load
+
+    clocks = Clocks()
+    monkeypatch.setattr(own_load, "time", clocks)
+    load = own_load.MeasuredLoad()
+    for stage, cpu_s, wall_s in (("warmup", 5.0, 5.0), ("measured", 0.6, 2.0), ("measured", 0.1, 0.5),
+                                 ("finished", 3.0, 1.0), ("measured", 0.1, 1.5), ("failed", 9.0, 9.0)):
+        load.stage(stage)
+        clocks.spend(cpu_s, wall_s)
+    assert own_load.MeasuredLoad().percent() is None
+    assert load.percent() == pytest.approx(100 * (0.6 + 0.1 + 0.1) / (2.0 + 0.5 + 1.5))  # the measured stretches only
 
 
 @pytest.mark.slow

@@ -123,7 +123,7 @@ async def test_a_run_whose_whole_group_was_killed_shows_as_died_never_running(tm
     app = build_app(runs_dir=str(tmp_path))
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(app, pilot, "5")
-        assert f"died at step {done} of 5000" in notices(app)
+        await wait_for(pilot, lambda: f"died at step {done} of 5000" in notices(app), timeout=30)  # a loaded machine
         records = app.query_one("#runs-table").records
         assert [(row["status"], row["state"]) for row in records] == [("failed", "died")]  # status: the contract's
     assert json.loads((run_dir / rundir.SUMMARY).read_text())["error"]["kind"] == events.DIED

@@ -3,6 +3,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from textual.widgets import Input
 from tui_helpers import until_opened
 
 from sysprof.profiler_core.base.config import RunConfig
@@ -33,6 +34,14 @@ async def loaded(pilot) -> None:
     await pilot.pause()
 
 
+async def steady_cursors(pilot) -> None:
+    """A focused field's cursor shown steadily: blinking, it is drawn or not by when the picture is taken (on a
+    loaded machine, either)."""
+    for field in pilot.app.screen.query(Input):
+        field.cursor_blink = False
+    await pilot.pause()
+
+
 def snap(snap_compare, app, *keys) -> bool:
     async def settle(pilot):
         await loaded(pilot)
@@ -42,6 +51,7 @@ def snap(snap_compare, app, *keys) -> bool:
         for key in keys:
             await pilot.press(key)
             await loaded(pilot)
+        await steady_cursors(pilot)
     return snap_compare(app, terminal_size=(80, 24), run_before=settle)
 
 

@@ -52,7 +52,8 @@ def pytest_configure(config) -> None:
     """The sources byte-compiled once, before any test: the suite starts hundreds of processes (runners, sessions,
     CLI commands) that import them, and where the environment says not to write bytecode (PYTHONDONTWRITEBYTECODE)
     each of them would compile every module it imports again (about 0.25 s of CPU for the CLI). Only the controller
-    compiles (xdist workers start after it); an out-of-date file is compiled afresh by Python itself."""
+    compiles (xdist workers start after it); an out-of-date file is compiled afresh by Python itself. Every process
+    (controller and workers) first puts the project on the path its tests' processes inherit."""
     project_on_the_path()
     if hasattr(config, "workerinput"):
         return

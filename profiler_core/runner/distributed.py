@@ -55,20 +55,16 @@ def join(device: torch.device) -> None:
     dist.init_process_group(backend, timeout=GROUP_TIMEOUT, device_id=device if device.type == "cuda" else None)
 
 
-def leave() -> str | None:
-    """Out of the process group; its backend, None if there was none."""
-    if not dist.is_initialized():
-        return None
-    backend = str(dist.get_backend())
-    dist.destroy_process_group()
-    return backend
+def leave() -> None:
+    if dist.is_initialized():
+        dist.destroy_process_group()
 
 
 def end_gloo_rank(code: int) -> NoReturn:
-    """A gloo rank's end, once its summary is written and its last event sent: no object is freed after it. Freeing
-    the model frees the group, whose destructor joins gloo's threads with the GIL held; a thread of theirs still
-    dropping a finished collective's tensor waits for that GIL, and the rank hangs for good (seen in ranks a warm start
-    forked, in the test suite on a busy 2-core machine)."""
+    """A gloo rank's end (a rank off the GPU: see join), once its summary is written and its last event sent: no
+    object is freed after it. Freeing the model frees the group, whose destructor joins gloo's threads with the GIL
+    held; a thread of theirs still dropping a finished collective's tensor waits for that GIL, and the rank hangs for
+    good (seen in ranks a warm start forked, in the test suite on a busy 2-core machine)."""
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

@@ -206,13 +206,12 @@ def execute(runner: Runner) -> int:
     if code is not None:
         return code
     summary = runner.finish(events.OK)
-    backend = None
     if runner.rank:
         summary = gather_ranks(runner, summary)
-        backend = distributed.leave()
+        distributed.leave()
     with contextlib.suppress(ReaderGone):  # it finished and its summary is written: nobody left to tell is no failure
         emit(events.FINISHED, summary_path=str(runner.run_dir / rundir.SUMMARY), summary=summary)
-    if backend == "gloo":
+    if runner.rank and runner.work.device.type != "cuda":
         distributed.end_gloo_rank(0)
     return 0
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sysprof.profiler_core.base.processes import STAND_IN_FOLDER, warm_folder
-from sysprof.profiler_core.runner.warm_start import FORWARDED, run_as_main
+from sysprof.profiler_core.runner.warm_start import FORWARDED, run_and_end
 
 READ_TIMEOUT_S = 10.0  # a stand-in sends its request at once; one that does not is dropped
 
@@ -66,7 +66,7 @@ def main() -> None:
         path.unlink(missing_ok=True)
         return
     become(request)
-    run_as_main(request.module)
+    run_and_end(request.module)
 
 
 def _lock(path: Path) -> int | None:

@@ -103,6 +103,28 @@ def test_the_forked_process_is_counted_as_its_launchers_and_dies_with_it(warm_en
     assert not Path(f"/proc/{said['pid']}").exists(), "the forked process outlived its killed launcher"
 
 
+def ended(process: subprocess.Popen) -> tuple[str, str, int]:
+    """What a probe run with `end` left after its first line: its output, its errors and its exit code."""
+    first_line(process)
+    out, err = process.communicate(timeout=60)
+    return out, err, process.returncode
+
+
+@pytest.mark.slow
+def test_a_warm_started_process_ends_as_the_interpreter_would_end_it(warm_env):
+    """The quick end (no object freed one by one) still joins threads, runs exit handlers, flushes output and
+    prints sys.exit's message, forked or run in the launcher itself."""
+    plain = subprocess.Popen([sys.executable, "-m", "warm_probe", "end"], env=warm_env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    expected = ended(plain)
+    assert expected == ("unflushed thread joined\nexit handler ran\n", "a message for sys.exit\n", 1)
+    process, said = forked_probe(warm_env, "end", stderr=subprocess.PIPE)
+    assert said["torch_imported_before"]
+    out, err = process.communicate(timeout=60)
+    assert (out, err, process.returncode) == expected
+    assert ended(probe({**warm_env, "SYSPROF_WARM_START": "0"}, "end", stderr=subprocess.PIPE)) == expected
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("setting", [{"SYSPROF_WARM_START": "0"}, {"CUDA_INJECTION64_PATH": "libinjection.so"}])
 def test_switched_off_or_under_an_injected_tool_the_process_runs_fresh(warm_env, setting):

@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sysprof.profiler_core.base.processes import STAND_IN_FOLDER, warm_folder
-from sysprof.profiler_core.runner.warm_start import FORWARDED, run_and_end
+from sysprof.profiler_core.runner.forked_end import run_and_end
+from sysprof.profiler_core.runner.warm_start import FORWARDED
 
 READ_TIMEOUT_S = 10.0  # a stand-in sends its request at once; one that does not is dropped
 

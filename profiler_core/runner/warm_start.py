@@ -15,8 +15,6 @@ process and runs MODULE itself. Nothing here imports torch.
 """
 from __future__ import annotations
 
-import atexit
-import contextlib
 import hashlib
 import importlib.util
 import json
@@ -28,10 +26,8 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import types
 from pathlib import Path
-from typing import NoReturn
 
 from sysprof.profiler_core.base.processes import SAFE_PATH, warm_folder
 
@@ -60,34 +56,9 @@ def main() -> None:
     status = forked(module, args) if wanted(os.environ) else None
     if status is None:
         sys.argv = [module, *args]
-        run_and_end(module)
+        run_as_main(module)  # the interpreter's own end: a tool injected here (nsys) writes its data at exit
+        return
     exit_as(status)
-
-
-def run_and_end(module: str) -> NoReturn:
-    """MODULE run as main, then this process's end as the interpreter's own, less its last part: non-daemon threads
-    joined, exit handlers run and the standard streams flushed, but no module or object freed one by one: that costs a
-    process that imported torch about 0.7 s of CPU (docs/performance.md#warm-start) and frees nothing the kernel
-    would not."""
-    try:
-        run_as_main(module)
-        code = 0
-    except SystemExit as end:
-        code = exit_code(end.code)
-    threading._shutdown()  # type: ignore[attr-defined]  # what the interpreter's own end calls first
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    os._exit(code)
-
-
-def exit_code(code: object) -> int:
-    """The exit code the interpreter gives for `sys.exit(code)`: a message is printed and counts as 1."""
-    if code is None or isinstance(code, int):
-        return int(code or 0)
-    print(code, file=sys.stderr)
-    return 1
 
 
 def run_as_main(module: str) -> None:

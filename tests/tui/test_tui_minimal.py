@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 from textual.widgets import ProgressBar
+from tui_helpers import workers_done
 
 from sysprof.profiler_core.base.config import RunConfig
 from sysprof.tui.app import build_app
@@ -37,7 +38,7 @@ async def test_run_key_streams_events_into_the_step_table(tmp_path):
     app = build_app(runs_dir=str(tmp_path), argv_factory=fake_factory(), initial=TINY)
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.press("ctrl+r")
-        await app.workers.wait_for_complete()
+        await workers_done(app)
         await pilot.pause()
         assert app.run_state.stage == "finished"
         table = app.query_one(StepTable)
@@ -52,7 +53,7 @@ async def test_runner_dying_midway_is_reported_and_steps_kept(tmp_path):
                      initial=TINY)
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.press("ctrl+r")
-        await app.workers.wait_for_complete()
+        await workers_done(app)
         await pilot.pause()
         assert app.run_state.stage == "failed" and app.run_state.error["kind"] == "killed"
         assert len(app.run_state.steps) == 1
@@ -79,7 +80,7 @@ async def test_real_tiny_run_through_the_real_runner(tmp_path):
     app = build_app(runs_dir=str(tmp_path), initial=TINY)
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.press("ctrl+r")
-        await app.workers.wait_for_complete()
+        await workers_done(app)
         await pilot.pause()
         assert app.run_state.stage == "finished", app.run_state.error
         reopened = state_from_run_dir(Path(app.run_state.run_dir))
@@ -131,7 +132,7 @@ async def test_a_run_with_repeats_shows_the_spread_between_its_processes(tmp_pat
     app = build_app(runs_dir=str(tmp_path), initial=replace(TINY, repeats=2))
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("ctrl+r")
-        await app.workers.wait_for_complete()
+        await workers_done(app)
         await pilot.pause()
         assert app.run_state.stage == "finished", app.run_state.error
         assert app.run_state.summary["repeats"]["ok"] == 2
@@ -180,7 +181,7 @@ async def test_two_cpu_ranks_from_the_app_show_each_ranks_step(tmp_path):
     app = build_app(runs_dir=str(tmp_path), initial=replace(TINY, nproc=2, steps=2))
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("ctrl+r")
-        await app.workers.wait_for_complete()
+        await workers_done(app)
         await pilot.pause()
         assert app.run_state.stage == "finished", app.run_state.error
         text = str(app.query_one("#live-throughput").render())

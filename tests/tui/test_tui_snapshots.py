@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 from textual.widgets import Input
-from tui_helpers import until_opened
+from tui_helpers import until_opened, workers_done
 
 from sysprof.profiler_core.base.config import RunConfig
 from sysprof.tui.app import SysprofApp, build_app
@@ -30,7 +30,7 @@ async def loaded(pilot) -> None:
     # workers more than once, or a loaded machine takes the picture before the table is there.
     for _ in range(3):
         await pilot.pause()
-        await pilot.app.workers.wait_for_complete()
+        await workers_done(pilot.app)
     await pilot.pause()
 
 

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from tui_helpers import settle, text, wait_until
+from tui_helpers import settle, text, wait_until, workers_done
 
 from sysprof.tui.app import build_app
 from sysprof.tui.model.study_commands import study_argv
@@ -36,7 +36,7 @@ async def wait_for_end(app, pilot, limit_s=240):
         if not pane.study.running:
             break
         await pilot.pause(0.5)
-    await app.workers.wait_for_complete()
+    await workers_done(app)
     await pilot.pause()
     return pane
 

@@ -7,7 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
-from tui_helpers import settle, text
+from tui_helpers import settle, text, until_opened
 
 from sysprof.trace.settle import recorded_memory
 from sysprof.tui.app import build_app
@@ -22,6 +22,7 @@ async def test_the_memory_screen_shows_the_recorded_steps_by_the_loops_own_phase
     (run_dir / "summary.json").write_text(json.dumps(summary | {"memory": recorded_memory(run_dir, summary, 1)}))
     app = build_app(runs_dir=str(tmp_path), open_runs=[run_dir])
     async with app.run_test(size=(100, 30)) as pilot:
+        await until_opened(app, pilot, run_dir)
         await settle(app, pilot, "4")
         screen = " ".join(text(app).split())
         assert "peak 155.37 MiB in optimizer step 0" in screen and "D/F/B/O: phase starts" in screen, screen[:1500]

@@ -1,18 +1,36 @@
 """Pilot helpers the app tests share."""
+import contextlib
+
+from textual.worker import WorkerCancelled
+
 from sysprof.tui.screen_text import screen_lines
 
 
 async def settle(app, pilot, *keys):
-    """Press the keys, each followed by the workers it started, then let the screen redraw."""
+    """Press the keys, each once the focus the one before moved has landed (on a loaded machine a key pressed before
+    the pane it opens has the focus goes elsewhere), then wait for the workers they started and the redraw."""
     await pilot.pause()
     for key in keys:
         await pilot.press(key)
-    await app.workers.wait_for_complete()
+        await focus_settled(app, pilot)
+    await workers_done(app)
     await pilot.pause()
-    for _ in range(250):  # a pane just shown takes the focus after a refresh; the next keys go to it (5 s at most)
+    await focus_settled(app, pilot)
+
+
+async def focus_settled(app, pilot) -> None:
+    """A pane just shown takes the focus after a refresh; the next keys go to it (5 s at most)."""
+    for _ in range(250):
         if not app.focus_pending:
-            break
+            return
         await pilot.pause(0.02)
+
+
+async def workers_done(app) -> None:
+    """The ends of the app's workers; one a newer worker of its group replaced ends cancelled, which is no failure."""
+    for worker in list(app.workers):
+        with contextlib.suppress(WorkerCancelled):
+            await worker.wait()
 
 
 def text(app) -> str:

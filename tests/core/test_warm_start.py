@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from sysprof.profiler_core.base.processes import STAND_IN_FOLDER, torch_module
+from sysprof.profiler_core.runner.forked_end import exit_code
 from sysprof.profiler_core.runner.warm_start import server_key, wanted
 from sysprof.profiler_core.session.watch import descends_from
 
@@ -108,6 +109,13 @@ def ended(process: subprocess.Popen) -> tuple[str, str, int]:
     first_line(process)
     out, err = process.communicate(timeout=60)
     return out, err, process.returncode
+
+
+@pytest.mark.parametrize("code, expected, printed", [(None, 0, ""), (0, 0, ""), (3, 3, ""), (True, 1, ""),
+                                                     ("a message", 1, "a message\n")])
+def test_the_exit_code_of_sys_exit_is_the_interpreters(code, expected, printed, capsys):
+    assert exit_code(code) == expected
+    assert capsys.readouterr().err == printed
 
 
 @pytest.mark.slow

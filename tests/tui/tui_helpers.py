@@ -1,7 +1,7 @@
 """Pilot helpers the app tests share."""
 import contextlib
 
-from textual.worker import WorkerCancelled
+from textual.worker import WorkerCancelled, WorkerState
 
 from sysprof.tui.screen_text import screen_lines
 
@@ -13,9 +13,23 @@ async def settle(app, pilot, *keys):
     for key in keys:
         await pilot.press(key)
         await focus_settled(app, pilot)
-    await workers_done(app)
-    await pilot.pause()
-    await focus_settled(app, pilot)
+    await quiet(app, pilot)
+
+
+async def quiet(app, pilot) -> None:
+    """Until two pauses in a row find no worker running and no focus pending: a pane just built starts its loads
+    from its mount, a message or two after the key that built it, which on a loaded machine can be after a pause."""
+    calm = 0
+    for _ in range(20):  # a focus that never lands gives up after 5 s each time: the test's assertion then says why
+        if app.focus_pending or any(not worker.is_finished for worker in app.workers):
+            calm = 0
+            await workers_done(app)
+            await focus_settled(app, pilot)
+        else:
+            calm += 1
+        await pilot.pause()
+        if calm == 2:
+            return
 
 
 async def focus_settled(app, pilot) -> None:
@@ -27,8 +41,11 @@ async def focus_settled(app, pilot) -> None:
 
 
 async def workers_done(app) -> None:
-    """The ends of the app's workers; one a newer worker of its group replaced ends cancelled, which is no failure."""
+    """The ends of the app's workers; one a newer worker of its group replaced ends cancelled, which is no failure.
+    One not started yet is passed over (it cannot be waited for): quiet() looks again after a pause."""
     for worker in list(app.workers):
+        if worker.state == WorkerState.PENDING:
+            continue
         with contextlib.suppress(WorkerCancelled):
             await worker.wait()
 

@@ -17,18 +17,13 @@ async def settle(app, pilot, *keys):
 
 
 async def quiet(app, pilot) -> None:
-    """Until two pauses in a row find no worker running and no focus pending: a pane just built starts its loads
-    from its mount, a message or two after the key that built it, which on a loaded machine can be after a pause."""
-    calm = 0
-    for _ in range(20):  # a focus that never lands gives up after 5 s each time: the test's assertion then says why
-        if app.focus_pending or any(not worker.is_finished for worker in app.workers):
-            calm = 0
-            await workers_done(app)
-            await focus_settled(app, pilot)
-        else:
-            calm += 1
+    """The workers' ends, a redraw and the focus, again while a worker is left running: a pane a key built starts its
+    loads from its mount, which on a loaded machine can come after the workers were first waited for."""
+    for _ in range(20):
+        await workers_done(app)
         await pilot.pause()
-        if calm == 2:
+        await focus_settled(app, pilot)
+        if all(worker.is_finished for worker in app.workers):
             return
 
 

@@ -120,8 +120,8 @@ def test_the_exit_code_of_sys_exit_is_the_interpreters(code, expected, printed, 
 
 @pytest.mark.slow
 def test_a_warm_started_process_ends_as_the_interpreter_would_end_it(warm_env):
-    """The quick end (no object freed one by one) still joins threads, runs exit handlers, flushes output and
-    prints sys.exit's message, forked or run in the launcher itself."""
+    """A forked process's quick end (no object freed one by one) still joins threads, runs exit handlers, flushes
+    output and prints sys.exit's message: as plain `python -m`, and as the launcher that ran the module itself."""
     plain = subprocess.Popen([sys.executable, "-m", "warm_probe", "end"], env=warm_env, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
     expected = ended(plain)

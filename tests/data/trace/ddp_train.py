@@ -51,7 +51,7 @@ def main():
         opt.step()
         opt.zero_grad()
     dist.destroy_process_group()
-    print("rank", rank, "trained", args.steps, "steps")
+    print(f"rank {rank} trained {args.steps} steps\n", end="", flush=True)  # one write: two ranks share the output
 
 
 if __name__ == "__main__":
